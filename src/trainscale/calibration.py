@@ -1,0 +1,339 @@
+"""The simulator's free parameters and ``data/calibration.yaml``.
+
+Every parameter is physical (an efficiency, a latency, a size, a power fraction), shared by all
+configurations, and has bounds. ``trainscale calibrate`` (:mod:`trainscale.calibrate`) fits the
+``fitted`` ones to the published measurements and writes them with their provenance; the others
+keep their sourced or estimated value. ``calibration_id`` is a hash of the parameter values, so a
+result row names exactly the parameters that produced it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, fields, replace
+from functools import cache
+from pathlib import Path
+
+import yaml
+
+from trainscale.errors import InputFileError
+from trainscale.paths import data_dir
+from trainscale.yamlio import load_yaml
+
+__all__ = ["PARAMETERS", "Calibration", "ParameterSpec", "load_calibration"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ParameterSpec:
+    """Metadata of one parameter: default (prior), bounds, unit and meaning."""
+
+    name: str
+    default: float
+    lower: float
+    upper: float
+    unit: str
+    fitted: bool
+    """Fitted by ``trainscale calibrate`` (True) or fixed at its sourced/estimated value."""
+    group: str
+    """``throughput`` parameters are fitted to throughput rows, ``power`` ones to power claims."""
+    description: str
+
+
+PARAMETERS: tuple[ParameterSpec, ...] = (
+    ParameterSpec(
+        name="gemm_size_scale",
+        default=1.0,
+        lower=0.25,
+        upper=4.0,
+        unit="1",
+        fitted=True,
+        group="throughput",
+        description="multiplies each GPU's catalogued half-efficiency GEMM dimension d0 in "
+        "eta(d) = eta_max * d / (d + d0) (tile and wave quantisation of small GEMMs)",
+    ),
+    ParameterSpec(
+        name="attention_efficiency_scale",
+        default=1.0,
+        lower=0.2,
+        upper=1.3,
+        unit="1",
+        fitted=True,
+        group="throughput",
+        description="multiplies each GPU's catalogued best FlashAttention efficiency (typical "
+        "head sizes and sequence lengths reach less than the best case; causal blocks are skipped, "
+        "the backward executes 2.5x the forward FLOPs)",
+    ),
+    ParameterSpec(
+        name="elementwise_traffic_scale",
+        default=1.0,
+        lower=0.3,
+        upper=5.0,
+        unit="1",
+        fitted=True,
+        group="throughput",
+        description="multiplies the counted HBM traffic of memory-bound kernels (norms, residual "
+        "adds, activations, rotary, softmax/cross-entropy, casts): unfused kernels move more",
+    ),
+    ParameterSpec(
+        name="host_overhead_per_layer_s",
+        default=1.5e-4,
+        lower=1e-5,
+        upper=2e-3,
+        unit="s",
+        fitted=False,
+        group="throughput",
+        description="CPU time to launch one transformer block's kernels for forward and backward "
+        "of one micro-batch; the GPU waits when its work per block is shorter [E: ~50-100 "
+        "kernels at ~1.5-3 us of eager-mode launch each; no published row is small enough to "
+        "constrain it, so it is not fitted]",
+    ),
+    ParameterSpec(
+        name="nvlink_efficiency",
+        default=0.8,
+        lower=0.6,
+        upper=0.95,
+        unit="1",
+        fitted=True,
+        group="throughput",
+        description="NCCL ring bus bandwidth as a fraction of NVLink line rate per direction "
+        "(H100: ~370 of 450 GB/s)",
+    ),
+    ParameterSpec(
+        name="nvls_efficiency",
+        default=0.61,
+        lower=0.4,
+        upper=0.9,
+        unit="1",
+        fitted=True,
+        group="throughput",
+        description="NVLink SHARP AllReduce algorithm bandwidth as a fraction of NVLink line rate "
+        "per direction (H100: ~275 of 450 GB/s)",
+    ),
+    ParameterSpec(
+        name="nic_efficiency",
+        default=0.93,
+        lower=0.6,
+        upper=0.98,
+        unit="1",
+        fitted=True,
+        group="throughput",
+        description="bandwidth NCCL reaches per scale-out NIC as a fraction of line rate on "
+        "InfiniBand (46-48 of 50 GB/s on NDR); other fabrics scale it by their factor",
+    ),
+    ParameterSpec(
+        name="nccl_latency_scale",
+        default=1.0,
+        lower=0.1,
+        upper=3.0,
+        unit="1",
+        fitted=True,
+        group="throughput",
+        description="multiplies NCCL's tuning-table latencies (base and per-hop)",
+    ),
+    ParameterSpec(
+        name="overlap_slowdown",
+        default=0.1,
+        lower=0.0,
+        upper=0.4,
+        unit="1",
+        fitted=True,
+        group="throughput",
+        description="fractional slowdown of compute while a collective runs beside it (NCCL "
+        "kernels take SMs and HBM bandwidth)",
+    ),
+    ParameterSpec(
+        name="hbm_efficiency",
+        default=0.8,
+        lower=0.5,
+        upper=0.95,
+        unit="1",
+        fitted=False,
+        group="throughput",
+        description="achieved fraction of HBM bandwidth by memory-bound kernels [E, reference "
+        "notes section 4.3]",
+    ),
+    ParameterSpec(
+        name="optimizer_bytes_per_param",
+        default=32.0,
+        lower=16.0,
+        upper=64.0,
+        unit="B",
+        fitted=False,
+        group="throughput",
+        description="HBM bytes moved per locally held parameter by the AdamW step (fp32 master, "
+        "m, v read and written, gradient read, bf16 copy written, norm for clipping)",
+    ),
+    ParameterSpec(
+        name="ddp_bucket_bytes",
+        default=25 * 2**20,
+        lower=1 * 2**20,
+        upper=512 * 2**20,
+        unit="B",
+        fitted=False,
+        group="throughput",
+        description="gradient bucket size of DDP and ZeRO-1/2 (PyTorch default 25 MiB)",
+    ),
+    ParameterSpec(
+        name="memory_overhead_gib",
+        default=4.0,
+        lower=1.0,
+        upper=10.0,
+        unit="GiB",
+        fitted=False,
+        group="memory",
+        description="CUDA context, NCCL buffers and allocator slack per GPU [E, 2-6 GB]",
+    ),
+    ParameterSpec(
+        name="memory_usable_fraction",
+        default=0.95,
+        lower=0.8,
+        upper=1.0,
+        unit="1",
+        fitted=False,
+        group="memory",
+        description="fraction of HBM a configuration may use and still fit",
+    ),
+    ParameterSpec(
+        name="power_compute_frac",
+        default=0.875,
+        lower=0.5,
+        upper=1.0,
+        unit="1",
+        fitted=False,
+        group="power",
+        description="power above idle during GEMM-bound compute, as a fraction of (TDP - idle); "
+        "0.85-1.0 x TDP on H100 [E, reference notes section 5.3]",
+    ),
+    ParameterSpec(
+        name="power_memory_frac",
+        default=0.45,
+        lower=0.2,
+        upper=0.9,
+        unit="1",
+        fitted=False,
+        group="power",
+        description="power above idle during memory-bound kernels, fraction of (TDP - idle); "
+        "0.5-0.6 x TDP [E]",
+    ),
+    ParameterSpec(
+        name="power_comm_frac",
+        default=0.4,
+        lower=0.0,
+        upper=1.0,
+        unit="1",
+        fitted=True,
+        group="power",
+        description="power above idle while only communication runs (exposed collectives), "
+        "fraction of (TDP - idle); fitted to the study's power claim",
+    ),
+)
+
+_SPECS = {spec.name: spec for spec in PARAMETERS}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Calibration:
+    """Values of all simulator parameters (see :data:`PARAMETERS` for units and meaning)."""
+
+    gemm_size_scale: float
+    attention_efficiency_scale: float
+    elementwise_traffic_scale: float
+    host_overhead_per_layer_s: float
+    nvlink_efficiency: float
+    nvls_efficiency: float
+    nic_efficiency: float
+    nccl_latency_scale: float
+    overlap_slowdown: float
+    hbm_efficiency: float
+    optimizer_bytes_per_param: float
+    ddp_bucket_bytes: float
+    memory_overhead_gib: float
+    memory_usable_fraction: float
+    power_compute_frac: float
+    power_memory_frac: float
+    power_comm_frac: float
+
+    @classmethod
+    def defaults(cls) -> Calibration:
+        """The priors: sourced or estimated values before any fit."""
+        return cls(**{spec.name: spec.default for spec in PARAMETERS})
+
+    def with_values(self, **values: float) -> Calibration:
+        """Return a copy with some parameters changed."""
+        return replace(self, **values)
+
+    def as_dict(self) -> dict[str, float]:
+        return {f.name: float(getattr(self, f.name)) for f in fields(self)}
+
+    @property
+    def calibration_id(self) -> str:
+        """Content hash of the parameter values (12 hex digits)."""
+        payload = json.dumps(
+            {k: float(f"{v:.12g}") for k, v in sorted(self.as_dict().items())}, sort_keys=True
+        )
+        return hashlib.sha256(payload.encode()).hexdigest()[:12]
+
+
+def _parse(path: Path, data: dict) -> Calibration:
+    parameters = data.get("parameters")
+    if not isinstance(parameters, dict):
+        raise InputFileError(path, "missing mapping 'parameters'")
+    values = {}
+    for spec in PARAMETERS:
+        entry = parameters.get(spec.name)
+        if entry is None:
+            values[spec.name] = spec.default
+            continue
+        value = entry.get("value") if isinstance(entry, dict) else entry
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            raise InputFileError(path, f"parameters.{spec.name}.value: expected a number")
+        if not spec.lower <= float(value) <= spec.upper:
+            raise InputFileError(
+                path,
+                f"parameters.{spec.name}.value: {value} outside its bounds "
+                f"[{spec.lower}, {spec.upper}]",
+            )
+        values[spec.name] = float(value)
+    unknown = sorted(set(parameters) - set(_SPECS))
+    if unknown:
+        raise InputFileError(
+            path, f"parameters: unknown key(s) {', '.join(unknown)}; valid: {', '.join(_SPECS)}"
+        )
+    return Calibration(**values)
+
+
+@cache
+def _load(path: Path) -> Calibration:
+    if not path.is_file():
+        return Calibration.defaults()
+    return _parse(path, load_yaml(path))
+
+
+def load_calibration(path: str | Path | None = None) -> Calibration:
+    """Load ``data/calibration.yaml`` (the priors if the file does not exist yet)."""
+    return _load(Path(path) if path is not None else data_dir() / "calibration.yaml")
+
+
+def dump_calibration(calibration: Calibration, path: Path, provenance: dict) -> None:
+    """Write a calibration file with each value, its bounds, meaning and the fit's provenance."""
+    parameters = {}
+    for spec in PARAMETERS:
+        parameters[spec.name] = {
+            "value": float(f"{getattr(calibration, spec.name):.6g}"),
+            "lower": spec.lower,
+            "upper": spec.upper,
+            "prior": spec.default,
+            "unit": spec.unit,
+            "fitted": spec.fitted,
+            "description": spec.description,
+        }
+    document = {
+        "calibration_id": calibration.calibration_id,
+        **provenance,
+        "parameters": parameters,
+    }
+    text = yaml.safe_dump(document, sort_keys=False, width=100, allow_unicode=False)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)

@@ -1,0 +1,1 @@
+"""One module per ``trainscale`` command; see :mod:`trainscale.cli`."""

@@ -1,0 +1,120 @@
+"""``trainscale trace``: computation/communication overlap of PyTorch profiler traces.
+
+Loads the given Kineto traces together as the ranks of one job (aligned, last profiler step
+dropped unless ``--include-last-step``), and prints per rank the compute, communication, overlap
+(µs and % of communication, as HolisticTraceAnalysis reports it), exposed communication and idle
+time; ``-o`` writes the same table as CSV. See :mod:`trainscale.ingest.hta`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from trainscale.errors import InputFileError
+from trainscale.ingest.hta import overlap_summary
+from trainscale.ingest.kineto import load_traces
+
+__all__ = ["HELP", "NAME", "add_arguments", "run", "trace_table"]
+
+NAME = "trace"
+HELP = (
+    "Per-rank compute, communication, overlap, exposed communication and idle time of "
+    "PyTorch profiler traces (HTA's algorithm)."
+)
+
+#: Output columns (CSV header) and their printed titles.
+_COLUMNS: dict[str, str] = {
+    "rank": "rank",
+    "comp_us": "compute (us)",
+    "comm_us": "comm (us)",
+    "overlap_us": "overlap (us)",
+    "comp_comm_overlap_pctg": "overlap (% of comm)",
+    "exposed_comm_us": "exposed comm (us)",
+    "idle_us": "idle (us)",
+    "idle_pct": "idle (%)",
+    "kernel_span_us": "kernel span (us)",
+    "path": "trace",
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the command's arguments to ``parser``."""
+    parser.add_argument(
+        "traces",
+        nargs="+",
+        metavar="TRACE",
+        help="Kineto trace files (.json or .json.gz), one per rank of one job",
+    )
+    parser.add_argument(
+        "-o", "--output", metavar="OUT.csv", type=Path, help="also write the table as CSV"
+    )
+    parser.add_argument(
+        "--include-last-step",
+        action="store_true",
+        help="keep the last ProfilerStep (HTA drops it by default)",
+    )
+
+
+def trace_table(paths: list[str | Path], *, include_last_step: bool = False) -> pd.DataFrame:
+    """The command's table: one row per rank, columns as in the CSV output.
+
+    Parameters
+    ----------
+    paths
+        One trace file per rank.
+    include_last_step
+        Keep the last profiler step.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``rank``, ``comp_us``, ``comm_us``, ``overlap_us``, ``comp_comm_overlap_pctg`` (% of
+        communication hidden under compute, 2 decimals), ``exposed_comm_us``, ``idle_us``,
+        ``idle_pct``, ``kernel_span_us`` (all µs unless %), ``path``.
+    """
+    traces = load_traces(paths, include_last_profiler_step=include_last_step)
+    return overlap_summary(traces)[list(_COLUMNS)]
+
+
+def _cell(value: object, column: str) -> str:
+    if column in {"rank", "path"}:
+        return str(value)
+    number = float(value)  # type: ignore[arg-type]
+    if math.isnan(number):
+        return "n/a"
+    return f"{number:.2f}" if column.endswith(("pctg", "pct")) else f"{number:,.0f}"
+
+
+def format_table(table: pd.DataFrame) -> str:
+    """Aligned text: numbers right-aligned, µs with thousands separators, % with 2 decimals."""
+    titles = list(_COLUMNS.values())
+    cells = [[_cell(row[c], c) for c in _COLUMNS] for _, row in table.iterrows()]
+    widths = [max(len(t), *(len(r[i]) for r in cells)) for i, t in enumerate(titles)]
+    last = len(titles) - 1
+
+    def line(values: list[str]) -> str:
+        parts = [
+            v.ljust(w) if i == last else v.rjust(w)
+            for i, (v, w) in enumerate(zip(values, widths, strict=True))
+        ]
+        return "  ".join(parts).rstrip()
+
+    return "\n".join([line(titles), *(line(r) for r in cells)])
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the per-rank table; write it as CSV with ``-o``. Returns the exit status."""
+    table = trace_table(args.traces, include_last_step=args.include_last_step)
+    print(format_table(table))
+    if args.output is not None:
+        try:
+            table.to_csv(args.output, index=False, float_format="%.2f")
+        except OSError as error:
+            raise InputFileError(
+                args.output, f"cannot write the CSV: {error.strerror or error}"
+            ) from None
+    return 0

@@ -1,0 +1,497 @@
+"""Validate a configuration table and turn it into arrays (one element per configuration).
+
+This is the one place where a plan is checked (Calculon's ``Llm`` constructor, torchtitan's
+``ParallelDims._validate``): every problem is collected with its row and column and what is
+allowed, then raised together as one :class:`~trainscale.errors.ConfigurationError`, or — with
+``skip_invalid`` — returned as a rejects table.
+
+Rules (each message names the factors involved):
+
+- the model comes from ``model`` (catalogue key) or from all of the shape columns; explicit shape
+  columns override the catalogue; ``hidden`` divisible by ``heads``, ``heads`` by ``kv_heads``;
+- positive integers for shape, batch, GPU count and degrees; known ``gpu``;
+- ``tp`` divides ``heads`` and ``kv_heads`` divides by ``tp`` or ``tp`` by ``kv_heads``
+  (KV heads are replicated when ``tp`` > ``kv_heads``, as in Megatron-LM);
+- ``num_gpus`` divisible by ``tp·pp·cp``; ``global_batch`` divisible by ``dp·micro_batch``;
+- ``seq_len`` divisible by ``2·cp`` (causal load balancing splits the sequence in 2·cp chunks);
+- ``vpp`` > 1 needs ``pp`` > 1 and ``grad_accum`` divisible by ``pp`` (interleaved 1F1B);
+- ``layers`` ≥ ``pp·vpp`` (a stage that is not a multiple gets ``ceil(layers / (pp·vpp))`` layers
+  per chunk: the slowest stage sets the pace);
+- ``fp8`` only on GPUs with FP8 tensor cores; ``hsdp`` needs ``dp`` > 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+import pandas as pd
+
+from trainscale.errors import ConfigurationError
+from trainscale.model.shape import ModelShape, load_models
+from trainscale.schema import MODEL_SHAPE_COLUMNS, PRECISIONS, RECOMPUTE_MODES, SHARDINGS
+from trainscale.system.hardware import HardwareCatalog, load_hardware
+
+__all__ = ["Configs", "build_configs"]
+
+_SHAPE_NAMES = tuple(c.name for c in MODEL_SHAPE_COLUMNS)
+_INT_SHAPE = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab")
+_REQUIRED = (
+    "seq_len", "global_batch", "micro_batch", "gpu", "num_gpus", "tp", "pp", "sharding",
+    "recompute", "precision",
+)  # fmt: skip
+_TRUE = {"true", "1", "yes", "t", "y"}
+_FALSE = {"false", "0", "no", "f", "n"}
+
+
+@dataclass(slots=True, kw_only=True)
+class Configs:
+    """Validated configurations as arrays; every field has one element per configuration.
+
+    Shapes are ``(n,)``. Sizes in bytes, bandwidths in bytes/s, FLOP rates in FLOP/s, power in W.
+    """
+
+    # model
+    layers: np.ndarray
+    hidden: np.ndarray
+    heads: np.ndarray
+    kv_heads: np.ndarray
+    ffn: np.ndarray
+    vocab: np.ndarray
+    swiglu: np.ndarray
+    tied_embeddings: np.ndarray
+    # batch
+    seq_len: np.ndarray
+    global_batch: np.ndarray
+    micro_batch: np.ndarray
+    # plan
+    num_gpus: np.ndarray
+    gpus_per_node: np.ndarray
+    tp: np.ndarray
+    pp: np.ndarray
+    cp: np.ndarray
+    vpp: np.ndarray
+    dp: np.ndarray
+    grad_accum: np.ndarray
+    sharding: np.ndarray
+    """Index into :data:`~trainscale.schema.SHARDINGS`."""
+    recompute: np.ndarray
+    """Index into :data:`~trainscale.schema.RECOMPUTE_MODES`."""
+    fp8: np.ndarray
+    sequence_parallel: np.ndarray
+    # system
+    peak_flops_per_s: np.ndarray
+    """Dense peak of the configured precision (what the linear layers run at)."""
+    bf16_flops_per_s: np.ndarray
+    """Dense BF16 peak: attention and everything outside the linear layers run at it."""
+    gemm_efficiency_max: np.ndarray
+    gemm_half_efficiency_dim: np.ndarray
+    attention_efficiency_max: np.ndarray
+    flash_attention: np.ndarray
+    hbm_bytes: np.ndarray
+    hbm_bytes_per_s: np.ndarray
+    nvlink_bytes_per_s: np.ndarray
+    nvls: np.ndarray
+    nic_bytes_per_s: np.ndarray
+    """Scale-out NIC line rate per GPU."""
+    fabric_factor: np.ndarray
+    tdp_w: np.ndarray
+    idle_w: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.layers)
+
+    def take(self, index: np.ndarray) -> Configs:
+        """Return the configurations selected by an index or boolean mask."""
+        return Configs(**{f.name: getattr(self, f.name)[index] for f in fields(self)})
+
+
+def _numeric(frame: pd.DataFrame, name: str) -> np.ndarray:
+    """Column as float64; NaN where missing or not a number (booleans are not numbers)."""
+    if name not in frame.columns:
+        return np.full(len(frame), np.nan)
+    column = frame[name]
+    if column.dtype == bool:
+        return np.full(len(frame), np.nan)
+    return pd.to_numeric(column, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+def _text(frame: pd.DataFrame, name: str, *, lower: bool = False) -> np.ndarray:
+    """Column as stripped strings; "" where missing. Works on the unique values only."""
+    if name not in frame.columns:
+        return np.full(len(frame), "", dtype=object)
+    codes, uniques = pd.factorize(frame[name], use_na_sentinel=True)
+    cleaned = [str(u).strip().lower() if lower else str(u).strip() for u in uniques]
+    table = np.array([*cleaned, ""], dtype=object)
+    return table[codes]  # code -1 (missing) picks the trailing ""
+
+
+def _lookup(keys: np.ndarray, mapping: dict, default: object) -> np.ndarray:
+    """Vectorised ``mapping.get(key, default)`` over an object array with few distinct keys."""
+    codes, uniques = pd.factorize(keys)
+    table = np.array([mapping.get(u, default) for u in uniques] + [default], dtype=object)
+    return table[codes]
+
+
+def _is_positive_int(values: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(values) & (values > 0) & (values == np.floor(values))
+
+
+class _Problems:
+    """Collects ``(row, column, message)`` problems; rows are positions in the input."""
+
+    def __init__(self, n: int) -> None:
+        self.items: list[tuple[int, str, str]] = []
+        self.bad = np.zeros(n, dtype=bool)
+
+    def add_where(self, mask: np.ndarray, column: str, message) -> None:
+        """Record a problem for every row in ``mask``; ``message(row)`` builds the text."""
+        for row in np.flatnonzero(mask):
+            self.items.append((int(row), column, message(int(row))))
+        self.bad |= mask
+
+    def sorted_items(self) -> list[tuple[int, str, str]]:
+        return sorted(self.items, key=lambda item: item[0])
+
+
+def _check_columns(frame: pd.DataFrame) -> None:
+    has_model = "model" in frame.columns
+    missing = [name for name in _REQUIRED if name not in frame.columns]
+    if not has_model:
+        missing += [name for name in _SHAPE_NAMES if name not in frame.columns]
+    if missing:
+        raise ConfigurationError(
+            [(
+                -1,
+                ", ".join(missing),
+                "missing column(s); the input needs " + ", ".join(_REQUIRED)
+                + " and either 'model' or all of " + ", ".join(_SHAPE_NAMES),
+            )]
+        )  # fmt: skip
+
+
+def _fmt(value: object) -> str:
+    if isinstance(value, float) and np.isfinite(value) and value == int(value):
+        return str(int(value))
+    return repr(value)
+
+
+def _raw(frame: pd.DataFrame, name: str, row: int) -> object:
+    return frame[name].iloc[row] if name in frame.columns else None
+
+
+def _resolve_shape(
+    frame: pd.DataFrame, models: dict[str, ModelShape], problems: _Problems
+) -> dict[str, np.ndarray]:
+    """Shape columns from the catalogue, overridden by explicit columns."""
+    n = len(frame)
+    keys = _text(frame, "model")
+    named = keys != ""
+    known = _lookup(keys, {k: True for k in models}, False).astype(bool)
+    valid_names = ", ".join(sorted(models))
+    problems.add_where(
+        named & ~known, "model",
+        lambda r: f"unknown model {keys[r]!r}; valid: {valid_names}",
+    )  # fmt: skip
+    shape: dict[str, np.ndarray] = {}
+    for name in _INT_SHAPE:
+        base = _lookup(
+            keys, {k: float(getattr(m, name)) for k, m in models.items()}, np.nan
+        ).astype(np.float64)
+        explicit = _numeric(frame, name)
+        given = ~_is_missing_mask(frame, name)
+        values = np.where(given, explicit, base)
+        bad = ~_is_positive_int(values) & ~(named & ~known)
+        problems.add_where(
+            bad, name,
+            lambda r, name=name, values=values, given=given: (
+                f"{_fmt(_raw(frame, name, r))} is not a positive integer" if given[r]
+                else "missing; give 'model' or a positive integer " + name
+            ),
+        )  # fmt: skip
+        shape[name] = np.where(_is_positive_int(values), values, 1).astype(np.int64)
+    mlp_explicit = _text(frame, "mlp", lower=True)
+    mlp_base = _lookup(keys, {k: m.mlp for k, m in models.items()}, "")
+    mlp = np.where(mlp_explicit != "", mlp_explicit, mlp_base)
+    bad_mlp = ~np.isin(mlp, ("swiglu", "gelu")) & ~(named & ~known)
+    problems.add_where(
+        bad_mlp, "mlp", lambda r: f"{mlp[r] or 'missing'!r} is not allowed; allowed: swiglu, gelu"
+    )
+    shape["swiglu"] = mlp == "swiglu"
+    shape["tied_embeddings"] = _lookup(
+        keys, {k: m.tied_embeddings for k, m in models.items()}, False
+    ).astype(bool)
+    ok = ~problems.bad
+    problems.add_where(
+        ok & (shape["hidden"] % shape["heads"] != 0), "hidden",
+        lambda r: f"hidden {shape['hidden'][r]} is not divisible by heads {shape['heads'][r]}",
+    )  # fmt: skip
+    problems.add_where(
+        ok & (shape["heads"] % shape["kv_heads"] != 0), "kv_heads",
+        lambda r: f"heads {shape['heads'][r]} is not divisible by kv_heads "
+        f"{shape['kv_heads'][r]}",
+    )  # fmt: skip
+    del n
+    return shape
+
+
+def _is_missing_mask(frame: pd.DataFrame, name: str) -> np.ndarray:
+    if name not in frame.columns:
+        return np.ones(len(frame), dtype=bool)
+    column = frame[name]
+    missing = column.isna().to_numpy(dtype=bool, copy=True)
+    if column.dtype == object or pd.api.types.is_string_dtype(column):
+        missing |= _text(frame, name) == ""
+    return missing
+
+
+def _positive_ints(
+    frame: pd.DataFrame, names: tuple[str, ...], problems: _Problems, default: int | None = None
+) -> dict[str, np.ndarray]:
+    out = {}
+    for name in names:
+        values = _numeric(frame, name)
+        missing = _is_missing_mask(frame, name)
+        if default is not None:
+            values = np.where(missing, float(default), values)
+        bad = ~_is_positive_int(values)
+        suffix = f" (default {default})" if default is not None else ""
+        problems.add_where(
+            bad, name,
+            lambda r, name=name, suffix=suffix: (
+                f"{_fmt(_raw(frame, name, r))} is not a positive integer{suffix}"
+            ),
+        )  # fmt: skip
+        out[name] = np.where(bad, 1, values).astype(np.int64)
+    return out
+
+
+def _choices(
+    frame: pd.DataFrame, name: str, allowed: tuple[str, ...], problems: _Problems
+) -> np.ndarray:
+    text = _text(frame, name, lower=True)
+    index = _lookup(text, {t: i for i, t in enumerate(allowed)}, -1).astype(np.int64)
+    problems.add_where(
+        index < 0, name,
+        lambda r: ("missing" if text[r] == "" else f"{_raw(frame, name, r)!r} is not allowed")
+        + f"; allowed: {', '.join(allowed)}",
+    )  # fmt: skip
+    return np.where(index < 0, 0, index)
+
+
+def _optional_positive(frame: pd.DataFrame, name: str, problems: _Problems) -> np.ndarray:
+    """Optional positive number; 0 or empty means "use the default system"; NaN where absent."""
+    values = _numeric(frame, name)
+    missing = _is_missing_mask(frame, name) | (values == 0)
+    bad = ~missing & ~(np.isfinite(values) & (values > 0))
+    problems.add_where(
+        bad, name,
+        lambda r: f"{_fmt(_raw(frame, name, r))} is not a positive number (leave empty for the "
+        "GPU's default system)",
+    )  # fmt: skip
+    return np.where(missing | bad, np.nan, values)
+
+
+def _sequence_parallel(frame: pd.DataFrame, tp: np.ndarray, problems: _Problems) -> np.ndarray:
+    if "sequence_parallel" not in frame.columns:
+        return tp > 1
+    column = frame["sequence_parallel"]
+    missing = _is_missing_mask(frame, "sequence_parallel")
+    if column.dtype == bool:
+        return column.to_numpy(dtype=bool)
+    text = _text(frame, "sequence_parallel", lower=True)
+    numeric = _numeric(frame, "sequence_parallel")
+    true = np.isin(text, tuple(_TRUE)) | (numeric == 1)
+    false = np.isin(text, tuple(_FALSE)) | (numeric == 0)
+    bad = ~missing & ~true & ~false
+    problems.add_where(
+        bad, "sequence_parallel",
+        lambda r: f"{_raw(frame, 'sequence_parallel', r)!r} is not allowed; allowed: true, false "
+        "(default: true when tp > 1)",
+    )  # fmt: skip
+    return np.where(missing | bad, tp > 1, true)
+
+
+def _gpu_attributes(
+    frame: pd.DataFrame, hardware: HardwareCatalog, problems: _Problems
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    keys = _text(frame, "gpu")
+    gpu_keys = sorted(hardware.gpus)
+    index = _lookup(keys, {k: i for i, k in enumerate(gpu_keys)}, -1).astype(np.int64)
+    problems.add_where(
+        index < 0, "gpu",
+        lambda r: f"unknown GPU {_raw(frame, 'gpu', r)!r}; valid: {', '.join(gpu_keys)}",
+    )  # fmt: skip
+    index = np.where(index < 0, 0, index)
+    gpus = [hardware.gpus[k] for k in gpu_keys]
+    systems = [hardware.system_for(k) for k in gpu_keys]
+
+    def table(values: list) -> np.ndarray:
+        return np.array(values)[index]
+
+    attributes = {
+        "bf16": table([g.bf16_flops_per_s for g in gpus]),
+        "fp8": table([g.fp8_flops_per_s or np.nan for g in gpus]),
+        "eff_bf16": table([g.gemm_efficiency_max for g in gpus]),
+        "eff_fp8": table([g.fp8_gemm_efficiency_max or g.gemm_efficiency_max for g in gpus]),
+        "d0": table([g.gemm_half_efficiency_dim for g in gpus]),
+        "attn": table([g.attention_efficiency_max for g in gpus]),
+        "flash": table([g.flash_attention for g in gpus]).astype(bool),
+        "hbm_bytes": table([g.hbm_bytes for g in gpus]),
+        "hbm_bytes_per_s": table([g.hbm_bytes_per_s for g in gpus]),
+        "nvlink_bytes_per_s": table([g.nvlink_bytes_per_s for g in gpus]),
+        "nvls": table([g.nvls for g in gpus]).astype(bool),
+        "tdp_w": table([g.tdp_w for g in gpus]),
+        "idle_w": table([g.idle_w for g in gpus]),
+        "gpus_per_node": table([s.gpus_per_node for s in systems]),
+        "nic_bytes_per_s": table([s.nic_bytes_per_s_per_gpu for s in systems]),
+        "fabric_factor": table([hardware.fabric_efficiency_factor[s.fabric] for s in systems]),
+    }
+    return np.array(gpu_keys, dtype=object)[index], attributes
+
+
+def _plan_rules(v: dict[str, np.ndarray], gpu_names: np.ndarray, problems: _Problems) -> None:
+    """Interlocks between degrees, batch and hardware; only rows valid so far are checked."""
+    ok = ~problems.bad
+    tp, pp, cp, vpp = v["tp"], v["pp"], v["cp"], v["vpp"]
+    heads, kv = v["heads"], v["kv_heads"]
+    problems.add_where(
+        ok & (heads % tp != 0), "tp", lambda r: f"tp {tp[r]} does not divide heads {heads[r]}"
+    )
+    problems.add_where(
+        ok & (heads % tp == 0) & (kv % tp != 0) & (tp % kv != 0), "tp",
+        lambda r: f"tp {tp[r]} and kv_heads {kv[r]}: one must divide the other",
+    )  # fmt: skip
+    mp = tp * pp * cp
+    problems.add_where(
+        ok & (v["num_gpus"] % mp != 0), "num_gpus",
+        lambda r: f"num_gpus {v['num_gpus'][r]} is not divisible by tp·pp·cp = "
+        f"{tp[r]}·{pp[r]}·{cp[r]} = {mp[r]}",
+    )  # fmt: skip
+    ok = ~problems.bad
+    dp = np.maximum(v["num_gpus"] // mp, 1)
+    per_step = dp * v["micro_batch"]
+    problems.add_where(
+        ok & (v["global_batch"] % per_step != 0), "global_batch",
+        lambda r: f"global_batch {v['global_batch'][r]} is not divisible by dp·micro_batch = "
+        f"{dp[r]}·{v['micro_batch'][r]} = {per_step[r]}",
+    )  # fmt: skip
+    ok = ~problems.bad
+    grad_accum = np.maximum(v["global_batch"] // per_step, 1)
+    problems.add_where(
+        ok & (cp > 1) & (v["seq_len"] % (2 * cp) != 0), "seq_len",
+        lambda r: f"seq_len {v['seq_len'][r]} is not divisible by 2·cp = {2 * cp[r]} "
+        "(causal load balancing)",
+    )  # fmt: skip
+    problems.add_where(ok & (vpp > 1) & (pp == 1), "vpp", lambda r: f"vpp {vpp[r]} needs pp > 1")
+    problems.add_where(
+        ok & (vpp > 1) & (pp > 1) & (grad_accum % pp != 0), "vpp",
+        lambda r: f"interleaved 1F1B (vpp {vpp[r]}) needs grad_accum {grad_accum[r]} divisible "
+        f"by pp {pp[r]}",
+    )  # fmt: skip
+    problems.add_where(
+        ok & (v["layers"] < pp * vpp), "pp",
+        lambda r: f"layers {v['layers'][r]} < pp·vpp = {pp[r]}·{vpp[r]}",
+    )  # fmt: skip
+    problems.add_where(
+        ok & v["fp8"] & ~np.isfinite(v["fp8_peak"]), "precision",
+        lambda r: f"GPU {gpu_names[r]} has no FP8 tensor cores; allowed: bf16",
+    )  # fmt: skip
+    problems.add_where(
+        ok & (v["sharding"] == SHARDINGS.index("hsdp")) & (dp == 1), "sharding",
+        lambda r: "hsdp needs dp > 1",
+    )  # fmt: skip
+    v["dp"] = dp
+    v["grad_accum"] = grad_accum
+
+
+def build_configs(
+    frame: pd.DataFrame,
+    *,
+    origin: str = "input",
+    skip_invalid: bool = False,
+    hardware: HardwareCatalog | None = None,
+    models: dict[str, ModelShape] | None = None,
+) -> tuple[Configs, np.ndarray, pd.DataFrame]:
+    """Validate ``frame`` and return ``(configs, valid_rows, rejects)``.
+
+    ``valid_rows`` holds the row positions of ``frame`` that are in ``configs``; ``rejects`` has
+    the input columns of each rejected row plus ``row``, ``column`` and ``reason`` (one line per
+    problem). Without ``skip_invalid`` any problem raises :class:`ConfigurationError` listing
+    every invalid row, column and the allowed values.
+    """
+    hardware = hardware or load_hardware()
+    models = models if models is not None else load_models()
+    _check_columns(frame)
+    frame = frame.reset_index(drop=True)
+    problems = _Problems(len(frame))
+    v: dict[str, np.ndarray] = _resolve_shape(frame, models, problems)
+    v.update(
+        _positive_ints(
+            frame, ("seq_len", "global_batch", "micro_batch", "num_gpus", "tp", "pp"), problems
+        )
+    )
+    v.update(_positive_ints(frame, ("cp", "vpp"), problems, default=1))
+    gpu_names, gpu = _gpu_attributes(frame, hardware, problems)
+    gpus_per_node = _optional_positive(frame, "gpus_per_node", problems)
+    bad_gpn = np.isfinite(gpus_per_node) & (gpus_per_node != np.floor(gpus_per_node))
+    problems.add_where(
+        bad_gpn, "gpus_per_node",
+        lambda r: f"{_fmt(_raw(frame, 'gpus_per_node', r))} is not a positive integer",
+    )  # fmt: skip
+    nic_gbps = _optional_positive(frame, "nic_gbps_per_gpu", problems)
+    v["sharding"] = _choices(frame, "sharding", SHARDINGS, problems)
+    v["recompute"] = _choices(frame, "recompute", RECOMPUTE_MODES, problems)
+    precision = _choices(frame, "precision", PRECISIONS, problems)
+    v["fp8"] = precision == PRECISIONS.index("fp8")
+    v["fp8_peak"] = gpu["fp8"]
+    v["sequence_parallel"] = _sequence_parallel(frame, v["tp"], problems)
+    _plan_rules(v, gpu_names, problems)
+
+    valid = np.flatnonzero(~problems.bad)
+    items = problems.sorted_items()
+    if items and not skip_invalid:
+        raise ConfigurationError(items, origin=origin)
+    fp8 = v["fp8"]
+    gpn = np.where(np.isfinite(gpus_per_node), gpus_per_node, gpu["gpus_per_node"])
+    columns = {
+        **{name: v[name] for name in (*_INT_SHAPE, "swiglu", "tied_embeddings")},
+        **{name: v[name] for name in ("seq_len", "global_batch", "micro_batch", "num_gpus")},
+        "gpus_per_node": np.minimum(gpn, v["num_gpus"]).astype(np.int64),
+        **{name: v[name] for name in ("tp", "pp", "cp", "vpp", "dp", "grad_accum")},
+        "sharding": v["sharding"],
+        "recompute": v["recompute"],
+        "fp8": fp8,
+        "sequence_parallel": v["sequence_parallel"],
+        "peak_flops_per_s": np.where(fp8, gpu["fp8"], gpu["bf16"]),
+        "bf16_flops_per_s": gpu["bf16"],
+        "gemm_efficiency_max": np.where(fp8, gpu["eff_fp8"], gpu["eff_bf16"]),
+        "gemm_half_efficiency_dim": gpu["d0"],
+        "attention_efficiency_max": gpu["attn"],
+        "flash_attention": gpu["flash"],
+        "hbm_bytes": gpu["hbm_bytes"],
+        "hbm_bytes_per_s": gpu["hbm_bytes_per_s"],
+        "nvlink_bytes_per_s": gpu["nvlink_bytes_per_s"],
+        "nvls": gpu["nvls"],
+        "nic_bytes_per_s": np.where(
+            np.isfinite(nic_gbps), nic_gbps * 1e9 / 8, gpu["nic_bytes_per_s"]
+        ),
+        "fabric_factor": gpu["fabric_factor"],
+        "tdp_w": gpu["tdp_w"],
+        "idle_w": gpu["idle_w"],
+    }
+    configs = Configs(**{name: np.asarray(columns[name])[valid] for name in _FIELD_NAMES})
+    records = frame.iloc[[row for row, _, _ in items]].reset_index(drop=True) if items else None
+    if records is not None:
+        rejects = records.assign(
+            row=[row for row, _, _ in items],
+            column=[column for _, column, _ in items],
+            reason=[message for _, _, message in items],
+        )
+    else:
+        rejects = pd.DataFrame(columns=[*frame.columns, "row", "column", "reason"])
+    return configs, valid, rejects
+
+
+_FIELD_NAMES = tuple(f.name for f in fields(Configs))

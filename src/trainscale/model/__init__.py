@@ -1,0 +1,1 @@
+"""The *model*: what is computed — shapes, parameters, FLOPs and memory (Calculon's split)."""

@@ -1,0 +1,114 @@
+"""The work of one transformer block and of the LM head on one GPU, per micro-batch.
+
+Given the shape and the plan (tensor- and context-parallel degrees), this lists what one GPU
+executes for one micro-batch: the GEMM shapes of a block's forward pass, the FlashAttention FLOPs,
+and the HBM bytes of the memory-bound kernels. Backward GEMMs are the two transposed products of
+each forward GEMM (input gradient and weight gradient), so the same shapes serve both passes.
+
+Shapes are ``(n,)`` arrays, one element per configuration. ``tokens`` = micro_batch·seq_len/cp are
+the tokens a GPU processes per micro-batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from trainscale.configs import Configs
+
+__all__ = ["BlockWork", "block_work"]
+
+#: Elements read or written per token by the memory-bound kernels of one block's forward pass,
+#: per unit of ``hidden`` (two RMS/LayerNorms: read + write 4·h; two residual adds: read 2h,
+#: write h each, 6·h). Backward moves about twice the forward traffic.
+_NORM_RESIDUAL_ELEMENTS = 10.0
+#: Activation function elements per token per unit of ``ffn``: GELU reads and writes ffn (2),
+#: SwiGLU reads gate and up and writes their product (3).
+_ACTIVATION_ELEMENTS = {True: 3.0, False: 2.0}
+#: Bytes per attention score when the s×s scores are materialised (no FlashAttention): fp16
+#: scores written (2), read and softmax written (4), dropout read, mask and output (5), read by
+#: the AV product (2) — Korthikanti et al.'s 5·a·s² activation bytes plus their reads.
+_SCORE_BYTES = 13.0
+#: Bytes per logit element over the LM head's cross-entropy, forward and backward: bf16 logits
+#: written and read, upcast to fp32 for the softmax, gradient written (2 + 2 + 4 + 4).
+_LOGIT_BYTES = 12.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BlockWork:
+    """One GPU's work for one micro-batch. GEMM dims are (M, N, K); FLOPs and bytes are totals."""
+
+    tokens: np.ndarray
+    """Tokens per GPU per micro-batch, b·s/cp."""
+    gemms: tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...]
+    """Forward GEMMs of one block: QKV, output projection, MLP in, MLP out."""
+    attention_flops_fwd: np.ndarray
+    """FlashAttention FLOPs executed in one block's forward (causal blocks skipped)."""
+    score_flops_fwd: np.ndarray
+    """FLOPs of QKᵀ and AV as plain batched GEMMs, the whole s×s square (no FlashAttention)."""
+    score_bytes_fwd: np.ndarray
+    """HBM bytes of the materialised s×s scores in one block's forward (no FlashAttention):
+    scores written, masked softmax read and written, dropout, read by AV — 12 bytes each."""
+    elementwise_bytes: np.ndarray
+    """HBM bytes of one block's memory-bound kernels, forward plus backward."""
+    head_gemm: tuple[np.ndarray, np.ndarray, np.ndarray]
+    """The LM head GEMM (tokens × vocab/tp × hidden)."""
+    head_elementwise_bytes: np.ndarray
+    """HBM bytes of the cross-entropy over the logits, forward plus backward."""
+    layer_param_bytes: np.ndarray
+    """bf16 bytes of one block's weights on this GPU (after tensor parallelism)."""
+    embedding_param_bytes: np.ndarray
+    """bf16 bytes of the embedding and LM head weights on this GPU."""
+
+
+def block_work(c: Configs) -> BlockWork:
+    """Return the per-micro-batch work of one block and of the head for every configuration."""
+    tp = c.tp.astype(np.float64)
+    head_dim = c.hidden // c.heads
+    # KV heads are split over TP ranks when there are enough, replicated otherwise.
+    kv_local = np.maximum(c.kv_heads // c.tp, 1) * head_dim
+    tokens = (c.micro_batch * c.seq_len / c.cp).astype(np.float64)
+    h = c.hidden.astype(np.float64)
+    ffn_local = c.ffn / tp
+    mlp_in = np.where(c.swiglu, 2.0, 1.0) * ffn_local
+    gemms = (
+        (tokens, h / tp + 2.0 * kv_local, h),  # QKV projection
+        (tokens, h, h / tp),  # attention output projection
+        (tokens, mlp_in, h),  # MLP up (and gate)
+        (tokens, h, ffn_local),  # MLP down
+    )
+    # Causal attention with the sequence split over cp ranks (load-balanced): each rank's queries
+    # meet on average half of the full sequence's keys.
+    attention_flops_fwd = 4.0 * tokens * c.seq_len * 0.5 * h / tp
+    score_flops_fwd = 4.0 * tokens * c.seq_len * h / tp
+    score_bytes_fwd = _SCORE_BYTES * tokens * c.seq_len * np.maximum(c.heads // c.tp, 1)
+
+    norm_share = np.where(c.sequence_parallel & (c.tp > 1), 1.0 / tp, 1.0)
+    activation = np.where(c.swiglu, _ACTIVATION_ELEMENTS[True], _ACTIVATION_ELEMENTS[False])
+    rotary = 2.0 * (h / tp + kv_local)  # read and write Q and K
+    forward_elements = _NORM_RESIDUAL_ELEMENTS * h * norm_share + activation * ffn_local + rotary
+    elementwise_bytes = 3.0 * 2.0 * tokens * forward_elements
+    # FP8 linears quantise their inputs and weights on every pass (read bf16, write fp8: 3 bytes
+    # per element), forward and the two backward GEMMs.
+    cast_elements = sum(m * k + k * n for m, n, k in gemms)
+    elementwise_bytes = elementwise_bytes + np.where(c.fp8, 3.0 * 3.0 * cast_elements, 0.0)
+
+    head_gemm = (tokens, c.vocab / tp, h)
+    head_elementwise_bytes = _LOGIT_BYTES * tokens * c.vocab / tp
+
+    kv_full = c.kv_heads * head_dim
+    layer_params = 2.0 * h * h + 2.0 * h * kv_full + np.where(c.swiglu, 3.0, 2.0) * h * c.ffn
+    embedding_params = np.where(c.tied_embeddings, 1.0, 2.0) * c.vocab * h
+    return BlockWork(
+        tokens=tokens,
+        gemms=gemms,
+        attention_flops_fwd=attention_flops_fwd,
+        score_flops_fwd=score_flops_fwd,
+        score_bytes_fwd=score_bytes_fwd,
+        elementwise_bytes=elementwise_bytes,
+        head_gemm=head_gemm,
+        head_elementwise_bytes=head_elementwise_bytes,
+        layer_param_bytes=2.0 * layer_params / tp,
+        embedding_param_bytes=2.0 * embedding_params / tp,
+    )

@@ -1,0 +1,307 @@
+"""The two-stream (compute, communication) schedule of one training step.
+
+One GPU runs a compute stream and a communication stream. For one micro-batch, a pipeline stage
+executes ``Ls`` identical blocks forward, then backward; the schedule decides per block what the
+communication stream can hide:
+
+- **Tensor parallelism** (with or without sequence parallelism) and the **context-parallel ring**
+  sit on the compute stream's critical path: TP collectives are fully exposed; the ring's
+  send/recv of K/V overlaps the attention of the chunk at hand and only the excess is exposed.
+- **FSDP** (full shard) gathers block i+1 while block i computes (prefetch depth one); forward
+  per block ``max(compute, AllGather)``, backward ``max(compute, AllGather + ReduceScatter)``
+  because both share one NCCL stream; the first gather and the last reduce-scatter are exposed.
+  Parameters are resharded after forward, so they are re-gathered for backward and, under
+  gradient accumulation, for every micro-batch. **HSDP** does the same inside a node and adds an
+  AllReduce of each shard's gradient across replicas. **ZeRO-2** gathers in forward only.
+- **DDP** and **ZeRO-1** reduce gradients once per step in buckets while the last micro-batch's
+  backward runs; only what the backward cannot cover, and at least the last bucket, is exposed.
+  ZeRO-1 gathers the updated parameters in buckets under the next forward (Megatron's
+  ``--overlap-param-gather``).
+- Compute overlapped by a collective runs ``overlap_slowdown`` slower (NCCL kernels take SMs).
+- **Pipeline**: 1F1B (``vpp`` = 1) or interleaved 1F1B; step = ``(m + (pp−1)/vpp)`` micro-batch
+  slots of the slowest stage (the last one, which also runs the LM head); the bubble is
+  ``(pp−1)/vpp`` slots; stage boundaries send activations forward and gradients back
+  (``vpp`` times as often when interleaved; ``1/tp`` of the tensor when sequence parallel).
+- The host launches kernels ahead of the GPU; when a block's GPU time is shorter than the CPU
+  time to launch it (``host_overhead_per_layer_s``) the GPU waits (``host_stall_s``).
+- Then the optimizer step (memory-bound) and, for DDP/ZeRO-1, the exposed gradient reduction.
+
+``step_time_s`` is the explicit sum ``compute_s + exposed_comm_s + bubble_s + host_stall_s``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from trainscale.calibration import Calibration
+from trainscale.configs import Configs
+from trainscale.model.work import BlockWork
+from trainscale.plan.layout import Layout
+from trainscale.schema import RECOMPUTE_MODES, SHARDINGS
+from trainscale.system.collectives import (
+    Network,
+    allgather_time,
+    allreduce_time,
+    p2p_time,
+    reducescatter_time,
+)
+from trainscale.system.compute import attention_time, gemm_time, memory_time
+
+__all__ = ["step_times"]
+
+_DDP = SHARDINGS.index("ddp")
+_ZERO1 = SHARDINGS.index("zero1")
+_ZERO2 = SHARDINGS.index("zero2")
+_FSDP = SHARDINGS.index("fsdp")
+_HSDP = SHARDINGS.index("hsdp")
+_SELECTIVE = RECOMPUTE_MODES.index("selective")
+_FULL = RECOMPUTE_MODES.index("full")
+
+#: FlashAttention's backward executes 2.5x the forward FLOPs (5 matmuls against 2).
+_ATTENTION_BACKWARD_RATIO = 2.5
+
+
+def _attention_fwd(c: Configs, w: BlockWork, cal: Calibration) -> np.ndarray:
+    """Forward attention time of one block: FlashAttention, or (where the GPU has none) two
+    batched GEMMs over the whole s×s square plus the HBM traffic of the materialised scores."""
+    flash = attention_time(
+        w.attention_flops_fwd, peak=c.bf16_flops_per_s,
+        attention_efficiency=cal.attention_efficiency_scale * c.attention_efficiency_max,
+    )  # fmt: skip
+    head_dim = (c.hidden // c.heads).astype(np.float64)
+    d0 = c.gemm_half_efficiency_dim * cal.gemm_size_scale
+    eta = c.gemm_efficiency_max * head_dim / (head_dim + d0)
+    materialised = w.score_flops_fwd / (eta * c.bf16_flops_per_s) + memory_time(
+        cal.elementwise_traffic_scale * w.score_bytes_fwd,
+        hbm_bw=c.hbm_bytes_per_s, hbm_efficiency=cal.hbm_efficiency,
+    )  # fmt: skip
+    return np.where(c.flash_attention, flash, materialised)
+
+
+def _block_compute(c: Configs, w: BlockWork, cal: Calibration) -> dict[str, np.ndarray]:
+    """Forward and backward compute-stream time of one block and of the head, per micro-batch."""
+    d0 = c.gemm_half_efficiency_dim * cal.gemm_size_scale
+    kw = {"peak": c.peak_flops_per_s, "eta_max": c.gemm_efficiency_max, "d0": d0,
+          "hbm_bw": c.hbm_bytes_per_s}  # fmt: skip
+    gemm_fwd = sum(gemm_time(m, n, k, **kw) for m, n, k in w.gemms)
+    gemm_bwd = sum(gemm_time(m, k, n, **kw) + gemm_time(k, n, m, **kw) for m, n, k in w.gemms)
+    attn_fwd = _attention_fwd(c, w, cal)
+    mem = memory_time(
+        cal.elementwise_traffic_scale * w.elementwise_bytes,
+        hbm_bw=c.hbm_bytes_per_s, hbm_efficiency=cal.hbm_efficiency,
+    )  # fmt: skip
+    fwd_dense = gemm_fwd + attn_fwd
+    fwd_mem = mem / 3.0
+    recompute_dense = np.select(
+        [c.recompute == _FULL, c.recompute == _SELECTIVE], [fwd_dense, attn_fwd], 0.0
+    )
+    recompute_mem = np.where(c.recompute == _FULL, fwd_mem, 0.0)
+    bwd_dense = gemm_bwd + _ATTENTION_BACKWARD_RATIO * attn_fwd + recompute_dense
+    bwd_mem = 2.0 * mem / 3.0 + recompute_mem
+
+    m, n, k = w.head_gemm
+    head_mem = memory_time(
+        cal.elementwise_traffic_scale * w.head_elementwise_bytes,
+        hbm_bw=c.hbm_bytes_per_s, hbm_efficiency=cal.hbm_efficiency,
+    )  # fmt: skip
+    return {
+        "fwd_dense": fwd_dense,
+        "fwd_mem": fwd_mem,
+        "bwd_dense": bwd_dense,
+        "bwd_mem": bwd_mem,
+        "head_dense": gemm_time(m, n, k, **kw)
+        + gemm_time(m, k, n, **kw)
+        + gemm_time(k, n, m, **kw),
+        "head_mem": head_mem,
+    }
+
+
+def _tensor_parallel(c: Configs, w: BlockWork, place: Layout, net: Network) -> dict:
+    """Per block per micro-batch TP collective times (forward, backward) by kind."""
+    size = 2.0 * w.tokens * c.hidden
+    on = c.tp > 1
+    ag = np.where(on, allgather_time(size, c.tp, place.tp_per_node, net), 0.0)
+    rs = np.where(on, reducescatter_time(size, c.tp, place.tp_per_node, net), 0.0)
+    ar = np.where(on, allreduce_time(size, c.tp, place.tp_per_node, net), 0.0)
+    sp = c.sequence_parallel & on
+    passes_bwd = np.where(c.recompute == _FULL, 2.0, 1.0)  # the recomputed forward repeats them
+    return {
+        "ag_fwd": np.where(sp, 2.0 * ag, 0.0),
+        "rs_fwd": np.where(sp, 2.0 * rs, 0.0),
+        "ar_fwd": np.where(sp, 0.0, 2.0 * ar),
+        "ag_bwd": np.where(sp, 2.0 * ag * passes_bwd, 0.0),
+        "rs_bwd": np.where(sp, 2.0 * rs * passes_bwd, 0.0),
+        "ar_bwd": np.where(sp, 0.0, 2.0 * ar * passes_bwd),
+    }
+
+
+def _context_parallel(
+    c: Configs, w: BlockWork, place: Layout, net: Network, attn_fwd: ArrayLike
+) -> dict:
+    """Ring attention: (cp−1) K/V transfers per block forward, twice the volume backward."""
+    kv_local = np.maximum(c.kv_heads // c.tp, 1) * (c.hidden // c.heads)
+    chunk = 2.0 * 2.0 * w.tokens * kv_local  # K and V of the local tokens, bf16
+    steps = (c.cp - 1).astype(np.float64)
+    same_node = place.cp_per_node >= c.cp
+    one = p2p_time(chunk, same_node, net)
+    busy_fwd = np.where(c.cp > 1, steps * one, 0.0)
+    busy_bwd = np.where(c.cp > 1, 2.0 * steps * one, 0.0)
+    hidden_fwd = attn_fwd * steps / np.maximum(c.cp, 1)
+    return {
+        "busy_fwd": busy_fwd,
+        "busy_bwd": busy_bwd,
+        "exposed_fwd": np.maximum(busy_fwd - hidden_fwd, 0.0),
+        "exposed_bwd": np.maximum(busy_bwd - _ATTENTION_BACKWARD_RATIO * hidden_fwd, 0.0),
+    }
+
+
+def _bucketed(
+    size: ArrayLike,
+    bucket: ArrayLike,
+    collective: Callable[[np.ndarray], np.ndarray],
+    window: ArrayLike,
+) -> np.ndarray:
+    """Bucketed collective of ``size`` bytes overlapped with a compute ``window``.
+
+    Returns (busy, exposed): all buckets' time, and what the window cannot cover (at least the
+    last bucket, which starts when the window ends).
+    """
+    buckets = np.maximum(np.ceil(size / bucket), 1.0)
+    per_bucket = collective(size / buckets)
+    busy = buckets * per_bucket
+    exposed = np.maximum(per_bucket, busy - window * (1.0 - 1.0 / buckets))
+    return busy, np.where(size > 0, exposed, 0.0)
+
+
+def step_times(
+    c: Configs, w: BlockWork, place: Layout, net: Network, cal: Calibration
+) -> dict[str, np.ndarray]:
+    """Time components of one optimizer step for every configuration (seconds, shape ``(n,)``)."""
+    comp = _block_compute(c, w, cal)
+    tp = _tensor_parallel(c, w, place, net)
+    attn_fwd = _attention_fwd(c, w, cal)
+    cp = _context_parallel(c, w, place, net, attn_fwd)
+    sharding = c.sharding
+    layers = np.ceil(c.layers / (c.pp * c.vpp)) * c.vpp  # blocks on the slowest stage
+    m = c.grad_accum.astype(np.float64)
+    stage_params_bytes = (
+        layers * w.layer_param_bytes + np.where(c.pp > 1, 0.5, 1.0) * w.embedding_param_bytes
+    )
+
+    # --- Data-parallel collectives of one block (per micro-batch for FSDP/HSDP/ZeRO-2).
+    n, g = place.shard_size, place.shard_per_node
+    ag = allgather_time(w.layer_param_bytes, n, g, net)
+    rs = reducescatter_time(w.layer_param_bytes, n, g, net)
+    ar_replicas = np.where(
+        sharding == _HSDP,
+        allreduce_time(w.layer_param_bytes / np.maximum(n, 1), place.replicas, 1, net),
+        0.0,
+    )
+    sharded = (sharding == _FSDP) | (sharding == _HSDP)
+    gather_fwd = np.where(sharded | (sharding == _ZERO2), ag, 0.0)
+    gather_bwd = np.where(sharded, ag, 0.0)
+    reduce_bwd = np.where(sharded | (sharding == _ZERO2), rs, 0.0) + ar_replicas
+    embed_gather = np.where(
+        sharded | (sharding == _ZERO2), allgather_time(w.embedding_param_bytes, n, g, net), 0.0
+    )
+
+    # --- Critical path of one block: compute plus TP collectives plus the exposed CP ring.
+    tp_fwd = tp["ag_fwd"] + tp["rs_fwd"] + tp["ar_fwd"]
+    tp_bwd = tp["ag_bwd"] + tp["rs_bwd"] + tp["ar_bwd"]
+    f_comp = comp["fwd_dense"] + comp["fwd_mem"]
+    b_comp = comp["bwd_dense"] + comp["bwd_mem"]
+    host = cal.host_overhead_per_layer_s
+    f_gpu = np.maximum(f_comp, host / 3.0)
+    b_gpu = np.maximum(b_comp, 2.0 * host / 3.0)
+    stall_block = (f_gpu - f_comp) + (b_gpu - b_comp)
+
+    comm_fwd = gather_fwd
+    comm_bwd = gather_bwd + reduce_bwd
+    slow = cal.overlap_slowdown
+    f_slow = slow * np.minimum(comm_fwd, f_comp)
+    b_slow = slow * np.minimum(comm_bwd, b_comp)
+    f_crit = f_gpu + f_slow + tp_fwd + cp["exposed_fwd"]
+    b_crit = b_gpu + b_slow + tp_bwd + cp["exposed_bwd"]
+
+    # Two streams, Ls identical blocks, prefetch depth one.
+    fwd_time = embed_gather + gather_fwd + (layers - 1) * np.maximum(f_crit, comm_fwd) + f_crit
+    bwd_time = gather_bwd + (layers - 1) * np.maximum(b_crit, comm_bwd) + b_crit + reduce_bwd
+    head = comp["head_dense"] + comp["head_mem"]
+
+    # --- Pipeline boundaries: activations forward, gradients backward, vpp times when
+    # interleaved; with sequence parallelism only 1/tp of the tensor crosses (scatter/gather).
+    act_bytes = 2.0 * w.tokens * c.hidden / np.where(c.sequence_parallel, c.tp, 1)
+    p2p_one = np.where(c.pp > 1, p2p_time(act_bytes, place.pp_same_node, net), 0.0)
+    p2p_mb = 2.0 * c.vpp * p2p_one
+
+    micro = fwd_time + bwd_time + head + p2p_mb
+    pipeline = (m + (c.pp - 1) / c.vpp) * micro
+    bubble = (c.pp - 1) / c.vpp * micro
+
+    # --- Once per step: gradient reduction (DDP, ZeRO-1), parameter gather (ZeRO-1), optimizer.
+    grad_bytes = stage_params_bytes
+    d, dg = place.data_size, place.data_per_node
+    bucket = cal.ddp_bucket_bytes
+    bwd_window = layers * b_crit
+    fwd_window = layers * f_crit
+    ddp_ar_busy, ddp_ar_exposed = _bucketed(
+        np.where(sharding == _DDP, grad_bytes, 0.0), bucket,
+        lambda s: allreduce_time(s, d, dg, net), bwd_window,
+    )  # fmt: skip
+    z1_rs_busy, z1_rs_exposed = _bucketed(
+        np.where(sharding == _ZERO1, grad_bytes, 0.0), bucket,
+        lambda s: reducescatter_time(s, d, dg, net), bwd_window,
+    )  # fmt: skip
+    z1_ag_busy, z1_ag_exposed = _bucketed(
+        np.where(sharding == _ZERO1, grad_bytes, 0.0), bucket,
+        lambda s: allgather_time(s, d, dg, net), fwd_window,
+    )  # fmt: skip
+    step_sync_exposed = ddp_ar_exposed + z1_rs_exposed + z1_ag_exposed
+    step_sync_slow = slow * (
+        np.minimum(ddp_ar_busy + z1_rs_busy, bwd_window) + np.minimum(z1_ag_busy, fwd_window)
+    )
+
+    shard = np.select(
+        [sharding == _DDP, sharding == _HSDP], [1.0, place.shard_size], default=place.data_size
+    )
+    local_params = stage_params_bytes / 2.0 / shard
+    optimizer = memory_time(
+        cal.optimizer_bytes_per_param * local_params,
+        hbm_bw=c.hbm_bytes_per_s, hbm_efficiency=cal.hbm_efficiency,
+    )  # fmt: skip
+
+    # --- Components per step.
+    blocks = m * layers
+    dense = blocks * (comp["fwd_dense"] + comp["bwd_dense"]) + m * comp["head_dense"]
+    memory_bound = blocks * (comp["fwd_mem"] + comp["bwd_mem"]) + m * comp["head_mem"] + optimizer
+    slowdown = blocks * (f_slow + b_slow) + step_sync_slow
+    compute = dense + memory_bound + slowdown
+    host_stall = blocks * stall_block
+    step = pipeline + step_sync_exposed + step_sync_slow + optimizer
+    exposed = step - compute - host_stall - bubble
+
+    allgather = (
+        m * (layers * (gather_fwd + gather_bwd) + embed_gather)
+        + blocks * (tp["ag_fwd"] + tp["ag_bwd"])
+        + z1_ag_busy
+    )
+    reducescatter = blocks * (reduce_bwd - ar_replicas + tp["rs_fwd"] + tp["rs_bwd"]) + z1_rs_busy
+    allreduce = blocks * (ar_replicas + tp["ar_fwd"] + tp["ar_bwd"]) + ddp_ar_busy
+    p2p = m * p2p_mb + blocks * (cp["busy_fwd"] + cp["busy_bwd"])
+    return {
+        "step_time_s": step,
+        "compute_s": compute,
+        "dense_s": dense + slowdown,
+        "memory_bound_s": memory_bound,
+        "host_stall_s": host_stall,
+        "bubble_s": bubble,
+        "exposed_comm_s": exposed,
+        "allgather_s": allgather,
+        "reducescatter_s": reducescatter,
+        "allreduce_s": allreduce,
+        "p2p_s": p2p,
+        "comm_s": allgather + reducescatter + allreduce + p2p,
+    }

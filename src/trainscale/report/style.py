@@ -1,0 +1,227 @@
+"""The one look of every trainscale figure, GPU-count axes, and byte-reproducible saving.
+
+All figures use one seaborn theme (``ticks`` style, ``paper`` context, the colour-blind-safe
+``colorblind`` palette) plus a fixed rc: DejaVu Sans (shipped with matplotlib, so text renders
+the same on every machine), fixed font sizes, TrueType fonts in PDF (``pdf.fonttype`` 42) and a
+fixed ``svg.hashsalt``. :func:`save_figure` strips dates and tool versions from the metadata, so
+the same figure gives the same bytes on every run.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Hashable, Iterable, Sequence
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any, Literal
+
+import matplotlib as mpl
+import numpy as np
+import seaborn as sns
+from cycler import cycler
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+from trainscale.errors import TrainscaleError
+from trainscale.report._atomic import atomic_paths, with_suffix
+
+__all__ = [
+    "FIGURE_FORMATS",
+    "PALETTE",
+    "PNG_DPI",
+    "RC",
+    "apply_style",
+    "category_colors",
+    "log2_gpu_axis",
+    "save_figure",
+    "style_context",
+    "theme_rc",
+]
+
+#: Seaborn palette of every figure (distinguishable with the common colour-vision deficiencies).
+PALETTE = "colorblind"
+
+#: Resolution of the PNG files (dots per inch).
+PNG_DPI = 200
+
+#: Formats :func:`save_figure` writes, in order.
+FIGURE_FORMATS: tuple[str, ...] = ("pdf", "png", "svg")
+
+#: The fixed rc layered over seaborn's ``ticks`` style and ``paper`` context (font sizes in pt,
+#: figure size in inches: one column of a two-column paper).
+RC: dict[str, Any] = {
+    "font.family": "sans-serif",
+    "font.sans-serif": ["DejaVu Sans"],
+    "font.size": 9.0,
+    "axes.titlesize": 10.0,
+    "axes.labelsize": 9.0,
+    "xtick.labelsize": 8.0,
+    "ytick.labelsize": 8.0,
+    "legend.fontsize": 8.0,
+    "legend.title_fontsize": 8.0,
+    "figure.titlesize": 10.0,
+    "figure.figsize": (3.5, 2.6),
+    "figure.dpi": 100,
+    "figure.constrained_layout.use": True,
+    "savefig.dpi": PNG_DPI,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.color": ".88",
+    "grid.linewidth": 0.6,
+    "lines.linewidth": 1.4,
+    "lines.markersize": 4.0,
+    "legend.frameon": False,
+    "image.cmap": "viridis",
+    "pdf.fonttype": 42,
+    "ps.fonttype": 42,
+    "svg.fonttype": "path",
+    "svg.hashsalt": "trainscale",
+}
+
+# Metadata keys whose default values hold a date or a tool version; None removes them.
+_METADATA: dict[str, dict[str, None]] = {
+    "pdf": {"CreationDate": None, "ModDate": None, "Creator": None, "Producer": None},
+    "svg": {"Date": None, "Creator": None},
+    "png": {"Software": None},
+}
+_BACKENDS = {"pdf": "pdf", "svg": "svg", "png": "agg"}
+# Settings read when a file is written (not when the figure is drawn): enforced by save_figure.
+_SAVE_RC = ("pdf.fonttype", "ps.fonttype", "svg.fonttype", "svg.hashsalt")
+
+
+def theme_rc() -> dict[str, Any]:
+    """The full rc of the theme: seaborn ``ticks`` + ``paper`` + palette, then :data:`RC`."""
+    rc: dict[str, Any] = {}
+    rc.update(sns.axes_style("ticks"))
+    rc.update(sns.plotting_context("paper"))
+    rc["axes.prop_cycle"] = cycler(color=sns.color_palette(PALETTE))
+    rc.update(RC)
+    return rc
+
+
+def apply_style() -> None:
+    """Make the theme matplotlib's global default (``rcParams``) for this process.
+
+    Call it once at the start of a figure script; use :func:`style_context` to apply the theme
+    to a block only.
+    """
+    mpl.rcParams.update(theme_rc())
+
+
+def style_context() -> AbstractContextManager[None]:
+    """A context manager that applies the theme inside a ``with`` block and restores after."""
+    return mpl.rc_context(theme_rc())
+
+
+def category_colors(levels: Iterable[Hashable]) -> dict[Hashable, tuple[float, float, float]]:
+    """Fixed colours for category levels (e.g. GPU types), the same in every figure.
+
+    Levels are sorted (as strings) and assigned palette colours in order, cycling after 10.
+
+    Parameters
+    ----------
+    levels : iterable of hashable
+        Category values; duplicates are ignored.
+
+    Returns
+    -------
+    dict
+        Level → RGB tuple (floats in [0, 1]).
+    """
+    colors = sns.color_palette(PALETTE)
+    ordered = sorted(set(levels), key=str)
+    return {level: tuple(colors[i % len(colors)]) for i, level in enumerate(ordered)}
+
+
+def log2_gpu_axis(
+    ax: Axes,
+    counts: Sequence[float] | np.ndarray,
+    *,
+    axis: Literal["x", "y"] = "x",
+    pad: float = 0.25,
+) -> Axes:
+    """Put GPU counts on a base-2 log axis labelled with the counts themselves (8, 16, …, 2048).
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        Axes to change.
+    counts : array_like
+        GPU counts to tick (positive; duplicates ignored).
+    axis : {"x", "y"}, default "x"
+        Which axis holds the GPU counts.
+    pad : float, default 0.25
+        Margin beyond the smallest and largest count, in doublings.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        ``ax``, for chaining.
+    """
+    ticks = np.unique(np.asarray(counts, dtype=float))
+    if ticks.size == 0 or not np.all(np.isfinite(ticks) & (ticks > 0)):
+        raise TrainscaleError(f"log2_gpu_axis: counts must be positive numbers, got {counts!r}")
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    (ax.set_xscale if axis == "x" else ax.set_yscale)("log", base=2)
+    target.set_major_locator(FixedLocator(ticks))
+    target.set_major_formatter(FuncFormatter(_count_label))
+    target.set_minor_locator(NullLocator())
+    limits = (ticks[0] / 2.0**pad, ticks[-1] * 2.0**pad)
+    (ax.set_xlim if axis == "x" else ax.set_ylim)(*limits)
+    return ax
+
+
+def _count_label(value: float, _pos: int | None = None) -> str:
+    """Tick label of a GPU count: ``2048``, or ``1.5`` for a fractional value."""
+    return str(round(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def save_figure(
+    fig: Figure,
+    stem: str | os.PathLike[str],
+    *,
+    formats: Sequence[str] = FIGURE_FORMATS,
+) -> tuple[Path, ...]:
+    """Write ``fig`` as ``stem.pdf``, ``stem.png`` (200 dpi) and ``stem.svg``, reproducibly.
+
+    Dates and tool versions are removed from the metadata, PNGs are rendered with Agg, and the
+    theme's save-time settings (``pdf.fonttype`` 42, ``svg.fonttype``, the fixed
+    ``svg.hashsalt``) apply whatever the caller's rcParams, so the same figure gives the same
+    bytes on every run. All files are first written to temporary files in the target folder
+    and renamed only when every format succeeded: a failure leaves the previous outputs (or
+    none).
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        Figure to save.
+    stem : str or os.PathLike
+        Output path without suffix, e.g. ``reports/figures/throughput_per_gpu`` (Snakemake's
+        ``multiext(stem, ".pdf", ".png", ".svg")``); missing folders are created.
+    formats : sequence of {"pdf", "png", "svg"}, default all three
+        Formats to write.
+
+    Returns
+    -------
+    tuple of pathlib.Path
+        Written paths, in ``formats`` order.
+    """
+    unknown = [f for f in formats if f not in _BACKENDS]
+    if unknown:
+        raise TrainscaleError(f"save_figure: unknown format(s) {unknown}; use {FIGURE_FORMATS}")
+    targets = [with_suffix(stem, f".{fmt}") for fmt in formats]
+    with (
+        mpl.rc_context({key: RC[key] for key in _SAVE_RC}),
+        atomic_paths(targets) as temps,
+    ):
+        for fmt, temp in zip(formats, temps, strict=True):
+            fig.savefig(
+                temp,
+                format=fmt,
+                backend=_BACKENDS[fmt],
+                dpi=PNG_DPI,
+                metadata=_METADATA[fmt],
+            )
+    return tuple(targets)

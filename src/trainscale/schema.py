@@ -1,0 +1,276 @@
+"""The two tables that carry everything: configuration and result (DESIGN.md).
+
+Each column is defined once here, with its dtype, unit and meaning, and used by every stage:
+input validation (``trainscale.plan.validate``), the simulator's output, the log ingester, the
+published-measurement normaliser, the Parquet dataset (``arrow_schema``) and the figures.
+
+- **configuration**: one row per training setup.
+- **result**: the configuration's columns, the derived parallel degrees, what was predicted or
+  measured, and provenance (``source`` = ``sim`` | ``measured`` | ``published``).
+
+Column names carry their units (``_s``, ``_w``, ``_gib``, ``_j``); ratios (``mfu``) are fractions
+in [0, 1], never percentages.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import pyarrow as pa
+
+__all__ = [
+    "CONFIGURATION_COLUMNS",
+    "DATASET_COLUMNS",
+    "DERIVED_COLUMNS",
+    "METRIC_COLUMNS",
+    "MODEL_SHAPE_COLUMNS",
+    "PROVENANCE_COLUMNS",
+    "RECOMPUTE_MODES",
+    "RESULT_COLUMNS",
+    "SHARDINGS",
+    "SOURCES",
+    "Column",
+    "arrow_schema",
+    "column",
+    "names",
+]
+
+Dtype = Literal["int64", "float64", "string", "bool"]
+
+SHARDINGS = ("ddp", "zero1", "zero2", "fsdp", "hsdp")
+RECOMPUTE_MODES = ("none", "selective", "full")
+PRECISIONS = ("bf16", "fp8")
+MLP_KINDS = ("swiglu", "gelu")
+SOURCES = ("sim", "measured", "published")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Column:
+    """One column of the configuration or result table."""
+
+    name: str
+    """Column name; the same from config key to dataclass field to Parquet column."""
+    dtype: Dtype
+    """Logical type; integers are int64, flags bool, categories string."""
+    unit: str
+    """SI-style unit ("s", "W", "GiB", "tokens/s"), "1" for counts and fractions."""
+    description: str
+    """What the column means, with its convention where one is needed."""
+    choices: tuple[str, ...] | None = None
+    """Allowed values of a categorical column."""
+    default: object = None
+    """Value used when an optional input column is absent or empty; None means required."""
+
+
+def _c(name: str, dtype: Dtype, unit: str, description: str, **kw: object) -> Column:
+    return Column(name=name, dtype=dtype, unit=unit, description=description, **kw)  # type: ignore[arg-type]
+
+
+MODEL_SHAPE_COLUMNS: tuple[Column, ...] = (
+    _c("layers", "int64", "1", "transformer blocks"),
+    _c("hidden", "int64", "1", "model width h"),
+    _c("heads", "int64", "1", "attention (query) heads"),
+    _c("kv_heads", "int64", "1", "key/value heads (grouped-query attention; = heads for MHA)"),
+    _c("ffn", "int64", "1", "MLP inner size"),
+    _c("vocab", "int64", "1", "vocabulary size (LM head rows)"),
+    _c("mlp", "string", "1", "MLP kind: swiglu (3 matrices) or gelu (2)", choices=MLP_KINDS),
+)
+
+CONFIGURATION_COLUMNS: tuple[Column, ...] = (
+    _c(
+        "model",
+        "string",
+        "1",
+        "model catalogue key (data/models.yaml); explicit shape columns override its values",
+        default="",
+    ),
+    *MODEL_SHAPE_COLUMNS,
+    _c("seq_len", "int64", "tokens", "tokens per sequence"),
+    _c("global_batch", "int64", "sequences", "sequences per optimizer step"),
+    _c("micro_batch", "int64", "sequences", "sequences per GPU per micro-step"),
+    _c("gpu", "string", "1", "GPU catalogue key (data/hardware.yaml)"),
+    _c("num_gpus", "int64", "1", "GPUs in the job"),
+    _c(
+        "gpus_per_node",
+        "int64",
+        "1",
+        "GPUs per node (default: the GPU's default system)",
+        default=0,
+    ),
+    _c(
+        "nic_gbps_per_gpu",
+        "float64",
+        "Gb/s",
+        "scale-out NIC line rate per GPU in gigabits/s (default: the GPU's default system)",
+        default=0.0,
+    ),
+    _c("tp", "int64", "1", "tensor-parallel degree"),
+    _c("pp", "int64", "1", "pipeline-parallel degree"),
+    _c("cp", "int64", "1", "context-parallel degree", default=1),
+    _c(
+        "vpp",
+        "int64",
+        "1",
+        "virtual pipeline stages per rank (interleaved 1F1B when > 1)",
+        default=1,
+    ),
+    _c(
+        "sharding",
+        "string",
+        "1",
+        "data-parallel sharding: ddp, zero1, zero2, fsdp (full shard), "
+        "hsdp (shard within a node, replicate across nodes)",
+        choices=SHARDINGS,
+    ),
+    _c("recompute", "string", "1", "activation recomputation", choices=RECOMPUTE_MODES),
+    _c(
+        "precision",
+        "string",
+        "1",
+        "GEMM precision (bf16 mixed precision or fp8 linears)",
+        choices=PRECISIONS,
+    ),
+    _c(
+        "sequence_parallel",
+        "bool",
+        "1",
+        "Megatron sequence parallelism (default: tp > 1)",
+        default=None,
+    ),
+)
+
+DERIVED_COLUMNS: tuple[Column, ...] = (
+    _c("dp", "int64", "1", "data-parallel degree = num_gpus / (tp * pp * cp)"),
+    _c(
+        "grad_accum",
+        "int64",
+        "1",
+        "micro-batches per step per data-parallel rank = global_batch / (dp * micro_batch)",
+    ),
+)
+
+METRIC_COLUMNS: tuple[Column, ...] = (
+    _c("step_time_s", "float64", "s", "wall time of one optimizer step"),
+    _c("tokens_per_s", "float64", "tokens/s", "training tokens per second, whole job"),
+    _c("tokens_per_s_per_gpu", "float64", "tokens/s", "tokens_per_s / num_gpus"),
+    _c(
+        "mfu",
+        "float64",
+        "1",
+        "model FLOPs utilisation: model FLOPs per token (6*N_matmul + "
+        "12*layers*hidden*seq_len, no recomputation, causal mask ignored) * tokens/s / "
+        "(num_gpus * dense peak FLOP/s of the configured precision)",
+    ),
+    _c("hfu", "float64", "1", "hardware FLOPs utilisation: as mfu, plus recomputed FLOPs"),
+    _c(
+        "compute_s",
+        "float64",
+        "s",
+        "busy time of the compute stream per step (GEMMs, attention, "
+        "memory-bound kernels, optimizer)",
+    ),
+    _c("comm_s", "float64", "s", "busy time of all collectives per step, hidden or not"),
+    _c("allgather_s", "float64", "s", "AllGather busy time per step"),
+    _c("reducescatter_s", "float64", "s", "ReduceScatter busy time per step"),
+    _c("allreduce_s", "float64", "s", "AllReduce busy time per step"),
+    _c(
+        "p2p_s",
+        "float64",
+        "s",
+        "point-to-point (pipeline, context-parallel ring) busy time per step",
+    ),
+    _c("exposed_comm_s", "float64", "s", "communication not hidden behind compute per step"),
+    _c("exposed_comm_frac", "float64", "1", "exposed_comm_s / step_time_s"),
+    _c("bubble_s", "float64", "s", "pipeline bubble (idle) time per step"),
+    _c(
+        "host_stall_s",
+        "float64",
+        "s",
+        "GPU idle waiting for the host to launch kernels per step; "
+        "step_time_s = compute_s + exposed_comm_s + bubble_s + host_stall_s",
+    ),
+    _c(
+        "mem_gib_per_gpu",
+        "float64",
+        "GiB",
+        "peak memory per GPU (model states, activations, buffers, runtime overhead)",
+    ),
+    _c("fits_memory", "bool", "1", "mem_gib_per_gpu within the usable fraction of HBM"),
+    _c("power_w_per_gpu", "float64", "W", "average power per GPU over a step"),
+    _c("energy_j_per_token", "float64", "J/token", "GPU energy per trained token, whole job"),
+)
+
+PROVENANCE_COLUMNS: tuple[Column, ...] = (
+    _c("source", "string", "1", "where the numbers come from", choices=SOURCES),
+    _c("simulator_version", "string", "1", "trainscale version that predicted the row (sim)"),
+    _c("calibration_id", "string", "1", "content hash of data/calibration.yaml (sim)"),
+)
+
+#: Columns of the simulator's output after the input's own columns.
+RESULT_COLUMNS: tuple[Column, ...] = (
+    *CONFIGURATION_COLUMNS,
+    *DERIVED_COLUMNS,
+    *METRIC_COLUMNS,
+    *PROVENANCE_COLUMNS,
+)
+
+#: Extra columns of the dataset (results/dataset): identify the row and carry the provenance of
+#: measured and published rows. Empty strings / nulls where they do not apply.
+DATASET_EXTRA_COLUMNS: tuple[Column, ...] = (
+    _c("study", "string", "1", "study name (sim), 'runs' (measured) or 'published'"),
+    _c(
+        "config_id",
+        "string",
+        "1",
+        "readable configuration name, e.g. llama2-7b_h100-sxm-80gb_n2048_fsdp_tp1_pp1",
+    ),
+    _c("run_id", "string", "1", "run folder under data/runs (measured)"),
+    _c("log_file", "string", "1", "log file(s) the measured values came from (measured)"),
+    _c("line_range", "string", "1", "first-last line of the steady-state steps used (measured)"),
+    _c("n_steps", "int64", "1", "steady-state steps behind a measured median (measured)"),
+    _c("step_time_s_iqr", "float64", "s", "interquartile range of measured step time (measured)"),
+    _c("citation", "string", "1", "publication or repository (published)"),
+    _c("url", "string", "1", "link to the source (published)"),
+    _c("table_or_figure", "string", "1", "where in the source the number appears (published)"),
+    _c("published_metric", "string", "1", "the source's own metric name (published)"),
+    _c("published_value", "float64", "1", "the source's own number, in its own unit (published)"),
+)
+
+DATASET_COLUMNS: tuple[Column, ...] = (*RESULT_COLUMNS, *DATASET_EXTRA_COLUMNS)
+
+_BY_NAME = {c.name: c for c in DATASET_COLUMNS}
+
+_ARROW_TYPES = {
+    "int64": pa.int64(),
+    "float64": pa.float64(),
+    "string": pa.string(),
+    "bool": pa.bool_(),
+}
+
+
+def column(name: str) -> Column:
+    """Return the definition of a column by name."""
+    return _BY_NAME[name]
+
+
+def names(columns: tuple[Column, ...]) -> list[str]:
+    """Return the column names, in order."""
+    return [c.name for c in columns]
+
+
+def arrow_schema(columns: tuple[Column, ...] = DATASET_COLUMNS, **metadata: str) -> pa.Schema:
+    """Return an explicit pyarrow schema; each field's metadata holds its unit and description.
+
+    ``metadata`` is added to the schema (file) metadata, e.g. ``calibration_id=...``.
+    """
+    fields = [
+        pa.field(
+            c.name,
+            _ARROW_TYPES[c.dtype],
+            nullable=True,
+            metadata={"unit": c.unit, "description": c.description},
+        )
+        for c in columns
+    ]
+    return pa.schema(fields, metadata={k: str(v) for k, v in metadata.items()} or None)

@@ -1,0 +1,157 @@
+"""The "study setup": the configuration trainscale uses to reproduce Fernandez et al. (2024).
+
+The study trained Llama-2 models with FSDP at a **fixed global batch** while adding GPUs, but did
+not print its batch or sequence length. trainscale fixes them by rule, not by fit:
+
+- sequence length **4,096** tokens, the Llama-2 context;
+- global batch **2,048 sequences** (8M tokens): Llama-2's own 4M-token batch (1,024 sequences of
+  4,096) cannot give each of 2,048 GPUs a whole sequence; 2,048 is the smallest power of two that
+  can. Figure ``global_batch_inference`` shows how the headline drop depends on this choice;
+- FSDP full shard, bf16, no activation recomputation (the study's MFU of ~60 % on A100 leaves no
+  room for recomputed FLOPs); the micro-batch is the **whole local batch** (global batch / data
+  parallel degree) when it fits in memory, else its largest divisor that fits (gradient
+  accumulation makes up the rest) — what a practitioner does at a fixed global batch;
+- H100 SXM 80 GB in DGX H100 nodes (8 GPUs, 400 Gb/s InfiniBand per GPU); the A100 comparison
+  uses A100 SXM 80 GB in DGX A100 nodes (200 Gb/s per GPU);
+- the MFU comparison between generations is made at **128 GPUs**, the reference point of the
+  study's scaling claim (128 → 2,048 GPUs).
+
+These functions are what the ``claims`` table and the calibration of ``power_comm_frac`` use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from trainscale.calibration import Calibration
+from trainscale.simulate import predict
+
+__all__ = [
+    "STUDY_GLOBAL_BATCH",
+    "STUDY_GPU_COUNTS",
+    "STUDY_MFU_GPUS",
+    "STUDY_SEQ_LEN",
+    "best_model_parallel",
+    "mfu_at",
+    "power_drop_pct",
+    "scaleout",
+    "study_configurations",
+    "throughput_drop_pct",
+]
+
+STUDY_SEQ_LEN = 4096
+STUDY_GLOBAL_BATCH = 2048
+STUDY_GPU_COUNTS = (8, 16, 32, 64, 128, 256, 512, 1024, 2048)
+STUDY_MFU_GPUS = 128
+STUDY_CLAIM_FROM, STUDY_CLAIM_TO = 128, 2048
+
+
+def _micro_batch_candidates(local_batch: int) -> list[int]:
+    return [d for d in range(local_batch, 0, -1) if local_batch % d == 0]
+
+
+def study_configurations(
+    *,
+    model: str = "llama2-7b",
+    gpu: str = "h100-sxm-80gb",
+    gpu_counts: Sequence[int] = STUDY_GPU_COUNTS,
+    global_batch: int = STUDY_GLOBAL_BATCH,
+    micro_batch: int | None = None,
+    tp: int = 1,
+    pp: int = 1,
+    sharding: str = "fsdp",
+    recompute: str = "none",
+    calibration: Calibration | None = None,
+) -> pd.DataFrame:
+    """The study setup at each GPU count (counts whose batch cannot be split are left out).
+
+    ``micro_batch=None`` picks the largest divisor of the local batch that fits in memory
+    (falling back to 1 when none does, so the row is kept and flagged by ``fits_memory``).
+    """
+    rows = []
+    for n in gpu_counts:
+        dp = n // (tp * pp)
+        if n % (tp * pp) or global_batch % dp:
+            continue
+        local = global_batch // dp
+        base = {
+            "model": model, "seq_len": STUDY_SEQ_LEN, "global_batch": global_batch,
+            "gpu": gpu, "num_gpus": n, "tp": tp, "pp": pp, "sharding": sharding,
+            "recompute": recompute, "precision": "bf16",
+        }  # fmt: skip
+        if micro_batch is not None:
+            if local % micro_batch == 0:
+                rows.append({**base, "micro_batch": micro_batch})
+            continue
+        candidates = pd.DataFrame(
+            [{**base, "micro_batch": m} for m in _micro_batch_candidates(local)]
+        )
+        fits = predict(candidates, calibration=calibration)["fits_memory"].to_numpy()
+        chosen = candidates["micro_batch"].to_numpy()[fits][0] if fits.any() else 1
+        rows.append({**base, "micro_batch": int(chosen)})
+    return pd.DataFrame(rows)
+
+
+def scaleout(calibration: Calibration | None = None, **kw: object) -> pd.DataFrame:
+    """Predictions of the study setup over GPU counts."""
+    configurations = study_configurations(calibration=calibration, **kw)  # type: ignore[arg-type]
+    return predict(configurations, calibration=calibration)
+
+
+def _drop(frame: pd.DataFrame, column: str) -> float:
+    by_n = frame.set_index("num_gpus")[column]
+    return float(100.0 * (1.0 - by_n[STUDY_CLAIM_TO] / by_n[STUDY_CLAIM_FROM]))
+
+
+def throughput_drop_pct(
+    calibration: Calibration | None = None, *, global_batch: int = STUDY_GLOBAL_BATCH,
+    model: str = "llama2-7b",
+) -> float:  # fmt: skip
+    """Per-GPU throughput drop (%) from 128 to 2,048 GPUs for the study setup."""
+    frame = scaleout(
+        calibration, model=model, global_batch=global_batch,
+        gpu_counts=(STUDY_CLAIM_FROM, STUDY_CLAIM_TO),
+    )  # fmt: skip
+    return _drop(frame, "tokens_per_s_per_gpu")
+
+
+def power_drop_pct(calibration: Calibration | None = None) -> float:
+    """Power-per-GPU drop (%) from 128 to 2,048 GPUs for the study setup."""
+    frame = scaleout(calibration, gpu_counts=(STUDY_CLAIM_FROM, STUDY_CLAIM_TO))
+    return _drop(frame, "power_w_per_gpu")
+
+
+def mfu_at(
+    gpu: str, calibration: Calibration | None = None, *, num_gpus: int = STUDY_MFU_GPUS
+) -> float:
+    """MFU of the study setup (Llama-2 7B) on ``gpu`` at ``num_gpus``."""
+    frame = scaleout(calibration, gpu=gpu, gpu_counts=(num_gpus,))
+    return float(frame["mfu"].iloc[0])
+
+
+def best_model_parallel(
+    model: str, num_gpus: int = 2048, calibration: Calibration | None = None
+) -> pd.DataFrame:
+    """All plans tp·pp ∈ {1, 2, 4, 8, 16} that fit memory at ``num_gpus``, best first."""
+    frames = []
+    for tp in (1, 2, 4, 8):
+        for pp in (1, 2, 4, 8, 16):
+            if tp * pp > 16:
+                continue
+            for recompute in ("none", "full"):
+                config = study_configurations(
+                    model=model,
+                    gpu_counts=(num_gpus,),
+                    tp=tp,
+                    pp=pp,
+                    recompute=recompute,
+                    calibration=calibration,
+                )
+                if not config.empty:
+                    frames.append(predict(config, calibration=calibration))
+    table = pd.concat(frames, ignore_index=True)
+    table = table[table["fits_memory"]].copy()
+    table["model_parallel"] = table["tp"] * table["pp"]
+    return table.sort_values("tokens_per_s", ascending=False, kind="stable").reset_index(drop=True)

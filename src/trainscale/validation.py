@@ -1,0 +1,110 @@
+"""Predict every published measurement and report the error, row by row and per source.
+
+The comparison is made in tokens/s per GPU (the issue's gate), after converting each published
+number with its own source's FLOP convention (:func:`trainscale.published.flops_per_token`);
+nccl-tests bus bandwidths are compared in GB/s. Accuracy is reported, never hidden: every
+published row appears either with its error or with the reason it could not be predicted.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from trainscale.calibration import Calibration, load_calibration
+from trainscale.published import PublishedData, load_published
+from trainscale.simulate import predict_with_rejects
+from trainscale.system.collectives import Network, allreduce_time, load_nccl_constants, p2p_time
+from trainscale.system.hardware import load_hardware
+
+__all__ = ["collective_predictions", "summarise", "throughput_predictions", "validate_published"]
+
+
+def throughput_predictions(
+    published: PublishedData, calibration: Calibration
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Predict the throughput rows; return (rows with prediction and error, simulator rejects)."""
+    results, rejects = predict_with_rejects(
+        published.throughput, calibration=calibration, origin="data/published/measurements.csv"
+    )
+    predicted = results["tokens_per_s_per_gpu"].to_numpy()
+    observed = results["observed_tokens_per_s_per_gpu"].to_numpy()
+    results["predicted_tokens_per_s_per_gpu"] = predicted
+    results["error_pct"] = 100.0 * (predicted - observed) / observed
+    results["ape_pct"] = np.abs(results["error_pct"])
+    return results, rejects
+
+
+def collective_predictions(published: PublishedData, calibration: Calibration) -> pd.DataFrame:
+    """Predict the nccl-tests rows (bus bandwidth, GB/s)."""
+    rows = published.collectives.copy()
+    if rows.empty:
+        return rows
+    hardware = load_hardware()
+    gpus = [hardware.gpus[key] for key in rows["gpu"]]
+    nvlink = np.array([g.nvlink_bytes_per_s for g in gpus])
+    nvls = np.array([g.nvls for g in gpus]) & rows["nvls"].to_numpy(bool)
+    nic = rows["nic_gbps_per_gpu"].to_numpy(np.float64) * 1e9 / 8
+    factor = rows["fabric"].map(hardware.fabric_efficiency_factor).to_numpy(np.float64)
+    net = Network(
+        nvlink_bytes_per_s=calibration.nvlink_efficiency * nvlink,
+        nic_bytes_per_s=np.maximum(calibration.nic_efficiency * factor * nic, 1.0),
+        nvls_bytes_per_s=np.where(nvls, calibration.nvls_efficiency * nvlink, 0.0),
+        latency_scale=calibration.nccl_latency_scale,
+        constants=load_nccl_constants(),
+    )
+    size = rows["size_bytes"].to_numpy(np.float64)
+    n = rows["num_gpus"].to_numpy(np.float64)
+    g = rows["gpus_per_node"].to_numpy(np.float64)
+    allreduce = allreduce_time(size, n, g, net)
+    sendrecv = p2p_time(size, np.ones(len(rows), dtype=bool), net)
+    is_ar = rows["collective"].to_numpy() == "allreduce"
+    busbw = np.where(is_ar, size / allreduce * 2 * (n - 1) / n, size / sendrecv) / 1e9
+    rows["predicted_busbw_gbps"] = busbw
+    rows["error_pct"] = 100.0 * (busbw - rows["observed_busbw_gbps"]) / rows["observed_busbw_gbps"]
+    rows["ape_pct"] = np.abs(rows["error_pct"])
+    return rows
+
+
+def summarise(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per source: rows, MAPE, median and maximum absolute percentage error, then overall."""
+    grouped = rows.groupby("citation", sort=True)["ape_pct"]
+    table = pd.DataFrame(
+        {
+            "rows": grouped.size(),
+            "mape_pct": grouped.mean(),
+            "median_ape_pct": grouped.median(),
+            "max_ape_pct": grouped.max(),
+        }
+    ).reset_index(names="source")
+    overall = pd.DataFrame(
+        [{
+            "source": "all",
+            "rows": len(rows),
+            "mape_pct": rows["ape_pct"].mean(),
+            "median_ape_pct": rows["ape_pct"].median(),
+            "max_ape_pct": rows["ape_pct"].max(),
+        }]
+    )  # fmt: skip
+    return pd.concat([table, overall], ignore_index=True)
+
+
+def validate_published(
+    calibration: Calibration | None = None, published: PublishedData | None = None
+) -> dict[str, pd.DataFrame]:
+    """Predict all published rows; return ``throughput``, ``collectives``, ``rejects`` tables."""
+    calibration = calibration or load_calibration()
+    published = published or load_published()
+    throughput, sim_rejects = throughput_predictions(published, calibration)
+    rejects = published.rejects
+    if not sim_rejects.empty:
+        extra = sim_rejects.assign(published_value_text=sim_rejects["published_value_text"])
+        rejects = pd.concat(
+            [rejects, extra[[c for c in rejects.columns if c in extra.columns]]],
+            ignore_index=True,
+        )
+    return {
+        "throughput": throughput,
+        "collectives": collective_predictions(published, calibration),
+        "rejects": rejects,
+    }

@@ -1,0 +1,1 @@
+"""Tests of trainscale.ingest (a package so that module names such as test_power stay unique)."""
