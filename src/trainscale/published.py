@@ -44,9 +44,9 @@ ASSUMPTIONS: dict[str, str] = {
     "not printed); 131K-context row predicted with dp 8, the value consistent with its 16,384 "
     "GPUs and 16M-token batch; FSDP without resharding after forward = zero2",
     "torchtitan benchmarks": "H100 96GB HBM2e at 500 W predicted as a 700 W H100 SXM (the power "
-    "cap is not modelled); sequence length 8192 (torchtitan's llama3 default) where not printed; with "
-    "pipeline parallelism the local batch is split into micro-batches of 1; interleaved 1F1B with "
-    "2 stages per rank; torch.compile and AsyncTP are not modelled",
+    "cap is not modelled); sequence length 8192 (torchtitan's llama3 default) where not printed; "
+    "with pipeline parallelism the local batch is split into micro-batches of 1; interleaved "
+    "1F1B with 2 stages per rank; torch.compile and AsyncTP are not modelled",
     "torchtitan docs": "'selective layer' and 'selective op' activation checkpointing = selective",
     "PyTorch/IBM blog: Maximizing": "inter-node bandwidth per node divided by 8 GPUs; 'selective "
     "every n blocks' = selective",

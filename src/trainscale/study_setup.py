@@ -23,10 +23,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 
 from trainscale.calibration import Calibration
-from trainscale.simulate import predict
+from trainscale.simulate import predict, predict_with_rejects
 
 __all__ = [
     "STUDY_GLOBAL_BATCH",
@@ -48,8 +49,48 @@ STUDY_MFU_GPUS = 128
 STUDY_CLAIM_FROM, STUDY_CLAIM_TO = 128, 2048
 
 
-def _micro_batch_candidates(local_batch: int) -> list[int]:
-    return [d for d in range(local_batch, 0, -1) if local_batch % d == 0]
+def resolve_micro_batch(
+    configurations: pd.DataFrame, calibration: Calibration | None = None
+) -> pd.DataFrame:
+    """Replace ``micro_batch`` = ``"auto"`` by the largest divisor of the local batch
+    (``global_batch / dp``) that fits in memory; 1 when none fits (the row is then kept and
+    flagged by the simulator's ``fits_memory``). Other rows are returned unchanged.
+
+    ``dp`` is derived as ``num_gpus / (tp·pp·cp)``; rows where that or the local batch is not an
+    integer keep ``micro_batch = 1`` and are rejected later by validation with a clear message.
+    """
+    frame = configurations.reset_index(drop=True).copy()
+    if "micro_batch" not in frame.columns:
+        return frame
+    auto = frame["micro_batch"].astype(str).str.strip().str.lower() == "auto"
+    if not auto.any():
+        return frame
+    cp = frame["cp"] if "cp" in frame.columns else pd.Series(1, index=frame.index)
+    candidates = []
+    for position in np.flatnonzero(auto.to_numpy()):
+        row = frame.iloc[position]
+        degree = int(row["tp"]) * int(row["pp"]) * int(cp.iloc[position])
+        dp, rest = divmod(int(row["num_gpus"]), degree)
+        local, rest_batch = divmod(int(row["global_batch"]), max(dp, 1))
+        divisors = (
+            [d for d in range(local, 0, -1) if local % d == 0] if not (rest or rest_batch) else []
+        )
+        for divisor in divisors or [1]:
+            candidates.append({**row.to_dict(), "micro_batch": divisor, "_position": position})
+    trial = pd.DataFrame(candidates)
+    results, rejects = predict_with_rejects(
+        trial.drop(columns="_position"), calibration=calibration
+    )
+    rejected = set(rejects["row"]) if not rejects.empty else set()
+    valid = [i for i in range(len(trial)) if i not in rejected]  # results keep this order
+    trial["_fits"] = False
+    trial.loc[valid, "_fits"] = results["fits_memory"].to_numpy()
+    frame["micro_batch"] = frame["micro_batch"].astype(object)
+    for position, group in trial.groupby("_position", sort=False):
+        fitting = group.loc[group["_fits"], "micro_batch"]
+        frame.loc[int(position), "micro_batch"] = int(fitting.iloc[0]) if not fitting.empty else 1
+    frame["micro_batch"] = pd.to_numeric(frame["micro_batch"])
+    return frame
 
 
 def study_configurations(
@@ -58,7 +99,7 @@ def study_configurations(
     gpu: str = "h100-sxm-80gb",
     gpu_counts: Sequence[int] = STUDY_GPU_COUNTS,
     global_batch: int = STUDY_GLOBAL_BATCH,
-    micro_batch: int | None = None,
+    micro_batch: int | str = "auto",
     tp: int = 1,
     pp: int = 1,
     sharding: str = "fsdp",
@@ -67,31 +108,24 @@ def study_configurations(
 ) -> pd.DataFrame:
     """The study setup at each GPU count (counts whose batch cannot be split are left out).
 
-    ``micro_batch=None`` picks the largest divisor of the local batch that fits in memory
-    (falling back to 1 when none does, so the row is kept and flagged by ``fits_memory``).
+    ``micro_batch="auto"`` picks the largest divisor of the local batch that fits in memory
+    (:func:`resolve_micro_batch`).
     """
     rows = []
     for n in gpu_counts:
         dp = n // (tp * pp)
         if n % (tp * pp) or global_batch % dp:
             continue
-        local = global_batch // dp
-        base = {
-            "model": model, "seq_len": STUDY_SEQ_LEN, "global_batch": global_batch,
-            "gpu": gpu, "num_gpus": n, "tp": tp, "pp": pp, "sharding": sharding,
-            "recompute": recompute, "precision": "bf16",
-        }  # fmt: skip
-        if micro_batch is not None:
-            if local % micro_batch == 0:
-                rows.append({**base, "micro_batch": micro_batch})
+        if micro_batch != "auto" and (global_batch // dp) % int(micro_batch):
             continue
-        candidates = pd.DataFrame(
-            [{**base, "micro_batch": m} for m in _micro_batch_candidates(local)]
-        )
-        fits = predict(candidates, calibration=calibration)["fits_memory"].to_numpy()
-        chosen = candidates["micro_batch"].to_numpy()[fits][0] if fits.any() else 1
-        rows.append({**base, "micro_batch": int(chosen)})
-    return pd.DataFrame(rows)
+        rows.append(
+            {
+                "model": model, "seq_len": STUDY_SEQ_LEN, "global_batch": global_batch,
+                "micro_batch": micro_batch, "gpu": gpu, "num_gpus": n, "tp": tp, "pp": pp,
+                "sharding": sharding, "recompute": recompute, "precision": "bf16",
+            }
+        )  # fmt: skip
+    return resolve_micro_batch(pd.DataFrame(rows), calibration)
 
 
 def scaleout(calibration: Calibration | None = None, **kw: object) -> pd.DataFrame:

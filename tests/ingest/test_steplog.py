@@ -229,7 +229,7 @@ def test_detect_prefers_the_majority_format(tmp_path):
 # --- property tests ----------------------------------------------------------------------------
 
 GARBAGE = "#@!?~^$&*;<>{}\\\"'`="  # no "|": it separates Megatron fields
-_SETTINGS = settings(max_examples=800, deadline=None,
+_SETTINGS = settings(max_examples=60, deadline=None,
                      suppress_health_check=[HealthCheck.function_scoped_fixture,
                                             HealthCheck.too_slow])
 _T0 = datetime(2025, 3, 1, 8, 0, 0)

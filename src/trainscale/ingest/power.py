@@ -457,8 +457,12 @@ def _dcgm_timestamps(
         raise InputFileError(path, f"start_time {start_time!r} is not a time: {error}") from None
     if start.tzinfo is not None:
         raise InputFileError(path, "start_time must be naive (no time zone), like the logs")
-    offsets = pd.to_timedelta(sample.to_numpy() * interval_s, unit="s")
-    return pd.Series(start + offsets, index=sample.index).astype("datetime64[ns]")
+    try:
+        offsets = pd.to_timedelta(sample.to_numpy() * interval_s, unit="s")
+        return pd.Series(start + offsets, index=sample.index).astype("datetime64[ns]")
+    except (OverflowError, pd.errors.OutOfBoundsDatetime, pd.errors.OutOfBoundsTimedelta):
+        raise InputFileError(path, "start_time + samples x interval_s is out of the "
+                             "representable time range") from None
 
 
 # --- shared ------------------------------------------------------------------------------------
