@@ -40,6 +40,7 @@ _REQUIRED = (
     "seq_len", "global_batch", "micro_batch", "gpu", "num_gpus", "tp", "pp", "sharding",
     "recompute", "precision",
 )  # fmt: skip
+_SHAPE_GROUP = {"model", "mlp", *_INT_SHAPE}
 _TRUE = {"true", "1", "yes", "t", "y"}
 _FALSE = {"false", "0", "no", "f", "n"}
 
@@ -144,12 +145,23 @@ class _Problems:
     def __init__(self, n: int) -> None:
         self.items: list[tuple[int, str, str]] = []
         self.bad = np.zeros(n, dtype=bool)
+        self.bad_by_column: dict[str, np.ndarray] = {}
 
     def add_where(self, mask: np.ndarray, column: str, message) -> None:
         """Record a problem for every row in ``mask``; ``message(row)`` builds the text."""
         for row in np.flatnonzero(mask):
             self.items.append((int(row), column, message(int(row))))
         self.bad |= mask
+        group = "shape" if column in _SHAPE_GROUP else column
+        self.bad_by_column[group] = self.bad_by_column.get(group, False) | mask
+
+    def ok_for(self, *columns: str) -> np.ndarray:
+        """Rows whose given columns (and model shape) are valid so far: an interlock between
+        valid columns is reported even when another column of the row is invalid."""
+        bad = np.zeros_like(self.bad)
+        for column in (*columns, "shape"):
+            bad = bad | self.bad_by_column.get(column, False)
+        return ~bad
 
     def sorted_items(self) -> list[tuple[int, str, str]]:
         return sorted(self.items, key=lambda item: item[0])
@@ -172,8 +184,13 @@ def _check_columns(frame: pd.DataFrame) -> None:
 
 
 def _fmt(value: object) -> str:
+    """A value as the user wrote it: 8 not np.int64(8), 2.5 not 2.5000, 'x' quoted."""
+    if isinstance(value, np.generic):
+        value = value.item()
     if isinstance(value, float) and np.isfinite(value) and value == int(value):
         return str(int(value))
+    if isinstance(value, int | float):
+        return str(value)
     return repr(value)
 
 
@@ -321,7 +338,7 @@ def _gpu_attributes(
     index = _lookup(keys, {k: i for i, k in enumerate(gpu_keys)}, -1).astype(np.int64)
     problems.add_where(
         index < 0, "gpu",
-        lambda r: f"unknown GPU {_raw(frame, 'gpu', r)!r}; valid: {', '.join(gpu_keys)}",
+        lambda r: f"unknown GPU {_fmt(_raw(frame, 'gpu', r))}; valid: {', '.join(gpu_keys)}",
     )  # fmt: skip
     index = np.where(index < 0, 0, index)
     gpus = [hardware.gpus[k] for k in gpu_keys]
@@ -353,9 +370,9 @@ def _gpu_attributes(
 
 def _plan_rules(v: dict[str, np.ndarray], gpu_names: np.ndarray, problems: _Problems) -> None:
     """Interlocks between degrees, batch and hardware; only rows valid so far are checked."""
-    ok = ~problems.bad
     tp, pp, cp, vpp = v["tp"], v["pp"], v["cp"], v["vpp"]
     heads, kv = v["heads"], v["kv_heads"]
+    ok = problems.ok_for("tp")
     problems.add_where(
         ok & (heads % tp != 0), "tp", lambda r: f"tp {tp[r]} does not divide heads {heads[r]}"
     )
@@ -365,28 +382,29 @@ def _plan_rules(v: dict[str, np.ndarray], gpu_names: np.ndarray, problems: _Prob
     )  # fmt: skip
     mp = tp * pp * cp
     problems.add_where(
-        ok & (v["num_gpus"] % mp != 0), "num_gpus",
+        problems.ok_for("tp", "pp", "cp", "num_gpus") & (v["num_gpus"] % mp != 0), "num_gpus",
         lambda r: f"num_gpus {v['num_gpus'][r]} is not divisible by tp·pp·cp = "
         f"{tp[r]}·{pp[r]}·{cp[r]} = {mp[r]}",
     )  # fmt: skip
-    ok = ~problems.bad
     dp = np.maximum(v["num_gpus"] // mp, 1)
     per_step = dp * v["micro_batch"]
+    batch_ok = problems.ok_for("tp", "pp", "cp", "num_gpus", "global_batch", "micro_batch")
     problems.add_where(
-        ok & (v["global_batch"] % per_step != 0), "global_batch",
+        batch_ok & (v["global_batch"] % per_step != 0), "global_batch",
         lambda r: f"global_batch {v['global_batch'][r]} is not divisible by dp·micro_batch = "
         f"{dp[r]}·{v['micro_batch'][r]} = {per_step[r]}",
     )  # fmt: skip
-    ok = ~problems.bad
     grad_accum = np.maximum(v["global_batch"] // per_step, 1)
     problems.add_where(
-        ok & (cp > 1) & (v["seq_len"] % (2 * cp) != 0), "seq_len",
+        problems.ok_for("cp", "seq_len") & (cp > 1) & (v["seq_len"] % (2 * cp) != 0), "seq_len",
         lambda r: f"seq_len {v['seq_len'][r]} is not divisible by 2·cp = {2 * cp[r]} "
         "(causal load balancing)",
     )  # fmt: skip
+    ok = problems.ok_for("vpp", "pp")
     problems.add_where(ok & (vpp > 1) & (pp == 1), "vpp", lambda r: f"vpp {vpp[r]} needs pp > 1")
     problems.add_where(
-        ok & (vpp > 1) & (pp > 1) & (grad_accum % pp != 0), "vpp",
+        problems.ok_for("vpp", "pp", "global_batch") & (vpp > 1) & (pp > 1)
+        & (grad_accum % pp != 0), "vpp",
         lambda r: f"interleaved 1F1B (vpp {vpp[r]}) needs grad_accum {grad_accum[r]} divisible "
         f"by pp {pp[r]}",
     )  # fmt: skip
@@ -395,11 +413,13 @@ def _plan_rules(v: dict[str, np.ndarray], gpu_names: np.ndarray, problems: _Prob
         lambda r: f"layers {v['layers'][r]} < pp·vpp = {pp[r]}·{vpp[r]}",
     )  # fmt: skip
     problems.add_where(
-        ok & v["fp8"] & ~np.isfinite(v["fp8_peak"]), "precision",
+        problems.ok_for("precision", "gpu") & v["fp8"] & ~np.isfinite(v["fp8_peak"]),
+        "precision",
         lambda r: f"GPU {gpu_names[r]} has no FP8 tensor cores; allowed: bf16",
     )  # fmt: skip
     problems.add_where(
-        ok & (v["sharding"] == SHARDINGS.index("hsdp")) & (dp == 1), "sharding",
+        problems.ok_for("sharding", "num_gpus", "tp", "pp", "cp")
+        & (v["sharding"] == SHARDINGS.index("hsdp")) & (dp == 1), "sharding",
         lambda r: "hsdp needs dp > 1",
     )  # fmt: skip
     v["dp"] = dp

@@ -15,7 +15,9 @@ from pathlib import Path
 
 GEMM = "void cutlass::Kernel<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_32x6_tn_align8>"
 ALLGATHER = "ncclDevKernel_AllGather_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
-REDUCE_SCATTER = "ncclKernel_ReduceScatter_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)"
+REDUCE_SCATTER = (
+    "ncclKernel_ReduceScatter_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)"
+)
 
 #: (name, cat, stream, ts, dur, step, collective arg)
 GPU_EVENTS = (
@@ -33,37 +35,95 @@ STEP_STARTS = {1: 0, 2: 1000, 3: 2000}
 STEP_DURS = {1: 1000, 2: 1000, 3: 500}
 
 
-def synthetic_trace(*, rank: int = 0, base_us: int = 1_700_000_000_000, shift_us: int = 0,
-                    world_size: int = 2) -> dict:
+def synthetic_trace(
+    *, rank: int = 0, base_us: int = 1_700_000_000_000, shift_us: int = 0, world_size: int = 2
+) -> dict:
     """The trace as a JSON document; every ts is offset by base_us + shift_us."""
     base = base_us + shift_us
     events: list[dict] = [
         {"ph": "M", "name": "process_name", "pid": 0, "args": {"name": "GPU 0"}},
-        {"ph": "X", "cat": "Trace", "name": "PyTorch Profiler (0)", "pid": "Spans",
-         "tid": "PyTorch Profiler", "ts": base - 50, "dur": 5000},
+        {
+            "ph": "X",
+            "cat": "Trace",
+            "name": "PyTorch Profiler (0)",
+            "pid": "Spans",
+            "tid": "PyTorch Profiler",
+            "ts": base - 50,
+            "dur": 5000,
+        },
         {"ph": "i", "name": "Record Window End", "pid": "", "tid": "", "ts": base + 4000},
     ]
     for step, start in STEP_STARTS.items():
-        events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{step}",
-                       "pid": 10, "tid": 10, "ts": base + start, "dur": STEP_DURS[step],
-                       "args": {"External id": step}})
-        events.append({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 10, "tid": 10,
-                       "ts": base + start + 5, "dur": 3, "args": {"External id": 100 + step}})
+        events.append(
+            {
+                "ph": "X",
+                "cat": "user_annotation",
+                "name": f"ProfilerStep#{step}",
+                "pid": 10,
+                "tid": 10,
+                "ts": base + start,
+                "dur": STEP_DURS[step],
+                "args": {"External id": step},
+            }
+        )
+        events.append(
+            {
+                "ph": "X",
+                "cat": "cpu_op",
+                "name": "aten::mm",
+                "pid": 10,
+                "tid": 10,
+                "ts": base + start + 5,
+                "dur": 3,
+                "args": {"External id": 100 + step},
+            }
+        )
     for correlation, (name, cat, stream, ts, dur, step, collective) in enumerate(GPU_EVENTS, 1):
         launch = base + STEP_STARTS[step] + 10 + correlation
-        events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 10,
-                       "tid": 10, "ts": launch, "dur": 2, "args": {"correlation": correlation}})
-        events.append({"ph": "s", "cat": "ac2g", "name": "ac2g", "id": correlation, "pid": 10,
-                       "tid": 10, "ts": launch})
+        events.append(
+            {
+                "ph": "X",
+                "cat": "cuda_runtime",
+                "name": "cudaLaunchKernel",
+                "pid": 10,
+                "tid": 10,
+                "ts": launch,
+                "dur": 2,
+                "args": {"correlation": correlation},
+            }
+        )
+        events.append(
+            {
+                "ph": "s",
+                "cat": "ac2g",
+                "name": "ac2g",
+                "id": correlation,
+                "pid": 10,
+                "tid": 10,
+                "ts": launch,
+            }
+        )
         args = {"device": 0, "stream": stream, "correlation": correlation}
         if collective:
             args["Collective name"] = collective
-        events.append({"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": stream,
-                       "ts": base + ts, "dur": dur, "args": args})
-    return {"schemaVersion": 1,
-            "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": world_size},
-            "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}],
-            "traceEvents": events}
+        events.append(
+            {
+                "ph": "X",
+                "cat": cat,
+                "name": name,
+                "pid": 0,
+                "tid": stream,
+                "ts": base + ts,
+                "dur": dur,
+                "args": args,
+            }
+        )
+    return {
+        "schemaVersion": 1,
+        "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": world_size},
+        "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}],
+        "traceEvents": events,
+    }
 
 
 def write_trace(path: Path, document: dict) -> Path:

@@ -33,9 +33,19 @@ TRACE_FILTER_EXPECTED = [
 NCCL_EXPECTED = [
     (0, 14.31, 24_278, 75_169, 3_473, 20_805, 435_586, 338_781, 77.78, 17.26, 4.97),
 ]
-SUMMARY_COLUMNS = ["rank", "comp_comm_overlap_pctg", "comm_us", "comp_us", "overlap_us",
-                   "exposed_comm_us", "kernel_span_us", "idle_us", "idle_pct", "compute_pct",
-                   "non_compute_pct"]
+SUMMARY_COLUMNS = [
+    "rank",
+    "comp_comm_overlap_pctg",
+    "comm_us",
+    "comp_us",
+    "overlap_us",
+    "exposed_comm_us",
+    "kernel_span_us",
+    "idle_us",
+    "idle_pct",
+    "compute_pct",
+    "non_compute_pct",
+]
 
 # README "HTA get_gpu_kernel_breakdown (kernel-type table, summed over ranks)".
 TRACE_FILTER_KERNEL_TYPES = {
@@ -79,7 +89,8 @@ def _expected_frame(rows):
 def test_overlap_summary_reproduces_hta_exactly(request, fixture, expected):
     summary = hta.overlap_summary(request.getfixturevalue(fixture))
     pd.testing.assert_frame_equal(
-        summary[SUMMARY_COLUMNS].reset_index(drop=True), _expected_frame(expected),
+        summary[SUMMARY_COLUMNS].reset_index(drop=True),
+        _expected_frame(expected),
         check_exact=True,
     )
 
@@ -162,25 +173,36 @@ def test_synthetic_overlap_and_temporal_breakdown(synthetic):
 def test_synthetic_kernel_types_collectives_and_steps(synthetic):
     types = hta.kernel_type_breakdown(synthetic)
     assert dict(zip(types["kernel_type"], types["time_us"], strict=True)) == {
-        "COMPUTATION": 300, "COMMUNICATION": 250,
-        "COMPUTATION overlapping COMMUNICATION": 150, "MEMORY": 30,
+        "COMPUTATION": 300,
+        "COMMUNICATION": 250,
+        "COMPUTATION overlapping COMMUNICATION": 150,
+        "MEMORY": 30,
     }
     collectives = hta.collective_breakdown(synthetic).set_index("collective")
     assert collectives.loc["allgather", ["comm_us", "exposed_comm_us"]].tolist() == [200, 100]
     assert collectives.loc["reducescatter", ["comm_us", "exposed_comm_us"]].tolist() == [200, 150]
     steps = hta.step_breakdown(synthetic).set_index("step")
     assert steps.loc[1, ["comm_us", "comp_us", "overlap_us", "idle_us"]].tolist() == [
-        200, 300, 100, 0]
+        200,
+        300,
+        100,
+        0,
+    ]
     assert steps.loc[2, ["comm_us", "comp_us", "overlap_us", "kernel_span_us"]].tolist() == [
-        200, 150, 50, 310]
+        200,
+        150,
+        50,
+        310,
+    ]
     assert steps.loc[1, "comm_allgather_us"] == 200
     assert steps.loc[1, "comm_reducescatter_us"] == 0
 
 
 def test_rank_without_communication_has_nan_overlap(tmp_path):
     document = synthetic_trace()
-    document["traceEvents"] = [e for e in document["traceEvents"]
-                               if not str(e.get("name", "")).startswith("nccl")]
+    document["traceEvents"] = [
+        e for e in document["traceEvents"] if not str(e.get("name", "")).startswith("nccl")
+    ]
     row = hta.overlap_summary(load_traces([write_trace(tmp_path / "t.json", document)])).iloc[0]
     assert np.isnan(row["comp_comm_overlap_pctg"])
     assert row["comm_us"] == 0
@@ -190,15 +212,33 @@ def test_ns_rounding_removes_false_overlap(tmp_path):
     # Back-to-back kernels with float ns timestamps: compute ends at 200.2, the NCCL kernel
     # starts at 200.1. HTA rounds (ceil start, floor end), so they no longer overlap.
     document = synthetic_trace()
-    events = [e for e in document["traceEvents"] if e.get("cat") not in ("kernel",
-                                                                           "gpu_memcpy",
-                                                                           "gpu_memset")]
+    events = [
+        e
+        for e in document["traceEvents"]
+        if e.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset")
+    ]
     base = 1_700_000_000_000
     events += [
-        {"ph": "X", "cat": "kernel", "name": "void gemm()", "pid": 0, "tid": 7,
-         "ts": base + 100.4, "dur": 99.8, "args": {"stream": 7, "correlation": 1}},
-        {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_Generic", "pid": 0, "tid": 20,
-         "ts": base + 200.1, "dur": 50.5, "args": {"stream": 20, "correlation": 2}},
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": "void gemm()",
+            "pid": 0,
+            "tid": 7,
+            "ts": base + 100.4,
+            "dur": 99.8,
+            "args": {"stream": 7, "correlation": 1},
+        },
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": "ncclDevKernel_Generic",
+            "pid": 0,
+            "tid": 20,
+            "ts": base + 200.1,
+            "dur": 50.5,
+            "args": {"stream": 20, "correlation": 2},
+        },
     ]
     document["traceEvents"] = events
     row = hta.overlap_summary(load_traces([write_trace(tmp_path / "t.json", document)])).iloc[0]
@@ -211,8 +251,9 @@ def test_ns_rounding_removes_false_overlap(tmp_path):
 
 
 def test_merge_intervals_merges_overlapping_and_touching():
-    start, end = hta.merge_intervals(np.array([5.0, 0.0, 10.0, 30.0]),
-                                     np.array([10.0, 6.0, 20.0, 40.0]))
+    start, end = hta.merge_intervals(
+        np.array([5.0, 0.0, 10.0, 30.0]), np.array([10.0, 6.0, 20.0, 40.0])
+    )
     assert start.tolist() == [0.0, 30.0]
     assert end.tolist() == [20.0, 40.0]
     empty = hta.merge_intervals(np.array([]), np.array([]))
@@ -222,8 +263,10 @@ def test_merge_intervals_merges_overlapping_and_touching():
 @pytest.mark.parametrize(
     ("name", "kind"),
     [
-        ("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)",
-         hta.COMMUNICATION),
+        (
+            "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)",
+            hta.COMMUNICATION,
+        ),
         ("ncclDevKernel_Generic", hta.COMMUNICATION),
         ("void foo::ncclKernel_bar()", hta.COMMUNICATION),
         ("hcclAllReduce", hta.COMMUNICATION),

@@ -52,8 +52,9 @@ def test_read_nccl_sample_rounds_float_timestamps_like_hta():
     assert trace.steps["step"].tolist() == [4, 5, 6]
     raw = next(e for e in _raw_events(path) if e.get("name", "").startswith("ncclKernel"))
     assert not float(raw["ts"]).is_integer()  # the sample really has ns floats
-    row = trace.events[(trace.events["correlation"] == raw["args"]["correlation"])
-                       & trace.events["is_gpu"]].iloc[0]
+    row = trace.events[
+        (trace.events["correlation"] == raw["args"]["correlation"]) & trace.events["is_gpu"]
+    ].iloc[0]
     assert row["ts_us"] == math.ceil(raw["ts"])
     assert row["end_us"] == math.floor(raw["ts"] + raw["dur"])
     assert row["dur_us"] == row["end_us"] - row["ts_us"]
@@ -64,7 +65,9 @@ def test_read_nccl_sample_rounds_float_timestamps_like_hta():
 def test_load_aligns_ranks_by_the_global_minimum():
     paths = [sample_file(TRACE_FILTER_RANK0), sample_file(TRACE_FILTER_RANK1)]
     raw_minimum = min(
-        e["ts"] for p in paths for e in _raw_events(p)
+        e["ts"]
+        for p in paths
+        for e in _raw_events(p)
         if "dur" in e and e.get("cat") not in (None, "Trace")
     )
     traces = load_traces(paths)
@@ -132,8 +135,9 @@ def test_missing_file_raises_input_file_error(tmp_path):
 # --- property tests: truncated or corrupted traces ---------------------------------------------
 
 _DOCUMENT = json.dumps(synthetic_trace(), indent=1).encode()
-_SETTINGS = settings(max_examples=40, deadline=None,
-                     suppress_health_check=[HealthCheck.function_scoped_fixture])
+_SETTINGS = settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 
 @_SETTINGS

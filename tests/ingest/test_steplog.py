@@ -26,9 +26,11 @@ from trainscale.ingest.steplog import STEP_COLUMNS, detect_step_format, parse_st
 from ._samples import MEGATRON_GOLDEN, sample_file
 
 # log-formats.md §1.1, the public ezpz/Aurora example line.
-EZPZ_LINE = ("[2025-09-11 14:09:47,568581][I][components/metrics:437:log] step:  2  "
-             "loss: 14.4458  grad_norm: 41.7880  memory:  8.44GiB(13.20%)  tps: 6,697  "
-             "tflops: 62.15  mfu: 20.84%")
+EZPZ_LINE = (
+    "[2025-09-11 14:09:47,568581][I][components/metrics:437:log] step:  2  "
+    "loss: 14.4458  grad_norm: 41.7880  memory:  8.44GiB(13.20%)  tps: 6,697  "
+    "tflops: 62.15  mfu: 20.84%"
+)
 # log-formats.md §1.2, the Megatron layout illustration.
 MEGATRON_LINE = (
     " [2025-01-01 00:00:00.000000] iteration       20/     500 | consumed samples:        10240"
@@ -66,22 +68,46 @@ def test_ezpz_example_line(tmp_path):
     ("line", "expected"),
     [
         # early 2025 layout (§1.1): no grad_norm, no tflops
-        ("[rank0]:2025-01-01 12:00:00,250 - root - INFO - step: 10  loss:  9.8765  "
-         "memory: 49.50GiB(35.40%)  tps: 7,000  mfu: 41.00%",
-         {"step": 10, "loss": 9.8765, "tokens_per_s_per_gpu": 7000, "mfu": 41.00 / 100,
-          "tflops_per_gpu": math.nan, "timestamp": pd.Timestamp("2025-01-01 12:00:00.250")}),
+        (
+            "[rank0]:2025-01-01 12:00:00,250 - root - INFO - step: 10  loss:  9.8765  "
+            "memory: 49.50GiB(35.40%)  tps: 7,000  mfu: 41.00%",
+            {
+                "step": 10,
+                "loss": 9.8765,
+                "tokens_per_s_per_gpu": 7000,
+                "mfu": 41.00 / 100,
+                "tflops_per_gpu": math.nan,
+                "timestamp": pd.Timestamp("2025-01-01 12:00:00.250"),
+            },
+        ),
         # wps instead of tps, thousands separators in tflops, nan loss, [titan] tag
-        ("[rank0]:[titan] 2025-01-01 12:00:00,000 - root - INFO - step: 3  loss:     nan  "
-         "grad_norm:     inf  memory: 80.00GiB(100.00%)  wps: 1,234,567  "
-         "tflops: 1,234.56  mfu: 99.99%",
-         {"step": 3, "loss": math.nan, "tokens_per_s_per_gpu": 1_234_567,
-          "tflops_per_gpu": 1234.56, "mfu": 99.99 / 100, "mem_gib": 80.0}),
+        (
+            "[rank0]:[titan] 2025-01-01 12:00:00,000 - root - INFO - step: 3  loss:     nan  "
+            "grad_norm:     inf  memory: 80.00GiB(100.00%)  wps: 1,234,567  "
+            "tflops: 1,234.56  mfu: 99.99%",
+            {
+                "step": 3,
+                "loss": math.nan,
+                "tokens_per_s_per_gpu": 1_234_567,
+                "tflops_per_gpu": 1234.56,
+                "mfu": 99.99 / 100,
+                "mem_gib": 80.0,
+            },
+        ),
         # ANSI colours around each field (torchtitan default), no timestamp prefix
-        ("\x1b[31mstep:  1  \x1b[32mloss: 12.2345  \x1b[33mgrad_norm:  3.1000  "
-         "\x1b[34mmemory: 30.12GiB(31.70%)  \x1b[35mtps: 1,234  \x1b[36mtflops: 56.78  "
-         "\x1b[35mmfu: 5.74%\x1b[39m",
-         {"step": 1, "loss": 12.2345, "tokens_per_s_per_gpu": 1234, "tflops_per_gpu": 56.78,
-          "mfu": 5.74 / 100, "timestamp": pd.NaT}),
+        (
+            "\x1b[31mstep:  1  \x1b[32mloss: 12.2345  \x1b[33mgrad_norm:  3.1000  "
+            "\x1b[34mmemory: 30.12GiB(31.70%)  \x1b[35mtps: 1,234  \x1b[36mtflops: 56.78  "
+            "\x1b[35mmfu: 5.74%\x1b[39m",
+            {
+                "step": 1,
+                "loss": 12.2345,
+                "tokens_per_s_per_gpu": 1234,
+                "tflops_per_gpu": 56.78,
+                "mfu": 5.74 / 100,
+                "timestamp": pd.NaT,
+            },
+        ),
     ],
 )
 def test_torchtitan_layouts(tmp_path, line, expected):
@@ -156,12 +182,14 @@ def test_megatron_forks(tmp_path):
 
 def test_garbled_lines_are_counted_not_guessed(tmp_path):
     good = MEGATRON_LINE
-    text = "\n".join([
-        good,
-        good.replace("1234.5", "12#34.5"),  # garbled value
-        good[:-40],  # truncated: no closing "|"
-        good.replace("iteration       20", "iteration       21"),
-    ])
+    text = "\n".join(
+        [
+            good,
+            good.replace("1234.5", "12#34.5"),  # garbled value
+            good[:-40],  # truncated: no closing "|"
+            good.replace("iteration       20", "iteration       21"),
+        ]
+    )
     log = parse_step_log(_write(tmp_path, text))
     assert log.steps["step"].tolist() == [20, 21]
     assert log.skipped_lines == 2
@@ -229,9 +257,11 @@ def test_detect_prefers_the_majority_format(tmp_path):
 # --- property tests ----------------------------------------------------------------------------
 
 GARBAGE = "#@!?~^$&*;<>{}\\\"'`="  # no "|": it separates Megatron fields
-_SETTINGS = settings(max_examples=60, deadline=None,
-                     suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                            HealthCheck.too_slow])
+_SETTINGS = settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 _T0 = datetime(2025, 3, 1, 8, 0, 0)
 
 
@@ -299,7 +329,9 @@ def _titan_expected(step, when, v, tflops, prefix):
         "tokens_per_s_per_gpu": float(v["tps"]),
         "tflops_per_gpu": float(f"{v['tflops']:.2f}") if tflops else math.nan,
         "mfu": float(f"{v['mfu']:.2f}") / 100,
-        "timestamp": None if prefix == "none" else (
+        "timestamp": None
+        if prefix == "none"
+        else (
             when if prefix == "ezpz" else when.replace(microsecond=when.microsecond // 1000 * 1000)
         ),
     }
@@ -309,8 +341,9 @@ def _corrupt_after(draw, line, start, stop):
     """Insert a character no step line can hold (anywhere from start on; the end of the line
     and the spot after the last '%' are drawn often), or cut the line between start and stop."""
     if draw(st.booleans()):
-        position = draw(st.one_of(st.integers(start, len(line)),
-                                  st.sampled_from([len(line), stop + 1])))
+        position = draw(
+            st.one_of(st.integers(start, len(line)), st.sampled_from([len(line), stop + 1]))
+        )
         return line[:position] + draw(st.sampled_from(GARBAGE)) + line[position:]
     return line[: draw(st.integers(start, stop - 1))]
 
@@ -321,8 +354,11 @@ def _check_rows(steps, expected):
         want = expected[row.line]
         for column, value in want.items():
             if column == "timestamp":
-                assert (pd.isna(row.timestamp) if value is None
-                        else row.timestamp == pd.Timestamp(value))
+                assert (
+                    pd.isna(row.timestamp)
+                    if value is None
+                    else row.timestamp == pd.Timestamp(value)
+                )
             elif isinstance(value, float) and math.isnan(value):
                 assert math.isnan(getattr(row, column)), column
             else:
@@ -353,8 +389,7 @@ def _check_titan_step_times(steps, expected):
             assert math.isnan(row.step_time_s)
         else:
             seconds = (stamp - previous[1]).total_seconds()
-            assert row.step_time_s == pytest.approx(seconds / (row.step - previous[0]),
-                                                    rel=1e-12)
+            assert row.step_time_s == pytest.approx(seconds / (row.step - previous[0]), rel=1e-12)
         previous = (row.step, stamp)
 
 
@@ -369,21 +404,29 @@ def megatron_logs(draw):
     step, when = draw(st.integers(1, 20)), _T0
     for _ in range(n):
         if draw(st.booleans()):
-            lines.append("[Rank 0] (after 10 iterations) memory (MB) | allocated: 1.0 | "
-                         "max allocated: 2.0")
+            lines.append(
+                "[Rank 0] (after 10 iterations) memory (MB) | allocated: 1.0 | max allocated: 2.0"
+            )
         step += draw(st.integers(1, 50))
         when += timedelta(seconds=draw(st.integers(1, 1000)))
-        v = {"time": draw(st.floats(0.01, 1e5)), "avg": draw(st.floats(0.01, 1e5)),
-             "tflops": draw(st.floats(0, 5000)), "energy": draw(st.floats(0, 1e5)),
-             "power": draw(st.floats(0, 2000)), "batch": draw(st.integers(1, 100_000)),
-             "loss": draw(st.floats(0, 20)), "lr": draw(st.floats(0, 1))}
+        v = {
+            "time": draw(st.floats(0.01, 1e5)),
+            "avg": draw(st.floats(0.01, 1e5)),
+            "tflops": draw(st.floats(0, 5000)),
+            "energy": draw(st.floats(0, 1e5)),
+            "power": draw(st.floats(0, 2000)),
+            "batch": draw(st.integers(1, 100_000)),
+            "loss": draw(st.floats(0, 20)),
+            "lr": draw(st.floats(0, 1)),
+        }
         line, parts = _megatron_line(step, when, v, seconds_key, primus, energy, stamped)
         if draw(st.integers(0, 3)) == 0:
             line = _corrupt_megatron(draw, line, parts)
             corrupted.add(len(lines) + 1)
         else:
-            expected[len(lines) + 1] = _megatron_expected(step, when, v, seconds_key, energy,
-                                                         stamped)
+            expected[len(lines) + 1] = _megatron_expected(
+                step, when, v, seconds_key, energy, stamped
+            )
         lines.append(line)
     return lines, expected, corrupted
 
@@ -393,15 +436,23 @@ def _megatron_line(step, when, v, seconds_key, primus, energy, stamped):
     if primus:
         time_text += f"/{v['avg']:.1f}"
     unit = "s" if seconds_key else "ms"
-    pairs = [("consumed samples", f"{step * 512:12d}"),
-             (f"elapsed time per iteration ({unit})", time_text),
-             ("throughput per GPU (TFLOP/s/GPU)", f"{v['tflops']:.1f}")]
+    pairs = [
+        ("consumed samples", f"{step * 512:12d}"),
+        (f"elapsed time per iteration ({unit})", time_text),
+        ("throughput per GPU (TFLOP/s/GPU)", f"{v['tflops']:.1f}"),
+    ]
     if energy:
-        pairs += [("energy per GPU (J/iter/GPU)", f"{v['energy']:.1f}"),
-                  ("power per GPU (W/GPU)", f"{v['power']:.1f}")]
-    pairs += [("learning rate", f"{v['lr']:.6E}"), ("global batch size", f"{v['batch']:5d}"),
-              ("lm loss", f"{v['loss']:.6E}"), ("loss scale", "1.0"),
-              ("number of skipped iterations", "  0")]
+        pairs += [
+            ("energy per GPU (J/iter/GPU)", f"{v['energy']:.1f}"),
+            ("power per GPU (W/GPU)", f"{v['power']:.1f}"),
+        ]
+    pairs += [
+        ("learning rate", f"{v['lr']:.6E}"),
+        ("global batch size", f"{v['batch']:5d}"),
+        ("lm loss", f"{v['loss']:.6E}"),
+        ("loss scale", "1.0"),
+        ("number of skipped iterations", "  0"),
+    ]
     prefix = f" [{when:%Y-%m-%d %H:%M:%S.%f}]" if stamped else ""
     head = f"{prefix} iteration {step:8d}/{99_999_999:8d} |"
     line, values = head, []
@@ -460,7 +511,7 @@ def test_property_random_character_damage_never_changes_intact_lines(tmp_path, l
             continue
         position = data.draw(st.integers(0, len(lines[k]) - 1))
         char = data.draw(st.characters(blacklist_characters="\n"))
-        lines[k] = lines[k][:position] + char + lines[k][position + 1:]
+        lines[k] = lines[k][:position] + char + lines[k][position + 1 :]
         damaged.add(k + 1)
     intact = {line: want for line, want in expected.items() if line not in damaged}
     path = _write(tmp_path, "\n".join(lines) + "\n")

@@ -71,7 +71,8 @@ def parse_timestamps(parts: list[tuple[str, ...] | None]) -> pd.Series:
     """
     texts = [
         f"{p[0]}-{p[1]}-{p[2]}T{p[3]}:{p[4]}:{p[5]}" + (f".{p[6]}" if p[6] else "")
-        if p is not None else None
+        if p is not None
+        else None
         for p in parts
     ]
     return iso_to_datetime_ns(texts)
@@ -86,5 +87,3 @@ def iso_to_datetime_ns(texts: object) -> pd.Series:
     values = pd.to_datetime(pd.Series(texts, dtype=object), format="ISO8601", errors="coerce")
     in_range = (values >= pd.Timestamp.min) & (values <= pd.Timestamp.max)
     return values.where(in_range).astype("datetime64[ns]")
-
-

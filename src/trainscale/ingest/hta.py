@@ -195,17 +195,18 @@ def overlap_summary(traces: Sequence[KinetoTrace]) -> pd.DataFrame:
         start), ``idle_us``, ``non_compute_us``, ``idle_pct``, ``compute_pct``,
         ``non_compute_pct`` (% of the kernel span, 2 decimals), ``path``.
     """
-    rows = [
-        {"rank": t.rank, **_metrics(_gpu_kernels(t)), "path": t.path} for t in traces
-    ]
+    rows = [{"rank": t.rank, **_metrics(_gpu_kernels(t)), "path": t.path} for t in traces]
     frame = pd.DataFrame(rows, columns=["rank", *_metrics(_empty_kernels()).keys(), "path"])
     return _percentages(frame)
 
 
 def _empty_kernels() -> pd.DataFrame:
     return pd.DataFrame(
-        {"ts_us": np.array([], dtype=np.float64), "end_us": np.array([], dtype=np.float64),
-         "kernel_type": np.array([], dtype=object)}
+        {
+            "ts_us": np.array([], dtype=np.float64),
+            "end_us": np.array([], dtype=np.float64),
+            "kernel_type": np.array([], dtype=object),
+        }
     )
 
 
@@ -237,14 +238,16 @@ def collective_breakdown(traces: Sequence[KinetoTrace]) -> pd.DataFrame:
         for name, group in _with_collectives(kernels).groupby("collective", sort=True):
             merged = _merged(group)
             comm_us = _length(*merged)
-            rows.append({
-                "rank": trace.rank,
-                "collective": name,
-                "kernels": len(group),
-                "kernel_time_us": float(group["dur_us"].sum()),
-                "comm_us": comm_us,
-                "exposed_comm_us": comm_us - _intersection(merged, comp),
-            })
+            rows.append(
+                {
+                    "rank": trace.rank,
+                    "collective": name,
+                    "kernels": len(group),
+                    "kernel_time_us": float(group["dur_us"].sum()),
+                    "comm_us": comm_us,
+                    "exposed_comm_us": comm_us - _intersection(merged, comp),
+                }
+            )
     columns = ["rank", "collective", "kernels", "kernel_time_us", "comm_us", "exposed_comm_us"]
     return pd.DataFrame(rows, columns=columns)
 
@@ -264,28 +267,32 @@ def step_breakdown(traces: Sequence[KinetoTrace]) -> pd.DataFrame:
     """
     rows = []
     for trace in traces:
-        kernels = _with_steps(_gpu_kernels(trace))
+        kernels = _gpu_kernels(trace)
         durations = dict(zip(trace.steps["step"], trace.steps["dur_us"], strict=True))
         for step, group in kernels.groupby("step", sort=True):
             if step < 0:
                 continue
-            row = {"rank": trace.rank, "step": int(step),
-                   "step_dur_us": float(durations.get(step, np.nan)), **_metrics(group)}
+            row = {
+                "rank": trace.rank,
+                "step": int(step),
+                "step_dur_us": float(durations.get(step, np.nan)),
+                **_metrics(group),
+            }
             for name, comm in _with_collectives(group).groupby("collective", sort=True):
                 row[f"comm_{name}_us"] = _length(*_merged(comm))
             rows.append(row)
     frame = pd.DataFrame(rows)
     if frame.empty:
-        return pd.DataFrame(columns=["rank", "step", "step_dur_us",
-                                     *_metrics(_empty_kernels()).keys()])
-    collective_columns = sorted(c for c in frame.columns if c.startswith("comm_") and
-                                c.endswith("_us") and c != "comm_us")
+        return pd.DataFrame(
+            columns=["rank", "step", "step_dur_us", *_metrics(_empty_kernels()).keys()]
+        )
+    collective_columns = sorted(
+        c for c in frame.columns if c.startswith("comm_") and c.endswith("_us") and c != "comm_us"
+    )
     frame[collective_columns] = frame[collective_columns].fillna(0.0)
-    return _percentages(frame)
-
-
-def _with_steps(kernels: pd.DataFrame) -> pd.DataFrame:
-    return kernels if "step" in kernels else kernels.assign(step=-1)
+    frame = _percentages(frame)
+    fixed = [c for c in frame.columns if c not in collective_columns]
+    return frame[[*fixed, *collective_columns]]
 
 
 def kernel_type_breakdown(traces: Sequence[KinetoTrace]) -> pd.DataFrame:
@@ -318,4 +325,3 @@ def kernel_type_breakdown(traces: Sequence[KinetoTrace]) -> pd.DataFrame:
 
 def _label(value: int) -> str:
     return " overlapping ".join(kind for kind, bit in _TYPE_BITS if value & bit)
-

@@ -34,7 +34,7 @@ from trainscale.ingest._collectives import canonical_collective
 
 __all__ = ["KinetoTrace", "load_traces", "read_trace"]
 
-_STEP_NAME_RE = re.compile(r"ProfilerStep\s*#\s*(\d+)")
+_STEP_NAME_RE = re.compile(r"ProfilerStep\s*#\s*(\d{1,15})")
 _RANK_IN_NAME_RE = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
 
 
@@ -85,7 +85,7 @@ def read_trace(path: str | Path) -> KinetoTrace:
         line when the JSON decoder knows it), or has no ``traceEvents`` list.
     """
     document = _load_json(Path(path))
-    events = _events_frame(document["traceEvents"])
+    events = _assign_steps(_events_frame(document["traceEvents"]))
     info = document.get("distributedInfo")
     info = info if isinstance(info, dict) else {}
     rank = info.get("rank")
@@ -179,7 +179,8 @@ def _load_json(path: Path) -> dict:
         document = json.loads(text)
     except json.JSONDecodeError as error:
         raise InputFileError(
-            path, f"invalid or truncated JSON: {error.msg} (column {error.colno})",
+            path,
+            f"invalid or truncated JSON: {error.msg} (column {error.colno})",
             line=error.lineno,
         ) from None
     except RecursionError:
@@ -206,15 +207,17 @@ def _is_int(value: object) -> bool:
 def _events_frame(raw_events: list) -> pd.DataFrame:
     """Vectorised step 1: keep complete events, round ns floats like HTA."""
     kept = [
-        e for e in raw_events
-        if isinstance(e, dict) and _is_number(e.get("ts")) and _is_number(e.get("dur"))
-        and isinstance(e.get("cat"), str) and e["cat"] != "Trace"
+        e
+        for e in raw_events
+        if isinstance(e, dict)
+        and _is_number(e.get("ts"))
+        and _is_number(e.get("dur"))
+        and isinstance(e.get("cat"), str)
+        and e["cat"] != "Trace"
     ]
     # HTA rounds when pandas gives the ts column a float dtype: a float ts anywhere, or an
     # event without ts (NaN), among all events of the file.
-    rounds = any(
-        not isinstance(e, dict) or not _is_int(e.get("ts")) for e in raw_events
-    )
+    rounds = any(not isinstance(e, dict) or not _is_int(e.get("ts")) for e in raw_events)
     ts = np.array([e["ts"] for e in kept], dtype=np.float64)
     dur = np.array([e["dur"] for e in kept], dtype=np.float64)
     end = ts + dur

@@ -85,8 +85,11 @@ _STARTING_RE = re.compile(r"#\s*Collective test starting:\s*(\S+)")
 _CONCLUDED_RE = re.compile(r"#\s*Collective test concluded:\s*(\S+)")
 _TEST_NAME_RE = re.compile(r"([a-z][a-z0-9_]*_perf)(?:_mpi)?\b")
 _INT_RE = re.compile(r"^[-+]?\d{1,18}$")
-_FLOAT_RE = re.compile(r"^[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?$|^[-+]?(?:nan|inf)$",
-                       re.IGNORECASE)
+_FLOAT_RE = re.compile(
+    r"^[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?$|^[-+]?(?:nan|inf)$", re.IGNORECASE
+)
+_ROW_START_RE = re.compile(r"^\s*\d")  # a result row, or what is left of one
+_NCCL_LOG_RE = re.compile(r"\bNCCL (?:INFO|WARN|TRACE)\b")  # e.g. "10-0-0-1:12:34 [0] NCCL INFO"
 _WORD_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 #: header token → output column (before the ``inplace_`` prefix).
@@ -102,8 +105,13 @@ _HALF_COLUMNS = {
     "i_p99": "i_p99_us",
     "i_cv%": "i_cv_pct",
 }
-_LEAD_COLUMNS = {"size": "size_bytes", "count": "count", "type": "dtype", "redop": "redop",
-                 "root": "root"}
+_LEAD_COLUMNS = {
+    "size": "size_bytes",
+    "count": "count",
+    "type": "dtype",
+    "redop": "redop",
+    "root": "root",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +126,7 @@ def _header(tokens: list[str]) -> _Header | None:
     times = [i for i, t in enumerate(tokens) if t in {"time", "cputime"}]
     if len(times) != 2 or tokens[:1] != ["size"] or "count" not in tokens[: times[0]]:
         return None
-    lead, first, second = tokens[: times[0]], tokens[times[0]: times[1]], tokens[times[1]:]
+    lead, first, second = tokens[: times[0]], tokens[times[0] : times[1]], tokens[times[1] :]
     timestamp = bool(second) and second[-1] == "timestamp"
     second = second[:-1] if timestamp else second
     if any(t not in _LEAD_COLUMNS for t in lead) or len(first) != len(second):
@@ -190,20 +198,24 @@ def _parse_text(path: str | Path, collective: str | None) -> NcclTestsLog:
             section, test = section + 1, None
         elif line.lstrip().startswith("#"):
             header = _header(line.lstrip()[1:].split()) or header
-        elif header is not None and re.match(r"^\s*\d+\s", line):
+        elif header is not None and _ROW_START_RE.match(line) and not _NCCL_LOG_RE.search(line):
             row = _row(line.split(), header)
             if row is None:
                 skipped += 1
                 continue
             rows.append({**row, "test": test, "section": section, "line": number})
     if not rows:
-        raise InputFileError(path, "no nccl-tests result row could be parsed (expected a "
-                             "'#  size  count  type …' header followed by numeric rows)")
+        raise InputFileError(
+            path,
+            "no nccl-tests result row could be parsed (expected a "
+            "'#  size  count  type …' header followed by numeric rows)",
+        )
     fallback = _fallback_test(path, collective, lines)
     for row in rows:
         row["test"] = row["test"] or fallback
-    return NcclTestsLog(results=_finish(rows, ranks), skipped_lines=skipped,
-                        path=str(path), format="text")
+    return NcclTestsLog(
+        results=_finish(rows, ranks), skipped_lines=skipped, path=str(path), format="text"
+    )
 
 
 def _fallback_test(path: str | Path, collective: str | None, lines: list[str]) -> str:
@@ -224,8 +236,9 @@ def _finish(rows: list[dict], ranks: dict[int, tuple[str, str]]) -> pd.DataFrame
     hosts = {host for host, _ in ranks.values()}
     frame["num_nodes"] = pd.array([len(hosts) or pd.NA] * len(frame), dtype="Int64")
     names = Counter(name for _, name in ranks.values() if name)
-    frame["gpu_name"] = pd.array([names.most_common(1)[0][0] if names else pd.NA] * len(frame),
-                                 dtype="string")
+    frame["gpu_name"] = pd.array(
+        [names.most_common(1)[0][0] if names else pd.NA] * len(frame), dtype="string"
+    )
     for column in NCCL_COLUMNS:
         if column not in frame:
             frame[column] = pd.NA if column in {"redop", "root", "line"} else np.nan
@@ -243,8 +256,11 @@ def _parse_json(path: str | Path, collective: str | None) -> NcclTestsLog:
     try:
         document = json.loads(text)
     except json.JSONDecodeError as error:
-        raise InputFileError(path, f"invalid or truncated JSON: {error.msg} "
-                             f"(column {error.colno})", line=error.lineno) from None
+        raise InputFileError(
+            path,
+            f"invalid or truncated JSON: {error.msg} (column {error.colno})",
+            line=error.lineno,
+        ) from None
     except RecursionError:
         raise InputFileError(path, "JSON nested too deeply") from None
     results = document.get("results") if isinstance(document, dict) else None
@@ -260,8 +276,12 @@ def _parse_json(path: str | Path, collective: str | None) -> NcclTestsLog:
         rows.append({**row, "test": test, "line": pd.NA})
     if not rows:
         raise InputFileError(path, "no nccl-tests result could be parsed from 'results'")
-    return NcclTestsLog(results=_finish(rows, _json_ranks(document)), skipped_lines=skipped,
-                        path=str(path), format="json")
+    return NcclTestsLog(
+        results=_finish(rows, _json_ranks(document)),
+        skipped_lines=skipped,
+        path=str(path),
+        format="json",
+    )
 
 
 def _json_test(document: dict) -> str | None:
@@ -281,8 +301,10 @@ def _json_ranks(document: dict) -> dict[int, tuple[str, str]]:
     ranks = {}
     for device in devices if isinstance(devices, list) else []:
         if isinstance(device, dict) and isinstance(device.get("rank"), int):
-            ranks[device["rank"]] = (str(device.get("hostname", "")),
-                                     str(device.get("device_info", "")).strip())
+            ranks[device["rank"]] = (
+                str(device.get("hostname", "")),
+                str(device.get("device_info", "")).strip(),
+            )
     return ranks
 
 
@@ -336,7 +358,9 @@ def _json_row(entry: object) -> dict | None:
 
 
 def parse_nccl_tests(
-    path: str | Path, *, collective: str | None = None,
+    path: str | Path,
+    *,
+    collective: str | None = None,
     format: Literal["auto", "text", "json"] = "auto",
 ) -> NcclTestsLog:
     """Parse nccl-tests output (stdout or JSON report) into one row per message size.

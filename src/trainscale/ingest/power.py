@@ -84,7 +84,14 @@ _SMI_FIELDS: dict[str, str] = {
     "serial": "serial",
     "pstate": "pstate",
 }
-_TEXT_FIELDS = {"name", "pci.bus_id", "uuid", "serial", "pstate"}
+#: Text fields and what a well-formed value looks like (a damaged id would invent a GPU).
+_TEXT_FIELDS: dict[str, re.Pattern[str]] = {
+    "name": re.compile(r"^[\w .()/+-]+$"),
+    "pci.bus_id": re.compile(r"^[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]$"),
+    "uuid": re.compile(r"^(?:GPU|MIG)-[0-9A-Fa-f-]+$"),
+    "serial": re.compile(r"^\d+$|^\[[^\]]*\]$"),
+    "pstate": re.compile(r"^P\d{1,2}$|^\[[^\]]*\]$"),
+}
 _ID_FIELDS = ("uuid", "pci.bus_id", "serial")
 _UNIT_SUFFIX = {"w": "w", "%": "pct", "mib": "mib", "mhz": "mhz", "c": "c", "j": "j", "s": "s"}
 
@@ -139,6 +146,8 @@ def _smi_row(parts: list[str], fields: list[tuple[str, str]]) -> tuple[dict, tup
                 return None
             row["timestamp"] = value
         elif field in _TEXT_FIELDS:
+            if not _TEXT_FIELDS[field].match(value):
+                return None
             row[_column_name(field, unit)] = value
         else:
             parsed = _number(value, unit)
@@ -153,16 +162,13 @@ def _smi_row(parts: list[str], fields: list[tuple[str, str]]) -> tuple[dict, tup
 
 
 def _units_consistent(unit_flags: list[tuple]) -> np.ndarray:
-    """Rows whose values carry units the way most rows do (``csv`` vs ``csv,nounits``): a
-    value that lost its unit was cut short."""
-    n_fields = len(unit_flags[0]) if unit_flags else 0
-    expected = []
-    for k in range(n_fields):
-        known = [flags[k] for flags in unit_flags if flags[k] is not None]
-        expected.append(2 * sum(known) >= len(known) if known else None)
+    """Rows whose values carry units the way the file does. A file is ``csv`` (every value of a
+    field with a header unit writes it) or ``csv,nounits`` (none does); no damage can add a
+    valid unit, so one written unit anywhere means ``csv``, and a value without its unit there
+    was cut short."""
+    with_units = any(flag is True for flags in unit_flags for flag in flags)
     return np.array(
-        [all(e is None or f is None or f == e for f, e in zip(flags, expected, strict=True))
-         for flags in unit_flags],
+        [all(flag is None or flag == with_units for flag in flags) for flags in unit_flags],
         dtype=bool,
     )
 
@@ -198,8 +204,10 @@ def parse_nvidia_smi_csv(
     ------
     InputFileError
         Not text; no header and no ``columns``; no parseable data row; the GPU of each row
-        cannot be determined.
+        cannot be determined; ``gpus_per_poll`` < 1.
     """
+    if gpus_per_poll is not None and gpus_per_poll < 1:
+        raise InputFileError(path, f"gpus_per_poll must be at least 1, not {gpus_per_poll}")
     lines = read_lines(path)
     fields, first = _smi_fields(lines, columns, path)
     rows, slots, unit_flags, skipped = [], [], [], 0
@@ -225,8 +233,9 @@ def parse_nvidia_smi_csv(
     frame = pd.DataFrame(rows)
     frame["timestamp"] = _smi_timestamps(frame)
     frame = _smi_gpu_index(frame, fields, slots, gpus_per_poll, path)
-    return PowerLog(samples=_finish(frame), skipped_lines=skipped, path=str(path),
-                    format="nvidia-smi")
+    return PowerLog(
+        samples=_finish(frame), skipped_lines=skipped, path=str(path), format="nvidia-smi"
+    )
 
 
 def _smi_fields(
@@ -296,8 +305,9 @@ def _infer_gpus_per_poll(
     gaps = np.diff(ns)
     if n_slots < 2 or np.all(np.isnan(gaps)):
         raise InputFileError(
-            path, "cannot tell which GPU each row is: no 'index' field and no timestamps; "
-            "pass gpus_per_poll"
+            path,
+            "cannot tell which GPU each row is: no 'index' field and no timestamps; "
+            "pass gpus_per_poll",
         )
     best = 1
     for n in range(2, min(_MAX_GPUS_PER_POLL, n_slots // 2) + 1):
@@ -312,9 +322,10 @@ def _infer_gpus_per_poll(
 
 # --- dcgmi dmon ------------------------------------------------------------------------------
 
+#: dmon column tag → (output column, divisor to the column's unit).
 _DCGM_TAGS: dict[str, tuple[str, float]] = {
     "POWER": ("power_w", 1.0),
-    "TOTEC": ("total_energy_j", 1e-3),
+    "TOTEC": ("total_energy_j", 1000.0),  # mJ → J
     "GPUTL": ("util_gpu_pct", 1.0),
     "MCUTL": ("util_mem_copy_pct", 1.0),
     "FBUSD": ("mem_used_mib", 1.0),
@@ -395,8 +406,9 @@ def parse_dcgmi_dmon(
         Not text, no ``#Entity`` header, or no parseable data row.
     """
     if interval_s <= 0 or not np.isfinite(interval_s):
-        raise InputFileError(path, f"interval_s must be a positive number of seconds, "
-                             f"not {interval_s}")
+        raise InputFileError(
+            path, f"interval_s must be a positive number of seconds, not {interval_s}"
+        )
     rows, skipped, tags = [], 0, None
     for number, line in enumerate(read_lines(path), start=1):
         if _DCGM_HEADER_RE.match(line):
@@ -409,11 +421,15 @@ def parse_dcgmi_dmon(
         if row is None:
             skipped += 1
             continue
-        rows.append({"entity": entity.group(1), "entity_id": int(entity.group(2)),
-                     "line": number, **row})
+        rows.append(
+            {"entity": entity.group(1), "entity_id": int(entity.group(2)), "line": number, **row}
+        )
     if not rows:
-        raise InputFileError(path, "no dcgmi dmon data row could be parsed (need a '#Entity' "
-                             "header followed by rows such as 'GPU 0  120.5 …')")
+        raise InputFileError(
+            path,
+            "no dcgmi dmon data row could be parsed (need a '#Entity' "
+            "header followed by rows such as 'GPU 0  120.5 …')",
+        )
     frame = pd.DataFrame(rows)
     frame["sample"] = _dcgm_samples(frame)
     frame["timestamp"] = _dcgm_timestamps(frame["sample"], start_time, interval_s, path)
@@ -431,8 +447,8 @@ def _dcgm_row(line: str, tags: list[str] | None) -> dict | None:
         value = _dcgm_value(token)
         if value is None:
             return None
-        column, scale = _dcgm_column(tag)
-        row[column] = value * scale
+        column, divisor = _dcgm_column(tag)
+        row[column] = value / divisor
     return row
 
 
@@ -461,8 +477,9 @@ def _dcgm_timestamps(
         offsets = pd.to_timedelta(sample.to_numpy() * interval_s, unit="s")
         return pd.Series(start + offsets, index=sample.index).astype("datetime64[ns]")
     except (OverflowError, pd.errors.OutOfBoundsDatetime, pd.errors.OutOfBoundsTimedelta):
-        raise InputFileError(path, "start_time + samples x interval_s is out of the "
-                             "representable time range") from None
+        raise InputFileError(
+            path, "start_time + samples x interval_s is out of the representable time range"
+        ) from None
 
 
 # --- shared ------------------------------------------------------------------------------------
@@ -483,15 +500,17 @@ def _finish(frame: pd.DataFrame) -> pd.DataFrame:
     return frame[[*lead, *rest, "line"]].reset_index(drop=True)
 
 
-def parse_power_log(path: str | Path, format: PowerFormat | Literal["auto"] = "auto",
-                    **options: object) -> PowerLog:
+def parse_power_log(
+    path: str | Path, format: PowerFormat | Literal["auto"] = "auto", **options: object
+) -> PowerLog:
     """Parse a power log, detecting the format: ``dcgmi`` if it has a ``#Entity`` header line,
     else ``nvidia-smi``. ``options`` go to :func:`parse_dcgmi_dmon` or
     :func:`parse_nvidia_smi_csv`.
     """
     if format == "auto":
-        format = "dcgmi" if any(_DCGM_HEADER_RE.match(x) for x in read_lines(path)) else (
-            "nvidia-smi")
+        format = (
+            "dcgmi" if any(_DCGM_HEADER_RE.match(x) for x in read_lines(path)) else ("nvidia-smi")
+        )
     if format == "dcgmi":
         return parse_dcgmi_dmon(path, **options)  # type: ignore[arg-type]
     if format == "nvidia-smi":
@@ -528,21 +547,21 @@ def align_power_to_steps(power_df: pd.DataFrame, steps_df: pd.DataFrame) -> pd.D
     ends = steps["timestamp"].to_numpy(dtype="datetime64[ns]")
     starts = np.concatenate((np.array(["NaT"], dtype="datetime64[ns]"), ends[:-1]))
     power = power_df.loc[power_df["timestamp"].notna() & power_df["gpu_index"].notna()]
-    slot = np.searchsorted(ends, power["timestamp"].to_numpy(dtype="datetime64[ns]"),
-                           side="left")
+    slot = np.searchsorted(ends, power["timestamp"].to_numpy(dtype="datetime64[ns]"), side="left")
     inside = (slot > 0) & (slot < len(ends))
     power = power.assign(slot=slot)[inside]
-    per_gpu = power.pivot_table(index="slot", columns="gpu_index", values="power_w",
-                                aggfunc="mean")
+    per_gpu = power.pivot_table(index="slot", columns="gpu_index", values="power_w", aggfunc="mean")
     per_gpu = per_gpu.reindex(range(len(steps)))
     per_gpu.columns = [f"power_w_gpu{int(g)}" for g in per_gpu.columns]
     counts = power.groupby("slot").size().reindex(range(len(steps)), fill_value=0)
-    out = pd.DataFrame({
-        "step": steps["step"].to_numpy(),
-        "interval_start": starts,
-        "interval_end": ends,
-        "interval_s": (ends - starts) / np.timedelta64(1, "s"),
-        "n_samples": counts.to_numpy(),
-        "power_w_mean": per_gpu.mean(axis=1).to_numpy() if per_gpu.shape[1] else np.nan,
-    })
+    out = pd.DataFrame(
+        {
+            "step": steps["step"].to_numpy(),
+            "interval_start": starts,
+            "interval_end": ends,
+            "interval_s": (ends - starts) / np.timedelta64(1, "s"),
+            "n_samples": counts.to_numpy(),
+            "power_w_mean": per_gpu.mean(axis=1).to_numpy() if per_gpu.shape[1] else np.nan,
+        }
+    )
     return pd.concat([out, per_gpu.reset_index(drop=True)], axis=1)

@@ -176,11 +176,20 @@ def steady_trace_steps(step_breakdown: pd.DataFrame, *, warmup_steps: int = 0) -
         kept = group.iloc[warmup_steps:]
         if kept.empty:
             continue
-        row = {"rank": rank, "n_steps": len(kept), "first_step": int(kept["step"].iloc[0]),
-               "last_step": int(kept["step"].iloc[-1])}
+        row = {
+            "rank": rank,
+            "n_steps": len(kept),
+            "first_step": int(kept["step"].iloc[0]),
+            "last_step": int(kept["step"].iloc[-1]),
+        }
         for metric in TRACE_METRICS:
             row[metric], row[f"{metric}_iqr"] = _median_iqr(kept[metric])
         rows.append(row)
-    columns = ["rank", "n_steps", "first_step", "last_step",
-               *[c for m in TRACE_METRICS for c in (m, f"{m}_iqr")]]
+    columns = [
+        "rank",
+        "n_steps",
+        "first_step",
+        "last_step",
+        *[c for m in TRACE_METRICS for c in (m, f"{m}_iqr")],
+    ]
     return pd.DataFrame(rows, columns=columns)

@@ -155,7 +155,7 @@ def _megatron_row(payload: str) -> dict | None:
     start = _MEGATRON_HINT.search(payload)
     if start is None:
         return None
-    parts = [p.strip() for p in payload[start.start():].split("|")]
+    parts = [p.strip() for p in payload[start.start() :].split("|")]
     head = _ITERATION_RE.match(parts[0])
     if head is None or parts[-1]:
         return None  # every Megatron line ends with "|": text after it means truncation
@@ -223,8 +223,9 @@ def _detect(text: str, path: str | Path) -> StepFormat:
     best = max(counts, key=counts.__getitem__)
     if counts[best] == 0:
         raise InputFileError(
-            path, "no training step line found (expected torchtitan 'step: N  loss: …', "
-            "Megatron 'iteration N/ M | …' or Megatron golden-values JSON)"
+            path,
+            "no training step line found (expected torchtitan 'step: N  loss: …', "
+            "Megatron 'iteration N/ M | …' or Megatron golden-values JSON)",
         )
     return best  # type: ignore[return-value]
 
@@ -245,24 +246,35 @@ def _parse_text(text: str, path: str | Path, fmt: str) -> StepLog:
         rows.append(row)
         stamps.append(stamp.groups() if stamp else None)
     if not rows:
-        where = f"{len(skipped)} step line(s) but none could be parsed" if skipped else (
-            f"no {fmt} step line found")
+        where = (
+            f"{len(skipped)} step line(s) but none could be parsed"
+            if skipped
+            else (f"no {fmt} step line found")
+        )
         raise InputFileError(path, where, line=skipped[0] if skipped else None)
     steps = _frame(rows, parse_timestamps(stamps))
     if fmt == "torchtitan":
         steps = _step_time_from_timestamps(steps)
-    return StepLog(steps=steps, skipped_lines=len(skipped), path=str(path), format=fmt,
-                   skipped_line_numbers=tuple(skipped))
+    return StepLog(
+        steps=steps,
+        skipped_lines=len(skipped),
+        path=str(path),
+        format=fmt,
+        skipped_line_numbers=tuple(skipped),
+    )
 
 
 def _frame(rows: list[dict], timestamps: pd.Series) -> pd.DataFrame:
     frame = pd.DataFrame(rows)
-    out = pd.DataFrame({
-        "step": frame["step"].astype(np.int64),
-        "line": pd.array(frame["line"] if "line" in frame else [pd.NA] * len(frame),
-                         dtype="Int64"),
-        "timestamp": timestamps.to_numpy(),
-    })
+    out = pd.DataFrame(
+        {
+            "step": frame["step"].astype(np.int64),
+            "line": pd.array(
+                frame["line"] if "line" in frame else [pd.NA] * len(frame), dtype="Int64"
+            ),
+            "timestamp": timestamps.to_numpy(),
+        }
+    )
     for column in _FLOAT_COLUMNS:
         out[column] = frame[column].astype(np.float64) if column in frame else np.nan
     batch = frame["global_batch"] if "global_batch" in frame else pd.Series(np.nan, frame.index)
@@ -295,7 +307,8 @@ def _parse_golden(text: str, path: str | Path) -> StepLog:
         document = json.loads(text)
     except json.JSONDecodeError as error:
         raise InputFileError(
-            path, f"invalid or truncated JSON: {error.msg} (column {error.colno})",
+            path,
+            f"invalid or truncated JSON: {error.msg} (column {error.colno})",
             line=error.lineno,
         ) from None
     except RecursionError:
@@ -309,8 +322,9 @@ def _parse_golden(text: str, path: str | Path) -> StepLog:
             columns[column] = {step: convert(v) for step, v in values.items()}
     if not columns:
         raise InputFileError(
-            path, "no step values: expected an 'iteration-time' or 'lm loss' metric with "
-            "'values' {step: number}"
+            path,
+            "no step values: expected an 'iteration-time' or 'lm loss' metric with "
+            "'values' {step: number}",
         )
     steps = sorted(set().union(*(c.keys() for c in columns.values())))
     rows = [{"step": s, **{c: v.get(s, math.nan) for c, v in columns.items()}} for s in steps]

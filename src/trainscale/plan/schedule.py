@@ -216,7 +216,6 @@ def step_times(
     host = cal.host_overhead_per_layer_s
     f_gpu = np.maximum(f_comp, host / 3.0)
     b_gpu = np.maximum(b_comp, 2.0 * host / 3.0)
-    stall_block = (f_gpu - f_comp) + (b_gpu - b_comp)
 
     comm_fwd = gather_fwd
     comm_bwd = gather_bwd + reduce_bwd
@@ -226,9 +225,17 @@ def step_times(
     f_crit = f_gpu + f_slow + tp_fwd + cp["exposed_fwd"]
     b_crit = b_gpu + b_slow + tp_bwd + cp["exposed_bwd"]
 
-    # Two streams, Ls identical blocks, prefetch depth one.
-    fwd_time = embed_gather + gather_fwd + (layers - 1) * np.maximum(f_crit, comm_fwd) + f_crit
-    bwd_time = gather_bwd + (layers - 1) * np.maximum(b_crit, comm_bwd) + b_crit + reduce_bwd
+    # Two streams, Ls identical blocks, prefetch depth one: per pass the time is
+    # first gather + (Ls - 1) * max(critical path, comm) + critical path (+ last reduce-scatter);
+    # written below as the compute on the critical path plus what the comm stream adds.
+    fwd_exposed = (
+        embed_gather + gather_fwd + (layers - 1) * np.maximum(comm_fwd - f_crit, 0.0)
+        + layers * (tp_fwd + cp["exposed_fwd"])
+    )  # fmt: skip
+    bwd_exposed = (
+        gather_bwd + (layers - 1) * np.maximum(comm_bwd - b_crit, 0.0) + reduce_bwd
+        + layers * (tp_bwd + cp["exposed_bwd"])
+    )  # fmt: skip
     head = comp["head_dense"] + comp["head_mem"]
 
     # --- Pipeline boundaries: activations forward, gradients backward, vpp times when
@@ -237,9 +244,13 @@ def step_times(
     p2p_one = np.where(c.pp > 1, p2p_time(act_bytes, place.pp_same_node, net), 0.0)
     p2p_mb = 2.0 * c.vpp * p2p_one
 
-    micro = fwd_time + bwd_time + head + p2p_mb
-    pipeline = (m + (c.pp - 1) / c.vpp) * micro
-    bubble = (c.pp - 1) / c.vpp * micro
+    compute_mb = (
+        layers * (comp["fwd_dense"] + comp["fwd_mem"] + comp["bwd_dense"] + comp["bwd_mem"])
+        + layers * (f_slow + b_slow) + head
+    )  # fmt: skip
+    stall_mb = layers * ((f_gpu - f_comp) + (b_gpu - b_comp))
+    exposed_mb = fwd_exposed + bwd_exposed + p2p_mb
+    bubble = (c.pp - 1) / c.vpp * (compute_mb + stall_mb + exposed_mb)
 
     # --- Once per step: gradient reduction (DDP, ZeRO-1), parameter gather (ZeRO-1), optimizer.
     grad_bytes = stage_params_bytes
@@ -279,9 +290,9 @@ def step_times(
     memory_bound = blocks * (comp["fwd_mem"] + comp["bwd_mem"]) + m * comp["head_mem"] + optimizer
     slowdown = blocks * (f_slow + b_slow) + step_sync_slow
     compute = dense + memory_bound + slowdown
-    host_stall = blocks * stall_block
-    step = pipeline + step_sync_exposed + step_sync_slow + optimizer
-    exposed = step - compute - host_stall - bubble
+    host_stall = m * stall_mb
+    exposed = m * exposed_mb + step_sync_exposed
+    step = compute + exposed + bubble + host_stall
 
     allgather = (
         m * (layers * (gather_fwd + gather_bwd) + embed_gather)

@@ -1,0 +1,238 @@
+"""Shared plumbing of the study's figures: labels, fixed colours, source notes, data selection.
+
+Every figure says where its numbers come from (DESIGN.md, "Honesty rules"): :func:`sim_source`,
+:func:`published_source` and :func:`measured_source` build that sentence from the rows
+themselves (calibration id, citation, run id), and :func:`add_source_note` writes it under the
+figure. Colours are fixed per model and per GPU (:func:`model_colors`, :func:`gpu_colors`) so a
+model has the same colour in every figure.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from collections.abc import Iterable, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from trainscale.calibration import Calibration, load_calibration
+from trainscale.errors import TrainscaleError
+from trainscale.model.shape import load_models
+from trainscale.report.style import category_colors
+from trainscale.system.collectives import Network, load_nccl_constants
+from trainscale.system.hardware import load_hardware
+
+__all__: list[str] = []
+
+#: Font size (pt) of the source note under each figure.
+NOTE_FONTSIZE = 6.5
+
+_GPU_LABELS = {
+    "v100-sxm-32gb": "V100 32GB",
+    "a100-sxm-40gb": "A100 40GB",
+    "a100-sxm-80gb": "A100 80GB",
+    "h100-sxm-80gb": "H100 80GB",
+    "h200-sxm-141gb": "H200 141GB",
+    "b200": "B200",
+}
+_MODEL_FAMILIES = {"llama2": "Llama-2", "llama3": "Llama-3", "gpt3": "GPT-3", "mpt": "MPT"}
+
+
+def model_label(key: str) -> str:
+    """Readable model name: ``llama2-7b`` → ``Llama-2 7B``; unknown keys are returned as given."""
+    match = re.fullmatch(r"([a-z]+\d*)-(\d+(?:\.\d+)?)([bm])", str(key))
+    if not match or match.group(1) not in _MODEL_FAMILIES:
+        return str(key)
+    return f"{_MODEL_FAMILIES[match.group(1)]} {match.group(2)}{match.group(3).upper()}"
+
+
+def gpu_label(key: str) -> str:
+    """Readable GPU name: ``h100-sxm-80gb`` → ``H100 80GB``; unknown keys are returned as given."""
+    return _GPU_LABELS.get(str(key), str(key))
+
+
+def model_colors() -> dict:
+    """Fixed colour per model catalogue key (the same in every figure)."""
+    return category_colors(load_models())
+
+
+def gpu_colors() -> dict:
+    """Fixed colour per GPU catalogue key (the same in every figure)."""
+    return category_colors(load_hardware().gpus)
+
+
+def model_order(keys: Iterable[str]) -> list[str]:
+    """Model keys sorted by parameter count (catalogue models first, unknown ones by name)."""
+    models = load_models()
+    known = sorted({k for k in keys if k in models}, key=lambda k: models[k].params)
+    return known + sorted({k for k in keys if k not in models})
+
+
+def gpu_order(keys: Iterable[str]) -> list[str]:
+    """GPU keys in catalogue (generation) order, unknown ones last by name."""
+    catalogue = list(load_hardware().gpus)
+    keys = set(keys)
+    return [k for k in catalogue if k in keys] + sorted(keys - set(catalogue))
+
+
+def plan_label(tp: int, pp: int, sharding: str | None = None) -> str:
+    """``tp2×pp1`` (with ``, fsdp`` appended when ``sharding`` is given)."""
+    label = f"tp{int(tp)}×pp{int(pp)}"
+    return f"{label}, {sharding}" if sharding else label
+
+
+def require(df: pd.DataFrame, columns: Sequence[str], *, where: str) -> None:
+    """Raise :class:`TrainscaleError` naming the columns of ``columns`` missing from ``df``."""
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise TrainscaleError(f"{where}: missing column(s) {missing}; got {list(df.columns)}")
+
+
+def _unique(values: pd.Series) -> list[str]:
+    return sorted({str(v) for v in values.dropna() if str(v)})
+
+
+def sim_source(df: pd.DataFrame | None = None, calibration: Calibration | None = None) -> str:
+    """"Simulated (trainscale <version>, calibration <id>)" from the rows' provenance columns,
+    or from ``calibration`` when the figure computed its curves itself."""
+    if df is not None and "calibration_id" in df.columns and len(df):
+        ids = ", ".join(_unique(df["calibration_id"]))
+        versions = ", ".join(_unique(df.get("simulator_version", pd.Series(dtype=str))))
+        return f"Simulated: trainscale {versions}, calibration {ids}".replace("trainscale ,", "")
+    cal = calibration or load_calibration()
+    from trainscale import __version__
+
+    return f"Simulated: trainscale {__version__}, calibration {cal.calibration_id}"
+
+
+def published_source(citations: Iterable[str]) -> str:
+    """"Published: <citation>; <citation>" (sorted, unique)."""
+    unique = sorted({str(c) for c in citations if str(c)})
+    return "Published: " + ("; ".join(unique) if unique else "none")
+
+
+def measured_source(run_ids: Iterable[str]) -> str:
+    """"Measured: runs <id>, <id>" (sorted, unique) or a statement that there are none."""
+    unique = sorted({str(r) for r in run_ids if str(r)})
+    return "Measured: runs " + ", ".join(unique) if unique else "Measured: no runs in the dataset"
+
+
+def add_source_note(fig: Figure, *lines: str) -> Figure:
+    """Write the data source(s) under the figure, in small grey type, and keep the panels clear.
+
+    Uses the constrained-layout ``rect`` to reserve the strip the note needs.
+    """
+    width = max(40, int(fig.get_figwidth() * 72 / (NOTE_FONTSIZE * 0.56)))
+    wrapped = [textwrap.fill(line, width, subsequent_indent="  ") for line in lines if line]
+    text = "\n".join(wrapped)
+    height_in = (text.count("\n") + 1) * NOTE_FONTSIZE * 1.3 / 72 + 0.04
+    bottom = min(0.4, height_in / fig.get_figheight())
+    engine = fig.get_layout_engine()
+    if engine is not None and hasattr(engine, "set"):
+        engine.set(rect=(0.0, bottom, 1.0, 1.0 - bottom))
+    fig.text(0.005, 0.006, text, ha="left", va="bottom", fontsize=NOTE_FONTSIZE, color="0.35")
+    return fig
+
+
+def save_styled(build, stem) -> tuple:
+    """Build a figure with ``build()`` under the one theme and save it with ``save_figure``."""
+    from trainscale.report.style import save_figure, style_context
+
+    with style_context():
+        fig = build()
+        try:
+            return save_figure(fig, stem)
+        finally:
+            plt.close(fig)
+
+
+def new_figure(width: float, height: float, **subplots_kw: object):
+    """A constrained-layout figure with a grid of axes: ``(fig, axes)`` as ``plt.subplots``."""
+    return plt.subplots(figsize=(width, height), layout="constrained", **subplots_kw)
+
+
+def subplot_mosaic(width: float, height: float, mosaic: list, **kw: object):
+    """A constrained-layout figure from a mosaic: ``(fig, {name: Axes})``."""
+    fig = plt.figure(figsize=(width, height), layout="constrained")
+    return fig, fig.subplot_mosaic(mosaic, **kw)
+
+
+def legend_row(ax, handles: list, labels: list, *, ncols: int, title: str | None = None, **kw):
+    """Turn ``ax`` (a full-width row of a mosaic) into a legend holder; return the legend."""
+    ax.set_axis_off()
+    options = {"loc": "center", "ncols": ncols, "borderaxespad": 0.0, "fontsize": 7}
+    options.update(kw)
+    return ax.legend(handles, labels, title=title, **options)
+
+
+def network_for(gpu: str, calibration: Calibration | None = None) -> tuple[Network, int]:
+    """The calibrated collective network of ``gpu`` in its default system, and GPUs per node.
+
+    Built as :func:`trainscale.simulate._network` builds it for a configuration (achieved NVLink,
+    NIC and NVLS bandwidths; NCCL latencies scaled by the calibration).
+    """
+    hardware = load_hardware()
+    cal = calibration or load_calibration()
+    if gpu not in hardware.gpus:
+        raise TrainscaleError(f"unknown GPU {gpu!r}; valid: {', '.join(hardware.gpus)}")
+    spec, system = hardware.gpus[gpu], hardware.system_for(gpu)
+    factor = hardware.fabric_efficiency_factor[system.fabric]
+    net = Network(
+        nvlink_bytes_per_s=np.float64(cal.nvlink_efficiency * spec.nvlink_bytes_per_s),
+        nic_bytes_per_s=np.float64(cal.nic_efficiency * factor * system.nic_bytes_per_s_per_gpu),
+        nvls_bytes_per_s=np.float64(
+            cal.nvls_efficiency * spec.nvlink_bytes_per_s if spec.nvls else 0.0
+        ),
+        latency_scale=cal.nccl_latency_scale,
+        constants=load_nccl_constants(),
+    )
+    return net, system.gpus_per_node
+
+
+def prefer_no_recompute(df: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
+    """Per series (``by``), keep one recompute mode: ``none`` when it fits memory at as many GPU
+    counts as any other mode, else the mode that fits at the most counts (ties: the lighter
+    mode). Rows that do not fit memory are dropped.
+
+    The study setup runs without recomputation; models whose activations do not fit (Llama-2
+    70B on 80 GB) need it, and the figure's legend says so.
+    """
+    require(df, [*by, "recompute", "fits_memory", "num_gpus"], where="prefer_no_recompute")
+    fits = df[df["fits_memory"].astype(bool)]
+    order = {"none": 0, "selective": 1, "full": 2}
+    keep = []
+    for _, series in fits.groupby(list(by), sort=True, dropna=False):
+        counts = series.groupby("recompute")["num_gpus"].nunique()
+        best = max(counts.index, key=lambda mode: (counts[mode], -order.get(mode, 9)))
+        keep.append(series[series["recompute"] == best])
+    if not keep:
+        return fits.iloc[0:0]
+    return pd.concat(keep).sort_values([*by, "num_gpus"], kind="stable").reset_index(drop=True)
+
+
+def recompute_suffix(series: pd.DataFrame) -> str:
+    """`` (full recompute)`` when a series uses recomputation, else ``""``."""
+    modes = _unique(series["recompute"]) if "recompute" in series.columns else []
+    modes = [m for m in modes if m != "none"]
+    return f" ({'/'.join(modes)} recompute)" if modes else ""
+
+
+def best_rows(df: pd.DataFrame, by: Sequence[str], metric: str = "tokens_per_s") -> pd.DataFrame:
+    """The row with the highest ``metric`` per group ``by`` among rows that fit memory."""
+    fits = df[df["fits_memory"].astype(bool)] if "fits_memory" in df.columns else df
+    if fits.empty:
+        return fits
+    ordered = fits.sort_values(metric, ascending=False, kind="stable")
+    return ordered.drop_duplicates(list(by)).sort_values(list(by), kind="stable")
+
+
+def log10_decade_limits(values: np.ndarray, pad: float = 0.15) -> tuple[float, float]:
+    """Limits of a log axis that hold ``values`` with ``pad`` decades of margin."""
+    values = np.asarray(values, dtype=float)
+    values = values[np.isfinite(values) & (values > 0)]
+    if values.size == 0:
+        return 1.0, 10.0
+    return 10 ** (np.log10(values.min()) - pad), 10 ** (np.log10(values.max()) + pad)

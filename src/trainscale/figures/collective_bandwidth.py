@@ -1,0 +1,204 @@
+"""Figure ``collective_bandwidth``: NCCL bus bandwidth against message size, per node count.
+
+Curves come straight from the collective cost model (:mod:`trainscale.system.collectives`) for
+one GPU in its default system (DGX H100 by default), with the calibrated link efficiencies and
+latencies: AllReduce, AllGather and ReduceScatter, one line per node count. Published
+nccl-tests measurements (the ``collectives`` table of :func:`trainscale.validation.validate_published`)
+are overlaid on the panel of their collective, each with the model's prediction for its own
+system (GPU, GPUs per node, NIC) as an open marker.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import seaborn as sns
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+from trainscale.calibration import Calibration
+from trainscale.figures._common import (
+    add_source_note,
+    gpu_label,
+    network_for,
+    subplot_mosaic,
+    published_source,
+    save_styled,
+    sim_source,
+)
+from trainscale.system.collectives import allgather_time, allreduce_time, reducescatter_time
+
+__all__ = ["COLLECTIVES", "NODE_COUNTS", "bandwidth_curves", "plot", "render"]
+
+#: Node counts drawn (1 and 2 nodes are where published nccl-tests runs were made).
+NODE_COUNTS: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+
+#: Collective → (panel title, time function, bus-bandwidth factor f(n): busbw = S/t · f(n)).
+COLLECTIVES = {
+    "allreduce": ("AllReduce", allreduce_time, lambda n: 2.0 * (n - 1) / n),
+    "allgather": ("AllGather", allgather_time, lambda n: (n - 1) / n),
+    "reducescatter": ("ReduceScatter", reducescatter_time, lambda n: (n - 1) / n),
+}
+
+_SIZES = 2.0 ** np.arange(10, 34.01, 0.25)  # 1 KiB .. 16 GiB
+_MARKERS = ("o", "s", "D", "^", "v", "P", "X", "<", ">")
+
+
+def bandwidth_curves(
+    gpu: str = "h100-sxm-80gb",
+    *,
+    node_counts: Sequence[int] = NODE_COUNTS,
+    sizes_bytes: np.ndarray = _SIZES,
+    calibration: Calibration | None = None,
+) -> pd.DataFrame:
+    """Bus bandwidth of each collective against message size, from the collective model.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``collective``, ``nodes``, ``num_gpus``, ``size_bytes`` (nccl-tests size: the
+        whole buffer), ``time_s`` and ``busbw_gbps`` (GB/s, 10⁹ B/s, nccl-tests' definition).
+    """
+    net, per_node = network_for(gpu, calibration)
+    frames = []
+    for key, (_, time_fn, factor) in COLLECTIVES.items():
+        for nodes in node_counts:
+            n = float(nodes * per_node)
+            t = time_fn(sizes_bytes, n, per_node, net)
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "collective": key,
+                        "nodes": int(nodes),
+                        "num_gpus": int(n),
+                        "size_bytes": sizes_bytes,
+                        "time_s": t,
+                        "busbw_gbps": sizes_bytes / t * factor(n) / 1e9,
+                    }
+                )
+            )
+    return pd.concat(frames, ignore_index=True)
+
+
+def _size_label(value: float, _pos: int | None = None) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if value >= scale:
+            return f"{value / scale:g} {unit}"
+    return f"{value:g} B"
+
+
+def _size_axis(ax) -> None:
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_locator(FixedLocator(2.0 ** np.arange(10, 35, 4)))
+    ax.xaxis.set_major_formatter(FuncFormatter(_size_label))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xlim(2**10, 2**34)
+
+
+def _short(citation: str, width: int = 38) -> str:
+    return citation if len(citation) <= width else citation[: width - 1].rstrip() + "…"
+
+
+def plot(
+    collectives: pd.DataFrame | None = None,
+    *,
+    gpu: str = "h100-sxm-80gb",
+    calibration: Calibration | None = None,
+) -> Figure:
+    """Three panels (AllReduce, AllGather, ReduceScatter): bus bandwidth (GB/s) against message
+    size, one line per node count, published points overlaid.
+
+    Parameters
+    ----------
+    collectives : pandas.DataFrame, optional
+        Published nccl-tests rows with ``collective``, ``size_bytes``, ``num_gpus``, ``gpu``,
+        ``citation``, ``observed_busbw_gbps`` and (optional) ``predicted_busbw_gbps``. Rows of
+        other collectives (sendrecv) are not drawn. ``None`` or empty: curves only.
+    gpu : str, default "h100-sxm-80gb"
+        GPU (in its default system) of the curves.
+    calibration : Calibration, optional
+        Default ``data/calibration.yaml``.
+    """
+    curves = bandwidth_curves(gpu, calibration=calibration)
+    points = collectives if collectives is not None else pd.DataFrame(columns=["collective"])
+    others = sorted(set(points["collective"]) - set(COLLECTIVES))
+    points = points[points["collective"].isin(list(COLLECTIVES))]
+    fig, mosaic = subplot_mosaic(
+        7.2, 4.8, [["allreduce", "allgather", "reducescatter"], ["legend"] * 3],
+        height_ratios=[3.0, 1.0],
+    )  # fmt: skip
+    axes = [mosaic[key] for key in COLLECTIVES]
+    for ax in axes[1:]:
+        ax.sharey(axes[0])
+        ax.tick_params(labelleft=False)
+    colors = dict(zip(NODE_COUNTS, sns.color_palette("viridis", len(NODE_COUNTS)), strict=True))
+    citations = sorted(points["citation"].unique()) if not points.empty else []
+    markers = {c: _MARKERS[i % len(_MARKERS)] for i, c in enumerate(citations)}
+    for ax, (key, (title, _, _)) in zip(axes, COLLECTIVES.items(), strict=True):
+        for nodes, rows in curves[curves["collective"] == key].groupby("nodes"):
+            ax.plot(rows["size_bytes"], rows["busbw_gbps"], color=colors[nodes], lw=1.1)
+        mine = points[points["collective"] == key]
+        for citation, rows in mine.groupby("citation") if not mine.empty else []:
+            marker = markers[citation]
+            if "predicted_busbw_gbps" in rows.columns:
+                for _, r in rows.iterrows():
+                    ax.plot([r["size_bytes"]] * 2,
+                            [r["observed_busbw_gbps"], r["predicted_busbw_gbps"]],
+                            color="C3", lw=0.7, zorder=3)  # fmt: skip
+                ax.scatter(rows["size_bytes"], rows["predicted_busbw_gbps"], marker=marker,
+                           facecolor="white", edgecolor="C3", s=24, lw=1.0, zorder=4)  # fmt: skip
+            ax.scatter(rows["size_bytes"], rows["observed_busbw_gbps"], marker=marker,
+                       color="black", s=20, zorder=5)  # fmt: skip
+        ax.set_title(title)
+        _size_axis(ax)
+        ax.set_yscale("log")
+        ax.set_ylim(1e-3, 2e3)
+        ax.set_xlabel("Message size (bytes)")
+        ax.tick_params(axis="x", labelrotation=35)
+    axes[0].set_ylabel("Bus bandwidth (GB/s)")
+    legend_ax = mosaic["legend"]
+    legend_ax.set_axis_off()
+    handles = [
+        Line2D([], [], color=colors[n], label=f"{n} node{'s' if n > 1 else ''} ({n * 8} GPUs)")
+        for n in NODE_COUNTS
+    ]
+    first = legend_ax.legend(
+        handles=handles, ncols=2, loc="upper left", fontsize=6.5, borderaxespad=0,
+        title=f"Collective model: {gpu_label(gpu)},\ndefault system, by node count",
+    )  # fmt: skip
+    if citations:
+        point_handles = [
+            Line2D([], [], ls="", marker=markers[c], color="black", label=_short(c, 60))
+            for c in citations
+        ]
+        point_handles.append(
+            Line2D([], [], ls="", marker="o", mfc="white", mec="C3",
+                   label="open: model for that point's own system (GPU, nodes, NIC)")  # fmt: skip
+        )
+        legend_ax.add_artist(first)
+        legend_ax.legend(handles=point_handles, ncols=1, loc="upper right", fontsize=6.5,
+                              borderaxespad=0, title="Published nccl-tests (filled)")  # fmt: skip
+    notes = [
+        sim_source(calibration=calibration) + " (collective cost model)",
+        published_source(citations)
+        if citations
+        else "Published: no nccl-tests rows for these collectives",
+    ]
+    if others:
+        notes.append(f"Not shown: published {', '.join(others)} rows (other collective).")
+    return add_source_note(fig, *notes)
+
+
+def render(
+    stem: str | os.PathLike[str],
+    collectives: pd.DataFrame | None = None,
+    *,
+    calibration: Calibration | None = None,
+) -> tuple[Path, ...]:
+    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``."""
+    return save_styled(lambda: plot(collectives, calibration=calibration), stem)

@@ -1,0 +1,155 @@
+"""Figure ``collective_scaling``: time of FSDP's per-layer collectives against GPU count.
+
+FSDP gathers one transformer block's parameters (AllGather) before using them and scatters its
+gradients (ReduceScatter) after; DDP would AllReduce the same bytes. For Llama-2 7B and 70B in
+bf16 the block is ~405 MB and ~1.7 GB. The times come straight from the collective cost model
+(:mod:`trainscale.system.collectives`, calibrated), for H100 in DGX H100 nodes by default. Two
+thin reference lines split AllGather into its bandwidth term (the same collective with zero
+latency) and the rest, its latency term (NCCL's per-step latencies of the protocol chosen): the ring's bandwidth term flattens as GPUs are added while its
+latency term grows with the ring length, so beyond the crossing the collective is latency-bound.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from trainscale.calibration import Calibration
+from trainscale.figures._common import (
+    add_source_note,
+    gpu_label,
+    model_label,
+    network_for,
+    legend_row,
+    save_styled,
+    subplot_mosaic,
+    sim_source,
+)
+from trainscale.model.shape import attention_params_per_layer, load_models, mlp_params_per_layer
+from trainscale.report.style import log2_gpu_axis
+from trainscale.system.collectives import allgather_time, allreduce_time, reducescatter_time
+
+__all__ = ["GPU_COUNTS", "collective_times", "layer_bytes", "plot", "render"]
+
+#: GPU counts drawn (8 to 4,096).
+GPU_COUNTS: tuple[int, ...] = tuple(2**k for k in range(3, 13))
+
+_BYTES_PER_PARAM = 2.0  # bf16 parameters and gradients, as the simulator moves them
+_SERIES = {
+    "allgather": ("AllGather", allgather_time, "-"),
+    "reducescatter": ("ReduceScatter", reducescatter_time, (0, (4, 2))),
+    "allreduce": ("AllReduce", allreduce_time, "-"),
+}
+
+
+def layer_bytes(model: str) -> float:
+    """Bytes of one transformer block's weights in bf16 (what FSDP gathers per layer)."""
+    m = load_models()[model]
+    params = attention_params_per_layer(m.hidden, m.heads, m.kv_heads) + mlp_params_per_layer(
+        m.hidden, m.ffn, m.mlp == "swiglu"
+    )
+    return float(params) * _BYTES_PER_PARAM
+
+
+def collective_times(
+    models: Sequence[str] = ("llama2-7b", "llama2-70b"),
+    *,
+    gpu: str = "h100-sxm-80gb",
+    gpu_counts: Sequence[int] = GPU_COUNTS,
+    calibration: Calibration | None = None,
+) -> pd.DataFrame:
+    """Per-layer collective times from the model.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``model``, ``size_bytes``, ``num_gpus``, ``series`` (``allgather``,
+        ``reducescatter``, ``allreduce``, ``allgather_bandwidth_term`` (AllGather with zero latency),
+        ``allgather_latency_term`` (AllGather minus its bandwidth term)) and ``time_s``.
+    """
+    net, per_node = network_for(gpu, calibration)
+    bandwidth_only = dataclasses.replace(net, latency_scale=0.0)
+    n = np.asarray(gpu_counts, dtype=float)
+    rows = []
+    for model in models:
+        size = layer_bytes(model)
+        series = {key: fn(size, n, per_node, net) for key, (_, fn, _) in _SERIES.items()}
+        bandwidth = allgather_time(size, n, per_node, bandwidth_only)
+        series["allgather_latency_term"] = series["allgather"] - bandwidth
+        series["allgather_bandwidth_term"] = bandwidth
+        for key, times in series.items():
+            rows.append(
+                pd.DataFrame(
+                    {"model": model, "size_bytes": size, "num_gpus": n.astype(int),
+                     "series": key, "time_s": times}
+                )
+            )  # fmt: skip
+    return pd.concat(rows, ignore_index=True)
+
+
+def _crossing(rows: pd.DataFrame) -> float | None:
+    """First GPU count at which AllGather's latency term exceeds its bandwidth term."""
+    lat = rows[rows["series"] == "allgather_latency_term"].set_index("num_gpus")["time_s"]
+    bw = rows[rows["series"] == "allgather_bandwidth_term"].set_index("num_gpus")["time_s"]
+    above = lat.index[(lat >= bw).to_numpy()]
+    return float(above.min()) if len(above) else None
+
+
+def plot(
+    models: Sequence[str] = ("llama2-7b", "llama2-70b"),
+    *,
+    gpu: str = "h100-sxm-80gb",
+    calibration: Calibration | None = None,
+) -> Figure:
+    """One panel per model: per-layer collective time (ms) against GPU count (log2)."""
+    times = collective_times(models, gpu=gpu, calibration=calibration)
+    keys = [f"panel{i}" for i in range(len(models))]
+    fig, mosaic = subplot_mosaic(
+        7.0, 3.6, [keys, ["legend"] * len(keys)], height_ratios=[5.0, 0.55]
+    )
+    for key, model in zip(keys, models, strict=True):
+        ax = mosaic[key]
+        rows = times[times["model"] == model]
+        for i, (key, (label, _, style)) in enumerate(_SERIES.items()):
+            r = rows[rows["series"] == key]
+            ax.plot(r["num_gpus"], r["time_s"] * 1e3, ls=style, marker="o", color=f"C{i}",
+                    label=label, zorder=3)  # fmt: skip
+        for key, label, style in (
+            ("allgather_latency_term", "AllGather latency term", ":"),
+            ("allgather_bandwidth_term", "AllGather bandwidth term (0 latency)", "--"),
+        ):
+            r = rows[rows["series"] == key]
+            ax.plot(r["num_gpus"], r["time_s"] * 1e3, ls=style, color="0.45", lw=1.0, label=label)
+        cross = _crossing(rows)
+        if cross is not None:
+            ax.axvline(cross, color="0.6", lw=0.8, zorder=1)
+            ax.annotate(f"latency-bound\nfrom {cross:.0f} GPUs", (cross, 0.03),
+                        xycoords=("data", "axes fraction"), xytext=(-4, 0),
+                        textcoords="offset points", ha="right", va="bottom",
+                        fontsize=7, color="0.3")  # fmt: skip
+        size_mb = rows["size_bytes"].iloc[0] / 1e6
+        ax.set_title(f"{model_label(model)}: {size_mb:,.0f} MB per layer (bf16)")
+        ax.set_yscale("log")
+        log2_gpu_axis(ax, rows["num_gpus"].unique())
+        ax.tick_params(axis="x", labelrotation=45)
+        ax.set_xlabel("GPUs (count)")
+        ax.set_ylabel("Time per layer (ms)")
+    legend_row(mosaic["legend"], *mosaic[keys[0]].get_legend_handles_labels(), ncols=3)
+    return add_source_note(
+        fig,
+        sim_source(calibration=calibration)
+        + f" (collective cost model; {gpu_label(gpu)} in its default system, 8 GPUs per node)",
+    )
+
+
+def render(stem: str | os.PathLike[str], *, calibration: Calibration | None = None) -> tuple[
+    Path, ...
+]:
+    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``."""
+    return save_styled(lambda: plot(calibration=calibration), stem)
