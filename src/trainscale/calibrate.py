@@ -39,7 +39,7 @@ from trainscale.paths import data_dir
 from trainscale.published import PublishedData, load_published
 from trainscale.validation import collective_predictions, summarise, throughput_predictions
 
-__all__ = ["FittedCalibration", "calibrate", "fit_power", "fit_throughput"]
+__all__ = ["FittedCalibration", "calibrate", "fit_power", "fit_throughput", "leave_one_source_out"]
 
 _THROUGHPUT = tuple(p for p in PARAMETERS if p.fitted and p.group == "throughput")
 
@@ -198,3 +198,30 @@ def calibrate(
     }
     dump_calibration(final, output or data_dir() / "calibration.yaml", provenance)
     return fit
+
+
+def leave_one_source_out(published: PublishedData | None = None) -> pd.DataFrame:
+    """Out-of-sample accuracy: for each source, refit on all the others and predict it.
+
+    Returns one row per source (``source``, ``rows``, ``mape_pct``, ``median_ape_pct``,
+    ``max_ape_pct``, i.e. :func:`trainscale.validation.summarise` of the held-out predictions),
+    plus an ``all`` row over every held-out prediction. Costs one fit per source.
+    """
+    published = published or load_published()
+    held_out = []
+    for source in sorted(published.throughput["citation"].unique()):
+        keep = published.throughput["citation"] != source
+        training = PublishedData(
+            throughput=published.throughput[keep].reset_index(drop=True),
+            collectives=published.collectives,
+            rejects=published.rejects,
+        )
+        fit = fit_throughput(training)
+        target = PublishedData(
+            throughput=published.throughput[~keep].reset_index(drop=True),
+            collectives=published.collectives.iloc[0:0],
+            rejects=published.rejects,
+        )
+        rows, _ = throughput_predictions(target, fit.calibration)
+        held_out.append(rows)
+    return summarise(pd.concat(held_out, ignore_index=True))

@@ -50,7 +50,18 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
         fitted=True,
         group="throughput",
         description="multiplies each GPU's catalogued half-efficiency GEMM dimension d0 in "
-        "eta(d) = eta_max * d / (d + d0) (tile and wave quantisation of small GEMMs)",
+        "eta(d) = eta_max / (1 + (d0/d)^a) (tile and wave quantisation of small GEMMs)",
+    ),
+    ParameterSpec(
+        name="gemm_size_exponent",
+        default=1.0,
+        lower=0.5,
+        upper=3.0,
+        unit="1",
+        fitted=True,
+        group="throughput",
+        description="sharpness a of the GEMM size curve eta(d) = eta_max / (1 + (d0/d)^a): 1 is "
+        "the reference notes' d/(d + d0); larger values confine the loss to small GEMMs",
     ),
     ParameterSpec(
         name="attention_efficiency_scale",
@@ -237,6 +248,7 @@ class Calibration:
     """Values of all simulator parameters (see :data:`PARAMETERS` for units and meaning)."""
 
     gemm_size_scale: float
+    gemm_size_exponent: float
     attention_efficiency_scale: float
     elementwise_traffic_scale: float
     host_overhead_per_layer_s: float

@@ -22,6 +22,11 @@ __all__ = ["HELP", "NAME", "add_arguments", "run"]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", type=Path, help="per-row table (.csv/.parquet)")
     parser.add_argument(
+        "--holdout",
+        action="store_true",
+        help="also report out-of-sample error: refit without each source, then predict it",
+    )
+    parser.add_argument(
         "--max-mape",
         type=float,
         help="exit with status 1 if the overall MAPE of tokens/s per GPU exceeds this (percent)",
@@ -56,6 +61,11 @@ def run(args: argparse.Namespace) -> int:
     print(f"\n{len(rejects)} published rows could not be predicted:")
     for reason, count in rejects["reason"].value_counts().sort_index().items():
         print(f"  {count:3d}  {reason}")
+    if args.holdout:
+        from trainscale.calibrate import leave_one_source_out
+
+        print("\nheld out: each source predicted by a fit to all the other sources")
+        print(_format(leave_one_source_out()))
     if args.output:
         write_table(tables["throughput"], args.output)
     overall = float(throughput.loc[throughput["source"] == "all", "mape_pct"].iloc[0])

@@ -96,7 +96,7 @@ def _unique(values: pd.Series) -> list[str]:
 
 
 def sim_source(df: pd.DataFrame | None = None, calibration: Calibration | None = None) -> str:
-    """"Simulated (trainscale <version>, calibration <id>)" from the rows' provenance columns,
+    """ "Simulated (trainscale <version>, calibration <id>)" from the rows' provenance columns,
     or from ``calibration`` when the figure computed its curves itself."""
     if df is not None and "calibration_id" in df.columns and len(df):
         ids = ", ".join(_unique(df["calibration_id"]))
@@ -109,13 +109,13 @@ def sim_source(df: pd.DataFrame | None = None, calibration: Calibration | None =
 
 
 def published_source(citations: Iterable[str]) -> str:
-    """"Published: <citation>; <citation>" (sorted, unique)."""
+    """ "Published: <citation>; <citation>" (sorted, unique)."""
     unique = sorted({str(c) for c in citations if str(c)})
     return "Published: " + ("; ".join(unique) if unique else "none")
 
 
 def measured_source(run_ids: Iterable[str]) -> str:
-    """"Measured: runs <id>, <id>" (sorted, unique) or a statement that there are none."""
+    """ "Measured: runs <id>, <id>" (sorted, unique) or a statement that there are none."""
     unique = sorted({str(r) for r in run_ids if str(r)})
     return "Measured: runs " + ", ".join(unique) if unique else "Measured: no runs in the dataset"
 

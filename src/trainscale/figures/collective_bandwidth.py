@@ -177,8 +177,15 @@ def plot(
             for c in citations
         ]
         point_handles.append(
-            Line2D([], [], ls="", marker="o", mfc="white", mec="C3",
-                   label="open: model for that point's own system (GPU, nodes, NIC)")  # fmt: skip
+            Line2D(
+                [],
+                [],
+                ls="",
+                marker="o",
+                mfc="white",
+                mec="C3",
+                label="open: model for that point's own system (GPU, nodes, NIC)",
+            )  # fmt: skip
         )
         legend_ax.add_artist(first)
         legend_ax.legend(handles=point_handles, ncols=1, loc="upper right", fontsize=6.5,

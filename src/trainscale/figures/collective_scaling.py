@@ -148,8 +148,8 @@ def plot(
     )
 
 
-def render(stem: str | os.PathLike[str], *, calibration: Calibration | None = None) -> tuple[
-    Path, ...
-]:
+def render(
+    stem: str | os.PathLike[str], *, calibration: Calibration | None = None
+) -> tuple[Path, ...]:
     """Draw :func:`plot` and save ``stem.{pdf,png,svg}``."""
     return save_styled(lambda: plot(calibration=calibration), stem)

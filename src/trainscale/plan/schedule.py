@@ -19,7 +19,8 @@ communication stream can hide:
   ``--overlap-param-gather``).
 - Compute overlapped by a collective runs ``overlap_slowdown`` slower (NCCL kernels take SMs).
 - **Pipeline**: 1F1B (``vpp`` = 1) or interleaved 1F1B; step = ``(m + (pp−1)/vpp)`` micro-batch
-  slots of the slowest stage (the last one, which also runs the LM head); the bubble is
+  slots of the slowest stage (stages balanced so that the LM head's work is shared, as Llama 3
+  and torchtitan do); the bubble is
   ``(pp−1)/vpp`` slots; stage boundaries send activations forward and gradients back
   (``vpp`` times as often when interleaved; ``1/tp`` of the tensor when sequence parallel).
 - The host launches kernels ahead of the GPU; when a block's GPU time is shorter than the CPU
@@ -48,7 +49,7 @@ from trainscale.system.collectives import (
     p2p_time,
     reducescatter_time,
 )
-from trainscale.system.compute import attention_time, gemm_time, memory_time
+from trainscale.system.compute import attention_time, gemm_efficiency, gemm_time, memory_time
 
 __all__ = ["step_times"]
 
@@ -72,8 +73,9 @@ def _attention_fwd(c: Configs, w: BlockWork, cal: Calibration) -> np.ndarray:
         attention_efficiency=cal.attention_efficiency_scale * c.attention_efficiency_max,
     )  # fmt: skip
     head_dim = (c.hidden // c.heads).astype(np.float64)
+    seq = c.seq_len.astype(np.float64)
     d0 = c.gemm_half_efficiency_dim * cal.gemm_size_scale
-    eta = c.gemm_efficiency_max * head_dim / (head_dim + d0)
+    eta = gemm_efficiency(seq, seq, head_dim, c.gemm_efficiency_max, d0, cal.gemm_size_exponent)
     materialised = w.score_flops_fwd / (eta * c.bf16_flops_per_s) + memory_time(
         cal.elementwise_traffic_scale * w.score_bytes_fwd,
         hbm_bw=c.hbm_bytes_per_s, hbm_efficiency=cal.hbm_efficiency,
@@ -236,7 +238,15 @@ def step_times(
         gather_bwd + (layers - 1) * np.maximum(comm_bwd - b_crit, 0.0) + reduce_bwd
         + layers * (tp_bwd + cp["exposed_bwd"])
     )  # fmt: skip
-    head = comp["head_dense"] + comp["head_mem"]
+    # The LM head runs on the last stage. Stages are balanced (the last one takes fewer blocks, as
+    # Llama 3 and torchtitan do): the slowest stage carries whatever of the head does not fit in
+    # the balance, max(0, (L·block + head)/pp - Ls·block); without pipelining, all of it.
+    block = comp["fwd_dense"] + comp["fwd_mem"] + comp["bwd_dense"] + comp["bwd_mem"]
+    head_total = comp["head_dense"] + comp["head_mem"]
+    head_share = np.clip(
+        (c.layers * block + head_total) / c.pp - layers * block, 0.0, head_total
+    ) / np.where(head_total > 0, head_total, 1.0)
+    head = head_share * head_total
 
     # --- Pipeline boundaries: activations forward, gradients backward, vpp times when
     # interleaved; with sequence parallelism only 1/tp of the tensor crosses (scatter/gather).
@@ -286,8 +296,10 @@ def step_times(
 
     # --- Components per step.
     blocks = m * layers
-    dense = blocks * (comp["fwd_dense"] + comp["bwd_dense"]) + m * comp["head_dense"]
-    memory_bound = blocks * (comp["fwd_mem"] + comp["bwd_mem"]) + m * comp["head_mem"] + optimizer
+    dense = blocks * (comp["fwd_dense"] + comp["bwd_dense"]) + m * head_share * comp["head_dense"]
+    memory_bound = (
+        blocks * (comp["fwd_mem"] + comp["bwd_mem"]) + m * head_share * comp["head_mem"] + optimizer
+    )
     slowdown = blocks * (f_slow + b_slow) + step_sync_slow
     compute = dense + memory_bound + slowdown
     host_stall = m * stall_mb

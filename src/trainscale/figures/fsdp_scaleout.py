@@ -1,0 +1,154 @@
+"""Figure ``fsdp_scaleout``: the study's scale-out of Llama-2 7B and 70B with FSDP on H100.
+
+Six panels against GPU count at a fixed global batch: global tokens/s, tokens/s per GPU, MFU,
+power per GPU, communication busy time per step by collective, and exposed communication per
+step. The study's headline numbers between 128 and 2,048 GPUs (per-GPU throughput −37.22 %,
+power per GPU −5.87 %, both for Llama-2 7B) are drawn as stars where the study puts the 2,048-GPU
+value, next to the simulated drop.
+
+Input: the ``fsdp_scaleout`` study (``results/sim/fsdp_scaleout.parquet``), one row per model,
+recompute mode and GPU count; each model is drawn with one recompute mode
+(:func:`~trainscale.figures._common.prefer_no_recompute`).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from trainscale.figures._common import (
+    add_source_note,
+    legend_row,
+    model_colors,
+    model_label,
+    model_order,
+    prefer_no_recompute,
+    recompute_suffix,
+    require,
+    save_styled,
+    sim_source,
+    subplot_mosaic,
+)
+from trainscale.report.style import log2_gpu_axis
+
+__all__ = ["STUDY_POWER_DROP_PCT", "STUDY_THROUGHPUT_DROP_PCT", "drop_pct", "plot", "render"]
+
+#: The study's drops from 128 to 2,048 GPUs (Fernandez et al. 2024), percent.
+STUDY_THROUGHPUT_DROP_PCT = 37.22
+STUDY_POWER_DROP_PCT = 5.87
+CLAIM_FROM, CLAIM_TO = 128, 2048
+CLAIM_MODEL = "llama2-7b"
+
+_COLLECTIVES = (
+    ("allgather_s", "AllGather", "-"),
+    ("reducescatter_s", "ReduceScatter", "--"),
+    ("allreduce_s", "AllReduce", "-."),
+    ("p2p_s", "send/recv", ":"),
+)
+_COLUMNS = (
+    "model", "num_gpus", "recompute", "fits_memory", "tokens_per_s", "tokens_per_s_per_gpu",
+    "mfu", "power_w_per_gpu", "comm_s", "exposed_comm_s", "allgather_s", "reducescatter_s",
+    "allreduce_s", "p2p_s",
+)  # fmt: skip
+
+
+def drop_pct(series: pd.DataFrame, column: str, n_from: int = CLAIM_FROM, n_to: int = CLAIM_TO):
+    """Percent drop of ``column`` from ``n_from`` to ``n_to`` GPUs; None if either is missing."""
+    by_n = series.set_index("num_gpus")[column]
+    if n_from not in by_n.index or n_to not in by_n.index:
+        return None
+    return float(100.0 * (1.0 - by_n[n_to] / by_n[n_from]))
+
+
+def _significant_collectives(data: pd.DataFrame, share: float = 0.01) -> list[str]:
+    """Collective columns that carry at least ``share`` of the busy communication somewhere."""
+    comm = data["comm_s"].where(data["comm_s"] > 0)
+    return [c for c, _, _ in _COLLECTIVES if ((data[c] / comm) >= share).any()]
+
+
+def _mark_claim(
+    ax, series: pd.DataFrame, column: str, study_pct: float, what: str, box_xy=(0.03, 0.04)
+) -> None:
+    """Star at the study's 2,048-GPU value (from the simulated 128-GPU value) and the drops."""
+    sim = drop_pct(series, column)
+    if sim is None:
+        return
+    start = float(series.set_index("num_gpus").loc[CLAIM_FROM, column])
+    end = float(series.set_index("num_gpus").loc[CLAIM_TO, column])
+    target = start * (1.0 - study_pct / 100.0)
+    ax.plot([CLAIM_TO], [target], marker="*", ms=10, color="black", ls="", zorder=5)
+    ax.annotate("", xy=(CLAIM_TO, end), xytext=(CLAIM_FROM, start),
+                arrowprops={"arrowstyle": "->", "color": "0.3", "lw": 0.8})  # fmt: skip
+    ax.annotate(
+        f"{what} {CLAIM_FROM}→{CLAIM_TO}:\nsimulated −{sim:.2f} %\nstudy −{study_pct:.2f} % (★)",
+        xy=box_xy, xycoords="axes fraction", ha="left", va="bottom", fontsize=6.5,
+        bbox={"boxstyle": "round,pad=0.25", "fc": "white", "ec": "0.7", "lw": 0.5},
+    )  # fmt: skip
+
+
+def plot(sim: pd.DataFrame) -> Figure:
+    """Draw the six panels from the ``fsdp_scaleout`` study rows (see module docstring)."""
+    require(sim, _COLUMNS, where="fsdp_scaleout")
+    data = prefer_no_recompute(sim, ["model"])
+    colors = model_colors()
+    models = model_order(data["model"].unique())
+    panels = [["global", "per_gpu", "mfu"], ["power", "comm", "exposed"], ["legend"] * 3]
+    fig, ax = subplot_mosaic(7.2, 5.6, panels, height_ratios=[1.0, 1.0, 0.13])
+    counts = sorted(data["num_gpus"].unique()) or [CLAIM_FROM]
+    handles = []
+    used = _significant_collectives(data)
+    for model in models:
+        rows = data[data["model"] == model].sort_values("num_gpus")
+        color = colors[model]
+        label = model_label(model) + recompute_suffix(rows)
+        n = rows["num_gpus"]
+        ax["global"].plot(n, rows["tokens_per_s"], marker="o", color=color)
+        ax["per_gpu"].plot(n, rows["tokens_per_s_per_gpu"], marker="o", color=color)
+        ax["mfu"].plot(n, 100 * rows["mfu"], marker="o", color=color)
+        ax["power"].plot(n, rows["power_w_per_gpu"], marker="o", color=color)
+        for column, _, style in _COLLECTIVES:
+            if column in used:
+                ax["comm"].plot(n, rows[column], ls=style, color=color)
+        ax["exposed"].plot(n, rows["exposed_comm_s"], marker="o", color=color)
+        handles.append(Line2D([], [], color=color, marker="o", label=label))
+        if model == CLAIM_MODEL:
+            _mark_claim(ax["per_gpu"], rows, "tokens_per_s_per_gpu",
+                        STUDY_THROUGHPUT_DROP_PCT, "tokens/s per GPU", (0.03, 0.3))  # fmt: skip
+            _mark_claim(ax["power"], rows, "power_w_per_gpu", STUDY_POWER_DROP_PCT, "power/GPU")
+    handles += [
+        Line2D([], [], color="0.3", ls=style, label=f"{name} (busy)")
+        for column, name, style in _COLLECTIVES
+        if column in used
+    ]
+    handles.append(Line2D([], [], color="black", marker="*", ms=9, ls="", label="study's drop"))
+    labels = {
+        "global": ("Global throughput (tokens/s)", "log"),
+        "per_gpu": ("Throughput per GPU (tokens/s)", "log"),
+        "mfu": ("MFU (%)", "linear"),
+        "power": ("Power per GPU (W)", "linear"),
+        "comm": ("Communication per step, busy (s)", "log"),
+        "exposed": ("Exposed communication per step (s)", "log"),
+    }
+    for key, (ylabel, scale) in labels.items():
+        ax[key].set_yscale(scale)
+        ax[key].set_ylabel(ylabel)
+        ax[key].set_xlabel("GPUs (count)")
+        log2_gpu_axis(ax[key], counts)
+        ax[key].tick_params(axis="x", labelrotation=90)
+    ax["mfu"].set_ylim(0, max(60.0, float(np.nanmax(100 * data["mfu"])) * 1.1) if len(data) else 60)
+    power = data["power_w_per_gpu"]
+    if len(power):
+        ax["power"].set_ylim(power.min() * 0.9, power.max() * 1.03)
+    legend_row(ax["legend"], handles, [h.get_label() for h in handles], ncols=3)
+    setup = "H100 (DGX H100), FSDP, seq 4,096, global batch 2,048 sequences, largest micro-batch that fits"
+    return add_source_note(fig, sim_source(sim) + f" — study setup: {setup}.")
+
+
+def render(stem: str | os.PathLike[str], sim: pd.DataFrame) -> tuple[Path, ...]:
+    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``."""
+    return save_styled(lambda: plot(sim), stem)

@@ -1,0 +1,112 @@
+"""Figure ``model_parallel``: throughput against model-parallel degree at 512 and 2,048 GPUs.
+
+For Llama-2 7B and 70B on H100, every plan with tensor-parallel degree ``tp`` and pipeline
+degree ``pp`` (FSDP across the data-parallel replicas) is reduced to its best recompute mode
+that fits memory; the panels then show, against ``tp·pp``, the best TP-only plan (``pp = 1``),
+the best PP-only plan (``tp = 1``; micro-batches of 1 or 2 keep its bubble small) and the best mixed plan (both > 1, labelled ``tp×pp``), with
+pure FSDP (``tp·pp = 1``) as the dashed reference. The study found degrees 2 to 4 best at scale.
+
+Input: the ``model_parallel`` study (``results/sim/model_parallel.parquet``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from trainscale.figures._common import (
+    add_source_note,
+    best_rows,
+    legend_row,
+    model_label,
+    model_order,
+    require,
+    save_styled,
+    sim_source,
+    subplot_mosaic,
+)
+from trainscale.report.style import log2_gpu_axis
+
+__all__ = ["KINDS", "plan_kind", "plot", "render"]
+
+#: Plan kinds, in legend order: (key, label, colour, marker).
+KINDS = (
+    ("tp", "TP only (pp = 1)", "C0", "o"),
+    ("pp", "PP only (tp = 1)", "C1", "s"),
+    ("mixed", "TP × PP (both > 1)", "C2", "^"),
+)
+_COLUMNS = ("model", "num_gpus", "tp", "pp", "recompute", "fits_memory", "tokens_per_s")
+
+
+def plan_kind(tp: pd.Series, pp: pd.Series) -> pd.Series:
+    """``fsdp`` (tp = pp = 1), ``tp``, ``pp`` or ``mixed`` per row."""
+    kind = pd.Series("mixed", index=tp.index, dtype=object)
+    kind[(tp > 1) & (pp == 1)] = "tp"
+    kind[(tp == 1) & (pp > 1)] = "pp"
+    kind[(tp == 1) & (pp == 1)] = "fsdp"
+    return kind
+
+
+def plot(sim: pd.DataFrame) -> Figure:
+    """One panel per model (rows) and GPU count (columns); see the module docstring."""
+    require(sim, _COLUMNS, where="model_parallel")
+    plans = best_rows(sim, ["model", "num_gpus", "tp", "pp"]).copy()
+    plans["degree"] = plans["tp"] * plans["pp"]
+    plans["kind"] = plan_kind(plans["tp"], plans["pp"])
+    models = model_order(plans["model"].unique())
+    counts = sorted(plans["num_gpus"].unique())
+    names = [[f"{m}|{n}" for n in counts] for m in models]
+    fig, ax = subplot_mosaic(
+        7.0, 2.6 * max(len(models), 1) + 0.5, [*names, ["legend"] * max(len(counts), 1)],
+        height_ratios=[1.0] * len(models) + [0.12],
+    )  # fmt: skip
+    degrees = sorted(plans["degree"].unique()) or [1]
+    for model in models:
+        for n in counts:
+            a = ax[f"{model}|{n}"]
+            rows = plans[(plans["model"] == model) & (plans["num_gpus"] == n)]
+            base = rows[rows["kind"] == "fsdp"]
+            if not base.empty:
+                a.axhline(base["tokens_per_s"].iloc[0] / 1e6, color="0.4", ls="--", lw=0.9)
+            for kind, _, color, marker in KINDS:
+                best = best_rows(rows[rows["kind"].isin([kind, "fsdp"])], ["degree"])
+                if kind != "mixed" or len(best) > 0:
+                    series = best if kind != "mixed" else best[best["kind"] == "mixed"]
+                    a.plot(series["degree"], series["tokens_per_s"] / 1e6, marker=marker,
+                           color=color, ms=5)  # fmt: skip
+                if kind == "mixed":
+                    for _, r in best[best["kind"] == "mixed"].iterrows():
+                        a.annotate(f"{r['tp']}×{r['pp']}", (r["degree"], r["tokens_per_s"] / 1e6),
+                                   xytext=(0, -6), textcoords="offset points", ha="center",
+                                   va="top", fontsize=6, color=color)  # fmt: skip
+            title = f"{model_label(model)}, {n:,} H100 GPUs"
+            if not rows.empty:
+                top = rows.loc[rows["tokens_per_s"].idxmax()]
+                a.plot(top["degree"], top["tokens_per_s"] / 1e6, marker="*", ms=12,
+                       color="black", ls="", zorder=5)  # fmt: skip
+                title += f": best tp{top['tp']}×pp{top['pp']}"
+            a.set_title(title, fontsize=9)
+            log2_gpu_axis(a, degrees)
+            a.set_xlabel("Model-parallel degree tp·pp (GPUs per replica)")
+            a.set_ylabel("Throughput (million tokens/s)")
+    handles = [Line2D([], [], color=c, marker=m, label=label) for _, label, c, m in KINDS]
+    handles += [
+        Line2D([], [], color="0.4", ls="--", label="pure FSDP (tp·pp = 1)"),
+        Line2D([], [], color="black", marker="*", ms=10, ls="", label="best plan"),
+    ]
+    legend_row(ax["legend"], handles, [h.get_label() for h in handles], ncols=5, fontsize=6.5)
+    return add_source_note(
+        fig,
+        sim_source(sim) + " — FSDP across replicas, seq 4,096, global batch 2,048, largest "
+        "micro-batch that fits, best of no/full recompute per plan; plans that do not fit "
+        "are left out.",
+    )
+
+
+def render(stem: str | os.PathLike[str], sim: pd.DataFrame) -> tuple[Path, ...]:
+    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``."""
+    return save_styled(lambda: plot(sim), stem)
