@@ -9,6 +9,6 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from trainscale.simulate import predict  # noqa: E402 - needs __version__ defined first
+from trainscale.simulate import predict  # after __version__: simulate imports it
 
 __all__ = ["__version__", "predict"]

@@ -9,12 +9,13 @@ Method
    :data:`trainscale.calibration.PARAMETERS` by bounded least squares
    (:func:`scipy.optimize.least_squares`, trust-region reflective) on the log error
    ``log(predicted / observed)`` of every predictable throughput row and every bus-bandwidth row.
-   Every row counts once (the accuracy gate is the row-weighted MAPE). The loss is robust (Cauchy,
-   scale 0.1 in log error) so that a few rows from implementations the model does not represent
-   (e.g. DeepSpeed ZeRO-3 in 2021) cannot drag the shared parameters; they are still predicted
-   and reported with their error. A weak Gaussian prior centres each parameter on its sourced or
-   estimated default (standard deviation: half its bound range), which decides only parameters
-   the data barely constrain.
+   Every row counts once (the accuracy gate is the row-weighted MAPE). The loss is robust
+   (``soft_l1``: quadratic below a 10 % log error, linear above, i.e. close to the absolute error
+   the MAPE gate measures) so that a few rows from implementations the model does not represent
+   (e.g. DeepSpeed ZeRO-3 in 2021) cannot dominate the shared parameters; they are still
+   predicted and reported with their error. A weak Gaussian prior centres each parameter on its
+   sourced or estimated default (standard deviation: half its bound range), which decides only
+   parameters the data barely constrain.
 3. Fit ``power_comm_frac`` — the only fitted power parameter — so that the study setup
    reproduces the study's power claim (power per GPU falls 5.87 % from 128 to 2,048 GPUs); the
    published power figures are node-level and only anchor, not fit (see the rejects).
@@ -167,7 +168,7 @@ def calibrate(
     )
     summary = summarise(throughput)
     provenance = {
-        "method": "bounded robust least squares (scipy least_squares, Cauchy loss, scale 0.1) on "
+        "method": "bounded robust least squares (scipy least_squares, soft_l1 loss, scale 0.1) on "
         "log(predicted/observed) of tokens/s per GPU and of nccl-tests bus bandwidth, every row "
         "weighted equally, with a weak Gaussian prior on each parameter (its default, standard "
         "deviation half its bound range); power_comm_frac solved so the "

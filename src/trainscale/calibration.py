@@ -143,6 +143,18 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
         description="multiplies NCCL's tuning-table latencies (base and per-hop)",
     ),
     ParameterSpec(
+        name="congestion_per_doubling",
+        default=0.02,
+        lower=0.0,
+        upper=0.06,
+        unit="1",
+        fitted=True,
+        group="throughput",
+        description="loss of NIC bandwidth per doubling of the nodes a collective spans, "
+        "eta(N) = eta * (1 - c log2 N) [E: the reference notes propose c = 0.02 for non-ideal "
+        "routing and congestion]",
+    ),
+    ParameterSpec(
         name="overlap_slowdown",
         default=0.1,
         lower=0.0,
@@ -152,6 +164,19 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
         group="throughput",
         description="fractional slowdown of compute while a collective runs beside it (NCCL "
         "kernels take SMs and HBM bandwidth)",
+    ),
+    ParameterSpec(
+        name="straggler_cv",
+        default=0.02,
+        lower=0.0,
+        upper=0.1,
+        unit="1",
+        fitted=True,
+        group="throughput",
+        description="coefficient of variation of one GPU's compute time per step (clocks, "
+        "thermals, OS noise); a synchronous step waits for the slowest of N GPUs, on average "
+        "cv * E[max of N standard normals] longer (Blom's approximation); the wait is spent in "
+        "collectives, so it counts as exposed communication",
     ),
     ParameterSpec(
         name="hbm_efficiency",
@@ -256,7 +281,9 @@ class Calibration:
     nvls_efficiency: float
     nic_efficiency: float
     nccl_latency_scale: float
+    congestion_per_doubling: float
     overlap_slowdown: float
+    straggler_cv: float
     hbm_efficiency: float
     optimizer_bytes_per_param: float
     ddp_bucket_bytes: float

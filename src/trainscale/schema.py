@@ -170,7 +170,8 @@ METRIC_COLUMNS: tuple[Column, ...] = (
         "busy time of the compute stream per step (GEMMs, attention, "
         "memory-bound kernels, optimizer)",
     ),
-    _c("comm_s", "float64", "s", "busy time of all collectives per step, hidden or not"),
+    _c("comm_s", "float64", "s", "busy time of all collectives per step, hidden or not: the four "
+       "kinds below plus straggler_s"),
     _c("allgather_s", "float64", "s", "AllGather busy time per step"),
     _c("reducescatter_s", "float64", "s", "ReduceScatter busy time per step"),
     _c("allreduce_s", "float64", "s", "AllReduce busy time per step"),
@@ -180,6 +181,8 @@ METRIC_COLUMNS: tuple[Column, ...] = (
         "s",
         "point-to-point (pipeline, context-parallel ring) busy time per step",
     ),
+    _c("straggler_s", "float64", "s", "time per step waiting inside collectives for the slowest "
+       "GPU (part of comm_s and of exposed_comm_s)"),
     _c("exposed_comm_s", "float64", "s", "communication not hidden behind compute per step"),
     _c("exposed_comm_frac", "float64", "1", "exposed_comm_s / step_time_s"),
     _c("bubble_s", "float64", "s", "pipeline bubble (idle) time per step"),

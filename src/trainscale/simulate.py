@@ -36,6 +36,7 @@ def _network(c: Configs, cal: Calibration) -> Network:
         nvls_bytes_per_s=np.where(c.nvls, cal.nvls_efficiency * c.nvlink_bytes_per_s, 0.0),
         latency_scale=cal.nccl_latency_scale,
         constants=load_nccl_constants(),
+        congestion_per_doubling=cal.congestion_per_doubling,
     )
 
 
@@ -71,6 +72,7 @@ def predict_arrays(c: Configs, cal: Calibration) -> dict[str, np.ndarray]:
         "reducescatter_s": t["reducescatter_s"],
         "allreduce_s": t["allreduce_s"],
         "p2p_s": t["p2p_s"],
+        "straggler_s": t["straggler_s"],
         "exposed_comm_s": t["exposed_comm_s"],
         "exposed_comm_frac": t["exposed_comm_s"] / step,
         "bubble_s": t["bubble_s"],
@@ -160,7 +162,7 @@ def predict(
         The input columns, any configuration column the input left out (as resolved), then
         ``dp``, ``grad_accum``, ``step_time_s``, ``tokens_per_s``, ``tokens_per_s_per_gpu``,
         ``mfu``, ``hfu``, ``compute_s``, ``comm_s``, ``allgather_s``, ``reducescatter_s``,
-        ``allreduce_s``, ``p2p_s``, ``exposed_comm_s``, ``exposed_comm_frac``, ``bubble_s``,
+        ``allreduce_s``, ``p2p_s``, ``straggler_s``, ``exposed_comm_s``, ``exposed_comm_frac``, ``bubble_s``,
         ``host_stall_s``, ``mem_gib_per_gpu``, ``fits_memory``, ``power_w_per_gpu``,
         ``energy_j_per_token``, ``source`` (``"sim"``), ``simulator_version``,
         ``calibration_id``. Units are in the names (see :mod:`trainscale.schema`).

@@ -310,7 +310,7 @@ def _grid(study: Study) -> pd.DataFrame:
     for key, value in study.fixed.items():
         raw[key] = np.full(rows, value, dtype=object)
     for axis, (key, values) in enumerate(study.sweep.items()):
-        raw[key] = np.asarray(values + [None], dtype=object)[:-1][index[axis]]
+        raw[key] = np.array(values, dtype=object)[index[axis]]
     if study.derive:
         raw["global_batch"] = np.zeros(rows, dtype=object)
     return pd.DataFrame(
@@ -415,9 +415,7 @@ def expand_study(
     check = grid.iloc[candidates].reset_index(drop=True)
     if "micro_batch" in check.columns:
         check["micro_batch"] = check["micro_batch"].fillna(1)
-    _, _, rejected = build_configs(
-        check, origin=study.path, skip_invalid=True, hardware=hardware
-    )
+    _, _, rejected = build_configs(check, origin=study.path, skip_invalid=True, hardware=hardware)
     invalid += [
         (int(candidates[row]), str(column), str(reason))
         for row, column, reason in rejected[["row", "column", "reason"]].itertuples(index=False)

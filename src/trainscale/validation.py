@@ -52,6 +52,7 @@ def collective_predictions(published: PublishedData, calibration: Calibration) -
         nvls_bytes_per_s=np.where(nvls, calibration.nvls_efficiency * nvlink, 0.0),
         latency_scale=calibration.nccl_latency_scale,
         constants=load_nccl_constants(),
+        congestion_per_doubling=calibration.congestion_per_doubling,
     )
     size = rows["size_bytes"].to_numpy(np.float64)
     n = rows["num_gpus"].to_numpy(np.float64)

@@ -4,8 +4,12 @@ Fernandez et al. (arXiv 2411.13055): from 128 to 2,048 H100 GPUs (Llama-2 7B, FS
 batch) per-GPU throughput falls 37.22 % and power per GPU 5.87 %; MFU is 59.67 % on A100 and
 40.77 % on H100; at 2,048 GPUs tensor/pipeline parallelism of degree 2-4 beats pure FSDP.
 Tolerances are the issue's: ±5 points (throughput drop, MFU), ±2 points (power drop).
-The setup is fixed by rule in trainscale.study_setup, not fitted to these numbers (only
-power_comm_frac is fitted to the power claim, as data/calibration.yaml states).
+The setup is fixed by rule in trainscale.study_setup, not fitted to these numbers; only
+power_comm_frac is fitted to the power claim, as data/calibration.yaml states.
+
+One claim does not reproduce: the calibrated simulator predicts a smaller throughput drop than
+the study measured (see the README, "The study's claims"). That test is a strict xfail: it fails
+the suite the day the claim starts to hold, so that the README is updated with it.
 """
 
 from __future__ import annotations
@@ -15,21 +19,39 @@ import pytest
 from trainscale import study_setup as ss
 from trainscale.calibration import Calibration, load_calibration
 
+STUDY_DROP_PCT = 37.22
+STUDY_POWER_DROP_PCT = 5.87
+
 
 @pytest.fixture(scope="module")
 def calibration() -> Calibration:
     return load_calibration()
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="the simulator predicts a 28 % drop where the study measured 37.22 % (README: "
+    "'The study's claims'); xfail is strict so that a change that fixes it is noticed",
+)
 def test_per_gpu_throughput_drop_128_to_2048(calibration: Calibration) -> None:
-    assert ss.throughput_drop_pct(calibration) == pytest.approx(37.0, abs=5.0)
+    assert ss.throughput_drop_pct(calibration) == pytest.approx(STUDY_DROP_PCT, abs=5.0)
+
+
+def test_throughput_drop_is_diminishing_returns_from_communication(
+    calibration: Calibration,
+) -> None:
+    # What does reproduce: per-GPU throughput falls by a quarter or more from 128 to 2,048 GPUs
+    # and the exposed-communication share of the step grows several-fold.
+    assert ss.throughput_drop_pct(calibration) > 20.0
+    frame = ss.scaleout(calibration, gpu_counts=(128, 2048)).set_index("num_gpus")
+    assert frame.loc[2048, "exposed_comm_frac"] > 2 * frame.loc[128, "exposed_comm_frac"]
 
 
 def test_power_per_gpu_drop_128_to_2048(calibration: Calibration) -> None:
-    assert ss.power_drop_pct(calibration) == pytest.approx(6.0, abs=2.0)
+    assert ss.power_drop_pct(calibration) == pytest.approx(STUDY_POWER_DROP_PCT, abs=2.0)
 
 
-@pytest.mark.parametrize(("gpu", "study_mfu"), [("a100-sxm-80gb", 60.0), ("h100-sxm-80gb", 41.0)])
+@pytest.mark.parametrize(("gpu", "study_mfu"), [("a100-sxm-80gb", 59.67), ("h100-sxm-80gb", 40.77)])
 def test_mfu_by_generation(calibration: Calibration, gpu: str, study_mfu: float) -> None:
     assert 100 * ss.mfu_at(gpu, calibration) == pytest.approx(study_mfu, abs=5.0)
 

@@ -85,8 +85,18 @@ class BenchConfig:
     def __post_init__(self) -> None:
         """Check the fields that do not depend on the world size."""
         problems = []
-        for name in ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq_len",
-                     "micro_batch", "steps", "tp"):
+        for name in (
+            "layers",
+            "hidden",
+            "heads",
+            "kv_heads",
+            "ffn",
+            "vocab",
+            "seq_len",
+            "micro_batch",
+            "steps",
+            "tp",
+        ):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 problems.append(f"{name} must be a positive integer, not {value!r}")
@@ -125,11 +135,13 @@ class BenchConfig:
             problems.append(f"backend {self.backend!r} is not one of {BACKENDS}")
         if self.device not in DEVICES:
             problems.append(f"device {self.device!r} is not one of {DEVICES}")
-        if self.device == "cuda" and self.backend == "gloo" or (
+        if (self.device == "cuda" and self.backend == "gloo") or (
             self.device == "cpu" and self.backend == "nccl"
         ):
-            problems.append(f"backend {self.backend} does not run on device {self.device} "
-                            "(use gloo with cpu, nccl with cuda)")
+            problems.append(
+                f"backend {self.backend} does not run on device {self.device} "
+                "(use gloo with cpu, nccl with cuda)"
+            )
         if self.sharding == "ddp" and self.tp > 1:
             problems.append("sharding ddp cannot be combined with tp > 1")
         if not self.lr > 0:
@@ -177,9 +189,7 @@ def plan_bench(config: BenchConfig, *, world_size: int, nodes: int) -> BenchPlan
         ``dp × micro_batch``; the message shows every factor.
     """
     if world_size % config.tp:
-        raise TrainscaleError(
-            f"bench: tp {config.tp} does not divide the world size {world_size}"
-        )
+        raise TrainscaleError(f"bench: tp {config.tp} does not divide the world size {world_size}")
     dp = world_size // config.tp
     global_batch = config.global_batch or config.micro_batch * dp
     if global_batch % (dp * config.micro_batch):
@@ -189,8 +199,7 @@ def plan_bench(config: BenchConfig, *, world_size: int, nodes: int) -> BenchPlan
         )
     if config.sharding == "hsdp" and (nodes < 2 or dp % nodes):
         raise TrainscaleError(
-            f"bench: hsdp replicates across nodes; needs >= 2 nodes dividing dp {dp}, "
-            f"got {nodes}"
+            f"bench: hsdp replicates across nodes; needs >= 2 nodes dividing dp {dp}, got {nodes}"
         )
     local_batch = global_batch // dp
     return BenchPlan(

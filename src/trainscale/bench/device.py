@@ -80,11 +80,21 @@ def describe_device(device: torch.device, *, peak_tflops: float | None) -> Devic
             from trainscale.system.hardware import load_hardware
 
             peak = load_hardware().gpus[key].bf16_flops_per_s
-        return DeviceInfo(type="cuda", name=props.name, gpu_key=key,
-                          memory_bytes=int(props.total_memory), peak_flops_per_s=peak)
+        return DeviceInfo(
+            type="cuda",
+            name=props.name,
+            gpu_key=key,
+            memory_bytes=int(props.total_memory),
+            peak_flops_per_s=peak,
+        )
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    return DeviceInfo(type="cpu", name=_cpu_name(), gpu_key=None, memory_bytes=int(memory),
-                      peak_flops_per_s=peak_tflops * 1e12 if peak_tflops else None)
+    return DeviceInfo(
+        type="cpu",
+        name=_cpu_name(),
+        gpu_key=None,
+        memory_bytes=int(memory),
+        peak_flops_per_s=peak_tflops * 1e12 if peak_tflops else None,
+    )
 
 
 def peak_memory(device: torch.device, info: DeviceInfo) -> tuple[float, float]:

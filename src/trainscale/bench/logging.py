@@ -3,8 +3,10 @@
 The harness writes exactly what torchtitan's ``MetricsProcessor.log`` prints, with the
 ``[titan]`` logger prefix and without colour codes::
 
-    [titan] 2025-01-01 12:00:00,123 - root - INFO - step:  5  loss:  5.1234  grad_norm:  0.8123  memory:  0.41GiB(1.71%)  tps: 7,912  tflops: 0.05  mfu: 0.00%
+    [titan] 2025-01-01 12:00:00,123 - root - INFO - step:  5  loss:  5.1234  grad_norm:  0.8123  \
+    memory:  0.41GiB(1.71%)  tps: 7,912  tflops: 0.05  mfu: 0.00%
 
+(one line; wrapped here)
 so that every torchtitan parser, including :func:`trainscale.ingest.steplog.parse_step_log`,
 reads the harness's logs like a real torchtitan run's. The fields are:
 
@@ -78,8 +80,9 @@ class StepLogger:
         self._logger.setLevel(logging.INFO)
         self._logger.propagate = False
         formatter = logging.Formatter(LINE_FORMAT)
-        self._handlers: list[logging.Handler] = [logging.FileHandler(self.path, mode="w",
-                                                                     encoding="utf-8")]
+        self._handlers: list[logging.Handler] = [
+            logging.FileHandler(self.path, mode="w", encoding="utf-8")
+        ]
         if stream is not None:
             self._handlers.append(logging.StreamHandler(stream))
         for handler in self._handlers:

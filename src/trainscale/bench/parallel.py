@@ -138,7 +138,7 @@ def check_tensor_parallel_support(tp_mesh: DeviceMesh, device: torch.device) -> 
         probe = nn.Sequential(nn.Linear(8, 16, bias=False), nn.Linear(16, 8, bias=False)).to(device)
         parallelize_module(probe, tp_mesh, {"0": ColwiseParallel(), "1": RowwiseParallel()})
         probe(torch.ones(2, 8, device=device)).sum().backward()
-    except Exception as error:  # noqa: BLE001 - any failure means "not supported here"
+    except Exception as error:
         backend = dist.get_backend() if dist.is_initialized() else "none"
         raise ParallelUnsupportedError(
             f"tensor parallelism is not supported by this PyTorch build ({torch.__version__}) "

@@ -17,6 +17,7 @@ on and the manifest lists no power log.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 import time
@@ -92,17 +93,16 @@ class NvmlReader:
         return samples
 
     def close(self) -> None:
-        """Shut NVML down."""
-        try:
+        """Shut NVML down (a library that is already half gone is no error here)."""
+        with contextlib.suppress(Exception):
             self._nvml.nvmlShutdown()  # type: ignore[attr-defined]
-        except Exception:  # noqa: BLE001 - shutting down a library that may be half gone
-            pass
 
 
 def _try(read) -> float:  # type: ignore[no-untyped-def]
+    """``read()`` as a float; NaN when NVML cannot give it (NVMLError_NotSupported …)."""
     try:
         return float(read())
-    except Exception:  # noqa: BLE001 - NVMLError_NotSupported and friends read as missing
+    except Exception:
         return float("nan")
 
 
@@ -120,31 +120,35 @@ def open_nvml(uuids: Sequence[str] | None = None) -> NvmlReader | None:
     try:
         import pynvml
     except ImportError:
-        warnings.warn("no power log: nvidia-ml-py (pynvml) is not installed; "
-                      "pip install '.[bench]'", RuntimeWarning, stacklevel=2)
+        warnings.warn(
+            "no power log: nvidia-ml-py (pynvml) is not installed; pip install '.[bench]'",
+            RuntimeWarning,
+            stacklevel=2,
+        )
         return None
     try:
         pynvml.nvmlInit()
-    except Exception as error:  # noqa: BLE001 - NVMLError_LibraryNotFound, DriverNotLoaded, …
-        warnings.warn(f"no power log: NVML is not available ({error})", RuntimeWarning,
-                      stacklevel=2)
+    except Exception as error:  # NVMLError_LibraryNotFound, _DriverNotLoaded, …
+        warnings.warn(
+            f"no power log: NVML is not available ({error})", RuntimeWarning, stacklevel=2
+        )
         return None
     try:
         if uuids is None:
-            handles = [pynvml.nvmlDeviceGetHandleByIndex(i)
-                       for i in range(pynvml.nvmlDeviceGetCount())]
+            handles = [
+                pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())
+            ]
         else:
             handles = [pynvml.nvmlDeviceGetHandleByUUID(_normalise_uuid(u)) for u in uuids]
         if not handles:
             raise RuntimeError("NVML sees no GPU")
         return NvmlReader(pynvml, handles)
-    except Exception as error:  # noqa: BLE001
-        warnings.warn(f"no power log: cannot open the GPUs in NVML ({error})", RuntimeWarning,
-                      stacklevel=2)
-        try:
+    except Exception as error:
+        warnings.warn(
+            f"no power log: cannot open the GPUs in NVML ({error})", RuntimeWarning, stacklevel=2
+        )
+        with contextlib.suppress(Exception):
             pynvml.nvmlShutdown()
-        except Exception:  # noqa: BLE001
-            pass
         return None
 
 
@@ -188,15 +192,17 @@ class PowerSampler:
                 now = datetime.now()
                 rows = self.reader.read()
                 for s in rows:
-                    self._file.write(f"{_timestamp(now)}, {s.index}, {_cell(s.power_w, 2)}, "
-                                     f"{_cell(s.util_gpu_pct, 0)}, {_cell(s.mem_used_mib, 0)}\n")
+                    self._file.write(
+                        f"{_timestamp(now)}, {s.index}, {_cell(s.power_w, 2)}, "
+                        f"{_cell(s.util_gpu_pct, 0)}, {_cell(s.mem_used_mib, 0)}\n"
+                    )
                 self._file.flush()
                 self.polls += 1
                 # Fixed schedule (no drift): the next poll is at start + k * interval.
                 wait = start + self.polls * self.interval_s - time.monotonic()
                 if wait > 0:
                     self._stop.wait(wait)
-        except BaseException as error:  # noqa: BLE001 - reported by stop()
+        except BaseException as error:
             self._error = error
 
     def stop(self) -> int:

@@ -22,9 +22,7 @@ __all__ = ["TraceWindow"]
 class TraceWindow:
     """Drives ``torch.profiler.profile`` over a fixed window of training steps."""
 
-    def __init__(
-        self, path: Path, *, profile_steps: int, warmup_steps: int, cuda: bool
-    ) -> None:
+    def __init__(self, path: Path, *, profile_steps: int, warmup_steps: int, cuda: bool) -> None:
         """Start the profiler; call :meth:`step` at the end of every training step.
 
         Parameters

@@ -134,7 +134,7 @@ def breakdown(result: pd.Series) -> str:
         f"{_pct(result['host_stall_s'], step)}",
         "communication busy time (hidden or not)",
     ]
-    for name in ("allgather_s", "reducescatter_s", "allreduce_s", "p2p_s"):
+    for name in ("allgather_s", "reducescatter_s", "allreduce_s", "p2p_s", "straggler_s"):
         label = name.removesuffix("_s")
         lines.append(f"  {label:<18} {result[name]:12.4f} s")
     lines += [

@@ -16,12 +16,13 @@ from collections.abc import Iterable, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import seaborn as sns
 from matplotlib.figure import Figure
 
 from trainscale.calibration import Calibration, load_calibration
 from trainscale.errors import TrainscaleError
 from trainscale.model.shape import load_models
-from trainscale.report.style import category_colors
+from trainscale.report.style import PALETTE
 from trainscale.system.collectives import Network, load_nccl_constants
 from trainscale.system.hardware import load_hardware
 
@@ -54,14 +55,36 @@ def gpu_label(key: str) -> str:
     return _GPU_LABELS.get(str(key), str(key))
 
 
+# Palette positions (seaborn "colorblind") of the keys the figures feature, chosen so that keys
+# shown together are easy to tell apart; other keys get the remaining positions in name order.
+_GPU_SLOTS = {
+    "v100-sxm-32gb": 7,
+    "a100-sxm-40gb": 9,
+    "a100-sxm-80gb": 0,
+    "h100-sxm-80gb": 3,
+    "h200-sxm-141gb": 4,
+    "b200": 2,
+}
+_MODEL_SLOTS = {"llama2-1b": 2, "llama2-7b": 0, "llama2-13b": 4, "llama2-70b": 3}
+
+
+def _fixed_colors(keys: Iterable[str], slots: dict[str, int]) -> dict:
+    palette = sns.color_palette(PALETTE)
+    free = [i for i in range(len(palette)) if i not in slots.values()]
+    colors = {k: tuple(palette[i]) for k, i in slots.items()}
+    others = sorted(set(keys) - set(slots), key=str)
+    colors.update({k: tuple(palette[free[i % len(free)]]) for i, k in enumerate(others)})
+    return colors
+
+
 def model_colors() -> dict:
     """Fixed colour per model catalogue key (the same in every figure)."""
-    return category_colors(load_models())
+    return _fixed_colors(load_models(), _MODEL_SLOTS)
 
 
 def gpu_colors() -> dict:
     """Fixed colour per GPU catalogue key (the same in every figure)."""
-    return category_colors(load_hardware().gpus)
+    return _fixed_colors(load_hardware().gpus, _GPU_SLOTS)
 
 
 def model_order(keys: Iterable[str]) -> list[str]:
@@ -192,32 +215,76 @@ def network_for(gpu: str, calibration: Calibration | None = None) -> tuple[Netwo
     return net, system.gpus_per_node
 
 
-def prefer_no_recompute(df: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
-    """Per series (``by``), keep one recompute mode: ``none`` when it fits memory at as many GPU
-    counts as any other mode, else the mode that fits at the most counts (ties: the lighter
-    mode). Rows that do not fit memory are dropped.
+def study_micro_batch(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows that follow the study setup's micro-batch rule: ``min(STUDY_MICRO_BATCH, local
+    batch)`` sequences per GPU, with local batch = ``global_batch / dp``
+    (:mod:`trainscale.study_setup`). Studies sweep ``micro_batch: [1, 2]`` (a study file cannot
+    write the minimum) and the figures keep these rows."""
+    from trainscale.study_setup import STUDY_MICRO_BATCH
 
-    The study setup runs without recomputation; models whose activations do not fit (Llama-2
-    70B on 80 GB) need it, and the figure's legend says so.
+    require(df, ["micro_batch", "global_batch", "dp"], where="study_micro_batch")
+    local = pd.to_numeric(df["global_batch"]) // pd.to_numeric(df["dp"])
+    wanted = np.minimum(STUDY_MICRO_BATCH, local)
+    return df[pd.to_numeric(df["micro_batch"]) == wanted].reset_index(drop=True)
+
+
+def fastest_recompute(df: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
+    """One row per series (``by``) and GPU count: the recompute mode with the highest
+    ``tokens_per_s`` among those that fit in memory (ties: the lighter mode); points that fit in
+    no mode are dropped.
+
+    The study setup runs without recomputation, and that is the faster mode wherever it fits
+    at the study's batch; where activations do not fit (Llama-2 70B on 80 GB), or where a larger
+    micro-batch with recomputation beats many small ones, the figures show the recomputed plan
+    with an open marker (:func:`plot_series`).
     """
-    require(df, [*by, "recompute", "fits_memory", "num_gpus"], where="prefer_no_recompute")
-    fits = df[df["fits_memory"].astype(bool)]
+    require(
+        df,
+        [*by, "recompute", "fits_memory", "num_gpus", "tokens_per_s"],
+        where="fastest_recompute",
+    )
+    fits = df[df["fits_memory"].astype(bool)].copy()
     order = {"none": 0, "selective": 1, "full": 2}
-    keep = []
-    for _, series in fits.groupby(list(by), sort=True, dropna=False):
-        counts = series.groupby("recompute")["num_gpus"].nunique()
-        best = max(counts.index, key=lambda mode: (counts[mode], -order.get(mode, 9)))
-        keep.append(series[series["recompute"] == best])
-    if not keep:
-        return fits.iloc[0:0]
-    return pd.concat(keep).sort_values([*by, "num_gpus"], kind="stable").reset_index(drop=True)
+    fits["_order"] = fits["recompute"].map(order).fillna(9)
+    fits["_neg"] = -fits["tokens_per_s"]
+    fits = fits.sort_values([*by, "num_gpus", "_neg", "_order"], kind="stable")
+    kept = fits.drop_duplicates([*by, "num_gpus"]).drop(columns=["_order", "_neg"])
+    return kept.reset_index(drop=True)
 
 
-def recompute_suffix(series: pd.DataFrame) -> str:
-    """`` (full recompute)`` when a series uses recomputation, else ``""``."""
-    modes = _unique(series["recompute"]) if "recompute" in series.columns else []
-    modes = [m for m in modes if m != "none"]
-    return f" ({'/'.join(modes)} recompute)" if modes else ""
+def recompute_facecolor(rows: pd.DataFrame, color) -> list:
+    """Marker face colours: filled without recomputation, white (open) with it."""
+    return [color if mode == "none" else "white" for mode in rows["recompute"]]
+
+
+def plot_series(ax, x, y, rows: pd.DataFrame, color, **kw):
+    """A line with markers, open where the row uses recomputation (see
+    :func:`fastest_recompute`)."""
+    ax.plot(x, y, color=color, **{k: v for k, v in kw.items() if k != "ms"})
+    ax.scatter(
+        x,
+        y,
+        s=kw.get("ms", 4.0) ** 2,
+        facecolors=recompute_facecolor(rows, color),
+        edgecolors=[color],
+        linewidths=1.0,
+        zorder=3,
+    )
+
+
+def recompute_handle():
+    """Legend entry explaining open markers."""
+    from matplotlib.lines import Line2D
+
+    return Line2D(
+        [],
+        [],
+        ls="",
+        marker="o",
+        mfc="white",
+        mec="0.3",
+        label="open: with full recomputation (fits / faster)",
+    )
 
 
 def best_rows(df: pd.DataFrame, by: Sequence[str], metric: str = "tokens_per_s") -> pd.DataFrame:
@@ -227,6 +294,26 @@ def best_rows(df: pd.DataFrame, by: Sequence[str], metric: str = "tokens_per_s")
         return fits
     ordered = fits.sort_values(metric, ascending=False, kind="stable")
     return ordered.drop_duplicates(list(by)).sort_values(list(by), kind="stable")
+
+
+def compact_number(value: float) -> str:
+    """``0.02``, ``500``, ``2k``, ``50k``, ``3M`` (tick labels of log axes)."""
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:g}{suffix}"
+    return f"{value:g}"
+
+
+def readable_log(ax, axis: str = "y") -> None:
+    """Log-10 axis with ticks at 1, 2 and 5 per decade, labelled compactly (0.02, 500, 5k), for
+    axes that span a few decades."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
+
+    target = ax.yaxis if axis == "y" else ax.xaxis
+    (ax.set_yscale if axis == "y" else ax.set_xscale)("log")
+    target.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    target.set_major_formatter(FuncFormatter(lambda v, _pos: compact_number(v)))
+    target.set_minor_locator(NullLocator())
 
 
 def log10_decade_limits(values: np.ndarray, pad: float = 0.15) -> tuple[float, float]:

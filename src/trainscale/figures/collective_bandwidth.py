@@ -3,9 +3,10 @@
 Curves come straight from the collective cost model (:mod:`trainscale.system.collectives`) for
 one GPU in its default system (DGX H100 by default), with the calibrated link efficiencies and
 latencies: AllReduce, AllGather and ReduceScatter, one line per node count. Published
-nccl-tests measurements (the ``collectives`` table of :func:`trainscale.validation.validate_published`)
-are overlaid on the panel of their collective, each with the model's prediction for its own
-system (GPU, GPUs per node, NIC) as an open marker.
+nccl-tests measurements (the ``collectives`` table of
+:func:`trainscale.validation.validate_published`) are overlaid on the panel of their
+collective, each with the model's prediction for its own system (GPU, GPUs per node, NIC) as an
+open marker.
 """
 
 from __future__ import annotations
@@ -26,10 +27,10 @@ from trainscale.figures._common import (
     add_source_note,
     gpu_label,
     network_for,
-    subplot_mosaic,
     published_source,
     save_styled,
     sim_source,
+    subplot_mosaic,
 )
 from trainscale.system.collectives import allgather_time, allreduce_time, reducescatter_time
 
@@ -129,9 +130,11 @@ def plot(
     others = sorted(set(points["collective"]) - set(COLLECTIVES))
     points = points[points["collective"].isin(list(COLLECTIVES))]
     fig, mosaic = subplot_mosaic(
-        7.2, 4.8, [["allreduce", "allgather", "reducescatter"], ["legend"] * 3],
-        height_ratios=[3.0, 1.0],
-    )  # fmt: skip
+        7.2,
+        5.1,
+        [["allreduce", "allgather", "reducescatter"], ["legend"] * 3],
+        height_ratios=[3.0, 1.3],
+    )
     axes = [mosaic[key] for key in COLLECTIVES]
     for ax in axes[1:]:
         ax.sharey(axes[0])
@@ -147,13 +150,31 @@ def plot(
             marker = markers[citation]
             if "predicted_busbw_gbps" in rows.columns:
                 for _, r in rows.iterrows():
-                    ax.plot([r["size_bytes"]] * 2,
-                            [r["observed_busbw_gbps"], r["predicted_busbw_gbps"]],
-                            color="C3", lw=0.7, zorder=3)  # fmt: skip
-                ax.scatter(rows["size_bytes"], rows["predicted_busbw_gbps"], marker=marker,
-                           facecolor="white", edgecolor="C3", s=24, lw=1.0, zorder=4)  # fmt: skip
-            ax.scatter(rows["size_bytes"], rows["observed_busbw_gbps"], marker=marker,
-                       color="black", s=20, zorder=5)  # fmt: skip
+                    ax.plot(
+                        [r["size_bytes"]] * 2,
+                        [r["observed_busbw_gbps"], r["predicted_busbw_gbps"]],
+                        color="C3",
+                        lw=0.7,
+                        zorder=3,
+                    )
+                ax.scatter(
+                    rows["size_bytes"],
+                    rows["predicted_busbw_gbps"],
+                    marker=marker,
+                    facecolor="white",
+                    edgecolor="C3",
+                    s=24,
+                    lw=1.0,
+                    zorder=4,
+                )
+            ax.scatter(
+                rows["size_bytes"],
+                rows["observed_busbw_gbps"],
+                marker=marker,
+                color="black",
+                s=20,
+                zorder=5,
+            )
         ax.set_title(title)
         _size_axis(ax)
         ax.set_yscale("log")
@@ -168,9 +189,13 @@ def plot(
         for n in NODE_COUNTS
     ]
     first = legend_ax.legend(
-        handles=handles, ncols=2, loc="upper left", fontsize=6.5, borderaxespad=0,
+        handles=handles,
+        ncols=2,
+        loc="upper left",
+        fontsize=6.5,
+        borderaxespad=0,
         title=f"Collective model: {gpu_label(gpu)},\ndefault system, by node count",
-    )  # fmt: skip
+    )
     if citations:
         point_handles = [
             Line2D([], [], ls="", marker=markers[c], color="black", label=_short(c, 60))
@@ -185,11 +210,17 @@ def plot(
                 mfc="white",
                 mec="C3",
                 label="open: model for that point's own system (GPU, nodes, NIC)",
-            )  # fmt: skip
+            )
         )
         legend_ax.add_artist(first)
-        legend_ax.legend(handles=point_handles, ncols=1, loc="upper right", fontsize=6.5,
-                              borderaxespad=0, title="Published nccl-tests (filled)")  # fmt: skip
+        legend_ax.legend(
+            handles=point_handles,
+            ncols=1,
+            loc="upper right",
+            fontsize=6.5,
+            borderaxespad=0,
+            title="Published nccl-tests (filled)",
+        )
     notes = [
         sim_source(calibration=calibration) + " (collective cost model)",
         published_source(citations)

@@ -5,7 +5,8 @@ gradients (ReduceScatter) after; DDP would AllReduce the same bytes. For Llama-2
 bf16 the block is ~405 MB and ~1.7 GB. The times come straight from the collective cost model
 (:mod:`trainscale.system.collectives`, calibrated), for H100 in DGX H100 nodes by default. Two
 thin reference lines split AllGather into its bandwidth term (the same collective with zero
-latency) and the rest, its latency term (NCCL's per-step latencies of the protocol chosen): the ring's bandwidth term flattens as GPUs are added while its
+latency) and the rest, its latency term (NCCL's per-step latencies of the protocol chosen): the
+ring's bandwidth term flattens as GPUs are added while its
 latency term grows with the ring length, so beyond the crossing the collective is latency-bound.
 """
 
@@ -24,12 +25,12 @@ from trainscale.calibration import Calibration
 from trainscale.figures._common import (
     add_source_note,
     gpu_label,
+    legend_row,
     model_label,
     network_for,
-    legend_row,
     save_styled,
-    subplot_mosaic,
     sim_source,
+    subplot_mosaic,
 )
 from trainscale.model.shape import attention_params_per_layer, load_models, mlp_params_per_layer
 from trainscale.report.style import log2_gpu_axis
@@ -70,8 +71,9 @@ def collective_times(
     -------
     pandas.DataFrame
         Columns ``model``, ``size_bytes``, ``num_gpus``, ``series`` (``allgather``,
-        ``reducescatter``, ``allreduce``, ``allgather_bandwidth_term`` (AllGather with zero latency),
-        ``allgather_latency_term`` (AllGather minus its bandwidth term)) and ``time_s``.
+        ``reducescatter``, ``allreduce``, ``allgather_bandwidth_term`` (AllGather with zero
+        latency), ``allgather_latency_term`` (AllGather minus its bandwidth term)) and
+        ``time_s``.
     """
     net, per_node = network_for(gpu, calibration)
     bandwidth_only = dataclasses.replace(net, latency_scale=0.0)
@@ -86,10 +88,15 @@ def collective_times(
         for key, times in series.items():
             rows.append(
                 pd.DataFrame(
-                    {"model": model, "size_bytes": size, "num_gpus": n.astype(int),
-                     "series": key, "time_s": times}
+                    {
+                        "model": model,
+                        "size_bytes": size,
+                        "num_gpus": n.astype(int),
+                        "series": key,
+                        "time_s": times,
+                    }
                 )
-            )  # fmt: skip
+            )
     return pd.concat(rows, ignore_index=True)
 
 
@@ -118,8 +125,15 @@ def plot(
         rows = times[times["model"] == model]
         for i, (key, (label, _, style)) in enumerate(_SERIES.items()):
             r = rows[rows["series"] == key]
-            ax.plot(r["num_gpus"], r["time_s"] * 1e3, ls=style, marker="o", color=f"C{i}",
-                    label=label, zorder=3)  # fmt: skip
+            ax.plot(
+                r["num_gpus"],
+                r["time_s"] * 1e3,
+                ls=style,
+                marker="o",
+                color=f"C{i}",
+                label=label,
+                zorder=3,
+            )
         for key, label, style in (
             ("allgather_latency_term", "AllGather latency term", ":"),
             ("allgather_bandwidth_term", "AllGather bandwidth term (0 latency)", "--"),
@@ -129,10 +143,17 @@ def plot(
         cross = _crossing(rows)
         if cross is not None:
             ax.axvline(cross, color="0.6", lw=0.8, zorder=1)
-            ax.annotate(f"latency-bound\nfrom {cross:.0f} GPUs", (cross, 0.03),
-                        xycoords=("data", "axes fraction"), xytext=(-4, 0),
-                        textcoords="offset points", ha="right", va="bottom",
-                        fontsize=7, color="0.3")  # fmt: skip
+            ax.annotate(
+                f"latency-bound\nfrom {cross:.0f} GPUs",
+                (cross, 0.03),
+                xycoords=("data", "axes fraction"),
+                xytext=(-4, 0),
+                textcoords="offset points",
+                ha="right",
+                va="bottom",
+                fontsize=7,
+                color="0.3",
+            )
         size_mb = rows["size_bytes"].iloc[0] / 1e6
         ax.set_title(f"{model_label(model)}: {size_mb:,.0f} MB per layer (bf16)")
         ax.set_yscale("log")

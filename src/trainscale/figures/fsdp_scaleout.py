@@ -7,8 +7,8 @@ power per GPU −5.87 %, both for Llama-2 7B) are drawn as stars where the study
 value, next to the simulated drop.
 
 Input: the ``fsdp_scaleout`` study (``results/sim/fsdp_scaleout.parquet``), one row per model,
-recompute mode and GPU count; each model is drawn with one recompute mode
-(:func:`~trainscale.figures._common.prefer_no_recompute`).
+recompute mode and GPU count; each point is the faster of no and full recomputation among those that
+fit in memory (recomputed points open; :func:`~trainscale.figures._common.fastest_recompute`).
 """
 
 from __future__ import annotations
@@ -23,15 +23,18 @@ from matplotlib.lines import Line2D
 
 from trainscale.figures._common import (
     add_source_note,
+    fastest_recompute,
     legend_row,
     model_colors,
     model_label,
     model_order,
-    prefer_no_recompute,
-    recompute_suffix,
+    plot_series,
+    readable_log,
+    recompute_handle,
     require,
     save_styled,
     sim_source,
+    study_micro_batch,
     subplot_mosaic,
 )
 from trainscale.report.style import log2_gpu_axis
@@ -51,10 +54,21 @@ _COLLECTIVES = (
     ("p2p_s", "send/recv", ":"),
 )
 _COLUMNS = (
-    "model", "num_gpus", "recompute", "fits_memory", "tokens_per_s", "tokens_per_s_per_gpu",
-    "mfu", "power_w_per_gpu", "comm_s", "exposed_comm_s", "allgather_s", "reducescatter_s",
-    "allreduce_s", "p2p_s",
-)  # fmt: skip
+    "model",
+    "num_gpus",
+    "recompute",
+    "fits_memory",
+    "tokens_per_s",
+    "tokens_per_s_per_gpu",
+    "mfu",
+    "power_w_per_gpu",
+    "comm_s",
+    "exposed_comm_s",
+    "allgather_s",
+    "reducescatter_s",
+    "allreduce_s",
+    "p2p_s",
+)
 
 
 def drop_pct(series: pd.DataFrame, column: str, n_from: int = CLAIM_FROM, n_to: int = CLAIM_TO):
@@ -82,19 +96,27 @@ def _mark_claim(
     end = float(series.set_index("num_gpus").loc[CLAIM_TO, column])
     target = start * (1.0 - study_pct / 100.0)
     ax.plot([CLAIM_TO], [target], marker="*", ms=10, color="black", ls="", zorder=5)
-    ax.annotate("", xy=(CLAIM_TO, end), xytext=(CLAIM_FROM, start),
-                arrowprops={"arrowstyle": "->", "color": "0.3", "lw": 0.8})  # fmt: skip
+    ax.annotate(
+        "",
+        xy=(CLAIM_TO, end),
+        xytext=(CLAIM_FROM, start),
+        arrowprops={"arrowstyle": "->", "color": "0.3", "lw": 0.8},
+    )
     ax.annotate(
         f"{what} {CLAIM_FROM}→{CLAIM_TO}:\nsimulated −{sim:.2f} %\nstudy −{study_pct:.2f} % (★)",
-        xy=box_xy, xycoords="axes fraction", ha="left", va="bottom", fontsize=6.5,
+        xy=box_xy,
+        xycoords="axes fraction",
+        ha="left",
+        va="bottom",
+        fontsize=6.5,
         bbox={"boxstyle": "round,pad=0.25", "fc": "white", "ec": "0.7", "lw": 0.5},
-    )  # fmt: skip
+    )
 
 
 def plot(sim: pd.DataFrame) -> Figure:
     """Draw the six panels from the ``fsdp_scaleout`` study rows (see module docstring)."""
     require(sim, _COLUMNS, where="fsdp_scaleout")
-    data = prefer_no_recompute(sim, ["model"])
+    data = fastest_recompute(study_micro_batch(sim), ["model"])
     colors = model_colors()
     models = model_order(data["model"].unique())
     panels = [["global", "per_gpu", "mfu"], ["power", "comm", "exposed"], ["legend"] * 3]
@@ -105,20 +127,26 @@ def plot(sim: pd.DataFrame) -> Figure:
     for model in models:
         rows = data[data["model"] == model].sort_values("num_gpus")
         color = colors[model]
-        label = model_label(model) + recompute_suffix(rows)
+        label = model_label(model)
         n = rows["num_gpus"]
-        ax["global"].plot(n, rows["tokens_per_s"], marker="o", color=color)
-        ax["per_gpu"].plot(n, rows["tokens_per_s_per_gpu"], marker="o", color=color)
-        ax["mfu"].plot(n, 100 * rows["mfu"], marker="o", color=color)
-        ax["power"].plot(n, rows["power_w_per_gpu"], marker="o", color=color)
+        plot_series(ax["global"], n, rows["tokens_per_s"], rows, color)
+        plot_series(ax["per_gpu"], n, rows["tokens_per_s_per_gpu"], rows, color)
+        plot_series(ax["mfu"], n, 100 * rows["mfu"], rows, color)
+        plot_series(ax["power"], n, rows["power_w_per_gpu"], rows, color)
         for column, _, style in _COLLECTIVES:
             if column in used:
                 ax["comm"].plot(n, rows[column], ls=style, color=color)
-        ax["exposed"].plot(n, rows["exposed_comm_s"], marker="o", color=color)
+        plot_series(ax["exposed"], n, rows["exposed_comm_s"], rows, color)
         handles.append(Line2D([], [], color=color, marker="o", label=label))
         if model == CLAIM_MODEL:
-            _mark_claim(ax["per_gpu"], rows, "tokens_per_s_per_gpu",
-                        STUDY_THROUGHPUT_DROP_PCT, "tokens/s per GPU", (0.03, 0.3))  # fmt: skip
+            _mark_claim(
+                ax["per_gpu"],
+                rows,
+                "tokens_per_s_per_gpu",
+                STUDY_THROUGHPUT_DROP_PCT,
+                "tokens/s per GPU",
+                (0.03, 0.3),
+            )
             _mark_claim(ax["power"], rows, "power_w_per_gpu", STUDY_POWER_DROP_PCT, "power/GPU")
     handles += [
         Line2D([], [], color="0.3", ls=style, label=f"{name} (busy)")
@@ -126,6 +154,8 @@ def plot(sim: pd.DataFrame) -> Figure:
         if column in used
     ]
     handles.append(Line2D([], [], color="black", marker="*", ms=9, ls="", label="study's drop"))
+    if (data["recompute"] != "none").any():
+        handles.append(recompute_handle())
     labels = {
         "global": ("Global throughput (tokens/s)", "log"),
         "per_gpu": ("Throughput per GPU (tokens/s)", "log"),
@@ -140,12 +170,17 @@ def plot(sim: pd.DataFrame) -> Figure:
         ax[key].set_xlabel("GPUs (count)")
         log2_gpu_axis(ax[key], counts)
         ax[key].tick_params(axis="x", labelrotation=90)
+    for key in ("global", "per_gpu", "comm", "exposed"):
+        readable_log(ax[key])
     ax["mfu"].set_ylim(0, max(60.0, float(np.nanmax(100 * data["mfu"])) * 1.1) if len(data) else 60)
     power = data["power_w_per_gpu"]
     if len(power):
         ax["power"].set_ylim(power.min() * 0.9, power.max() * 1.03)
     legend_row(ax["legend"], handles, [h.get_label() for h in handles], ncols=3)
-    setup = "H100 (DGX H100), FSDP, seq 4,096, global batch 2,048 sequences, largest micro-batch that fits"
+    setup = (
+        "H100 (DGX H100), FSDP, seq 4,096, global batch 2,048 sequences, "
+        "micro-batch 2 per GPU (1 where the local batch is 1)"
+    )
     return add_source_note(fig, sim_source(sim) + f" — study setup: {setup}.")
 
 

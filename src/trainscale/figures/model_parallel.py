@@ -3,7 +3,8 @@
 For Llama-2 7B and 70B on H100, every plan with tensor-parallel degree ``tp`` and pipeline
 degree ``pp`` (FSDP across the data-parallel replicas) is reduced to its best recompute mode
 that fits memory; the panels then show, against ``tp·pp``, the best TP-only plan (``pp = 1``),
-the best PP-only plan (``tp = 1``; micro-batches of 1 or 2 keep its bubble small) and the best mixed plan (both > 1, labelled ``tp×pp``), with
+the best PP-only plan (``tp = 1``; micro-batches of 1 or 2 keep its bubble small) and the best
+mixed plan (both > 1, labelled ``tp×pp``), with
 pure FSDP (``tp·pp = 1``) as the dashed reference. The study found degrees 2 to 4 best at scale.
 
 Input: the ``model_parallel`` study (``results/sim/model_parallel.parquet``).
@@ -61,9 +62,11 @@ def plot(sim: pd.DataFrame) -> Figure:
     counts = sorted(plans["num_gpus"].unique())
     names = [[f"{m}|{n}" for n in counts] for m in models]
     fig, ax = subplot_mosaic(
-        7.0, 2.6 * max(len(models), 1) + 0.5, [*names, ["legend"] * max(len(counts), 1)],
+        7.0,
+        2.6 * max(len(models), 1) + 0.5,
+        [*names, ["legend"] * max(len(counts), 1)],
         height_ratios=[1.0] * len(models) + [0.12],
-    )  # fmt: skip
+    )
     degrees = sorted(plans["degree"].unique()) or [1]
     for model in models:
         for n in counts:
@@ -76,18 +79,37 @@ def plot(sim: pd.DataFrame) -> Figure:
                 best = best_rows(rows[rows["kind"].isin([kind, "fsdp"])], ["degree"])
                 if kind != "mixed" or len(best) > 0:
                     series = best if kind != "mixed" else best[best["kind"] == "mixed"]
-                    a.plot(series["degree"], series["tokens_per_s"] / 1e6, marker=marker,
-                           color=color, ms=5)  # fmt: skip
+                    a.plot(
+                        series["degree"],
+                        series["tokens_per_s"] / 1e6,
+                        marker=marker,
+                        color=color,
+                        ms=5,
+                    )
                 if kind == "mixed":
                     for _, r in best[best["kind"] == "mixed"].iterrows():
-                        a.annotate(f"{r['tp']}×{r['pp']}", (r["degree"], r["tokens_per_s"] / 1e6),
-                                   xytext=(0, -6), textcoords="offset points", ha="center",
-                                   va="top", fontsize=6, color=color)  # fmt: skip
+                        a.annotate(
+                            f"{r['tp']}×{r['pp']}",
+                            (r["degree"], r["tokens_per_s"] / 1e6),
+                            xytext=(0, -6),
+                            textcoords="offset points",
+                            ha="center",
+                            va="top",
+                            fontsize=6,
+                            color=color,
+                        )
             title = f"{model_label(model)}, {n:,} H100 GPUs"
             if not rows.empty:
                 top = rows.loc[rows["tokens_per_s"].idxmax()]
-                a.plot(top["degree"], top["tokens_per_s"] / 1e6, marker="*", ms=12,
-                       color="black", ls="", zorder=5)  # fmt: skip
+                a.plot(
+                    top["degree"],
+                    top["tokens_per_s"] / 1e6,
+                    marker="*",
+                    ms=12,
+                    color="black",
+                    ls="",
+                    zorder=5,
+                )
                 title += f": best tp{top['tp']}×pp{top['pp']}"
             a.set_title(title, fontsize=9)
             log2_gpu_axis(a, degrees)
@@ -101,9 +123,10 @@ def plot(sim: pd.DataFrame) -> Figure:
     legend_row(ax["legend"], handles, [h.get_label() for h in handles], ncols=5, fontsize=6.5)
     return add_source_note(
         fig,
-        sim_source(sim) + " — FSDP across replicas, seq 4,096, global batch 2,048, largest "
-        "micro-batch that fits, best of no/full recompute per plan; plans that do not fit "
-        "are left out.",
+        sim_source(sim)
+        + " — FSDP across replicas, seq 4,096, global batch 2,048; each plan at its "
+        "best micro-batch (1, 2 or the largest that fits) and recompute mode (none or full); "
+        "plans that do not fit in memory are left out.",
     )
 
 

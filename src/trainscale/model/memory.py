@@ -10,7 +10,9 @@
   stored): layer-norm inputs and outputs (4h), Q (h), K and V (2·kv_dim), attention output (h),
   MLP intermediates (3·ffn SwiGLU, 2·ffn GELU). Without sequence parallelism the 4h of the norms
   is replicated on every TP rank; everything else is split by TP (Korthikanti et al. 2022).
-  ``selective`` recomputation stores the same (FlashAttention already drops the s² term);
+  Where the GPU has no FlashAttention (V100) the s×s scores are stored as well, 5 bytes each
+  (Korthikanti et al.'s 5·a·s²·b per block); ``selective`` recomputation drops them (with
+  FlashAttention it stores the same as ``none``);
   ``full`` stores only each block's input (h) plus one block's full activations while it is
   recomputed. Context parallelism divides the tokens.
 - **In flight**: one micro-batch without pipelining; with 1F1B the first stage holds
@@ -30,12 +32,17 @@ from trainscale.calibration import Calibration
 from trainscale.configs import Configs
 from trainscale.model.work import BlockWork
 from trainscale.plan.layout import Layout
-from trainscale.schema import SHARDINGS
+from trainscale.schema import RECOMPUTE_MODES, SHARDINGS
 
 __all__ = ["memory_bytes_per_gpu"]
 
-_DDP, _ZERO1, _ZERO2, _FSDP, _HSDP = (SHARDINGS.index(s) for s in SHARDINGS)
-_FULL = 2
+_DDP = SHARDINGS.index("ddp")
+_ZERO1 = SHARDINGS.index("zero1")
+_ZERO2 = SHARDINGS.index("zero2")
+_FSDP = SHARDINGS.index("fsdp")
+_HSDP = SHARDINGS.index("hsdp")
+_SELECTIVE = RECOMPUTE_MODES.index("selective")
+_FULL = RECOMPUTE_MODES.index("full")
 
 
 def _layers_per_stage(c: Configs) -> np.ndarray:
@@ -70,8 +77,20 @@ def memory_bytes_per_gpu(
     per_token = 2.0 * (4.0 * h / split + (2.0 * h + 2.0 * kv_dim + mlp) / tp)
     block_input = 2.0 * h / split
     tokens = work.tokens
-    stored_per_layer = np.where(c.recompute == _FULL, block_input, per_token) * tokens
-    recompute_buffer = np.where(c.recompute == _FULL, per_token * tokens, 0.0)
+    # Without FlashAttention the s×s scores are stored too: 5 bytes per score (softmax input and
+    # output, dropout mask), 5·a·s²·b per block (Korthikanti et al.); selective recomputation
+    # exists to drop exactly these.
+    scores = np.where(
+        c.flash_attention, 0.0, 5.0 * np.maximum(c.heads // c.tp, 1) * tokens * c.seq_len
+    )
+    full_block = per_token * tokens + scores
+    kept = np.select(
+        [c.recompute == _FULL, c.recompute == _SELECTIVE],
+        [block_input * tokens, per_token * tokens],
+        default=full_block,
+    )
+    stored_per_layer = kept
+    recompute_buffer = np.where(c.recompute == _FULL, full_block, 0.0)
     in_flight = np.where(c.pp > 1, np.minimum(c.pp, c.grad_accum), 1.0)
     interleave = np.where(c.vpp > 1, 1.0 + (c.pp - 1) / (c.pp * c.vpp), 1.0)
     activations = stored_per_layer * stage_layers * in_flight * interleave + recompute_buffer

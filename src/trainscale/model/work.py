@@ -19,13 +19,24 @@ from trainscale.configs import Configs
 
 __all__ = ["BlockWork", "block_work"]
 
-#: Elements read or written per token by the memory-bound kernels of one block's forward pass,
-#: per unit of ``hidden`` (two RMS/LayerNorms: read + write 4·h; two residual adds: read 2h,
-#: write h each, 6·h). Backward moves about twice the forward traffic.
-_NORM_RESIDUAL_ELEMENTS = 10.0
-#: Activation function elements per token per unit of ``ffn``: GELU reads and writes ffn (2),
-#: SwiGLU reads gate and up and writes their product (3).
-_ACTIVATION_ELEMENTS = {True: 3.0, False: 2.0}
+#: HBM traffic of a block's memory-bound kernels, in bf16-element equivalents (bytes / 2) read or
+#: written per token in the forward pass; the backward moves about twice as much. The ``mlp``
+#: column selects the block family, because the shape columns carry nothing else:
+#:
+#: - ``gelu`` — GPT/MPT block: two fused LayerNorms (read + write h each: 4h), two residual adds
+#:   (read 2h, write h each: 6h), GELU (read + write ffn: 2 ffn); positions are learned or ALiBi
+#:   (fused into attention), so no rotary pass;
+#: - ``swiglu`` — Llama block as in the PyTorch reference implementations (torchtitan, fms): two
+#:   RMSNorms computed in fp32 (upcast 2+4, square-mean 4, normalise 4+2, weight 2+2 bytes =
+#:   20 bytes = 10 elements each: 20h), two residual adds (6h), rotary embeddings on Q and K via
+#:   a complex multiply in fp32 (upcast 2+4, multiply 4+4, downcast 4+2 bytes = 10 elements per
+#:   element of Q and K), SwiGLU as SiLU (read + write ffn) then a product (read 2 ffn, write ffn):
+#:   5 ffn.
+_BLOCK_ELEMENTS = {
+    # family: (per hidden element, per Q/K element for rotary, per ffn element)
+    "gelu": (10.0, 0.0, 2.0),
+    "swiglu": (26.0, 10.0, 5.0),
+}
 #: Bytes per attention score when the s×s scores are materialised (no FlashAttention): fp16
 #: scores written (2), read and softmax written (4), dropout read, mask and output (5), read by
 #: the AV product (2) — Korthikanti et al.'s 5·a·s² activation bytes plus their reads.
@@ -85,9 +96,13 @@ def block_work(c: Configs) -> BlockWork:
     score_bytes_fwd = _SCORE_BYTES * tokens * c.seq_len * np.maximum(c.heads // c.tp, 1)
 
     norm_share = np.where(c.sequence_parallel & (c.tp > 1), 1.0 / tp, 1.0)
-    activation = np.where(c.swiglu, _ACTIVATION_ELEMENTS[True], _ACTIVATION_ELEMENTS[False])
-    rotary = 2.0 * (h / tp + kv_local)  # read and write Q and K
-    forward_elements = _NORM_RESIDUAL_ELEMENTS * h * norm_share + activation * ffn_local + rotary
+    per_hidden, per_rotary, per_ffn = (
+        np.where(c.swiglu, llama, gpt)
+        for llama, gpt in zip(_BLOCK_ELEMENTS["swiglu"], _BLOCK_ELEMENTS["gelu"], strict=True)
+    )
+    forward_elements = (
+        per_hidden * h * norm_share + per_rotary * (h / tp + kv_local) + per_ffn * ffn_local
+    )
     elementwise_bytes = 3.0 * 2.0 * tokens * forward_elements
     # FP8 linears quantise their inputs and weights on every pass (read bf16, write fp8: 3 bytes
     # per element), forward and the two backward GEMMs.

@@ -26,6 +26,9 @@ communication stream can hide:
 - The host launches kernels ahead of the GPU; when a block's GPU time is shorter than the CPU
   time to launch it (``host_overhead_per_layer_s``) the GPU waits (``host_stall_s``).
 - Then the optimizer step (memory-bound) and, for DDP/ZeRO-1, the exposed gradient reduction.
+- Every step waits for the slowest of the N GPUs: ``straggler_cv · E[max of N standard normals]``
+  of the compute time, spent inside collectives (so counted as exposed communication, as a
+  profiler sees it).
 
 ``step_time_s`` is the explicit sum ``compute_s + exposed_comm_s + bubble_s + host_stall_s``.
 """
@@ -36,6 +39,7 @@ from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy.special import ndtri
 
 from trainscale.calibration import Calibration
 from trainscale.configs import Configs
@@ -63,6 +67,12 @@ _FULL = RECOMPUTE_MODES.index("full")
 
 #: FlashAttention's backward executes 2.5x the forward FLOPs (5 matmuls against 2).
 _ATTENTION_BACKWARD_RATIO = 2.5
+
+
+def expected_max_standard_normal(n: ArrayLike) -> np.ndarray:
+    """E[max of n independent standard normals] by Blom's approximation (0 for n = 1)."""
+    n = np.asarray(n, dtype=np.float64)
+    return np.where(n > 1, ndtri((n - 0.375) / (n + 0.25)), 0.0)
 
 
 def _attention_fwd(c: Configs, w: BlockWork, cal: Calibration) -> np.ndarray:
@@ -303,7 +313,11 @@ def step_times(
     slowdown = blocks * (f_slow + b_slow) + step_sync_slow
     compute = dense + memory_bound + slowdown
     host_stall = m * stall_mb
-    exposed = m * exposed_mb + step_sync_exposed
+    # Synchronous training waits for the slowest GPU at every step: with a per-GPU coefficient of
+    # variation cv, the expected maximum of N normal compute times exceeds the mean by cv·z_N,
+    # z_N = Φ⁻¹((N − 0.375)/(N + 0.25)) (Blom's approximation; 1.42 for 8 GPUs, 3.43 for 2,048).
+    stragglers = cal.straggler_cv * expected_max_standard_normal(c.num_gpus) * compute
+    exposed = m * exposed_mb + step_sync_exposed + stragglers
     step = compute + exposed + bubble + host_stall
 
     allgather = (
@@ -326,5 +340,6 @@ def step_times(
         "reducescatter_s": reducescatter,
         "allreduce_s": allreduce,
         "p2p_s": p2p,
-        "comm_s": allgather + reducescatter + allreduce + p2p,
+        "straggler_s": stragglers,
+        "comm_s": allgather + reducescatter + allreduce + p2p + stragglers,
     }

@@ -91,6 +91,14 @@ class Network:
     """NVLS AllReduce algorithm bandwidth inside a node; 0 where the GPU has no NVLS."""
     latency_scale: float
     constants: NcclConstants
+    congestion_per_doubling: float = 0.0
+    """Fractional loss of NIC bandwidth per doubling of the nodes a collective spans (routing
+    collisions and congestion in multi-tier fabrics): η(N) = η·(1 − c·log2 N), at least half."""
+
+    def nic_at(self, nodes: np.ndarray) -> np.ndarray:
+        """Achieved per-GPU NIC bandwidth for a collective spanning ``nodes`` nodes."""
+        loss = self.congestion_per_doubling * np.log2(np.maximum(nodes, 1.0))
+        return self.nic_bytes_per_s * np.maximum(1.0 - loss, 0.5)
 
 
 def _split(n: ArrayLike, g: ArrayLike) -> np.ndarray:
@@ -103,7 +111,7 @@ def _split(n: ArrayLike, g: ArrayLike) -> np.ndarray:
 
 def _ring_busbw(net: Network, g: ArrayLike, nodes: ArrayLike) -> np.ndarray:
     intra = np.where(g > 1, net.nvlink_bytes_per_s, np.inf)
-    inter = np.where(nodes > 1, g * net.nic_bytes_per_s, np.inf)
+    inter = np.where(nodes > 1, g * net.nic_at(nodes), np.inf)
     return np.minimum(intra, inter)
 
 
@@ -160,7 +168,7 @@ def allreduce_time(size_bytes: ArrayLike, n: ArrayLike, g: ArrayLike, net: Netwo
 
     scale = 1e-6 * net.latency_scale
     intra_bw = np.where(g > 1, net.nvlink_bytes_per_s, np.inf)
-    nic_term = 2 * (nodes - 1) / np.maximum(nodes, 1) / (g * net.nic_bytes_per_s)
+    nic_term = 2 * (nodes - 1) / np.maximum(nodes, 1) / (g * net.nic_at(nodes))
     multi = nodes > 1
     log_nodes = np.log2(np.maximum(nodes, 1))
     for protocol in _PROTOCOLS:

@@ -1,0 +1,77 @@
+"""``trainscale ingest RUN_DIR -o OUT.parquet``: a run folder → its measured dataset row(s).
+
+Validates ``RUN_DIR/run.yaml`` (``workflow/schemas/run.schema.yaml``), parses every log it
+lists and writes one row per job in the dataset schema; ``--steps`` also writes the per-step
+table. Both files appear only when the whole run was read. See :func:`trainscale.runs.ingest_run`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pandas as pd
+
+from trainscale.errors import TrainscaleError
+
+__all__ = ["HELP", "NAME", "add_arguments", "run"]
+
+NAME = "ingest"
+HELP = "ingest a run folder (run.yaml + logs) into measured dataset rows (Parquet)"
+
+#: (column, title, format) of the printed summary.
+_SUMMARY = (
+    ("config_id", "configuration", "{}"),
+    ("n_steps", "steady steps", "{:.0f}"),
+    ("step_time_s", "step time (s)", "{:.4g}"),
+    ("step_time_s_iqr", "IQR (s)", "{:.2g}"),
+    ("tokens_per_s", "tokens/s", "{:,.0f}"),
+    ("tokens_per_s_per_gpu", "tokens/s/GPU", "{:,.0f}"),
+    ("mfu", "MFU", "{:.2%}"),
+    ("mem_gib_per_gpu", "memory (GiB)", "{:.3g}"),
+    ("power_w_per_gpu", "power/GPU (W)", "{:.1f}"),
+    ("exposed_comm_s", "exposed comm (s)", "{:.4g}"),
+    ("line_range", "lines", "{}"),
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the command's arguments to ``parser``."""
+    parser.add_argument(
+        "run_dir", type=Path, metavar="RUN_DIR", help="run folder holding run.yaml and its logs"
+    )
+    parser.add_argument(
+        "-o", "--output", type=Path, metavar="OUT.parquet", help="write the dataset row(s) here"
+    )
+    parser.add_argument(
+        "--steps", type=Path, metavar="STEPS.parquet", help="also write the per-step table"
+    )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="fail on garbled or truncated step lines instead of skipping them",
+    )
+
+
+def _cell(value: object, fmt: str) -> str:
+    """``value`` formatted, or a dash when it is missing."""
+    return "—" if pd.isna(value) else fmt.format(value)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Ingest, print a summary per job, write the Parquet file(s). Returns the exit status."""
+    from trainscale.runs import ingest_run, write_ingested
+
+    if args.output is not None:
+        results = write_ingested(args.run_dir, args.output, args.steps, strict=args.strict)
+    else:
+        if args.steps is not None:
+            raise TrainscaleError("--steps needs -o/--output")
+        results, _ = ingest_run(args.run_dir, strict=args.strict)
+    for _, row in results.iterrows():
+        print(f"{row['run_id']}:")
+        for column, title, fmt in _SUMMARY:
+            print(f"  {title:>17}: {_cell(row[column], fmt)}")
+    if args.output is not None:
+        print(f"wrote {args.output}" + (f" and {args.steps}" if args.steps else ""))
+    return 0

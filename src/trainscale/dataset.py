@@ -1,0 +1,413 @@
+"""Parquet in and out: the result tables, the published and validation tables, and the dataset.
+
+Every table is written with an explicit pyarrow schema built from :mod:`trainscale.schema`
+(dtypes, and each field's unit and description in its metadata), zstd compression, columns in
+schema order and no pandas metadata, so the same rows give the same bytes on every run.
+
+- :func:`conform` gives any result-like frame exactly the columns of a schema, typed;
+- :func:`write_parquet` / :func:`read_parquet` write and read one table (written to a temporary
+  file and renamed, so a failed job leaves no partial file; read back with the types
+  :func:`pandas.read_parquet` gives, so missing values are NaN or None, never ``pd.NA``);
+- :func:`dataset_frame` gathers simulated, published and measured rows into the one dataset
+  schema (:data:`trainscale.schema.DATASET_COLUMNS`), sorted;
+- :func:`write_dataset` / :func:`read_dataset` store it hive-partitioned as
+  ``source=<source>/study=<study>/part-0.parquet``, with provenance (simulator version,
+  calibration id) in each file's metadata;
+- :func:`published_rows` and :func:`validation_rows` turn the published measurements and their
+  predictions into tables.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+from trainscale import __version__
+from trainscale.configs import build_configs
+from trainscale.published import PublishedData
+from trainscale.schema import (
+    CONFIGURATION_COLUMNS,
+    DATASET_COLUMNS,
+    PRECISIONS,
+    RECOMPUTE_MODES,
+    SHARDINGS,
+    Column,
+    arrow_schema,
+    column,
+)
+
+__all__ = [
+    "PARTITION_COLUMNS",
+    "VALIDATION_COLUMNS",
+    "config_ids",
+    "conform",
+    "dataset_frame",
+    "published_rows",
+    "read_dataset",
+    "read_parquet",
+    "sort_rows",
+    "validation_rows",
+    "write_dataset",
+    "write_parquet",
+]
+
+#: Hive partition columns of ``results/dataset``, outermost first.
+PARTITION_COLUMNS = ("source", "study")
+
+_COMPRESSION = "zstd"
+
+
+def _c(name: str, dtype: str, unit: str, description: str) -> Column:
+    return Column(name=name, dtype=dtype, unit=unit, description=description)  # type: ignore[arg-type]
+
+
+#: Columns of ``results/validation.parquet``: one row per line of the published CSV.
+VALIDATION_COLUMNS: tuple[Column, ...] = (
+    _c("csv_row", "int64", "1", "line of the published CSV (the header is line 1)"),
+    _c("status", "string", "1", "predicted, or rejected (the simulator cannot represent it)"),
+    _c("kind", "string", "1", "throughput or collective (nccl-tests); null if rejected"),
+    column("citation"),
+    column("url"),
+    column("table_or_figure"),
+    _c("model_name", "string", "1", "the source's own model name"),
+    column("published_metric"),
+    _c("published_value_text", "string", "1", "the source's number as printed"),
+    *CONFIGURATION_COLUMNS,
+    _c("quantity", "string", "1", "what is compared: tokens_per_s_per_gpu or busbw_gbps"),
+    _c("unit", "string", "1", "unit of observed and predicted: tokens/s or GB/s"),
+    _c("observed", "float64", "see unit", "the published number converted to quantity"),
+    _c("predicted", "float64", "see unit", "the simulator's prediction of quantity"),
+    _c("error_pct", "float64", "%", "100 * (predicted - observed) / observed"),
+    _c("ape_pct", "float64", "%", "absolute value of error_pct"),
+    _c("flop_convention", "string", "1", "FLOP count the source used to report throughput"),
+    _c("assumptions", "string", "1", "what trainscale assumed where the source is silent"),
+    _c("reason", "string", "1", "why a rejected row cannot be predicted"),
+    column("simulator_version"),
+    column("calibration_id"),
+)
+
+
+# --------------------------------------------------------------------------------------------
+# Conforming frames to a schema
+
+
+def _missing(value: object) -> bool:
+    return value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value))
+
+
+def _typed(values: pd.Series, col: Column) -> pd.Series:
+    if col.dtype == "int64":
+        numbers = pd.to_numeric(values.astype(object).where(values.notna(), None))
+        return pd.array(numbers, dtype="Int64") if len(values) else pd.array([], dtype="Int64")
+    if col.dtype == "float64":
+        return pd.to_numeric(values.astype(object).where(values.notna(), np.nan)).astype(float)
+    if col.dtype == "bool":
+        return values.astype(object).where(values.notna(), None).astype("boolean")
+    text = [None if _missing(v) else str(v) for v in values.tolist()]
+    return pd.Series(text, dtype="string", index=values.index)
+
+
+def conform(
+    frame: pd.DataFrame, columns: Sequence[Column] = DATASET_COLUMNS, **constants: object
+) -> pd.DataFrame:
+    """Return ``frame`` with exactly ``columns``, in order, typed by the schema.
+
+    Integers become nullable ``Int64``, floats ``float64`` (NaN for missing), flags nullable
+    ``boolean``, text nullable ``string``. Missing columns are null; extra columns are dropped.
+    ``constants`` set a column to one value on every row (for example ``study="smoke"``).
+
+    Raises
+    ------
+    TypeError or ValueError
+        If a value cannot be represented in its column's type (a bug upstream, not user input).
+    """
+    frame = frame.reset_index(drop=True)
+    out = {}
+    for col in columns:
+        if col.name in constants:
+            values = pd.Series([constants[col.name]] * len(frame), dtype=object)
+        elif col.name in frame.columns:
+            values = frame[col.name]
+        else:
+            values = pd.Series([None] * len(frame), dtype=object)
+        out[col.name] = _typed(values, col)
+    return pd.DataFrame(out, index=pd.RangeIndex(len(frame)))
+
+
+def sort_rows(frame: pd.DataFrame, first: Sequence[str] = ()) -> pd.DataFrame:
+    """Sort rows by ``first``, then by every other column in order (nulls last); stable."""
+    keys = [*first, *(c for c in frame.columns if c not in first)]
+    if frame.empty:
+        return frame.reset_index(drop=True)
+    return frame.sort_values(keys, kind="mergesort", na_position="last").reset_index(drop=True)
+
+
+def _text(value: object, default: str = "na") -> str:
+    return default if _missing(value) or value == "" else str(value)
+
+
+def config_ids(frame: pd.DataFrame) -> pd.Series:
+    """Readable configuration names, e.g. ``llama2-7b_h100-sxm-80gb_n2048_fsdp_tp1_pp1_s4096_
+    gb2048_mb1``: model (or ``l<layers>-h<hidden>`` for a custom shape), GPU, GPU count,
+    sharding, tp, pp, cp and vpp when above 1, sequence length, global and micro batch, then
+    recomputation and precision when not the defaults (none, bf16)."""
+    ids = []
+    get = {name: frame[name].tolist() if name in frame.columns else [None] * len(frame)
+           for name in ("model", "layers", "hidden", "gpu", "num_gpus", "sharding", "tp", "pp",
+                        "cp", "vpp", "seq_len", "global_batch", "micro_batch", "recompute",
+                        "precision")}  # fmt: skip
+    for i in range(len(frame)):
+        row = {name: values[i] for name, values in get.items()}
+        model = _text(row["model"], "")
+        if not model:
+            model = f"l{_text(row['layers'])}-h{_text(row['hidden'])}"
+        parts = [model, _text(row["gpu"]), f"n{_text(row['num_gpus'])}", _text(row["sharding"]),
+                 f"tp{_text(row['tp'])}", f"pp{_text(row['pp'])}"]  # fmt: skip
+        for name in ("cp", "vpp"):
+            if not _missing(row[name]) and int(row[name]) > 1:
+                parts.append(f"{name}{int(row[name])}")
+        parts += [f"s{_text(row['seq_len'])}", f"gb{_text(row['global_batch'])}",
+                  f"mb{_text(row['micro_batch'])}"]  # fmt: skip
+        for name, default in (("recompute", "none"), ("precision", "bf16")):
+            if not _missing(row[name]) and row[name] not in ("", default):
+                parts.append(str(row[name]))
+        ids.append("_".join(parts))
+    return pd.Series(ids, dtype="string", index=frame.index)
+
+
+# --------------------------------------------------------------------------------------------
+# Single tables
+
+
+def _table(frame: pd.DataFrame, columns: Sequence[Column], metadata: Mapping[str, str]) -> pa.Table:
+    schema = arrow_schema(tuple(columns), **dict(metadata))
+    table = pa.Table.from_pandas(conform(frame, columns), schema=schema, preserve_index=False)
+    return table.replace_schema_metadata(schema.metadata)
+
+
+def _write_table(table: pa.Table, path: Path) -> None:
+    """Write to a temporary file in the target folder, then rename onto ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    try:
+        pq.write_table(table, temp, compression=_COMPRESSION)
+        os.replace(temp, path)
+    finally:
+        temp.unlink(missing_ok=True)
+
+
+def write_parquet(
+    frame: pd.DataFrame,
+    path: str | Path,
+    columns: Sequence[Column],
+    metadata: Mapping[str, str] | None = None,
+) -> None:
+    """Write ``frame`` conformed to ``columns`` as one Parquet file, deterministically.
+
+    Row order is kept; ``metadata`` goes into the file (schema) metadata. The file appears only
+    when complete (temporary file, then rename).
+    """
+    _write_table(_table(frame, columns, metadata or {}), Path(path))
+
+
+def _as_pandas_reads(frame: pd.DataFrame, columns: Sequence[Column]) -> pd.DataFrame:
+    """``frame`` (conformed) with the types :func:`pandas.read_parquet` gives: int64 (float64
+    with NaN where a column has nulls), float64, str, bool (object where a column has nulls)."""
+    schema = arrow_schema(tuple(columns))
+    table = pa.Table.from_pandas(frame, schema=schema, preserve_index=False)
+    return table.replace_schema_metadata(None).to_pandas()  # no pandas metadata: default types
+
+
+def read_parquet(path: str | Path, columns: Sequence[Column]) -> pd.DataFrame:
+    """Read one Parquet file with exactly ``columns``, in order (missing ones null).
+
+    Types are those :func:`pandas.read_parquet` gives (no ``pd.NA``); :func:`conform` turns
+    the frame back into nullable types.
+    """
+    return _as_pandas_reads(conform(pd.read_parquet(path), columns), columns)
+
+
+# --------------------------------------------------------------------------------------------
+# The dataset
+
+
+def _provenance(values: Iterable[object]) -> str:
+    return ",".join(sorted({str(v) for v in values if not _missing(v) and v != ""}))
+
+
+def dataset_frame(
+    sim: Mapping[str, pd.DataFrame],
+    published: pd.DataFrame | None = None,
+    measured: Sequence[pd.DataFrame] = (),
+) -> pd.DataFrame:
+    """All rows in the dataset schema, sorted by source, study, config_id, then every column.
+
+    ``sim`` maps a study name to its results (``study`` = the name, ``source`` = ``sim``);
+    published rows get ``study`` = ``published``, measured rows ``study`` = ``runs``. A missing
+    or empty ``config_id`` is filled from :func:`config_ids`.
+    """
+    frames = [conform(f, DATASET_COLUMNS, source="sim", study=name) for name, f in sim.items()]
+    if published is not None:
+        frames.append(conform(published, DATASET_COLUMNS, source="published", study="published"))
+    frames += [conform(f, DATASET_COLUMNS, source="measured", study="runs") for f in measured]
+    frames = [f for f in frames if not f.empty]
+    if not frames:
+        return conform(pd.DataFrame(), DATASET_COLUMNS)
+    frame = pd.concat(frames, ignore_index=True)
+    empty = frame["config_id"].isna() | (frame["config_id"] == "")
+    frame.loc[empty, "config_id"] = config_ids(frame[empty])
+    return sort_rows(frame, first=("source", "study", "config_id"))
+
+
+def write_dataset(frame: pd.DataFrame, directory: str | Path) -> list[Path]:
+    """Write the dataset as ``<directory>/source=<s>/study=<t>/part-0.parquet``; return the files.
+
+    Each file holds the dataset columns except the partition columns, rows sorted, and in its
+    metadata ``source``, ``study``, ``rows``, ``simulator_version`` and ``calibration_id`` (the
+    distinct values of its rows, comma-separated; empty for published rows) and ``writer``. The
+    folder is built next to ``directory`` and renamed onto it when complete.
+    """
+    directory = Path(directory)
+    frame = sort_rows(conform(frame), first=("source", "study", "config_id"))
+    columns = tuple(c for c in DATASET_COLUMNS if c.name not in PARTITION_COLUMNS)
+    temp = directory.with_name(f".{directory.name}.{secrets.token_hex(6)}.tmp")
+    written = []
+    try:
+        for (source, study), part in frame.groupby(list(PARTITION_COLUMNS), sort=True):
+            metadata = {
+                "source": str(source),
+                "study": str(study),
+                "rows": str(len(part)),
+                "simulator_version": _provenance(part["simulator_version"]),
+                "calibration_id": _provenance(part["calibration_id"]),
+                "writer": f"trainscale {__version__}",
+            }
+            relative = Path(f"source={source}", f"study={study}", "part-0.parquet")
+            _write_table(_table(part, columns, metadata), temp / relative)
+            written.append(directory / relative)
+        temp.mkdir(parents=True, exist_ok=True)
+        if directory.exists():
+            shutil.rmtree(directory)
+        os.replace(temp, directory)
+    finally:
+        if temp.exists():
+            shutil.rmtree(temp)
+    return written
+
+
+def read_dataset(directory: str | Path) -> pd.DataFrame:
+    """Read ``results/dataset`` back into one frame in the dataset schema, sorted.
+
+    Types are those :func:`pandas.read_parquet` gives (see :func:`read_parquet`).
+    """
+    partitioning = ds.partitioning(
+        pa.schema([(name, pa.string()) for name in PARTITION_COLUMNS]), flavor="hive"
+    )
+    table = ds.dataset(Path(directory), format="parquet", partitioning=partitioning).to_table()
+    frame = sort_rows(conform(table.to_pandas()), first=("source", "study", "config_id"))
+    return _as_pandas_reads(frame, DATASET_COLUMNS)
+
+
+# --------------------------------------------------------------------------------------------
+# Published measurements
+
+
+def _resolved_configuration(frame: pd.DataFrame) -> pd.DataFrame:
+    """Configuration and derived columns as the simulator resolves them (catalogue shape,
+    default system, defaults); rows the validator rejects keep their own values."""
+    configs, valid, _ = build_configs(frame, origin="published", skip_invalid=True)
+    out = frame.reset_index(drop=True).copy()
+    resolved = {
+        **{name: getattr(configs, name) for name in (
+            "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq_len", "global_batch",
+            "micro_batch", "num_gpus", "gpus_per_node", "tp", "pp", "cp", "vpp", "dp",
+            "grad_accum", "sequence_parallel")},
+        "mlp": np.where(configs.swiglu, "swiglu", "gelu"),
+        "nic_gbps_per_gpu": configs.nic_bytes_per_s * 8 / 1e9,
+        "sharding": np.array(SHARDINGS, dtype=object)[configs.sharding],
+        "recompute": np.array(RECOMPUTE_MODES, dtype=object)[configs.recompute],
+        "precision": np.where(configs.fp8, PRECISIONS[1], PRECISIONS[0]),
+    }  # fmt: skip
+    for name, values in resolved.items():
+        current = (
+            out[name].astype(object)
+            if name in out.columns
+            else pd.Series([None] * len(out), dtype=object)
+        )
+        current.iloc[valid] = list(values)
+        out[name] = current
+    return out
+
+
+def published_rows(published: PublishedData) -> pd.DataFrame:
+    """The published throughput rows in the dataset schema (``source`` = ``published``).
+
+    Configuration columns are resolved as the simulator would (catalogue shapes, the GPU's
+    default system where the source gives no network). Metrics: ``tokens_per_s_per_gpu`` is the
+    published number converted to tokens/s per GPU with the source's FLOP convention
+    (:func:`trainscale.published.observed_tokens_per_s_per_gpu`), ``tokens_per_s`` that times
+    ``num_gpus``, ``step_time_s`` the published step time where the source gives one; the other
+    metrics are null. ``published_value`` is the source's own number in its own unit.
+    """
+    throughput = published.throughput
+    if throughput.empty:
+        return conform(pd.DataFrame(), DATASET_COLUMNS)
+    frame = _resolved_configuration(throughput)
+    per_gpu = frame["observed_tokens_per_s_per_gpu"].to_numpy(dtype=float)
+    own_value = pd.to_numeric(frame["published_value_text"], errors="coerce").to_numpy(float)
+    is_step = (frame["published_metric"] == "step_time_ms").to_numpy(dtype=bool)
+    frame["tokens_per_s_per_gpu"] = per_gpu
+    frame["tokens_per_s"] = per_gpu * pd.to_numeric(frame["num_gpus"]).to_numpy(dtype=float)
+    frame["step_time_s"] = np.where(is_step, own_value / 1e3, np.nan)
+    frame["published_value"] = own_value
+    return conform(frame, DATASET_COLUMNS, source="published", study="published")
+
+
+def validation_rows(
+    validated: Mapping[str, pd.DataFrame], *, calibration_id: str, simulator_version: str
+) -> pd.DataFrame:
+    """One row per line of the published CSV from :func:`trainscale.validation.validate_published`.
+
+    Throughput rows compare tokens/s per GPU, collective rows nccl-tests bus bandwidth (GB/s);
+    rows the simulator cannot represent are kept with status ``rejected`` and their reason.
+    Columns: :data:`VALIDATION_COLUMNS`; rows sorted by ``csv_row``.
+    """
+    parts = []
+    throughput = validated["throughput"]
+    if not throughput.empty:
+        parts.append(
+            throughput.assign(
+                status="predicted", kind="throughput", quantity="tokens_per_s_per_gpu",
+                unit="tokens/s", observed=throughput["observed_tokens_per_s_per_gpu"],
+                predicted=throughput["predicted_tokens_per_s_per_gpu"],
+            )
+        )  # fmt: skip
+    collectives = validated["collectives"]
+    if not collectives.empty:
+        parts.append(
+            collectives.assign(
+                status="predicted", kind="collective", quantity="busbw_gbps", unit="GB/s",
+                observed=collectives["observed_busbw_gbps"],
+                predicted=collectives["predicted_busbw_gbps"],
+            )
+        )  # fmt: skip
+    rejects = validated["rejects"]
+    if not rejects.empty:
+        parts.append(rejects.assign(status="rejected"))
+    frame = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    frame = conform(
+        frame,
+        VALIDATION_COLUMNS,
+        simulator_version=simulator_version,
+        calibration_id=calibration_id,
+    )
+    return frame.sort_values("csv_row", kind="mergesort").reset_index(drop=True)

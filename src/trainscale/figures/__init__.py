@@ -1,0 +1,77 @@
+"""The study's figures, one module per figure, each saved as PDF, PNG (200 dpi) and SVG.
+
+Every module has ``plot(...)`` (DataFrames in, a Figure out; ``plot_*`` single-panel helpers
+take ``ax=None`` and return the Axes) and ``render(stem, ...)``, which draws under the one theme
+(:func:`trainscale.report.style_context`) and saves byte-reproducibly
+(:func:`trainscale.report.save_figure`). Each figure names its data source under the panels:
+simulated (trainscale version and calibration id), published (citations) or measured (runs).
+:func:`render_figure` renders one by name from the workflow's files (:data:`FIGURES` says which
+inputs each takes).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+import pandas as pd
+
+from trainscale.errors import TrainscaleError
+
+__all__ = ["FIGURES", "load_input", "render_figure"]
+
+#: Figure name → the named inputs its ``render`` takes (input name → kind of file).
+FIGURES: dict[str, dict[str, str]] = {
+    "collective_bandwidth": {"collectives": "published_collectives"},
+    "collective_scaling": {},
+    "fsdp_scaleout": {"sim": "parquet"},
+    "model_parallel": {"sim": "parquet"},
+    "hardware_generations": {"sim": "parquet"},
+    "power_efficiency": {"sim": "parquet"},
+    "context_length": {"sim": "parquet"},
+    "compute_per_gpu": {"sim": "parquet"},
+    "marginal_returns": {"sim": "parquet"},
+    "sim_vs_published": {"validation": "parquet"},
+    "global_batch_inference": {"sim": "parquet"},
+    "best_plan": {"sim": "parquet"},
+    "sim_vs_measured": {"dataset": "dataset"},
+}
+
+
+def load_input(kind: str, path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Read one input of a figure or table.
+
+    ``parquet``: one Parquet file (``results/sim/<study>.parquet``,
+    ``results/validation.parquet``); ``dataset``: the hive-partitioned ``results/dataset``
+    folder; ``published_collectives``: the published measurements CSV, whose nccl-tests rows
+    are predicted with the collective model (:func:`trainscale.validation.validate_published`).
+    """
+    if kind == "parquet":
+        return pd.read_parquet(path)
+    if kind == "dataset":
+        from trainscale.dataset import read_dataset
+
+        return read_dataset(path)
+    if kind == "published_collectives":
+        from trainscale.published import load_published
+        from trainscale.validation import validate_published
+
+        return validate_published(published=load_published(path))["collectives"]
+    raise TrainscaleError(f"unknown input kind {kind!r}")
+
+
+def render_figure(
+    name: str, stem: str | os.PathLike[str], inputs: Mapping[str, str] | None = None
+) -> tuple[Path, ...]:
+    """Render figure ``name`` to ``stem.{pdf,png,svg}`` from the files in ``inputs``."""
+    if name not in FIGURES:
+        raise TrainscaleError(f"unknown figure {name!r}; known: {', '.join(FIGURES)}")
+    inputs = inputs or {}
+    missing = [key for key in FIGURES[name] if key not in inputs]
+    if missing:
+        raise TrainscaleError(f"figure {name}: missing input(s) {missing}")
+    frames = {key: load_input(kind, inputs[key]) for key, kind in FIGURES[name].items()}
+    module = importlib.import_module(f"trainscale.figures.{name}")
+    return module.render(stem, **frames)

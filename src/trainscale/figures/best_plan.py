@@ -1,0 +1,98 @@
+"""Figure ``best_plan``: MFU of the fastest plan that fits, per model and GPU count (heatmap).
+
+Rows are models, columns GPU counts; each cell is coloured by the MFU of the plan with the
+highest tokens/s among those that fit in memory (:func:`trainscale.tables.best_plans.best_plans`)
+and annotated with that plan: ``tp×pp``, data-parallel sharding, and ``+R`` when it recomputes
+activations. Empty cells: no plan of the sweep fits.
+
+Input: the ``best_plan`` study (``results/sim/best_plan.parquet``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from trainscale.figures._common import (
+    add_source_note,
+    gpu_label,
+    model_label,
+    model_order,
+    save_styled,
+    sim_source,
+    subplot_mosaic,
+)
+from trainscale.tables.best_plans import best_plans
+
+__all__ = ["cell_label", "plot", "render"]
+
+
+def cell_label(row: pd.Series) -> str:
+    """``tp2×pp1\\nfsdp`` (``+R`` appended when the plan recomputes activations)."""
+    extra = "+R" if row["recompute"] != "none" else ""
+    return f"tp{row['tp']}×pp{row['pp']}\n{row['sharding']}{extra}"
+
+
+def plot(sim: pd.DataFrame) -> Figure:
+    """The heatmap (see module docstring)."""
+    best = best_plans(sim)
+    models = model_order(best["model"].unique())
+    counts = sorted(best["num_gpus"].unique())
+    mfu = np.full((len(models), len(counts)), np.nan)
+    fig, ax = subplot_mosaic(
+        7.2, 1.0 + 0.62 * max(len(models), 1), [["map", "bar"]], width_ratios=[1.0, 0.03]
+    )
+    a = ax["map"]
+    for _, row in best.iterrows():
+        i, j = models.index(row["model"]), counts.index(row["num_gpus"])
+        mfu[i, j] = row["mfu_pct"]
+    cmap = plt.get_cmap("viridis").with_extremes(bad="0.92")
+    image = a.imshow(
+        np.ma.masked_invalid(mfu),
+        cmap=cmap,
+        aspect="auto",
+        vmin=0,
+        vmax=max(60.0, float(np.nanmax(mfu)) if best.size else 60.0),
+    )
+    for _, row in best.iterrows():
+        i, j = models.index(row["model"]), counts.index(row["num_gpus"])
+        dark = row["mfu_pct"] < 0.6 * image.norm.vmax
+        a.text(
+            j,
+            i,
+            f"{row['mfu_pct']:.0f} %\n" + cell_label(row),
+            ha="center",
+            va="center",
+            fontsize=6,
+            color="white" if dark else "black",
+            linespacing=1.1,
+        )
+    for i, j in zip(*np.nonzero(np.isnan(mfu)), strict=True):
+        a.text(j, i, "no plan\nfits", ha="center", va="center", fontsize=6, color="0.4")
+    a.set_xticks(range(len(counts)), [str(n) for n in counts])
+    a.set_yticks(range(len(models)), [model_label(m) for m in models])
+    a.set_xlabel("GPUs (count)")
+    a.set_ylabel("Model")
+    a.grid(False)
+    a.tick_params(length=0)
+    for spine in a.spines.values():
+        spine.set_visible(False)
+    bar = fig.colorbar(image, cax=ax["bar"])
+    bar.set_label("MFU of the best plan (%)")
+    gpus = ", ".join(gpu_label(g) for g in sorted(best["gpu"].unique())) or "H100"
+    return add_source_note(
+        fig,
+        sim_source(sim) + f" — {gpus}; best = highest tokens/s among plans that fit in memory "
+        "(tp 1–8, pp 1–8, tp·pp ≤ 16; ddp, zero1, fsdp, hsdp; micro-batch 1, 2 or largest that "
+        "fits; +R = full recomputation); seq 4,096, global batch 2,048 sequences.",
+    )
+
+
+def render(stem: str | os.PathLike[str], sim: pd.DataFrame) -> tuple[Path, ...]:
+    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``."""
+    return save_styled(lambda: plot(sim), stem)

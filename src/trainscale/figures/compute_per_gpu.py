@@ -1,0 +1,106 @@
+"""Figure ``compute_per_gpu``: FLOPs per GPU per step against data- and model-parallel degree.
+
+At a fixed global batch every GPU added divides the same work further: model FLOPs per GPU per
+step fall as ``1 / (dp · tp · pp)``, whatever the plan. For Llama-2 7B and 70B on H100 the lines
+give, for each model-parallel degree ``tp·pp``, the model FLOPs one GPU executes per optimizer
+step against the data-parallel degree ``dp``; the right axis converts them to seconds at the
+H100's dense bf16 peak, the floor under the step time that a fixed per-step communication cost
+is compared with.
+
+Input: the ``compute_per_gpu`` study (``results/sim/compute_per_gpu.parquet``). FLOPs per GPU
+per step are ``mfu × peak FLOP/s × step_time_s`` (the simulator's MFU convention, model FLOPs
+only: no recomputation).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import seaborn as sns
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from trainscale.figures._common import (
+    add_source_note,
+    gpu_label,
+    legend_row,
+    model_label,
+    model_order,
+    require,
+    save_styled,
+    sim_source,
+    subplot_mosaic,
+)
+from trainscale.report.style import log2_gpu_axis
+from trainscale.system.hardware import load_hardware
+
+__all__ = ["flops_per_gpu_step", "plot", "render"]
+
+_COLUMNS = ("model", "gpu", "num_gpus", "tp", "pp", "dp", "mfu", "step_time_s", "precision")
+
+
+def flops_per_gpu_step(sim: pd.DataFrame) -> pd.Series:
+    """Model FLOPs one GPU executes per optimizer step: ``mfu × peak × step_time_s``."""
+    gpus = load_hardware().gpus
+    peak = [
+        gpus[g].fp8_flops_per_s
+        if p == "fp8" and gpus[g].fp8_flops_per_s
+        else gpus[g].bf16_flops_per_s
+        for g, p in zip(sim["gpu"], sim["precision"], strict=True)
+    ]
+    return sim["mfu"] * np.asarray(peak, dtype=float) * sim["step_time_s"]
+
+
+def plot(sim: pd.DataFrame) -> Figure:
+    """One panel per model: TFLOP per GPU per step against dp, one line per tp·pp."""
+    require(sim, _COLUMNS, where="compute_per_gpu")
+    data = sim.assign(mp=sim["tp"] * sim["pp"], flops=flops_per_gpu_step(sim))
+    data = data.sort_values(["model", "mp", "dp", "pp"]).drop_duplicates(["model", "mp", "dp"])
+    models = model_order(data["model"].unique())
+    degrees = sorted(data["mp"].unique())
+    colors = dict(zip(degrees, sns.color_palette("viridis", len(degrees) + 1), strict=False))
+    keys = models or ["empty"]
+    fig, ax = subplot_mosaic(7.0, 3.7, [keys, ["legend"] * len(keys)], height_ratios=[1, 0.1])
+    gpus = sorted(data["gpu"].unique())
+    peak = load_hardware().gpus[gpus[0]].bf16_flops_per_s if len(gpus) == 1 else None
+    for model in models:
+        a = ax[model]
+        rows = data[data["model"] == model]
+        for mp in degrees:
+            r = rows[rows["mp"] == mp].sort_values("dp")
+            a.plot(r["dp"], r["flops"] / 1e12, marker="o", ms=3.5, color=colors[mp])
+        a.set_yscale("log")
+        log2_gpu_axis(a, sorted(rows["dp"].unique()) or [1])
+        a.tick_params(axis="x", labelrotation=90)
+        a.set_xlabel("Data-parallel degree dp (replicas)")
+        a.set_ylabel("FLOPs per GPU per step (TFLOP)")
+        a.set_title(model_label(model))
+        if peak:
+            right = a.secondary_yaxis(
+                "right", functions=(lambda t, p=peak: t * 1e12 / p, lambda s, p=peak: s * p / 1e12)
+            )
+            right.set_ylabel(f"Time at {gpu_label(gpus[0])} peak (s)")
+    handles = [
+        Line2D([], [], color=colors[mp], marker="o", ms=3.5, label=f"tp·pp = {mp}")
+        for mp in degrees
+    ]
+    legend_row(
+        ax["legend"],
+        handles,
+        [h.get_label() for h in handles],
+        ncols=len(handles) or 1,
+        title="Model-parallel degree (GPUs per replica; GPUs = dp · tp·pp)",
+    )
+    return add_source_note(
+        fig,
+        sim_source(sim) + " — model FLOPs (6N + attention, no recomputation) per GPU per step; "
+        "H100 (DGX H100), FSDP across replicas, seq 4,096, global batch 2,048 sequences.",
+    )
+
+
+def render(stem: str | os.PathLike[str], sim: pd.DataFrame) -> tuple[Path, ...]:
+    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``."""
+    return save_styled(lambda: plot(sim), stem)

@@ -1,0 +1,103 @@
+"""Figure ``context_length``: throughput and MFU against sequence length at fixed tokens per batch.
+
+Llama-2 7B and 70B with FSDP on 128 H100 GPUs; every sequence length keeps the batch at the same
+number of tokens (the ``context_length`` study derives ``global_batch = 8,388,608 / seq_len``),
+so only the shape of the work changes: longer sequences spend more FLOPs in attention per token
+(MFU counts them, ``12·layers·hidden·seq_len`` per token) and need more activation memory.
+
+Input: the ``context_length`` study (``results/sim/context_length.parquet``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from trainscale.figures._common import (
+    add_source_note,
+    fastest_recompute,
+    legend_row,
+    model_colors,
+    model_label,
+    model_order,
+    plot_series,
+    readable_log,
+    recompute_handle,
+    require,
+    save_styled,
+    sim_source,
+    study_micro_batch,
+    subplot_mosaic,
+)
+from trainscale.report.style import log2_gpu_axis
+
+__all__ = ["plot", "render"]
+
+_COLUMNS = (
+    "model",
+    "seq_len",
+    "num_gpus",
+    "global_batch",
+    "recompute",
+    "fits_memory",
+    "tokens_per_s_per_gpu",
+    "mfu",
+    "micro_batch",
+    "dp",
+)
+
+
+def plot(sim: pd.DataFrame) -> Figure:
+    """Two panels (tokens/s per GPU, MFU) against sequence length, one line per model and GPU
+    count."""
+    require(sim, _COLUMNS, where="context_length")
+    data = fastest_recompute(
+        study_micro_batch(sim).rename(columns={"num_gpus": "_n", "seq_len": "num_gpus"}),
+        ["model", "_n"],
+    )
+    data = data.rename(columns={"num_gpus": "seq_len", "_n": "num_gpus"})
+    colors = model_colors()
+    fig, ax = subplot_mosaic(7.0, 3.3, [["tput", "mfu"], ["legend"] * 2], height_ratios=[1, 0.1])
+    handles = []
+    styles = ["-", "--", ":", "-."]
+    counts = sorted(data["num_gpus"].unique())
+    for model in model_order(data["model"].unique()):
+        for i, n in enumerate(counts):
+            rows = data[(data["model"] == model) & (data["num_gpus"] == n)].sort_values("seq_len")
+            if rows.empty:
+                continue
+            kw = {"ls": styles[i % len(styles)]}
+            plot_series(
+                ax["tput"], rows["seq_len"], rows["tokens_per_s_per_gpu"], rows, colors[model], **kw
+            )
+            plot_series(ax["mfu"], rows["seq_len"], 100 * rows["mfu"], rows, colors[model], **kw)
+            label = model_label(model) + (f", {n:,} GPUs" if len(counts) > 1 else "")
+            handles.append(Line2D([], [], color=colors[model], marker="o", label=label, **kw))
+    if (data["recompute"] != "none").any():
+        handles.append(recompute_handle())
+    lengths = sorted(data["seq_len"].unique()) or [1]
+    readable_log(ax["tput"])
+    ax["tput"].set_ylabel("Throughput per GPU (tokens/s)")
+    ax["mfu"].set_ylabel("MFU (%)")
+    ax["mfu"].set_ylim(0, max(60.0, 100 * float(data["mfu"].max()) * 1.1) if len(data) else 60)
+    for key in ("tput", "mfu"):
+        log2_gpu_axis(ax[key], lengths)
+        ax[key].set_xlabel("Sequence length (tokens)")
+        ax[key].tick_params(axis="x", labelrotation=45)
+    legend_row(ax["legend"], handles, [h.get_label() for h in handles], ncols=len(handles) or 1)
+    gpus = ", ".join(f"{n:,}" for n in counts)
+    tokens = (data["global_batch"] * data["seq_len"]).unique()
+    batch = f"{int(tokens[0]):,} tokens per batch" if len(tokens) == 1 else "fixed tokens per batch"
+    return add_source_note(
+        fig,
+        sim_source(sim) + f" — H100 (DGX H100), {gpus} GPUs, FSDP, {batch}, micro-batch 2 per GPU.",
+    )
+
+
+def render(stem: str | os.PathLike[str], sim: pd.DataFrame) -> tuple[Path, ...]:
+    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``."""
+    return save_styled(lambda: plot(sim), stem)

@@ -1,0 +1,137 @@
+"""Figure ``global_batch_inference``: which global batch is consistent with the study's drop?
+
+The study kept its global batch fixed while adding GPUs but did not print it. The 128 → 2,048
+drop of tokens/s per GPU depends on it: a larger batch leaves each GPU more work per step to
+hide the (fixed) communication behind. The figure draws the simulated drop against the assumed
+global batch (Llama-2 7B, FSDP, H100), one line per sequence length, with the study's 37.22 % and
+a ±5-point band; the trainscale study setup (2,048 sequences of 4,096 tokens) is marked.
+
+Input: the ``global_batch_inference`` study (``results/sim/global_batch_inference.parquet``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+import seaborn as sns
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+
+from trainscale.figures._common import (
+    add_source_note,
+    legend_row,
+    require,
+    save_styled,
+    sim_source,
+    study_micro_batch,
+    subplot_mosaic,
+)
+from trainscale.figures.fsdp_scaleout import CLAIM_FROM, CLAIM_TO, STUDY_THROUGHPUT_DROP_PCT
+from trainscale.report.style import log2_gpu_axis
+from trainscale.study_setup import STUDY_GLOBAL_BATCH, STUDY_SEQ_LEN
+
+__all__ = ["TOLERANCE_POINTS", "drop_by_batch", "plot", "render"]
+
+#: Tolerance of the throughput-drop claim (percentage points), as in the claims table.
+TOLERANCE_POINTS = 5.0
+_COLUMNS = ("seq_len", "global_batch", "num_gpus", "tokens_per_s_per_gpu", "fits_memory")
+
+
+def drop_by_batch(sim: pd.DataFrame) -> pd.DataFrame:
+    """Per-GPU throughput drop (%) from 128 to 2,048 GPUs per sequence length and global batch.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``seq_len`` (tokens), ``global_batch`` (sequences), ``global_batch_tokens``,
+        ``drop_pct`` (%); only batches simulated (and fitting in memory) at both counts.
+    """
+    require(sim, _COLUMNS, where="global_batch_inference")
+    fits = study_micro_batch(sim[sim["fits_memory"].astype(bool)])
+    wide = fits.pivot_table(
+        index=["seq_len", "global_batch"],
+        columns="num_gpus",
+        values="tokens_per_s_per_gpu",
+        aggfunc="max",
+    )
+    if CLAIM_FROM not in wide.columns or CLAIM_TO not in wide.columns:
+        return pd.DataFrame(columns=["seq_len", "global_batch", "global_batch_tokens", "drop_pct"])
+    drop = 100.0 * (1.0 - wide[CLAIM_TO] / wide[CLAIM_FROM])
+    out = drop.dropna().rename("drop_pct").reset_index()
+    out.insert(2, "global_batch_tokens", out["seq_len"] * out["global_batch"])
+    return out
+
+
+def plot(sim: pd.DataFrame) -> Figure:
+    """Drop (%) against the assumed global batch (sequences), one line per sequence length."""
+    drops = drop_by_batch(sim)
+    fig, ax = subplot_mosaic(6.0, 3.6, [["main"], ["legend"]], height_ratios=[1, 0.12])
+    a = ax["main"]
+    study = STUDY_THROUGHPUT_DROP_PCT
+    a.axhspan(study - TOLERANCE_POINTS, study + TOLERANCE_POINTS, color="0.85", lw=0)
+    a.axhline(study, color="black", lw=1.0)
+    lengths = sorted(drops["seq_len"].unique())
+    colors = dict(zip(lengths, sns.color_palette("colorblind", len(lengths)), strict=True))
+    handles = []
+    for seq in lengths:
+        rows = drops[drops["seq_len"] == seq].sort_values("global_batch")
+        a.plot(rows["global_batch"], rows["drop_pct"], marker="o", color=colors[seq])
+        handles.append(
+            Line2D(
+                [],
+                [],
+                color=colors[seq],
+                marker="o",
+                label=f"simulated, sequences of {seq:,} tokens",
+            )
+        )
+    setup = drops[
+        (drops["seq_len"] == STUDY_SEQ_LEN) & (drops["global_batch"] == STUDY_GLOBAL_BATCH)
+    ]
+    if not setup.empty:
+        a.plot(
+            STUDY_GLOBAL_BATCH,
+            setup["drop_pct"].iloc[0],
+            marker="*",
+            ms=12,
+            color="black",
+            ls="",
+            zorder=5,
+        )
+        handles.append(
+            Line2D(
+                [],
+                [],
+                color="black",
+                marker="*",
+                ms=10,
+                ls="",
+                label=f"trainscale study setup ({STUDY_GLOBAL_BATCH:,} × "
+                f"{STUDY_SEQ_LEN:,}): {setup['drop_pct'].iloc[0]:.2f} %",
+            )
+        )
+    handles += [
+        Line2D([], [], color="black", label=f"study: {study:.2f} % drop"),
+        Patch(color="0.85", label=f"study ± {TOLERANCE_POINTS:g} points"),
+    ]
+    batches = sorted(drops["global_batch"].unique()) or [STUDY_GLOBAL_BATCH]
+    log2_gpu_axis(a, batches)
+    a.tick_params(axis="x", labelrotation=45)
+    a.set_xlabel("Assumed global batch (sequences per step)")
+    a.set_ylabel(f"Drop of tokens/s per GPU,\n{CLAIM_FROM} → {CLAIM_TO:,} GPUs (%)")
+    a.set_ylim(bottom=0)
+    legend_row(ax["legend"], handles, [h.get_label() for h in handles], ncols=2, fontsize=6.5)
+    return add_source_note(
+        fig,
+        sim_source(sim) + " — Llama-2 7B, FSDP, H100 (DGX H100), no recomputation, "
+        "micro-batch 2 per GPU (1 where the local batch is 1). A batch below "
+        f"{CLAIM_TO:,} sequences cannot give each of {CLAIM_TO:,} data-parallel GPUs a sequence.",
+    )
+
+
+def render(stem: str | os.PathLike[str], sim: pd.DataFrame) -> tuple[Path, ...]:
+    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``."""
+    return save_styled(lambda: plot(sim), stem)

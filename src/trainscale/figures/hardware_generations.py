@@ -1,0 +1,100 @@
+"""Figure ``hardware_generations``: the same workload on V100, A100, H100, H200 and B200.
+
+Three panels against GPU count for Llama-2 7B with FSDP at the study setup, each GPU in its
+default system: MFU, tokens/s per GPU and the fraction of the step spent in exposed
+communication. Newer GPUs compute faster while the network per GPU grows more slowly, so more
+of their step is exposed communication and their MFU falls earlier (the study: 59.67 % on A100
+against 40.77 % on H100).
+
+Input: the ``hardware_generations`` study (``results/sim/hardware_generations.parquet``); each
+point is the faster of no and full recomputation among those that fit in memory (recomputed
+points open).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from trainscale.figures._common import (
+    add_source_note,
+    fastest_recompute,
+    gpu_colors,
+    gpu_label,
+    gpu_order,
+    legend_row,
+    model_label,
+    plot_series,
+    readable_log,
+    recompute_handle,
+    require,
+    save_styled,
+    sim_source,
+    study_micro_batch,
+    subplot_mosaic,
+)
+from trainscale.report.style import log2_gpu_axis
+
+__all__ = ["plot", "render"]
+
+_COLUMNS = (
+    "gpu",
+    "model",
+    "num_gpus",
+    "recompute",
+    "fits_memory",
+    "mfu",
+    "tokens_per_s_per_gpu",
+    "exposed_comm_frac",
+)
+_PANELS = (
+    ("mfu", "MFU (%)", 100.0, "linear"),
+    ("tokens_per_s_per_gpu", "Throughput per GPU (tokens/s)", 1.0, "log"),
+    ("exposed_comm_frac", "Exposed comm. (% of step)", 100.0, "linear"),
+)
+
+
+def plot(sim: pd.DataFrame) -> Figure:
+    """Three panels (MFU, tokens/s per GPU, exposed-communication share) against GPU count."""
+    require(sim, _COLUMNS, where="hardware_generations")
+    data = fastest_recompute(study_micro_batch(sim), ["gpu", "model"])
+    colors = gpu_colors()
+    keys = [key for key, *_ in _PANELS]
+    fig, ax = subplot_mosaic(7.2, 3.5, [keys, ["legend"] * 3], height_ratios=[1.0, 0.1])
+    counts = sorted(data["num_gpus"].unique()) or [1]
+    handles = []
+    for gpu in gpu_order(data["gpu"].unique()):
+        rows = data[data["gpu"] == gpu].sort_values("num_gpus")
+        for key, _, scale, _ in _PANELS:
+            plot_series(ax[key], rows["num_gpus"], rows[key] * scale, rows, colors[gpu], ms=4)
+        handles.append(Line2D([], [], color=colors[gpu], marker="o", ms=4, label=gpu_label(gpu)))
+    if (data["recompute"] != "none").any():
+        handles.append(recompute_handle())
+    for key, label, _, scale in _PANELS:
+        ax[key].set_yscale(scale)
+        ax[key].set_ylabel(label)
+        ax[key].set_xlabel("GPUs (count)")
+        log2_gpu_axis(ax[key], counts)
+        ax[key].tick_params(axis="x", labelrotation=90)
+    readable_log(ax["tokens_per_s_per_gpu"])
+    ax["mfu"].set_ylim(bottom=0)
+    ax["exposed_comm_frac"].set_ylim(bottom=0)
+    legend_row(
+        ax["legend"], handles, [h.get_label() for h in handles], ncols=min(len(handles), 4) or 1
+    )
+    models = ", ".join(model_label(m) for m in sorted(data["model"].unique()))
+    return add_source_note(
+        fig,
+        sim_source(sim) + f" — {models}, FSDP, seq 4,096, global batch 2,048, micro-batch 2 "
+        "per GPU (1 where the local batch is 1); each GPU in its default system (DGX-1 V100 "
+        "at 50 Gb/s per GPU, DGX A100 at 200, DGX H100/H200/B200 at 400).",
+    )
+
+
+def render(stem: str | os.PathLike[str], sim: pd.DataFrame) -> tuple[Path, ...]:
+    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``."""
+    return save_styled(lambda: plot(sim), stem)

@@ -1,0 +1,129 @@
+"""Figure ``marginal_returns``: throughput bought by each added GPU and each added kilowatt.
+
+For each model of the ``fsdp_scaleout`` study (Llama-2 7B and 70B, FSDP, H100): points are the
+secants between consecutive GPU counts, ``ΔX/ΔN`` (tokens/s per added GPU) and ``ΔX/ΔP``
+(tokens/s per added kW of GPU power), from :func:`trainscale.fits.marginal_returns`; the curve
+is the derivative ``dX/dN`` of the Universal Scalability Law fitted to the whole-job throughput
+(:func:`trainscale.fits.fit_usl`, :func:`trainscale.fits.usl_marginal`) with its 95 % band; the
+per-kW curve divides it by the power one more GPU adds (the series' power per GPU, interpolated
+in log GPU count). A dotted line marks what the first GPUs bought, so the gap is the diminishing
+return.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+
+from trainscale.figures._common import (
+    add_source_note,
+    fastest_recompute,
+    legend_row,
+    model_colors,
+    model_label,
+    model_order,
+    require,
+    save_styled,
+    sim_source,
+    study_micro_batch,
+    subplot_mosaic,
+)
+from trainscale.fits import fit_usl, marginal_returns, usl_marginal
+from trainscale.report.style import log2_gpu_axis
+
+__all__ = ["plot", "render"]
+
+_COLUMNS = ("model", "num_gpus", "recompute", "fits_memory", "tokens_per_s", "power_w_per_gpu")
+_PANELS = (
+    (
+        "gpu",
+        "added_tokens_per_s_per_gpu",
+        "marginal_tokens_per_s_per_gpu",
+        "Added tokens/s per added GPU\n(tokens/s per GPU)",
+    ),
+    (
+        "kw",
+        "added_tokens_per_s_per_kw",
+        "marginal_tokens_per_s_per_kw",
+        "Added tokens/s per added kW\n(tokens/s per kW)",
+    ),
+)
+
+
+def plot(sim: pd.DataFrame) -> Figure:
+    """Rows: models; columns: per added GPU and per added kW; against GPU count."""
+    require(sim, _COLUMNS, where="marginal_returns")
+    data = fastest_recompute(study_micro_batch(sim), ["model"])
+    models = model_order(data["model"].unique())
+    colors = model_colors()
+    names = [[f"{m}|{key}" for key, *_ in _PANELS] for m in models] or [["empty|gpu", "empty|kw"]]
+    fig, ax = subplot_mosaic(
+        7.0,
+        2.5 * max(len(models), 1) + 0.6,
+        [*names, ["legend"] * 2],
+        height_ratios=[1.0] * len(names) + [0.1],
+    )
+    secants = marginal_returns(data, by="model", usl=False) if len(data) else pd.DataFrame()
+    for model in models:
+        rows = data[data["model"] == model].sort_values("num_gpus")
+        n, x = rows["num_gpus"].to_numpy(float), rows["tokens_per_s"].to_numpy(float)
+        fit = fit_usl(n, x)
+        grid = np.geomspace(n.min(), n.max(), 200)
+        watts = np.interp(np.log2(grid), np.log2(n), rows["power_w_per_gpu"].to_numpy(float))
+        curve = usl_marginal(fit, grid, watts_per_added_gpu=watts)
+        pts = secants[secants["model"] == model]
+        mid = np.sqrt(pts["n_from"] * pts["n_to"])
+        color = colors[model]
+        for key, point_col, curve_col, label in _PANELS:
+            a = ax[f"{model}|{key}"]
+            if np.isfinite(fit.x1):
+                a.plot(curve["n"], curve[curve_col], color=color, lw=1.2)
+                a.fill_between(
+                    curve["n"],
+                    curve[f"{curve_col}_ci_low"],
+                    curve[f"{curve_col}_ci_high"],
+                    color=color,
+                    alpha=0.2,
+                    lw=0,
+                )
+            a.scatter(mid, pts[point_col], color=color, s=18, zorder=3)
+            if len(pts):
+                a.axhline(pts[point_col].iloc[0], color="0.5", ls=":", lw=0.9)
+            a.axhline(0, color="0.3", lw=0.6)
+            a.set_ylabel(label)
+            a.set_xlabel("GPUs (count)")
+            log2_gpu_axis(a, n)
+            a.tick_params(axis="x", labelrotation=90)
+            star = f", N* = {fit.n_star:,.0f}" if np.isfinite(fit.n_star) else ", no peak (κ = 0)"
+            a.set_title(
+                f"{model_label(model)}: USL σ = {fit.sigma:.3g}, κ = {fit.kappa:.2g}{star}"
+                if key == "gpu"
+                else model_label(model),
+                fontsize=8,
+            )
+    handles = [
+        Line2D(
+            [], [], ls="", marker="o", color="0.3", label="between consecutive GPU counts (data)"
+        ),
+        Line2D([], [], color="0.3", label="USL fit: dX/dN"),
+        Patch(color="0.3", alpha=0.2, label="95 % band (delta method)"),
+        Line2D([], [], color="0.5", ls=":", label="first step's value"),
+    ]
+    legend_row(ax["legend"], handles, [h.get_label() for h in handles], ncols=4, fontsize=6.5)
+    return add_source_note(
+        fig,
+        sim_source(sim) + " — whole-job throughput X and GPU power of the fsdp_scaleout study "
+        "(H100, FSDP, seq 4,096, global batch 2,048; faster of no/full recomputation); "
+        "points at the geometric middle of each GPU-count step.",
+    )
+
+
+def render(stem: str | os.PathLike[str], sim: pd.DataFrame) -> tuple[Path, ...]:
+    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``."""
+    return save_styled(lambda: plot(sim), stem)

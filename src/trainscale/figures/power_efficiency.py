@@ -1,0 +1,80 @@
+"""Figure ``power_efficiency``: tokens per joule against GPU count for 1B to 70B models.
+
+Left: GPU energy efficiency (tokens per joule of GPU energy, ``1 / energy_j_per_token``) of
+Llama-2 1B, 7B, 13B and 70B with FSDP on H100 at the study setup. Right: the same relative to
+each model's best, which shows where each model starts to waste energy as GPUs are added — and
+so whether a cluster spends its energy better on one large job or on several smaller ones.
+
+Input: the ``power_efficiency`` study (``results/sim/power_efficiency.parquet``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from trainscale.figures._common import (
+    add_source_note,
+    fastest_recompute,
+    legend_row,
+    model_colors,
+    model_label,
+    model_order,
+    plot_series,
+    readable_log,
+    recompute_handle,
+    require,
+    save_styled,
+    sim_source,
+    study_micro_batch,
+    subplot_mosaic,
+)
+from trainscale.report.style import log2_gpu_axis
+
+__all__ = ["plot", "render"]
+
+_COLUMNS = ("model", "num_gpus", "recompute", "fits_memory", "energy_j_per_token")
+
+
+def plot(sim: pd.DataFrame) -> Figure:
+    """Two panels: tokens/J and tokens/J relative to the model's best, against GPU count."""
+    require(sim, _COLUMNS, where="power_efficiency")
+    data = fastest_recompute(study_micro_batch(sim), ["model"])
+    data = data.assign(tokens_per_j=1.0 / data["energy_j_per_token"])
+    colors = model_colors()
+    fig, ax = subplot_mosaic(7.0, 3.6, [["abs", "rel"], ["legend"] * 2], height_ratios=[1, 0.14])
+    handles = []
+    for model in model_order(data["model"].unique()):
+        rows = data[data["model"] == model].sort_values("num_gpus")
+        best = rows["tokens_per_j"].max()
+        plot_series(ax["abs"], rows["num_gpus"], rows["tokens_per_j"], rows, colors[model])
+        plot_series(
+            ax["rel"], rows["num_gpus"], 100 * rows["tokens_per_j"] / best, rows, colors[model]
+        )
+        handles.append(Line2D([], [], color=colors[model], marker="o", label=model_label(model)))
+    if (data["recompute"] != "none").any():
+        handles.append(recompute_handle())
+    counts = sorted(data["num_gpus"].unique()) or [1]
+    readable_log(ax["abs"])
+    ax["abs"].set_ylabel("Tokens per joule (tokens/J)")
+    ax["rel"].set_ylabel("Tokens/J (% of the model's best)")
+    ax["rel"].axhline(100, color="0.6", lw=0.8)
+    for key in ("abs", "rel"):
+        ax[key].set_xlabel("GPUs (count)")
+        log2_gpu_axis(ax[key], counts)
+        ax[key].tick_params(axis="x", labelrotation=90)
+    legend_row(ax["legend"], handles, [h.get_label() for h in handles], ncols=3)
+    return add_source_note(
+        fig,
+        sim_source(sim) + " — GPU energy only (no CPU, network or cooling); H100 (DGX H100), "
+        "FSDP, seq 4,096, global batch 2,048, micro-batch 2 per GPU.",
+    )
+
+
+def render(stem: str | os.PathLike[str], sim: pd.DataFrame) -> tuple[Path, ...]:
+    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``."""
+    return save_styled(lambda: plot(sim), stem)

@@ -1,0 +1,225 @@
+"""Figure ``sim_vs_measured``: measured runs next to the simulator's prediction for each.
+
+Every measured row of the dataset (``source == "measured"``: one per job of a run under
+``data/runs``) is a line of the chart, labelled with its run and configuration id; the filled
+marker is the measured value (steady-state median), the open marker the simulator's prediction
+for the same configuration (:func:`predict_measured`). A run the simulator cannot represent — a
+CPU run, a GPU that is not in the catalogue, a configuration the validator rejects — is drawn
+without a prediction, with a cross, and the reason is listed under the figure. Two panels: step
+time (s) and tokens/s per GPU, each where the run has the value. With no measured rows the
+figure says so.
+
+Input: the dataset (``results/dataset``, :func:`trainscale.dataset.read_dataset`).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from trainscale.calibration import Calibration
+from trainscale.errors import ConfigurationError
+from trainscale.figures._common import (
+    add_source_note,
+    legend_row,
+    measured_source,
+    readable_log,
+    require,
+    save_styled,
+    sim_source,
+    subplot_mosaic,
+)
+from trainscale.schema import CONFIGURATION_COLUMNS
+from trainscale.simulate import predict_with_rejects
+
+__all__ = ["METRICS", "plot", "predict_measured", "render"]
+
+#: Metrics compared: column, axis label.
+METRICS = (
+    ("step_time_s", "Step time (s)"),
+    ("tokens_per_s_per_gpu", "Throughput per GPU (tokens/s)"),
+)
+_CONFIG = [c.name for c in CONFIGURATION_COLUMNS]
+
+
+def _configuration(row: pd.Series) -> dict[str, object]:
+    """The row's configuration columns that have a value (the simulator fills the rest)."""
+    out = {}
+    for name in _CONFIG:
+        value = row.get(name)
+        if value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)):
+            continue
+        if isinstance(value, str) and not value:
+            continue
+        out[name] = value
+    return out
+
+
+def predict_measured(
+    measured: pd.DataFrame, calibration: Calibration | None = None
+) -> pd.DataFrame:
+    """The measured rows with the simulator's prediction for the same configuration.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per measured row: ``run_id``, ``config_id``, ``gpu``, ``num_gpus``, each metric
+        of :data:`METRICS` as ``measured_<metric>`` and ``predicted_<metric>`` (NaN where there
+        is no prediction), ``calibration_id`` and ``simulator_version`` of the prediction, and
+        ``reason`` (why there is no
+        prediction, ``""`` otherwise).
+    """
+    rows = []
+    for _, row in measured.iterrows():
+        out = {
+            "run_id": str(row.get("run_id") or ""),
+            "config_id": str(row.get("config_id") or ""),
+            "gpu": str(row.get("gpu") or ""),
+            "num_gpus": row.get("num_gpus"),
+            "calibration_id": "",
+            "simulator_version": "",
+            "reason": "",
+        }
+        for metric, _ in METRICS:
+            out[f"measured_{metric}"] = pd.to_numeric(row.get(metric), errors="coerce")
+            out[f"predicted_{metric}"] = np.nan
+        try:
+            result, rejects = predict_with_rejects(
+                pd.DataFrame([_configuration(row)]),
+                calibration=calibration,
+                origin=f"run {out['run_id']}",
+            )
+        except ConfigurationError as error:  # e.g. a manifest that leaves columns out
+            result = pd.DataFrame()
+            rejects = pd.DataFrame(error.problems, columns=["row", "column", "reason"])
+        if len(result):
+            for metric, _ in METRICS:
+                out[f"predicted_{metric}"] = float(result[metric].iloc[0])
+            out["calibration_id"] = str(result["calibration_id"].iloc[0])
+            out["simulator_version"] = str(result["simulator_version"].iloc[0])
+        else:
+            out["reason"] = _reason(rejects)
+        rows.append(out)
+    columns = [
+        "run_id",
+        "config_id",
+        "gpu",
+        "num_gpus",
+        "calibration_id",
+        "simulator_version",
+        "reason",
+    ] + [f"{kind}_{metric}" for metric, _ in METRICS for kind in ("measured", "predicted")]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _reason(rejects: pd.DataFrame) -> str:
+    """Why a measured row has no prediction, from the validator's problems."""
+    if rejects.empty:
+        return "not predictable"
+    parts = []
+    for problem in rejects.drop_duplicates("column").head(2).itertuples():
+        message = str(problem.reason)
+        if message.startswith("missing column"):
+            parts.append(f"configuration lacks {problem.column}")
+        else:
+            parts.append(f"{problem.column}: {message}")
+    return "; ".join(parts)
+
+
+def _short(text: str, width: int = 240) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def plot(dataset: pd.DataFrame, *, calibration: Calibration | None = None) -> Figure:
+    """Dot chart of every measured row against its prediction (see module docstring)."""
+    require(dataset, ["source"], where="sim_vs_measured")
+    measured = dataset[dataset["source"] == "measured"].reset_index(drop=True)
+    table = predict_measured(measured, calibration)
+    labels = [
+        r.config_id if r.config_id.startswith(r.run_id) else f"{r.run_id}\n{r.config_id}"
+        for r in table.itertuples()
+    ]
+    height = 1.6 + 0.42 * max(len(table), 2)
+    fig, ax = subplot_mosaic(
+        7.2,
+        height,
+        [["step_time_s", "tokens_per_s_per_gpu"], ["legend", "legend"]],
+        height_ratios=[1, 0.2],
+    )
+    y = np.arange(len(table))
+    for metric, label in METRICS:
+        a = ax[metric]
+        measured_values = table[f"measured_{metric}"].to_numpy(float)
+        predicted = table[f"predicted_{metric}"].to_numpy(float)
+        has = np.isfinite(predicted)
+        a.scatter(measured_values[has], y[has], color="black", s=26, zorder=4)
+        a.scatter(measured_values[~has], y[~has], color="black", marker="x", s=30, zorder=4)
+        a.scatter(
+            predicted[has],
+            y[has],
+            facecolor="white",
+            edgecolor="C3",
+            marker="D",
+            s=26,
+            lw=1.1,
+            zorder=4,
+        )
+        for i in np.flatnonzero(has & np.isfinite(measured_values)):
+            a.plot([measured_values[i], predicted[i]], [y[i], y[i]], color="C3", lw=0.8, zorder=3)
+        readable_log(a, "x")
+        a.set_xlabel(label)
+        a.set_yticks(y, labels if metric == "step_time_s" else [""] * len(y))
+        a.set_ylim(-0.7, max(len(table), 1) - 0.3)
+        a.invert_yaxis()
+        a.tick_params(axis="y", labelsize=6.5, length=0)
+        if not np.isfinite(np.concatenate([measured_values, predicted])).any():
+            a.set_xlim(0.1, 10)
+            if len(table):
+                a.text(0.5, 0.5, "no values", transform=a.transAxes, ha="center", color="0.4")
+    if table.empty:
+        for metric, _ in METRICS:
+            ax[metric].text(
+                0.5,
+                0.5,
+                "No measured runs in the dataset\n(data/runs/<run>/run.yaml)",
+                transform=ax[metric].transAxes,
+                ha="center",
+                va="center",
+                color="0.35",
+            )
+    handles = [
+        Line2D([], [], ls="", marker="o", color="black", label="measured (steady-state median)"),
+        Line2D(
+            [], [], ls="", marker="D", mfc="white", mec="C3", label="simulated, same configuration"
+        ),
+        Line2D(
+            [],
+            [],
+            ls="",
+            marker="x",
+            color="black",
+            label="measured, no prediction (e.g. CPU run; reason below)",
+        ),
+    ]
+    legend_row(ax["legend"], handles, [h.get_label() for h in handles], ncols=2, fontsize=6.5)
+    predicted_rows = table[table["calibration_id"] != ""]
+    notes = [
+        measured_source(table["run_id"]),
+        sim_source(predicted_rows) if len(predicted_rows) else "Simulated: no predictable run",
+    ]
+    notes += [
+        _short(f"No prediction for {r.run_id} {r.config_id}: {r.reason}")
+        for r in table[table["reason"] != ""].itertuples()
+    ]
+    return add_source_note(fig, *notes)
+
+
+def render(stem: str | os.PathLike[str], dataset: pd.DataFrame) -> tuple[Path, ...]:
+    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``."""
+    return save_styled(lambda: plot(dataset), stem)

@@ -1,0 +1,51 @@
+"""The study's tables, one module per table, each written as CSV, Markdown and LaTeX.
+
+- ``hardware``: GPUs, their default systems and each one's growth over the row above;
+- ``models``: shapes and parameter counts;
+- ``claims``: the study's headline numbers against the simulator with the study setup;
+- ``scaling_fits``: log-log (HC3) and USL fits of every scale-out series;
+- ``validation``: error of the simulator per published source;
+- ``best_plans``: the fastest plan that fits per model and GPU count.
+
+Every module has ``render(stem, ...)``; :func:`render_table` renders one by name from the
+workflow's files (:data:`TABLES` says which inputs each takes).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from trainscale.errors import TrainscaleError
+from trainscale.figures import load_input
+
+__all__ = ["TABLES", "render_table"]
+
+#: Table name → the named inputs its ``render`` takes (input name → kind of file, see
+#: :func:`trainscale.figures.load_input`).
+TABLES: dict[str, dict[str, str]] = {
+    "hardware": {},
+    "models": {},
+    "claims": {},
+    "scaling_fits": {"dataset": "dataset"},
+    "validation": {"validation": "parquet"},
+    "best_plans": {"sim": "parquet"},
+}
+
+
+def render_table(
+    name: str, stem: str | os.PathLike[str], inputs: Mapping[str, str] | None = None
+) -> tuple[Path, ...]:
+    """Render table ``name`` to ``stem.{csv,md,tex}`` from the files in ``inputs``."""
+    import importlib
+
+    if name not in TABLES:
+        raise TrainscaleError(f"unknown table {name!r}; known: {', '.join(TABLES)}")
+    inputs = inputs or {}
+    missing = [key for key in TABLES[name] if key not in inputs]
+    if missing:
+        raise TrainscaleError(f"table {name}: missing input(s) {missing}")
+    frames = {key: load_input(kind, inputs[key]) for key, kind in TABLES[name].items()}
+    module = importlib.import_module(f"trainscale.tables.{name}")
+    return module.render(stem, **frames)

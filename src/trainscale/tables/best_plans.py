@@ -1,0 +1,112 @@
+"""Table ``best_plans``: the fastest plan that fits in memory per model and GPU count.
+
+From a sweep over plans (the ``best_plan`` study: tensor and pipeline degree, data-parallel
+sharding, recomputation, micro-batch), keep per model and GPU count the configuration with the
+highest tokens/s among those that fit in memory. Figure ``best_plan`` draws the same selection.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from trainscale.figures._common import model_order, require
+
+__all__ = ["BEST_PLAN_COLUMNS", "best_plans", "render"]
+
+#: Columns of :func:`best_plans`, in order.
+BEST_PLAN_COLUMNS: tuple[str, ...] = (
+    "model",
+    "gpu",
+    "num_gpus",
+    "tp",
+    "pp",
+    "dp",
+    "sharding",
+    "recompute",
+    "micro_batch",
+    "grad_accum",
+    "tokens_per_s",
+    "tokens_per_s_per_gpu",
+    "mfu_pct",
+    "mem_gib_per_gpu",
+    "power_w_per_gpu",
+    "exposed_comm_pct",
+    "plans_fitting",
+    "calibration_id",
+)
+_INPUT = (
+    "model",
+    "gpu",
+    "num_gpus",
+    "tp",
+    "pp",
+    "dp",
+    "sharding",
+    "recompute",
+    "micro_batch",
+    "grad_accum",
+    "tokens_per_s",
+    "tokens_per_s_per_gpu",
+    "mfu",
+    "mem_gib_per_gpu",
+    "power_w_per_gpu",
+    "exposed_comm_frac",
+    "fits_memory",
+    "calibration_id",
+)
+
+
+def best_plans(sim: pd.DataFrame) -> pd.DataFrame:
+    """Best plan (highest tokens/s among those that fit in memory) per model, GPU and count.
+
+    Returns
+    -------
+    pandas.DataFrame
+        :data:`BEST_PLAN_COLUMNS`: the plan (``tp``, ``pp``, ``dp``, ``sharding``,
+        ``recompute``, ``micro_batch``, ``grad_accum``), ``tokens_per_s`` (whole job),
+        ``tokens_per_s_per_gpu``, ``mfu_pct`` (%), ``mem_gib_per_gpu`` (GiB),
+        ``power_w_per_gpu`` (W), ``exposed_comm_pct`` (% of the step), ``plans_fitting``
+        (configurations that fit, of which this is the best) and ``calibration_id``; sorted by
+        model size then GPU count. Model/count pairs where nothing fits are left out.
+    """
+    require(sim, _INPUT, where="best_plans")
+    fits = sim[sim["fits_memory"].astype(bool)]
+    keys = ["model", "gpu", "num_gpus"]
+    counts = fits.groupby(keys).size().rename("plans_fitting")
+    best = fits.sort_values("tokens_per_s", ascending=False, kind="stable").drop_duplicates(keys)
+    best = best.join(counts, on=keys)
+    best = best.assign(mfu_pct=100 * best["mfu"], exposed_comm_pct=100 * best["exposed_comm_frac"])
+    order = {m: i for i, m in enumerate(model_order(best["model"].unique()))}
+    best = best.assign(_m=best["model"].map(order)).sort_values(["_m", "gpu", "num_gpus"])
+    out = best[list(BEST_PLAN_COLUMNS)].reset_index(drop=True)
+    return out.astype(
+        {
+            c: "int64"
+            for c in ("num_gpus", "tp", "pp", "dp", "micro_batch", "grad_accum", "plans_fitting")
+        }
+    )
+
+
+def render(stem: str | os.PathLike[str], sim: pd.DataFrame) -> tuple[Path, ...]:
+    """Write ``stem.{csv,md,tex}``."""
+    from trainscale.report import write_table
+
+    table = best_plans(sim)
+    return write_table(
+        table,
+        stem,
+        label="tab:best_plans",
+        caption="Fastest plan that fits in memory per model and GPU count (simulated; "
+        "H100, sequence 4,096, global batch 2,048 sequences).",
+        float_format={
+            "tokens_per_s": ",.0f",
+            "tokens_per_s_per_gpu": ",.0f",
+            "mfu_pct": ".1f",
+            "mem_gib_per_gpu": ".1f",
+            "power_w_per_gpu": ".0f",
+            "exposed_comm_pct": ".1f",
+        },
+    )

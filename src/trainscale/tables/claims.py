@@ -1,0 +1,213 @@
+"""Table ``claims``: the study's headline numbers, reproduced with the study setup.
+
+Each claim of Fernandez et al. (2024) is recomputed with :mod:`trainscale.study_setup` (sequence
+4,096, global batch 2,048 sequences, micro-batch 2 per GPU, FSDP, no recomputation,
+H100 in DGX H100 nodes; the MFU comparison at 128 GPUs) and checked against the study's value
+with a stated tolerance. :func:`reproduce_claims` runs the simulator; :func:`claims_table` only
+compares, so it can be checked with any numbers.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from trainscale.calibration import Calibration
+from trainscale.errors import TrainscaleError
+
+__all__ = ["CLAIMS", "CLAIMS_COLUMNS", "Claim", "claims_table", "render", "reproduce_claims"]
+
+#: Columns of :func:`claims_table`, in order.
+CLAIMS_COLUMNS: tuple[str, ...] = (
+    "claim",
+    "study_value",
+    "reproduced_value",
+    "unit",
+    "tolerance",
+    "holds",
+    "setup",
+)
+
+_FSDP_SETUP = (
+    "Llama-2 7B, FSDP, H100 SXM 80GB (DGX H100, 400 Gb/s per GPU), seq 4,096, global batch "
+    "2,048 sequences, micro-batch 2 per GPU (1 where the local batch is 1), no recomputation"
+)
+_A100_SETUP = _FSDP_SETUP.replace("H100 SXM 80GB (DGX H100, 400", "A100 SXM 80GB (DGX A100, 200")
+_MP_SETUP = (
+    "2,048 H100 GPUs; tp in 1-8, pp in 1-16 with tp*pp <= 16, FSDP across replicas, no or full "
+    "recomputation, micro-batch 2 per GPU or the local batch if smaller; best = highest "
+    "tokens/s that fits in memory"
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Claim:
+    """One claim of the study and how it is checked."""
+
+    key: str
+    """Name of the reproduced value in :func:`reproduce_claims`' result."""
+    claim: str
+    """What the study says, in words."""
+    study_value: float | tuple[float, float]
+    """The study's number, or the range it gives (inclusive)."""
+    unit: str
+    tolerance: float | None
+    """Allowed absolute difference (in ``unit``) for a number; None for a range."""
+    setup: str
+
+    @property
+    def study_text(self) -> str:
+        if isinstance(self.study_value, tuple):
+            return f"{self.study_value[0]:g}–{self.study_value[1]:g}"
+        return f"{self.study_value:g}"
+
+    @property
+    def tolerance_text(self) -> str:
+        if self.tolerance is None:
+            return f"within {self.study_text}"
+        return f"±{self.tolerance:g} points" if self.unit == "%" else f"±{self.tolerance:g}"
+
+    def holds(self, value: float) -> bool:
+        """Whether ``value`` agrees with the study within the tolerance (False for NaN)."""
+        if pd.isna(value):
+            return False
+        if isinstance(self.study_value, tuple):
+            low, high = self.study_value
+            return bool(low <= value <= high)
+        return bool(abs(value - self.study_value) <= self.tolerance)
+
+
+#: The claims, in table order.
+CLAIMS: tuple[Claim, ...] = (
+    Claim(
+        key="throughput_drop_pct",
+        unit="%",
+        study_value=37.22,
+        tolerance=5.0,
+        claim="Drop of tokens/s per GPU from 128 to 2,048 GPUs",
+        setup=_FSDP_SETUP,
+    ),
+    Claim(
+        key="power_drop_pct",
+        unit="%",
+        study_value=5.87,
+        tolerance=2.0,
+        claim="Drop of power per GPU from 128 to 2,048 GPUs",
+        setup=_FSDP_SETUP,
+    ),
+    Claim(
+        key="mfu_a100_pct",
+        unit="%",
+        study_value=59.67,
+        tolerance=5.0,
+        claim="MFU on A100 at 128 GPUs",
+        setup=_A100_SETUP,
+    ),
+    Claim(
+        key="mfu_h100_pct",
+        unit="%",
+        study_value=40.77,
+        tolerance=5.0,
+        claim="MFU on H100 at 128 GPUs",
+        setup=_FSDP_SETUP,
+    ),
+    Claim(
+        key="best_degree_llama2_7b",
+        unit="tp*pp",
+        study_value=(2.0, 4.0),
+        tolerance=None,
+        claim="Model-parallel degree of the best plan at 2,048 GPUs, Llama-2 7B",
+        setup=_MP_SETUP,
+    ),
+    Claim(
+        key="best_degree_llama2_70b",
+        unit="tp*pp",
+        study_value=(2.0, 4.0),
+        tolerance=None,
+        claim="Model-parallel degree of the best plan at 2,048 GPUs, Llama-2 70B",
+        setup=_MP_SETUP,
+    ),
+)
+
+
+def reproduce_claims(calibration: Calibration | None = None) -> dict[str, float]:
+    """Recompute every claim's value with the study setup (:mod:`trainscale.study_setup`)."""
+    from trainscale import study_setup
+
+    best = {
+        model: study_setup.best_model_parallel(model, 2048, calibration)
+        for model in ("llama2-7b", "llama2-70b")
+    }
+    return {
+        "throughput_drop_pct": study_setup.throughput_drop_pct(calibration),
+        "power_drop_pct": study_setup.power_drop_pct(calibration),
+        "mfu_a100_pct": 100.0 * study_setup.mfu_at("a100-sxm-80gb", calibration),
+        "mfu_h100_pct": 100.0 * study_setup.mfu_at("h100-sxm-80gb", calibration),
+        **{
+            f"best_degree_{model.replace('-', '_')}": (
+                float(frame["model_parallel"].iloc[0]) if len(frame) else float("nan")
+            )
+            for model, frame in best.items()
+        },
+    }
+
+
+def claims_table(
+    reproduced: Mapping[str, float], claims: tuple[Claim, ...] = CLAIMS
+) -> pd.DataFrame:
+    """Compare reproduced values with the study's.
+
+    Parameters
+    ----------
+    reproduced : mapping
+        Claim key → reproduced value (as :func:`reproduce_claims` returns); every claim's key
+        must be present.
+    claims : tuple of Claim
+        The claims to check (default :data:`CLAIMS`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        :data:`CLAIMS_COLUMNS`: ``claim``; ``study_value`` (text: a number or a range);
+        ``reproduced_value`` (float); ``unit``; ``tolerance`` (text); ``holds`` (bool: the
+        reproduced value is within the tolerance of, or inside, the study's value); ``setup``.
+    """
+    missing = [c.key for c in claims if c.key not in reproduced]
+    if missing:
+        raise TrainscaleError(f"claims_table: no reproduced value for {missing}")
+    rows = [
+        {
+            "claim": c.claim,
+            "study_value": c.study_text,
+            "reproduced_value": float(reproduced[c.key]),
+            "unit": c.unit,
+            "tolerance": c.tolerance_text,
+            "holds": c.holds(float(reproduced[c.key])),
+            "setup": c.setup,
+        }
+        for c in claims
+    ]
+    return pd.DataFrame(rows, columns=list(CLAIMS_COLUMNS)).astype({"holds": "bool"})
+
+
+def render(
+    stem: str | os.PathLike[str], *, calibration: Calibration | None = None
+) -> tuple[Path, ...]:
+    """Reproduce the claims and write ``stem.{csv,md,tex}``."""
+    from trainscale.calibration import load_calibration
+    from trainscale.report import write_table
+
+    calibration = calibration or load_calibration()
+    table = claims_table(reproduce_claims(calibration))
+    return write_table(
+        table,
+        stem,
+        label="tab:claims",
+        caption="The study's claims (Fernandez et al. 2024) against the simulator "
+        f"(trainscale calibration {calibration.calibration_id}) with the study setup.",
+        float_format={"reproduced_value": ".2f"},
+    )

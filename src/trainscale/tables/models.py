@@ -1,0 +1,78 @@
+"""Table ``models``: the model catalogue's shapes and parameter counts.
+
+One row per model of ``data/models.yaml``, smallest first. Parameter counts are derived from the
+shape (:mod:`trainscale.model.shape`), never stored: ``params_b`` counts every weight (blocks,
+final norm, embeddings), ``layer_params_m`` one transformer block's matrices — what FSDP gathers
+per layer.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from trainscale.model.shape import (
+    attention_params_per_layer,
+    load_models,
+    mlp_params_per_layer,
+)
+
+__all__ = ["MODEL_COLUMNS", "models_table", "render"]
+
+#: Columns of :func:`models_table`, in order.
+MODEL_COLUMNS: tuple[str, ...] = (
+    "model",
+    "layers",
+    "hidden",
+    "heads",
+    "kv_heads",
+    "ffn",
+    "vocab",
+    "mlp",
+    "tied_embeddings",
+    "params_b",
+    "layer_params_m",
+)
+
+
+def models_table() -> pd.DataFrame:
+    """The model table (see module docstring); ``params_b`` in billions, ``layer_params_m`` in
+    millions."""
+    rows = []
+    for key, m in load_models().items():
+        layer = attention_params_per_layer(m.hidden, m.heads, m.kv_heads) + mlp_params_per_layer(
+            m.hidden, m.ffn, m.mlp == "swiglu"
+        )
+        rows.append(
+            {
+                "model": key,
+                "layers": m.layers,
+                "hidden": m.hidden,
+                "heads": m.heads,
+                "kv_heads": m.kv_heads,
+                "ffn": m.ffn,
+                "vocab": m.vocab,
+                "mlp": m.mlp,
+                "tied_embeddings": m.tied_embeddings,
+                "params_b": m.params / 1e9,
+                "layer_params_m": float(layer) / 1e6,
+            }
+        )
+    table = pd.DataFrame(rows, columns=list(MODEL_COLUMNS))
+    return table.sort_values(["params_b", "model"], kind="stable").reset_index(drop=True)
+
+
+def render(stem: str | os.PathLike[str]) -> tuple[Path, ...]:
+    """Write ``stem.{csv,md,tex}``."""
+    from trainscale.report import write_table
+
+    return write_table(
+        models_table(),
+        stem,
+        label="tab:models",
+        caption="Model shapes (data/models.yaml, with sources) and parameter counts derived "
+        "from them.",
+        float_format={"params_b": ".2f", "layer_params_m": ".1f"},
+    )
