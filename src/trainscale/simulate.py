@@ -162,8 +162,8 @@ def predict(
         The input columns, any configuration column the input left out (as resolved), then
         ``dp``, ``grad_accum``, ``step_time_s``, ``tokens_per_s``, ``tokens_per_s_per_gpu``,
         ``mfu``, ``hfu``, ``compute_s``, ``comm_s``, ``allgather_s``, ``reducescatter_s``,
-        ``allreduce_s``, ``p2p_s``, ``straggler_s``, ``exposed_comm_s``, ``exposed_comm_frac``, ``bubble_s``,
-        ``host_stall_s``, ``mem_gib_per_gpu``, ``fits_memory``, ``power_w_per_gpu``,
+        ``allreduce_s``, ``p2p_s``, ``straggler_s``, ``exposed_comm_s``, ``exposed_comm_frac``,
+        ``bubble_s``, ``host_stall_s``, ``mem_gib_per_gpu``, ``fits_memory``, ``power_w_per_gpu``,
         ``energy_j_per_token``, ``source`` (``"sim"``), ``simulator_version``,
         ``calibration_id``. Units are in the names (see :mod:`trainscale.schema`).
 

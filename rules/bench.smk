@@ -1,0 +1,83 @@
+# Bench sweeps on a SLURM cluster (not part of the default target: they need GPUs).
+# config/benches/<sweep>.yaml (src/trainscale/bench/sweep.py) -> one SLURM job per point, each a
+# `trainscale bench` run folder results/bench/<sweep>/<sweep>_<point>/ (run.yaml, logs, traces),
+# then results/bench/<sweep>.parquet with their measured rows. Run with
+#   snakemake results/bench/<sweep>.parquet --profile profiles/slurm-bench
+# Copy a run folder to data/runs/ to put it into the dataset of the default target.
+from trainscale.bench.sweep import point_of, sweep_run_dirs
+
+
+# Collecting the rows takes a second: no SLURM job for it.
+localrules:
+    bench_collect,
+
+
+# One point: `srun torchrun` on every node of the job, rendezvous at the first node (port 29500
+# + job id mod 1000, so jobs sharing a node do not collide). The SLURM executor already runs this
+# shell inside a one-task, one-node job step, so the nested srun needs --overlap, and the node
+# count comes from the job's node list: in that step $SLURM_NNODES is the step's (1) and
+# $SLURM_JOB_NUM_NODES is not set. Outside SLURM (local executor): torchrun --standalone.
+rule bench_run:
+    input:
+        sweep="config/benches/{sweep}.yaml",
+    output:
+        run_dir=directory("results/bench/{sweep}/{sweep}_{point}"),
+    log:
+        "results/logs/bench_run/{sweep}/{point}.log",
+    benchmark:
+        "results/benchmarks/bench_run/{sweep}/{point}.tsv"
+    wildcard_constraints:
+        sweep=r"[A-Za-z0-9][A-Za-z0-9_-]*",
+        point=r"[A-Za-z0-9][A-Za-z0-9_-]*",
+    conda:
+        "../environment.yml"
+    threads: lambda wildcards: point_of(wildcards).cpus_per_node
+    resources:
+        nodes=lambda wildcards: point_of(wildcards).nodes,
+        tasks=lambda wildcards: point_of(wildcards).nodes,
+        cpus_per_task=lambda wildcards: point_of(wildcards).cpus_per_node,
+        mem_mb=lambda wildcards: point_of(wildcards).mem_mb,
+        runtime=lambda wildcards: point_of(wildcards).runtime_min,
+        slurm_extra=lambda wildcards: point_of(wildcards).slurm_extra,
+    params:
+        nproc=lambda wildcards: point_of(wildcards).procs_per_node,
+        bench=lambda wildcards: point_of(wildcards).args,
+    shell:
+        """
+        exec >{log} 2>&1
+        if printenv SLURM_JOB_ID >/dev/null; then
+            nodes=$(scontrol show hostnames "$SLURM_JOB_NODELIST")
+            count=$(echo "$nodes" | wc -l)
+            endpoint="$(echo "$nodes" | head -n1):$((29500 + SLURM_JOB_ID % 1000))"
+            srun --overlap --nodes="$count" --ntasks-per-node=1 \
+                --cpus-per-task={resources.cpus_per_task} \
+                torchrun --nnodes "$count" --nproc-per-node {params.nproc} \
+                --rdzv-id "$SLURM_JOB_ID" --rdzv-backend c10d --rdzv-endpoint "$endpoint" \
+                -m trainscale.cli bench {params.bench} --out {output.run_dir}
+        else
+            torchrun --standalone --nproc-per-node {params.nproc} \
+                -m trainscale.cli bench {params.bench} --out {output.run_dir}
+        fi
+        """
+
+
+# A sweep's measured rows, one per point, in the dataset schema.
+rule bench_collect:
+    input:
+        runs=lambda wildcards: sweep_run_dirs(f"config/benches/{wildcards.sweep}.yaml"),
+    output:
+        results="results/bench/{sweep}.parquet",
+    log:
+        "results/logs/bench_collect/{sweep}.log",
+    benchmark:
+        "results/benchmarks/bench_collect/{sweep}.tsv"
+    wildcard_constraints:
+        sweep=r"[A-Za-z0-9][A-Za-z0-9_-]*",
+    conda:
+        "../environment.yml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    script:
+        "../workflow/scripts/bench_collect.py"

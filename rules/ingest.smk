@@ -1,0 +1,31 @@
+# Real runs: <runs_dir>/<run>/run.yaml + its logs -> results/measured/<run>.parquet (one row per
+# job, dataset schema) and results/measured/<run>_steps.parquet (one row per logged step).
+# get_measured_results() (rules/common.smk) lists one target per run folder with a run.yaml.
+from trainscale.runs import run_input_files
+
+
+# Parse every log the manifest lists (src/trainscale/runs.py); a bad manifest or log fails the
+# job with the file, line and key in its log, and writes nothing.
+rule ingest_run:
+    input:
+        manifest=f"{config['runs_dir']}/{{run}}/run.yaml",
+        logs=lambda wildcards: run_input_files(
+            f"{config['runs_dir']}/{wildcards.run}"
+        )[1:],
+    output:
+        results="results/measured/{run}.parquet",
+        steps="results/measured/{run}_steps.parquet",
+    log:
+        "results/logs/ingest_run/{run}.log",
+    benchmark:
+        "results/benchmarks/ingest_run/{run}.tsv"
+    wildcard_constraints:
+        run=r"(?!.*_steps$)[A-Za-z0-9][A-Za-z0-9._-]*",
+    conda:
+        "../environment.yml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    script:
+        "../workflow/scripts/ingest_run.py"

@@ -1,0 +1,210 @@
+"""Small simulated, published and measured inputs for the figure and table tests.
+
+Every frame comes from the real simulator on a handful of configurations (micro-batch 1, so no
+``auto`` resolution is needed) or is fabricated with the columns the workflow writes; figures
+render with Agg, rcParams changes stay inside each test and every figure is closed.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import matplotlib as mpl
+
+mpl.use("Agg")
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import pytest
+
+from trainscale import predict
+from trainscale.dataset import conform
+from trainscale.schema import DATASET_COLUMNS
+from trainscale.study_setup import STUDY_MICRO_BATCH
+
+BASE = {
+    "seq_len": 4096,
+    "global_batch": 2048,
+    "micro_batch": 1,
+    "gpu": "h100-sxm-80gb",
+    "tp": 1,
+    "pp": 1,
+    "sharding": "fsdp",
+    "recompute": "none",
+    "precision": "bf16",
+}
+
+
+def simulate(**axes: list) -> pd.DataFrame:
+    """Predict the cross product of ``axes`` over :data:`BASE`, at the study setup's micro-batch
+    (``min(2, local batch)``)."""
+    keys = list(axes)
+    rows = [
+        {**BASE, **dict(zip(keys, values, strict=True))}
+        for values in itertools.product(*axes.values())
+    ]
+    frame = pd.DataFrame(rows)
+    frame = frame[frame["tp"] * frame["pp"] <= frame["num_gpus"]].reset_index(drop=True)
+    local = frame["global_batch"] // (frame["num_gpus"] // (frame["tp"] * frame["pp"]))
+    frame["micro_batch"] = local.clip(upper=STUDY_MICRO_BATCH)  # the study setup's rule
+    return predict(frame)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_matplotlib():
+    with mpl.rc_context():
+        yield
+    plt.close("all")
+
+
+@pytest.fixture(scope="session")
+def scaleout_sim() -> pd.DataFrame:
+    """Llama-2 7B and 70B, FSDP, H100, no and full recompute, 8 to 2,048 GPUs."""
+    return simulate(
+        model=["llama2-7b", "llama2-70b"],
+        recompute=["none", "full"],
+        num_gpus=[8, 32, 128, 512, 2048],
+    )
+
+
+@pytest.fixture(scope="session")
+def model_parallel_sim() -> pd.DataFrame:
+    return simulate(
+        model=["llama2-7b", "llama2-70b"],
+        num_gpus=[512, 2048],
+        tp=[1, 2, 4],
+        pp=[1, 2, 4],
+        recompute=["none", "full"],
+    )
+
+
+@pytest.fixture(scope="session")
+def hardware_sim() -> pd.DataFrame:
+    return simulate(
+        model=["llama2-7b"],
+        gpu=["a100-sxm-80gb", "h100-sxm-80gb", "b200"],
+        recompute=["none", "full"],
+        num_gpus=[8, 128, 2048],
+    )
+
+
+@pytest.fixture(scope="session")
+def context_sim() -> pd.DataFrame:
+    frames = [
+        simulate(
+            model=["llama2-7b"],
+            seq_len=[seq],
+            global_batch=[8388608 // seq],
+            num_gpus=[128],
+            recompute=["none", "full"],
+        )
+        for seq in (1024, 4096, 16384)
+    ]
+    return pd.concat(frames, ignore_index=True)
+
+
+@pytest.fixture(scope="session")
+def compute_sim() -> pd.DataFrame:
+    return simulate(model=["llama2-7b"], num_gpus=[8, 64, 512], tp=[1, 2], pp=[1, 2])
+
+
+@pytest.fixture(scope="session")
+def batch_sim() -> pd.DataFrame:
+    return simulate(
+        model=["llama2-7b"], seq_len=[2048, 4096], global_batch=[2048, 4096], num_gpus=[128, 2048]
+    )
+
+
+@pytest.fixture(scope="session")
+def best_sim() -> pd.DataFrame:
+    return simulate(
+        model=["llama2-7b", "llama2-70b"],
+        num_gpus=[64, 2048],
+        tp=[1, 2],
+        pp=[1, 2],
+        sharding=["fsdp", "zero1"],
+        recompute=["none", "full"],
+    )
+
+
+@pytest.fixture(scope="session")
+def validation_rows() -> pd.DataFrame:
+    """Rows shaped like results/validation.parquet: source A has MAPE 10 %, B 50 %, C only a
+    rejected row, plus one nccl-tests row."""
+    rows = [
+        ("A", "predicted", "throughput", 100.0, 110.0),
+        ("A", "predicted", "throughput", 1000.0, 900.0),
+        ("B", "predicted", "throughput", 50.0, 75.0),
+        ("B", "rejected", None, None, None),
+        ("C", "rejected", None, None, None),
+        ("N", "predicted", "collective", 400.0, 380.0),
+    ]
+    frame = pd.DataFrame(rows, columns=["citation", "status", "kind", "observed", "predicted"])
+    frame["ape_pct"] = (100 * (frame["predicted"] - frame["observed"]) / frame["observed"]).abs()
+    frame["calibration_id"] = "cal123"
+    frame["simulator_version"] = "0.1.0"
+    return frame
+
+
+@pytest.fixture(scope="session")
+def collectives() -> pd.DataFrame:
+    """nccl-tests rows as trainscale.validation.collective_predictions returns them."""
+    return pd.DataFrame(
+        {
+            "citation": ["nccl source", "nccl source", "p2p source"],
+            "collective": ["allreduce", "allreduce", "sendrecv"],
+            "size_bytes": [2.0**30, 2.0**33, 2.0**30],
+            "num_gpus": [16, 16, 8],
+            "gpu": ["h100-sxm-80gb"] * 3,
+            "observed_busbw_gbps": [400.0, 450.0, 190.0],
+            "predicted_busbw_gbps": [420.0, 470.0, 230.0],
+        }
+    )
+
+
+@pytest.fixture(scope="session")
+def measured_dataset(scaleout_sim) -> pd.DataFrame:
+    """A dataset with simulated rows, one measured H100 run and one measured CPU run."""
+    common = {
+        "source": "measured",
+        "study": "runs",
+        "layers": 2,
+        "hidden": 256,
+        "heads": 4,
+        "kv_heads": 4,
+        "ffn": 1024,
+        "vocab": 1000,
+        "mlp": "swiglu",
+        "seq_len": 256,
+        "global_batch": 8,
+        "micro_batch": 1,
+        "tp": 1,
+        "pp": 1,
+        "sharding": "ddp",
+        "recompute": "none",
+        "precision": "bf16",
+    }
+    measured = pd.DataFrame(
+        [
+            {
+                **common,
+                "run_id": "gpu_run",
+                "config_id": "tiny_h100_n8",
+                "gpu": "h100-sxm-80gb",
+                "num_gpus": 8,
+                "step_time_s": 0.05,
+                "tokens_per_s_per_gpu": 5120.0,
+            },
+            {
+                **common,
+                "run_id": "cpu_run",
+                "config_id": "tiny_cpu_n1",
+                "gpu": "cpu",
+                "num_gpus": 1,
+                "step_time_s": 2.0,
+                "tokens_per_s_per_gpu": 1024.0,
+            },
+        ]
+    )
+    sim = scaleout_sim.assign(study="fsdp_scaleout")
+    return conform(pd.concat([sim, measured], ignore_index=True), DATASET_COLUMNS)

@@ -1,0 +1,172 @@
+"""Every figure: renders from small inputs, labels its axes with units, names every series in its
+legend, says where its numbers come from, and gives byte-identical files on a second render."""
+
+from __future__ import annotations
+
+import importlib
+import re
+
+import matplotlib.pyplot as plt
+import pytest
+from matplotlib.figure import Figure
+from matplotlib.legend import Legend
+
+from trainscale.figures import FIGURES
+
+#: figure → (fixture per input, axis labels it must have, legend entries it must have,
+#: source-note fragments it must have).
+SPECS = {
+    "collective_bandwidth": (
+        {"collectives": "collectives"},
+        {"Message size (bytes)", "Bus bandwidth (GB/s)"},
+        {"1 node (8 GPUs)", "512 nodes (4096 GPUs)", "nccl source"},
+        {"Simulated: trainscale", "Published: nccl source", "sendrecv"},
+    ),
+    "collective_scaling": (
+        {},
+        {"GPUs (count)", "Time per layer (ms)"},
+        {"AllGather", "ReduceScatter", "AllReduce", "AllGather latency term"},
+        {"Simulated: trainscale", "collective cost model"},
+    ),
+    "fsdp_scaleout": (
+        {"sim": "scaleout_sim"},
+        {
+            "GPUs (count)",
+            "Global throughput (tokens/s)",
+            "Throughput per GPU (tokens/s)",
+            "MFU (%)",
+            "Power per GPU (W)",
+            "Communication per step, busy (s)",
+            "Exposed communication per step (s)",
+        },
+        {"Llama-2 7B", "Llama-2 70B", "AllGather (busy)", "study's drop"},
+        {"Simulated: trainscale", "calibration"},
+    ),
+    "model_parallel": (
+        {"sim": "model_parallel_sim"},
+        {"Model-parallel degree tp·pp (GPUs per replica)", "Throughput (million tokens/s)"},
+        {
+            "TP only (pp = 1)",
+            "PP only (tp = 1)",
+            "TP × PP (both > 1)",
+            "pure FSDP (tp·pp = 1)",
+            "best plan",
+        },
+        {"Simulated: trainscale"},
+    ),
+    "hardware_generations": (
+        {"sim": "hardware_sim"},
+        {"GPUs (count)", "MFU (%)", "Throughput per GPU (tokens/s)", "Exposed comm. (% of step)"},
+        {"A100 80GB", "H100 80GB", "B200"},
+        {"Simulated: trainscale", "default system"},
+    ),
+    "power_efficiency": (
+        {"sim": "scaleout_sim"},
+        {"GPUs (count)", "Tokens per joule (tokens/J)", "Tokens/J (% of the model's best)"},
+        {"Llama-2 7B", "Llama-2 70B", "open: with full recomputation (fits / faster)"},
+        {"Simulated: trainscale"},
+    ),
+    "context_length": (
+        {"sim": "context_sim"},
+        {"Sequence length (tokens)", "Throughput per GPU (tokens/s)", "MFU (%)"},
+        {"Llama-2 7B"},
+        {"Simulated: trainscale", "8,388,608 tokens per batch"},
+    ),
+    "compute_per_gpu": (
+        {"sim": "compute_sim"},
+        {"Data-parallel degree dp (replicas)", "FLOPs per GPU per step (TFLOP)"},
+        {"tp·pp = 1", "tp·pp = 2", "tp·pp = 4"},
+        {"Simulated: trainscale"},
+    ),
+    "marginal_returns": (
+        {"sim": "scaleout_sim"},
+        {
+            "GPUs (count)",
+            "Added tokens/s per added GPU\n(tokens/s per GPU)",
+            "Added tokens/s per added kW\n(tokens/s per kW)",
+        },
+        {"between consecutive GPU counts (data)", "USL fit: dX/dN", "95 % band (delta method)"},
+        {"Simulated: trainscale"},
+    ),
+    "sim_vs_published": (
+        {"validation": "validation_rows"},
+        {"Published throughput per GPU (tokens/s)", "Simulated throughput per GPU (tokens/s)"},
+        {"A\nn = 2, MAPE 10.0 %", "B\nn = 1, MAPE 50.0 %"},
+        {"Simulated: trainscale 0.1.0, calibration cal123", "Published: 2 sources"},
+    ),
+    "global_batch_inference": (
+        {"sim": "batch_sim"},
+        {
+            "Assumed global batch (sequences per step)",
+            "Drop of tokens/s per GPU,\n128 → 2,048 GPUs (%)",
+        },
+        {
+            "simulated, sequences of 2,048 tokens",
+            "simulated, sequences of 4,096 tokens",
+            "study: 37.22 % drop",
+            "study ± 5 points",
+        },
+        {"Simulated: trainscale"},
+    ),
+    "best_plan": (
+        {"sim": "best_sim"},
+        {"GPUs (count)", "Model", "MFU of the best plan (%)"},
+        set(),
+        {"Simulated: trainscale", "+R = full recomputation"},
+    ),
+    "sim_vs_measured": (
+        {"dataset": "measured_dataset"},
+        {"Step time (s)", "Throughput per GPU (tokens/s)"},
+        {
+            "measured (steady-state median)",
+            "simulated, same configuration",
+            "measured, no prediction (e.g. CPU run; reason below)",
+        },
+        {"Measured: runs cpu_run, gpu_run", "Simulated: trainscale", "No prediction for cpu_run"},
+    ),
+}
+
+
+def _inputs(name, request):
+    return {key: request.getfixturevalue(fixture) for key, fixture in SPECS[name][0].items()}
+
+
+def _texts(fig: Figure) -> tuple[set[str], set[str], str]:
+    labels = set()
+    for ax in fig.axes:
+        labels |= {ax.get_xlabel(), ax.get_ylabel()}
+    legend = {t.get_text() for leg in fig.findobj(Legend) for t in leg.get_texts()}
+    notes = "\n".join(t.get_text() for t in fig.texts)
+    return labels - {""}, legend, " ".join(notes.split())
+
+
+def test_every_figure_has_a_spec():
+    assert set(SPECS) == set(FIGURES)
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_figure_labels_legend_and_source(name, request):
+    module = importlib.import_module(f"trainscale.figures.{name}")
+    fig = module.plot(**_inputs(name, request))
+    assert isinstance(fig, Figure)
+    labels, legend, notes = _texts(fig)
+    _, want_labels, want_legend, want_notes = SPECS[name]
+    assert want_labels <= labels, labels
+    assert want_legend <= legend, legend
+    for fragment in want_notes:
+        assert fragment in notes, notes
+    for label in labels - {"Model"}:  # every quantity axis names its unit
+        assert re.search(r"\(.+\)", label), label
+    plt.close(fig)
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_figure_files_are_byte_identical_across_renders(name, request, tmp_path):
+    module = importlib.import_module(f"trainscale.figures.{name}")
+    inputs = _inputs(name, request)
+    first = module.render(tmp_path / "a" / name, **inputs)
+    second = module.render(tmp_path / "b" / name, **inputs)
+    assert [p.suffix for p in first] == [".pdf", ".png", ".svg"]
+    for a, b in zip(first, second, strict=True):
+        assert a.read_bytes() == b.read_bytes(), a.name
+    assert first[1].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

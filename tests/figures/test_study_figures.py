@@ -1,0 +1,103 @@
+"""Tests of the helpers behind the study-setup figures (drops, plan kinds, labels, FLOPs)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from trainscale.figures.best_plan import cell_label
+from trainscale.figures.compute_per_gpu import flops_per_gpu_step
+from trainscale.figures.fsdp_scaleout import drop_pct, plot
+from trainscale.figures.global_batch_inference import drop_by_batch
+from trainscale.figures.model_parallel import plan_kind
+from trainscale.model.flops import model_flops_per_token
+
+
+def test_drop_pct_between_128_and_2048_gpus():
+    series = pd.DataFrame({"num_gpus": [8, 128, 2048], "x": [1.0, 100.0, 62.78]})
+    assert drop_pct(series, "x") == pytest.approx(37.22)
+    assert drop_pct(series.iloc[:2], "x") is None
+
+
+def test_fsdp_scaleout_marks_the_simulated_and_the_study_drops(scaleout_sim):
+    fig = plot(scaleout_sim)
+    text = " ".join(t.get_text() for ax in fig.axes for t in ax.texts)
+    seven = scaleout_sim[(scaleout_sim["model"] == "llama2-7b") & scaleout_sim["fits_memory"]]
+    seven = seven.loc[seven.groupby("num_gpus")["tokens_per_s"].idxmax()]
+    assert f"simulated −{drop_pct(seven, 'tokens_per_s_per_gpu'):.2f} %" in text
+    assert "study −37.22 %" in text and "study −5.87 %" in text
+
+
+def test_drop_by_batch_from_fabricated_throughputs():
+    sim = pd.DataFrame(
+        {
+            "seq_len": [4096] * 4,
+            "global_batch": [2048, 2048, 4096, 4096],
+            "num_gpus": [128, 2048, 128, 2048],
+            "tokens_per_s_per_gpu": [100.0, 60.0, 100.0, 80.0],
+            "fits_memory": [True, True, True, True],
+            "dp": [128, 2048, 128, 2048],
+            "micro_batch": [2, 1, 2, 2],
+        }
+    )
+    drops = drop_by_batch(sim)
+    assert drops["drop_pct"].tolist() == pytest.approx([40.0, 20.0])
+    assert drops["global_batch_tokens"].tolist() == [2048 * 4096, 4096 * 4096]
+
+
+def test_drop_by_batch_keeps_the_study_micro_batch_only():
+    sim = pd.DataFrame(
+        {
+            "seq_len": [4096] * 3,
+            "global_batch": [2048] * 3,
+            "num_gpus": [128, 128, 2048],
+            "tokens_per_s_per_gpu": [100.0, 90.0, 50.0],
+            "fits_memory": [True] * 3,
+            "dp": [128, 128, 2048],
+            "micro_batch": [2, 1, 1],  # at 128 GPUs the study setup uses 2
+        }
+    )
+    assert drop_by_batch(sim)["drop_pct"].tolist() == pytest.approx([50.0])
+
+
+def test_drop_by_batch_leaves_out_batches_missing_a_count():
+    sim = pd.DataFrame(
+        {
+            "seq_len": [4096],
+            "global_batch": [2048],
+            "num_gpus": [128],
+            "tokens_per_s_per_gpu": [1.0],
+            "fits_memory": [True],
+            "dp": [128],
+            "micro_batch": [2],
+        }
+    )
+    assert drop_by_batch(sim).empty
+
+
+def test_plan_kind():
+    tp = pd.Series([1, 2, 1, 2])
+    pp = pd.Series([1, 1, 4, 2])
+    assert plan_kind(tp, pp).tolist() == ["fsdp", "tp", "pp", "mixed"]
+
+
+def test_cell_label_marks_recomputation():
+    row = pd.Series({"tp": 2, "pp": 4, "sharding": "zero1", "recompute": "full"})
+    assert cell_label(row) == "tp2×pp4\nzero1+R"
+    assert cell_label(row.replace("full", "none")) == "tp2×pp4\nzero1"
+
+
+def test_flops_per_gpu_step_is_model_flops_times_tokens_over_gpus(compute_sim):
+    rows = compute_sim
+    per_token = model_flops_per_token(
+        rows["layers"],
+        rows["hidden"],
+        rows["heads"],
+        rows["kv_heads"],
+        rows["ffn"],
+        rows["vocab"],
+        rows["mlp"] == "swiglu",
+        rows["seq_len"],
+    )
+    expected = per_token * rows["global_batch"] * rows["seq_len"] / rows["num_gpus"]
+    assert flops_per_gpu_step(rows).to_numpy() == pytest.approx(expected.to_numpy(), rel=1e-9)

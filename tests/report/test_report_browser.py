@@ -1,0 +1,129 @@
+"""The HTML report in a real browser: every figure is listed, opens and is displayed.
+
+Runs the default target of the workflow (the repository's config/config.yaml) in a copy, builds
+``snakemake --report reports/report.html``, opens it in Debian's headless Chromium through
+selenium and ``/usr/bin/chromedriver``, and for every figure of the config clicks its entry and
+checks that the PNG is loaded (``naturalWidth > 0``) and displayed. Skipped, with the reason,
+where Chromium, chromedriver or selenium is missing (``apt-get install chromium
+chromium-driver``; ``pip install selenium``).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from trainscale.figures import FIGURES
+from trainscale.tables import TABLES
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--window-size=1400,1000",
+)
+_IMAGE_LOADED = (
+    "const img = arguments[0];"
+    "return img.complete && img.naturalWidth > 0 && img.getBoundingClientRect().width > 0;"
+)
+
+
+def _browser(profile: Path):
+    """A headless Chromium driven by /usr/bin/chromedriver, or skip with the reason."""
+    missing = [path for path in (CHROMIUM, CHROMEDRIVER) if not Path(path).exists()]
+    if missing:
+        pytest.skip(
+            f"{' and '.join(missing)} not installed (apt-get install chromium chromium-driver)"
+        )
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in (*FLAGS, f"--user-data-dir={profile}"):
+        options.add_argument(flag)
+    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+
+
+def _open(driver, category: str) -> None:
+    """Open a result category (Figures, Tables) from the report's start page."""
+    from selenium.webdriver.common.by import By
+
+    driver.find_element(By.XPATH, f"//span[text()='{category}']").click()
+
+
+def _entries(driver) -> dict[str, object]:
+    """The entries of the open category: name → its row in the menu."""
+    from selenium.webdriver.common.by import By
+
+    rows = driver.find_elements(By.XPATH, "//tr[td]")
+    return {row.find_element(By.XPATH, "./td[1]").text.strip(): row for row in rows}
+
+
+def test_report_shows_every_figure_in_chromium(workflow_copy, run_snakemake):
+    if not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
+        pytest.skip(
+            f"{CHROMIUM} or {CHROMEDRIVER} not installed (apt-get install chromium chromium-driver)"
+        )
+    pytest.importorskip("selenium", reason="selenium is not installed")
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    workdir = workflow_copy("report", studies=None)
+    config = yaml.safe_load((workdir / "config" / "config.yaml").read_text())
+    assert sorted(config["figures"]) == sorted(FIGURES), "config.yaml must list every figure"
+    assert sorted(config["tables"]) == sorted(TABLES), "config.yaml must list every table"
+    done = run_snakemake(workdir, "--cores", "2", timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    done = run_snakemake(workdir, "--report", "reports/report.html")
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = workdir / "reports" / "report.html"
+
+    profile = Path(tempfile.mkdtemp(prefix="chromium-profile-"))
+    driver = _browser(profile)
+    try:
+        driver.get(report.as_uri())
+        WebDriverWait(driver, 30).until(
+            lambda d: d.find_elements(By.XPATH, "//span[text()='Figures']")
+        )
+        _open(driver, "Figures")
+        figures = _entries(driver)
+        assert sorted(figures) == sorted(config["figures"])
+        not_shown = []
+        for name in sorted(figures):
+            row = _entries(driver)[name]
+            row.find_element(By.CSS_SELECTOR, "a[iconname='eye']").click()
+            xpath = f"//img[contains(@src, 'filename={name}.png')]"
+            try:
+                image = WebDriverWait(driver, 20).until(
+                    lambda d, xpath=xpath: d.find_element(By.XPATH, xpath)
+                )
+                WebDriverWait(driver, 20).until(
+                    lambda d, image=image: d.execute_script(_IMAGE_LOADED, image)
+                )
+                assert image.is_displayed()
+            except Exception as error:  # collect every figure that fails, then report all
+                not_shown.append(f"{name}: {type(error).__name__}")
+        assert not not_shown, f"figures not displayed: {not_shown}"
+        driver.get(report.as_uri())
+        WebDriverWait(driver, 30).until(
+            lambda d: d.find_elements(By.XPATH, "//span[text()='Tables']")
+        )
+        _open(driver, "Tables")
+        assert sorted(_entries(driver)) == sorted(config["tables"])
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)

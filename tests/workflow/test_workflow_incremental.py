@@ -1,0 +1,165 @@
+"""Reproducible and incremental: reruns, edits, identical bytes, interruption and failure."""
+
+from __future__ import annotations
+
+import base64
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+pytestmark = pytest.mark.workflow
+
+
+def _parquet_files(workdir: Path) -> dict[str, Path]:
+    results = workdir / "results"
+    return {p.relative_to(results).as_posix(): p for p in sorted(results.rglob("*.parquet"))}
+
+
+def _mtimes(workdir: Path) -> dict[str, int]:
+    return {name: path.stat().st_mtime_ns for name, path in _parquet_files(workdir).items()}
+
+
+def test_a_second_run_with_nothing_changed_runs_no_job(smoke_run: Path, run_snakemake) -> None:
+    before = _mtimes(smoke_run)
+
+    done = run_snakemake(smoke_run, "--cores", "2")
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Nothing to be done" in done.stdout + done.stderr
+    assert _mtimes(smoke_run) == before
+
+
+def test_the_same_inputs_give_byte_identical_parquet(
+    smoke_run: Path, workflow_copy, run_snakemake
+) -> None:
+    workdir = workflow_copy("second_run")
+
+    done = run_snakemake(workdir, "--cores", "2")
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    first, second = _parquet_files(smoke_run), _parquet_files(workdir)
+    assert sorted(first) == sorted(second)
+    assert len(first) >= 9  # configurations, rejects, 3 chunks, sim, published, validation, 2 parts
+    different = [n for n in first if first[n].read_bytes() != second[n].read_bytes()]
+    assert not different, f"bytes differ between two runs: {different}"
+
+
+def test_editing_one_study_reruns_that_study_and_what_depends_on_it(
+    workflow_copy, run_snakemake, plan
+) -> None:
+    workdir = workflow_copy(studies=("smoke", "other"))
+    studies = workdir / "config" / "studies"
+    other = yaml.safe_load((studies / "smoke.yaml").read_text())
+    other["fixed"]["model"] = "llama2-13b"
+    (studies / "other.yaml").write_text(yaml.safe_dump(other, sort_keys=False))
+    first = run_snakemake(workdir, "--cores", "2")
+    assert first.returncode == 0, first.stderr[-3000:]
+    before = _mtimes(workdir)
+
+    other["sweep"]["num_gpus"].append(128)  # 15 grid rows -> 4 jobs of rows_per_job 4
+    (studies / "other.yaml").write_text(yaml.safe_dump(other, sort_keys=False))
+    dry = run_snakemake(workdir, "--dry-run")
+    second = run_snakemake(workdir, "--cores", "2")
+
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    assert plan(dry.stdout + dry.stderr) == sorted(
+        [("all", ""), ("dataset", ""), ("simulate_study", "study=other")]
+        + [("study_configurations", "study=other")]
+        + [("simulate_chunk", f"study=other, chunk={i}") for i in range(4)]
+    )
+    assert second.returncode == 0, second.stderr[-3000:]
+    after = _mtimes(workdir)
+    unchanged = {n for n in before if before[n] == after.get(n)}
+    kept = ("studies/smoke/", "sim/smoke", "published", "validation")
+    assert {n for n in before if n.startswith(kept)} <= unchanged
+    assert "sim/other.parquet" not in unchanged
+    assert "dataset/source=sim/study=other/part-0.parquet" not in unchanged
+    assert pq.read_metadata(workdir / "results/sim/other.parquet").num_rows == 10
+
+
+def test_an_interrupted_run_resumes_and_gives_the_same_outputs(
+    smoke_run: Path, workflow_copy
+) -> None:
+    workdir = workflow_copy("interrupted")
+    incomplete = workdir / ".snakemake" / "incomplete"
+    env = {k: v for k, v in os.environ.items() if k not in ("TRAINSCALE_DATA", "SNAKEMAKE_PROFILE")}
+    run = subprocess.Popen(
+        [sys.executable, "-m", "snakemake", "--cores", "1"],
+        cwd=workdir,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    while not (incomplete.is_dir() and any(incomplete.iterdir())):  # a job is running
+        assert run.poll() is None and time.monotonic() < deadline, "no job started"
+        time.sleep(0.02)
+    os.killpg(run.pid, signal.SIGINT)  # Ctrl-C
+    assert run.wait(timeout=60) != 0
+    assert any(incomplete.iterdir()), "the interrupted job left no incomplete marker"
+    for path in _parquet_files(workdir).values():
+        pq.read_metadata(path)  # every output present is complete
+
+    resumed = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--cores", "2"],
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert not any(incomplete.iterdir())
+    reference, files = _parquet_files(smoke_run), _parquet_files(workdir)
+    assert sorted(files) == sorted(reference)
+    assert all(files[n].read_bytes() == reference[n].read_bytes() for n in files)
+
+
+def test_an_output_marked_incomplete_is_rebuilt_by_the_default_profile(
+    workflow_copy, run_snakemake, plan
+) -> None:
+    workdir = workflow_copy("marked")
+    assert run_snakemake(workdir, "--cores", "2").returncode == 0
+    # What a run killed while writing results/sim/smoke.parquet leaves behind: the file and
+    # Snakemake's marker for it (.snakemake/incomplete/<urlsafe base64 of the path>).
+    (workdir / "results/sim/smoke.parquet").write_bytes(b"PAR1 truncated")
+    marker = base64.urlsafe_b64encode(b"results/sim/smoke.parquet").decode()
+    (workdir / ".snakemake" / "incomplete" / marker).touch()
+
+    without = run_snakemake(workdir, "--dry-run", "--workflow-profile", "none")
+    with_profile = run_snakemake(workdir, "--dry-run")
+
+    assert without.returncode != 0
+    assert "incomplete" in (without.stdout + without.stderr).lower()
+    assert with_profile.returncode == 0, with_profile.stderr[-3000:]
+    assert ("simulate_study", "study=smoke") in plan(with_profile.stdout + with_profile.stderr)
+
+
+def test_a_failing_job_leaves_no_output_and_its_log_says_why(workflow_copy, run_snakemake) -> None:
+    workdir = workflow_copy("failing")
+    study = workdir / "config" / "studies" / "smoke.yaml"
+    data = yaml.safe_load(study.read_text())
+    data["sweep"]["tp"] = [1, 3]  # tp 3 does not divide Llama-2 7B's 32 heads
+    data["filters"] = {"drop_invalid": False}
+    study.write_text(yaml.safe_dump(data, sort_keys=False))
+
+    done = run_snakemake(workdir, "--cores", "2")
+
+    assert done.returncode != 0
+    table = workdir / "results/studies/smoke"
+    assert not (table / "configurations.parquet").exists()
+    assert not (table / "rejects.parquet").exists()
+    assert not list(table.glob(".*tmp"))
+    log = (workdir / "results/logs/study_configurations/smoke.log").read_text()
+    assert "error: config/studies/smoke.yaml: 4 invalid value(s)" in log
+    assert "row 1, column 'tp': tp 3 does not divide heads 32" in log
+    assert "tp 3 does not divide heads 32" in done.stdout + done.stderr  # show-failed-logs

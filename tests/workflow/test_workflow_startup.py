@@ -1,0 +1,126 @@
+"""Start-up of the workflow: the default target resolves, and invalid input stops the run before
+any job starts with a message naming the file, the key and what is allowed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from trainscale.system.hardware import load_hardware
+
+pytestmark = pytest.mark.workflow
+
+
+def test_default_target_dry_run_plans_every_configured_output(
+    workflow_copy, run_snakemake, plan
+) -> None:
+    workdir = workflow_copy(studies=None, runs=True)  # the repository's own config
+    config = yaml.safe_load((workdir / "config" / "config.yaml").read_text())
+
+    done = run_snakemake(workdir, "--dry-run")
+
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-3000:]
+    assert ("all", "") in plan(output)
+    targets = [f"results/sim/{study}.parquet" for study in config["studies"]]
+    targets += ["results/published.parquet", "results/validation.parquet", "results/dataset"]
+    for section, extensions in (
+        ("figures", ("pdf", "png", "svg")),
+        ("tables", ("csv", "md", "tex")),
+    ):
+        targets += [f"reports/{section}/{n}.{e}" for n in config[section] for e in extensions]
+    missing = [target for target in targets if target not in output]
+    assert not missing, f"not planned: {missing}"
+    assert not (workdir / "results").exists()
+
+
+def test_dry_run_fans_a_study_out_into_rows_per_job_chunks(
+    workflow_copy, run_snakemake, plan
+) -> None:
+    workdir = workflow_copy()
+    study = workdir / "config" / "studies" / "smoke.yaml"
+    data = yaml.safe_load(study.read_text())
+    del data["rows_per_job"]  # the config's rows_per_job applies: 12 grid rows / 5 -> 3 jobs
+    study.write_text(yaml.safe_dump(data))
+
+    done = run_snakemake(workdir, "--dry-run", "--config", "rows_per_job=5")
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    chunks = [wc for rule, wc in plan(done.stdout + done.stderr) if rule == "simulate_chunk"]
+    assert chunks == [f"study=smoke, chunk={i}" for i in range(3)]
+
+
+def _edit_smoke(workdir: Path, edit) -> Path:
+    path = workdir / "config" / "studies" / "smoke.yaml"
+    data = yaml.safe_load(path.read_text())
+    edit(data)
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def _unknown_gpu(data: dict) -> None:
+    del data["fixed"]["gpu"]
+    data["sweep"]["gpu"] = ["h100-sxm-80gb", "h300-sxm-999gb"]
+
+
+def _negative_count(data: dict) -> None:
+    del data["sweep"]["num_gpus"]
+    data["fixed"]["num_gpus"] = -8
+
+
+def _unknown_key(data: dict) -> None:
+    data["fixed"]["num_gpu"] = 8
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        (_unknown_gpu, ["key 'sweep.gpu[1]'", "unknown GPU 'h300-sxm-999gb'", "valid:"]),
+        (_negative_count, ["key 'fixed.num_gpus'", "-8 is less than the minimum of 1"]),
+        (_unknown_key, ["key 'fixed.num_gpu'", "unknown key; allowed:", "num_gpus"]),
+    ],
+    ids=["unknown-gpu", "negative-count", "unknown-key"],
+)
+def test_invalid_study_stops_the_run_before_any_job(
+    workflow_copy, run_snakemake, edit, expected
+) -> None:
+    workdir = workflow_copy()
+    _edit_smoke(workdir, edit)
+
+    done = run_snakemake(workdir, "--cores", "1")
+
+    output = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert "config/studies/smoke.yaml" in output
+    for fragment in expected:
+        assert fragment in output, output[-2000:]
+    if edit is _unknown_gpu:
+        assert all(name in output for name in load_hardware().gpus)
+    assert not (workdir / "results").exists(), "a job ran although the study is invalid"
+
+
+def test_invalid_config_stops_the_run(workflow_copy, run_snakemake) -> None:
+    workdir = workflow_copy()
+    config_path = workdir / "config" / "config.yaml"
+    config = yaml.safe_load(config_path.read_text())
+    config["rows_per_job"] = 0
+    config_path.write_text(yaml.safe_dump(config))
+
+    done = run_snakemake(workdir, "--cores", "1")
+
+    output = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert "rows_per_job" in output
+    assert "minimum of 1" in output
+    assert not (workdir / "results").exists()
+
+
+def test_missing_study_file_is_named(workflow_copy, run_snakemake) -> None:
+    workdir = workflow_copy(studies=("smoke", "no_such_study"))
+
+    done = run_snakemake(workdir, "--dry-run")
+
+    assert done.returncode != 0
+    assert "config/studies/no_such_study.yaml: cannot read" in done.stdout + done.stderr

@@ -1,0 +1,21 @@
+"""Rule bench_collect: the run folders of one bench sweep -> their measured rows (Parquet)."""
+
+import sys
+import warnings
+
+import pandas as pd
+
+from trainscale.dataset import write_parquet
+from trainscale.runs import ingest_run
+from trainscale.schema import DATASET_COLUMNS
+
+sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 (closed at exit)
+warnings.simplefilter("always")  # garbled-line warnings go to the log, every one
+
+frame = pd.concat([ingest_run(run_dir)[0] for run_dir in snakemake.input.runs], ignore_index=True)
+write_parquet(frame, snakemake.output.results, DATASET_COLUMNS)
+for _, row in frame.iterrows():
+    print(
+        f"{row['run_id']}: {row['tokens_per_s']:.6g} tokens/s, step {row['step_time_s']:.4g} s",
+        file=sys.stderr,
+    )
