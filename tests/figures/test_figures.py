@@ -37,7 +37,7 @@ SPECS = {
             "MFU (%)",
             "Power per GPU (W)",
             "Communication per step, busy (s)",
-            "Exposed communication per step (s)",
+            "Exposed communication (% of step)",
         },
         {"Llama-2 7B", "Llama-2 70B", "AllGather (busy)", "study's drop"},
         {"Simulated: trainscale", "calibration"},

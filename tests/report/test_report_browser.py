@@ -91,6 +91,12 @@ def test_report_shows_every_figure_in_chromium(workflow_copy, run_snakemake):
     done = run_snakemake(workdir, "--report", "reports/report.html")
     assert done.returncode == 0, done.stderr[-3000:]
     report = workdir / "reports" / "report.html"
+    rendered = (workdir / "reports" / "figures" / "fsdp_scaleout.png").read_bytes()
+    readme = Path(__file__).resolve().parents[2] / "reports" / "readme" / "fsdp_scaleout.png"
+    assert readme.read_bytes() == rendered, (
+        "the README's headline figure is stale: copy reports/figures/fsdp_scaleout.png to "
+        "reports/readme/fsdp_scaleout.png"
+    )
 
     profile = Path(tempfile.mkdtemp(prefix="chromium-profile-"))
     driver = _browser(profile)
