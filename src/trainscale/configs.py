@@ -29,7 +29,13 @@ import pandas as pd
 
 from trainscale.errors import ConfigurationError
 from trainscale.model.shape import ModelShape, load_models
-from trainscale.schema import MODEL_SHAPE_COLUMNS, PRECISIONS, RECOMPUTE_MODES, SHARDINGS
+from trainscale.schema import (
+    MODEL_SHAPE_COLUMNS,
+    PRECISIONS,
+    RECOMPUTE_MODES,
+    SHARDINGS,
+    Sharding,
+)
 from trainscale.system.hardware import HardwareCatalog, load_hardware
 
 __all__ = ["Configs", "build_configs"]
@@ -419,7 +425,7 @@ def _plan_rules(v: dict[str, np.ndarray], gpu_names: np.ndarray, problems: _Prob
     )  # fmt: skip
     problems.add_where(
         problems.ok_for("sharding", "num_gpus", "tp", "pp", "cp")
-        & (v["sharding"] == SHARDINGS.index("hsdp")) & (dp == 1), "sharding",
+        & (v["sharding"] == Sharding.HSDP) & (dp == 1), "sharding",
         lambda r: "hsdp needs dp > 1",
     )  # fmt: skip
     v["dp"] = dp

@@ -50,6 +50,7 @@ import pandas as pd
 import yaml
 
 from trainscale.errors import InputFileError, TrainscaleError
+from trainscale.ingest.steplog import STEP_COLUMNS
 from trainscale.schema import CONFIGURATION_COLUMNS, DATASET_COLUMNS
 
 if TYPE_CHECKING:
@@ -75,7 +76,8 @@ POWER_KINDS = ("nvidia_smi", "dcgmi")
 LOG_KINDS = (*STEP_KINDS, *POWER_KINDS, "nccl_tests", "kineto_trace")
 MANIFEST_NAME = "run.yaml"
 
-#: Columns of the per-step table returned by :func:`ingest_run`.
+#: Columns of the per-step table returned by :func:`ingest_run`: where each step came from,
+#: whether it was warm-up, then the parsed step-log columns.
 STEP_TABLE_COLUMNS: tuple[str, ...] = (
     "run_id",
     "job",
@@ -83,16 +85,7 @@ STEP_TABLE_COLUMNS: tuple[str, ...] = (
     "line",
     "step",
     "warmup",
-    "timestamp",
-    "loss",
-    "step_time_s",
-    "tokens_per_s_per_gpu",
-    "tflops_per_gpu",
-    "mfu",
-    "mem_gib",
-    "power_w_per_gpu",
-    "energy_j_per_gpu",
-    "global_batch",
+    *(c for c in STEP_COLUMNS if c not in ("step", "line")),
 )
 
 _SCHEMA_NAME = "run.schema.yaml"

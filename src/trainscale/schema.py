@@ -15,6 +15,7 @@ in [0, 1], never percentages.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import IntEnum
 from typing import Literal
 
 import pyarrow as pa
@@ -31,6 +32,8 @@ __all__ = [
     "SHARDINGS",
     "SOURCES",
     "Column",
+    "Recompute",
+    "Sharding",
     "arrow_schema",
     "column",
     "names",
@@ -43,6 +46,25 @@ RECOMPUTE_MODES = ("none", "selective", "full")
 PRECISIONS = ("bf16", "fp8")
 MLP_KINDS = ("swiglu", "gelu")
 SOURCES = ("sim", "measured", "published")
+
+
+class Sharding(IntEnum):
+    """Data-parallel sharding, as the simulator's arrays store it (index into SHARDINGS)."""
+
+    DDP = SHARDINGS.index("ddp")
+    ZERO1 = SHARDINGS.index("zero1")
+    ZERO2 = SHARDINGS.index("zero2")
+    FSDP = SHARDINGS.index("fsdp")
+    HSDP = SHARDINGS.index("hsdp")
+
+
+class Recompute(IntEnum):
+    """Activation recomputation, as the simulator's arrays store it (index into
+    RECOMPUTE_MODES)."""
+
+    NONE = RECOMPUTE_MODES.index("none")
+    SELECTIVE = RECOMPUTE_MODES.index("selective")
+    FULL = RECOMPUTE_MODES.index("full")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -170,8 +192,13 @@ METRIC_COLUMNS: tuple[Column, ...] = (
         "busy time of the compute stream per step (GEMMs, attention, "
         "memory-bound kernels, optimizer)",
     ),
-    _c("comm_s", "float64", "s", "busy time of all collectives per step, hidden or not: the four "
-       "kinds below plus straggler_s"),
+    _c(
+        "comm_s",
+        "float64",
+        "s",
+        "busy time of all collectives per step, hidden or not: the four "
+        "kinds below plus straggler_s",
+    ),
     _c("allgather_s", "float64", "s", "AllGather busy time per step"),
     _c("reducescatter_s", "float64", "s", "ReduceScatter busy time per step"),
     _c("allreduce_s", "float64", "s", "AllReduce busy time per step"),
@@ -181,8 +208,13 @@ METRIC_COLUMNS: tuple[Column, ...] = (
         "s",
         "point-to-point (pipeline, context-parallel ring) busy time per step",
     ),
-    _c("straggler_s", "float64", "s", "time per step waiting inside collectives for the slowest "
-       "GPU (part of comm_s and of exposed_comm_s)"),
+    _c(
+        "straggler_s",
+        "float64",
+        "s",
+        "time per step waiting inside collectives for the slowest "
+        "GPU (part of comm_s and of exposed_comm_s)",
+    ),
     _c("exposed_comm_s", "float64", "s", "communication not hidden behind compute per step"),
     _c("exposed_comm_frac", "float64", "1", "exposed_comm_s / step_time_s"),
     _c("bubble_s", "float64", "s", "pipeline bubble (idle) time per step"),

@@ -6,8 +6,10 @@ prefixes, carriage-return progress bars, thousands separators).
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -87,3 +89,18 @@ def iso_to_datetime_ns(texts: object) -> pd.Series:
     values = pd.to_datetime(pd.Series(texts, dtype=object), format="ISO8601", errors="coerce")
     in_range = (values >= pd.Timestamp.min) & (values <= pd.Timestamp.max)
     return values.where(in_range).astype("datetime64[ns]")
+
+
+def parse_json(text: str, path: str | Path) -> Any:
+    """Parse JSON text; a truncated or invalid document raises :class:`InputFileError` naming the
+    file and the line where parsing stopped."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise InputFileError(
+            path,
+            f"invalid or truncated JSON: {error.msg} (column {error.colno})",
+            line=error.lineno,
+        ) from None
+    except RecursionError:
+        raise InputFileError(path, "JSON nested too deeply") from None

@@ -18,7 +18,6 @@ All times are microseconds (``_us``), as in the trace.
 from __future__ import annotations
 
 import gzip
-import json
 import math
 import re
 import zlib
@@ -31,6 +30,7 @@ import pandas as pd
 
 from trainscale.errors import InputFileError
 from trainscale.ingest._collectives import canonical_collective
+from trainscale.ingest._text import parse_json
 
 __all__ = ["KinetoTrace", "load_traces", "read_trace"]
 
@@ -175,16 +175,7 @@ def _load_json(path: Path) -> dict:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
         raise InputFileError(path, f"not a UTF-8 JSON trace (byte {error.start})") from None
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise InputFileError(
-            path,
-            f"invalid or truncated JSON: {error.msg} (column {error.colno})",
-            line=error.lineno,
-        ) from None
-    except RecursionError:
-        raise InputFileError(path, "JSON nested too deeply to be a trace") from None
+    document = parse_json(text, path)
     if not isinstance(document, dict) or not isinstance(document.get("traceEvents"), list):
         raise InputFileError(path, "not a Kineto trace: no 'traceEvents' list at the top level")
     return document

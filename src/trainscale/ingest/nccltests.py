@@ -14,7 +14,6 @@ Units: ``size_bytes`` bytes (total buffer, see nccl-tests PERFORMANCE.md), ``tim
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ import pandas as pd
 
 from trainscale.errors import InputFileError
 from trainscale.ingest._collectives import canonical_collective
-from trainscale.ingest._text import read_lines, read_text
+from trainscale.ingest._text import parse_json, read_lines, read_text
 
 __all__ = ["NCCL_COLUMNS", "NcclTestsLog", "parse_nccl_tests"]
 
@@ -253,16 +252,7 @@ def _finish(rows: list[dict], ranks: dict[int, tuple[str, str]]) -> pd.DataFrame
 
 def _parse_json(path: str | Path, collective: str | None) -> NcclTestsLog:
     text = read_text(path)
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise InputFileError(
-            path,
-            f"invalid or truncated JSON: {error.msg} (column {error.colno})",
-            line=error.lineno,
-        ) from None
-    except RecursionError:
-        raise InputFileError(path, "JSON nested too deeply") from None
+    document = parse_json(text, path)
     results = document.get("results") if isinstance(document, dict) else None
     if not isinstance(results, list):
         raise InputFileError(path, "not an nccl-tests JSON report: no 'results' list")

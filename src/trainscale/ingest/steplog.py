@@ -14,7 +14,6 @@ a fraction in [0, 1].
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Callable
@@ -26,7 +25,14 @@ import numpy as np
 import pandas as pd
 
 from trainscale.errors import InputFileError
-from trainscale.ingest._text import ANSI_RE, NUMBER, TIMESTAMP_RE, parse_timestamps, read_text
+from trainscale.ingest._text import (
+    ANSI_RE,
+    NUMBER,
+    TIMESTAMP_RE,
+    parse_json,
+    parse_timestamps,
+    read_text,
+)
 
 __all__ = ["STEP_COLUMNS", "StepFormat", "StepLog", "detect_step_format", "parse_step_log"]
 
@@ -303,16 +309,7 @@ _GOLDEN_METRICS: dict[str, tuple[str, Callable[[float], float]]] = {
 
 
 def _parse_golden(text: str, path: str | Path) -> StepLog:
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise InputFileError(
-            path,
-            f"invalid or truncated JSON: {error.msg} (column {error.colno})",
-            line=error.lineno,
-        ) from None
-    except RecursionError:
-        raise InputFileError(path, "JSON nested too deeply") from None
+    document = parse_json(text, path)
     if not isinstance(document, dict):
         raise InputFileError(path, "not Megatron golden values: top level is not an object")
     columns: dict[str, dict[int, float]] = {}

@@ -32,17 +32,9 @@ from trainscale.calibration import Calibration
 from trainscale.configs import Configs
 from trainscale.model.work import BlockWork
 from trainscale.plan.layout import Layout
-from trainscale.schema import RECOMPUTE_MODES, SHARDINGS
+from trainscale.schema import Recompute, Sharding
 
 __all__ = ["memory_bytes_per_gpu"]
-
-_DDP = SHARDINGS.index("ddp")
-_ZERO1 = SHARDINGS.index("zero1")
-_ZERO2 = SHARDINGS.index("zero2")
-_FSDP = SHARDINGS.index("fsdp")
-_HSDP = SHARDINGS.index("hsdp")
-_SELECTIVE = RECOMPUTE_MODES.index("selective")
-_FULL = RECOMPUTE_MODES.index("full")
 
 
 def _layers_per_stage(c: Configs) -> np.ndarray:
@@ -61,12 +53,14 @@ def memory_bytes_per_gpu(
     ) / 2.0
     d = place.shard_size.astype(np.float64)
     states = np.select(
-        [c.sharding == _DDP, c.sharding == _ZERO1, c.sharding == _ZERO2],
+        [c.sharding == Sharding.DDP, c.sharding == Sharding.ZERO1, c.sharding == Sharding.ZERO2],
         [16.0 * params, (4.0 + 12.0 / d) * params, (2.0 + 14.0 / d) * params],
         default=16.0 * params / d,
     )
     gathered = np.where(
-        (c.sharding == _FSDP) | (c.sharding == _HSDP), 2.0 * 2.0 * work.layer_param_bytes, 0.0
+        (c.sharding == Sharding.FSDP) | (c.sharding == Sharding.HSDP),
+        2.0 * 2.0 * work.layer_param_bytes,
+        0.0,
     )
 
     h = c.hidden.astype(np.float64)
@@ -85,12 +79,12 @@ def memory_bytes_per_gpu(
     )
     full_block = per_token * tokens + scores
     kept = np.select(
-        [c.recompute == _FULL, c.recompute == _SELECTIVE],
+        [c.recompute == Recompute.FULL, c.recompute == Recompute.SELECTIVE],
         [block_input * tokens, per_token * tokens],
         default=full_block,
     )
     stored_per_layer = kept
-    recompute_buffer = np.where(c.recompute == _FULL, full_block, 0.0)
+    recompute_buffer = np.where(c.recompute == Recompute.FULL, full_block, 0.0)
     in_flight = np.where(c.pp > 1, np.minimum(c.pp, c.grad_accum), 1.0)
     interleave = np.where(c.vpp > 1, 1.0 + (c.pp - 1) / (c.pp * c.vpp), 1.0)
     activations = stored_per_layer * stage_layers * in_flight * interleave + recompute_buffer

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from trainscale.configs import Configs
+from trainscale.schema import Sharding
 
 __all__ = ["Layout", "layout"]
 
@@ -46,7 +47,7 @@ def layout(c: Configs) -> Layout:
     cp_per_node = np.minimum(c.cp, ranks_per_node_beyond_tp)
     data_size = c.dp * c.cp
     data_per_node = np.minimum(data_size, ranks_per_node_beyond_tp)
-    hsdp = c.sharding == 4
+    hsdp = c.sharding == Sharding.HSDP
     shard_size = np.where(hsdp, data_per_node, data_size)
     return Layout(
         tp_per_node=tp_per_node,

@@ -45,7 +45,7 @@ from trainscale.calibration import Calibration
 from trainscale.configs import Configs
 from trainscale.model.work import BlockWork
 from trainscale.plan.layout import Layout
-from trainscale.schema import RECOMPUTE_MODES, SHARDINGS
+from trainscale.schema import Recompute, Sharding
 from trainscale.system.collectives import (
     Network,
     allgather_time,
@@ -56,14 +56,6 @@ from trainscale.system.collectives import (
 from trainscale.system.compute import attention_time, gemm_efficiency, gemm_time, memory_time
 
 __all__ = ["step_times"]
-
-_DDP = SHARDINGS.index("ddp")
-_ZERO1 = SHARDINGS.index("zero1")
-_ZERO2 = SHARDINGS.index("zero2")
-_FSDP = SHARDINGS.index("fsdp")
-_HSDP = SHARDINGS.index("hsdp")
-_SELECTIVE = RECOMPUTE_MODES.index("selective")
-_FULL = RECOMPUTE_MODES.index("full")
 
 #: FlashAttention's backward executes 2.5x the forward FLOPs (5 matmuls against 2).
 _ATTENTION_BACKWARD_RATIO = 2.5
@@ -108,9 +100,11 @@ def _block_compute(c: Configs, w: BlockWork, cal: Calibration) -> dict[str, np.n
     fwd_dense = gemm_fwd + attn_fwd
     fwd_mem = mem / 3.0
     recompute_dense = np.select(
-        [c.recompute == _FULL, c.recompute == _SELECTIVE], [fwd_dense, attn_fwd], 0.0
+        [c.recompute == Recompute.FULL, c.recompute == Recompute.SELECTIVE],
+        [fwd_dense, attn_fwd],
+        0.0,
     )
-    recompute_mem = np.where(c.recompute == _FULL, fwd_mem, 0.0)
+    recompute_mem = np.where(c.recompute == Recompute.FULL, fwd_mem, 0.0)
     bwd_dense = gemm_bwd + _ATTENTION_BACKWARD_RATIO * attn_fwd + recompute_dense
     bwd_mem = 2.0 * mem / 3.0 + recompute_mem
 
@@ -139,7 +133,9 @@ def _tensor_parallel(c: Configs, w: BlockWork, place: Layout, net: Network) -> d
     rs = np.where(on, reducescatter_time(size, c.tp, place.tp_per_node, net), 0.0)
     ar = np.where(on, allreduce_time(size, c.tp, place.tp_per_node, net), 0.0)
     sp = c.sequence_parallel & on
-    passes_bwd = np.where(c.recompute == _FULL, 2.0, 1.0)  # the recomputed forward repeats them
+    passes_bwd = np.where(
+        c.recompute == Recompute.FULL, 2.0, 1.0
+    )  # the recomputed forward repeats them
     return {
         "ag_fwd": np.where(sp, 2.0 * ag, 0.0),
         "rs_fwd": np.where(sp, 2.0 * rs, 0.0),
@@ -208,16 +204,18 @@ def step_times(
     ag = allgather_time(w.layer_param_bytes, n, g, net)
     rs = reducescatter_time(w.layer_param_bytes, n, g, net)
     ar_replicas = np.where(
-        sharding == _HSDP,
+        sharding == Sharding.HSDP,
         allreduce_time(w.layer_param_bytes / np.maximum(n, 1), place.replicas, 1, net),
         0.0,
     )
-    sharded = (sharding == _FSDP) | (sharding == _HSDP)
-    gather_fwd = np.where(sharded | (sharding == _ZERO2), ag, 0.0)
+    sharded = (sharding == Sharding.FSDP) | (sharding == Sharding.HSDP)
+    gather_fwd = np.where(sharded | (sharding == Sharding.ZERO2), ag, 0.0)
     gather_bwd = np.where(sharded, ag, 0.0)
-    reduce_bwd = np.where(sharded | (sharding == _ZERO2), rs, 0.0) + ar_replicas
+    reduce_bwd = np.where(sharded | (sharding == Sharding.ZERO2), rs, 0.0) + ar_replicas
     embed_gather = np.where(
-        sharded | (sharding == _ZERO2), allgather_time(w.embedding_param_bytes, n, g, net), 0.0
+        sharded | (sharding == Sharding.ZERO2),
+        allgather_time(w.embedding_param_bytes, n, g, net),
+        0.0,
     )
 
     # --- Critical path of one block: compute plus TP collectives plus the exposed CP ring.
@@ -279,15 +277,15 @@ def step_times(
     bwd_window = layers * b_crit
     fwd_window = layers * f_crit
     ddp_ar_busy, ddp_ar_exposed = _bucketed(
-        np.where(sharding == _DDP, grad_bytes, 0.0), bucket,
+        np.where(sharding == Sharding.DDP, grad_bytes, 0.0), bucket,
         lambda s: allreduce_time(s, d, dg, net), bwd_window,
     )  # fmt: skip
     z1_rs_busy, z1_rs_exposed = _bucketed(
-        np.where(sharding == _ZERO1, grad_bytes, 0.0), bucket,
+        np.where(sharding == Sharding.ZERO1, grad_bytes, 0.0), bucket,
         lambda s: reducescatter_time(s, d, dg, net), bwd_window,
     )  # fmt: skip
     z1_ag_busy, z1_ag_exposed = _bucketed(
-        np.where(sharding == _ZERO1, grad_bytes, 0.0), bucket,
+        np.where(sharding == Sharding.ZERO1, grad_bytes, 0.0), bucket,
         lambda s: allgather_time(s, d, dg, net), fwd_window,
     )  # fmt: skip
     step_sync_exposed = ddp_ar_exposed + z1_rs_exposed + z1_ag_exposed
@@ -296,7 +294,9 @@ def step_times(
     )
 
     shard = np.select(
-        [sharding == _DDP, sharding == _HSDP], [1.0, place.shard_size], default=place.data_size
+        [sharding == Sharding.DDP, sharding == Sharding.HSDP],
+        [1.0, place.shard_size],
+        default=place.data_size,
     )
     local_params = stage_params_bytes / 2.0 / shard
     optimizer = memory_time(
