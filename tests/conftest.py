@@ -12,6 +12,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import settings
+
+# Property tests draw a fixed, reproducible set of examples, so that a run of the suite is
+# deterministic; `HYPOTHESIS_PROFILE=explore pytest` draws fresh random examples instead.
+settings.register_profile("trainscale", derandomize=True, database=None)
+settings.register_profile("explore", derandomize=False, database=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "trainscale"))
 
 REPO = Path(__file__).resolve().parents[1]
 
