@@ -28,7 +28,7 @@ Nothing is tuned per data point: every parameter is shared by all configurations
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -45,19 +45,21 @@ __all__ = ["FittedCalibration", "calibrate", "fit_power", "fit_throughput", "lea
 _THROUGHPUT = tuple(p for p in PARAMETERS if p.fitted and p.group == "throughput")
 
 
+@dataclass(frozen=True, slots=True)
 class FittedCalibration:
-    """The result of a calibration run: values, residuals and provenance."""
+    """The result of a calibration run: values, per-row residuals and what was left out."""
 
-    def __init__(
-        self, calibration: Calibration, throughput: pd.DataFrame, collectives: pd.DataFrame,
-        rejects: pd.DataFrame, sim_rejects: pd.DataFrame, cost: float,
-    ) -> None:  # fmt: skip
-        self.calibration = calibration
-        self.throughput = throughput
-        self.collectives = collectives
-        self.rejects = rejects
-        self.sim_rejects = sim_rejects
-        self.cost = cost
+    calibration: Calibration
+    throughput: pd.DataFrame
+    """Published throughput rows with prediction and error (``ape_pct``)."""
+    collectives: pd.DataFrame
+    """nccl-tests rows with predicted bus bandwidth and error."""
+    rejects: pd.DataFrame
+    """Published rows the normaliser could not represent, with the reason."""
+    sim_rejects: pd.DataFrame
+    """Normalised rows the simulator's validator rejected, with the reason."""
+    cost: float
+    """Final value of the least-squares objective."""
 
 
 def _weights(citations: pd.Series) -> np.ndarray:
