@@ -118,10 +118,13 @@ def fit_throughput(
     )  # fmt: skip
 
 
-def fit_power(calibration: Calibration, target_drop_pct: float = 5.87) -> Calibration:
+def fit_power(calibration: Calibration, target_drop_pct: float | None = None) -> Calibration:
     """Set ``power_comm_frac`` so the study setup's power per GPU falls ``target_drop_pct``
     from 128 to 2,048 GPUs (Llama-2 7B, FSDP, H100); bounded by the parameter's range."""
-    from trainscale.study_setup import power_drop_pct
+    from trainscale.study_setup import STUDY_POWER_DROP_PCT, power_drop_pct
+
+    if target_drop_pct is None:
+        target_drop_pct = STUDY_POWER_DROP_PCT
 
     spec = next(p for p in PARAMETERS if p.name == "power_comm_frac")
 

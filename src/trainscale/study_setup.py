@@ -35,11 +35,15 @@ from trainscale.calibration import Calibration
 from trainscale.simulate import predict, predict_with_rejects
 
 __all__ = [
+    "STUDY_BEST_DEGREE",
     "STUDY_GLOBAL_BATCH",
     "STUDY_GPU_COUNTS",
     "STUDY_MFU_GPUS",
+    "STUDY_MFU_PCT",
     "STUDY_MICRO_BATCH",
+    "STUDY_POWER_DROP_PCT",
     "STUDY_SEQ_LEN",
+    "STUDY_THROUGHPUT_DROP_PCT",
     "best_model_parallel",
     "mfu_at",
     "power_drop_pct",
@@ -54,6 +58,16 @@ STUDY_MICRO_BATCH = 2
 STUDY_GPU_COUNTS = (8, 16, 32, 64, 128, 256, 512, 1024, 2048)
 STUDY_MFU_GPUS = 128
 STUDY_CLAIM_FROM, STUDY_CLAIM_TO = 128, 2048
+
+# The study's published numbers (Fernandez et al., arXiv 2411.13055), defined once here.
+STUDY_THROUGHPUT_DROP_PCT = 37.22
+"""Per-GPU throughput drop from 128 to 2,048 H100 GPUs, Llama-2 7B with FSDP, percent."""
+STUDY_POWER_DROP_PCT = 5.87
+"""Power-per-GPU drop over the same range, percent."""
+STUDY_MFU_PCT = {"a100-sxm-80gb": 59.67, "h100-sxm-80gb": 40.77}
+"""MFU by GPU generation, percent."""
+STUDY_BEST_DEGREE = (2, 4)
+"""Range of the best model-parallel degree tp·pp at 2,048 GPUs."""
 
 
 def resolve_micro_batch(

@@ -38,13 +38,17 @@ from trainscale.figures._common import (
     subplot_mosaic,
 )
 from trainscale.report.style import log2_gpu_axis
+from trainscale.study_setup import (
+    STUDY_CLAIM_FROM,
+    STUDY_CLAIM_TO,
+    STUDY_POWER_DROP_PCT,
+    STUDY_THROUGHPUT_DROP_PCT,
+)
 
 __all__ = ["STUDY_POWER_DROP_PCT", "STUDY_THROUGHPUT_DROP_PCT", "drop_pct", "plot", "render"]
 
 #: The study's drops from 128 to 2,048 GPUs (Fernandez et al. 2024), percent.
-STUDY_THROUGHPUT_DROP_PCT = 37.22
-STUDY_POWER_DROP_PCT = 5.87
-CLAIM_FROM, CLAIM_TO = 128, 2048
+CLAIM_FROM, CLAIM_TO = STUDY_CLAIM_FROM, STUDY_CLAIM_TO
 CLAIM_MODEL = "llama2-7b"
 
 _COLLECTIVES = (

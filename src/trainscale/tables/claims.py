@@ -18,6 +18,12 @@ import pandas as pd
 
 from trainscale.calibration import Calibration
 from trainscale.errors import TrainscaleError
+from trainscale.study_setup import (
+    STUDY_BEST_DEGREE,
+    STUDY_MFU_PCT,
+    STUDY_POWER_DROP_PCT,
+    STUDY_THROUGHPUT_DROP_PCT,
+)
 
 __all__ = ["CLAIMS", "CLAIMS_COLUMNS", "Claim", "claims_table", "render", "reproduce_claims"]
 
@@ -86,7 +92,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         key="throughput_drop_pct",
         unit="%",
-        study_value=37.22,
+        study_value=STUDY_THROUGHPUT_DROP_PCT,
         tolerance=5.0,
         claim="Drop of tokens/s per GPU from 128 to 2,048 GPUs",
         setup=_FSDP_SETUP,
@@ -94,7 +100,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         key="power_drop_pct",
         unit="%",
-        study_value=5.87,
+        study_value=STUDY_POWER_DROP_PCT,
         tolerance=2.0,
         claim="Drop of power per GPU from 128 to 2,048 GPUs",
         setup=_FSDP_SETUP,
@@ -102,7 +108,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         key="mfu_a100_pct",
         unit="%",
-        study_value=59.67,
+        study_value=STUDY_MFU_PCT["a100-sxm-80gb"],
         tolerance=5.0,
         claim="MFU on A100 at 128 GPUs",
         setup=_A100_SETUP,
@@ -110,7 +116,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         key="mfu_h100_pct",
         unit="%",
-        study_value=40.77,
+        study_value=STUDY_MFU_PCT["h100-sxm-80gb"],
         tolerance=5.0,
         claim="MFU on H100 at 128 GPUs",
         setup=_FSDP_SETUP,
@@ -118,7 +124,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         key="best_degree_llama2_7b",
         unit="tp*pp",
-        study_value=(2.0, 4.0),
+        study_value=tuple(float(d) for d in STUDY_BEST_DEGREE),
         tolerance=None,
         claim="Model-parallel degree of the best plan at 2,048 GPUs, Llama-2 7B",
         setup=_MP_SETUP,
@@ -126,7 +132,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         key="best_degree_llama2_70b",
         unit="tp*pp",
-        study_value=(2.0, 4.0),
+        study_value=tuple(float(d) for d in STUDY_BEST_DEGREE),
         tolerance=None,
         claim="Model-parallel degree of the best plan at 2,048 GPUs, Llama-2 70B",
         setup=_MP_SETUP,
