@@ -64,6 +64,29 @@ rule table_claims:
         "../workflow/scripts/table_render.py"
 
 
+# Nine calibrations (one per pinned NCCL latency scale): the claims' dependence on the one
+# parameter the published data barely constrain (trainscale.tables.claim_sensitivity).
+rule table_claim_sensitivity:
+    input:
+        published=config["published"],
+        catalogues=[*CATALOGUES, CALIBRATION],
+    output:
+        table_outputs("claim_sensitivity"),
+    log:
+        "results/logs/table/claim_sensitivity.log",
+    benchmark:
+        "results/benchmarks/table/claim_sensitivity.tsv"
+    conda:
+        "../environment.yml"
+    resources:
+        mem_mb=2000,
+        runtime=15,
+    params:
+        name="claim_sensitivity",
+    script:
+        "../workflow/scripts/table_render.py"
+
+
 rule table_scaling_fits:
     input:
         dataset="results/dataset",

@@ -28,6 +28,7 @@ Nothing is tuned per data point: every parameter is shared by all configurations
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -35,7 +36,8 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import brentq, least_squares
 
-from trainscale.calibration import PARAMETERS, Calibration, dump_calibration
+from trainscale.calibration import PARAMETERS, Calibration, ParameterSpec, dump_calibration
+from trainscale.errors import TrainscaleError
 from trainscale.paths import data_dir
 from trainscale.published import PublishedData, load_published
 from trainscale.validation import collective_predictions, summarise, throughput_predictions
@@ -67,19 +69,52 @@ def _weights(citations: pd.Series) -> np.ndarray:
     return np.ones(len(citations))
 
 
-def _with(base: Calibration, x: np.ndarray) -> Calibration:
-    return replace(base, **{p.name: float(v) for p, v in zip(_THROUGHPUT, x, strict=True)})
+def _with(base: Calibration, x: np.ndarray, free: tuple[ParameterSpec, ...]) -> Calibration:
+    return replace(base, **{p.name: float(v) for p, v in zip(free, x, strict=True)})
+
+
+def _free_parameters(pinned: Mapping[str, float]) -> tuple[ParameterSpec, ...]:
+    """The fitted throughput parameters minus the pinned ones; checks the pins."""
+    fitted = {p.name: p for p in _THROUGHPUT}
+    for name, value in pinned.items():
+        if name not in fitted:
+            raise TrainscaleError(
+                f"cannot pin {name!r}: not a fitted throughput parameter; "
+                f"valid: {', '.join(fitted)}"
+            )
+        spec = fitted[name]
+        if not spec.lower <= value <= spec.upper:
+            raise TrainscaleError(
+                f"cannot pin {name} at {value:g}: outside its bounds [{spec.lower:g}, "
+                f"{spec.upper:g}]"
+            )
+    return tuple(p for p in _THROUGHPUT if p.name not in pinned)
 
 
 def fit_throughput(
-    published: PublishedData, start: Calibration | None = None, *, max_nfev: int = 400
+    published: PublishedData,
+    start: Calibration | None = None,
+    *,
+    max_nfev: int = 400,
+    pinned: Mapping[str, float] | None = None,
+    prior_scale: float = 1.0,
 ) -> FittedCalibration:
-    """Fit the throughput parameters; return the fitted calibration and its residual tables."""
-    start = start or Calibration.defaults()
-    x0 = np.array([getattr(start, p.name) for p in _THROUGHPUT])
-    prior = np.array([p.default for p in _THROUGHPUT])
-    lower = np.array([p.lower for p in _THROUGHPUT])
-    upper = np.array([p.upper for p in _THROUGHPUT])
+    """Fit the throughput parameters; return the fitted calibration and its residual tables.
+
+    ``pinned`` holds some fitted parameters at given values (a profile, see
+    :mod:`trainscale.sensitivity`); the others are fitted as usual. ``prior_scale`` multiplies
+    the width of every parameter's prior (1: the calibration's own; ``inf``: no prior).
+    """
+    pinned = dict(pinned or {})
+    if not prior_scale > 0:
+        raise TrainscaleError(f"prior_scale must be > 0 (inf for no prior), got {prior_scale}")
+    free = _free_parameters(pinned)
+    start = replace(start or Calibration.defaults(), **pinned)
+    x0 = np.array([getattr(start, p.name) for p in free])
+    prior = np.array([p.default for p in free])
+    lower = np.array([p.lower for p in free])
+    upper = np.array([p.upper for p in free])
+    prior_sd = prior_scale * 0.5 * (upper - lower)
     rows, _ = throughput_predictions(published, start)
     w_rows = _weights(rows["citation"])
     w_coll = (
@@ -87,7 +122,7 @@ def fit_throughput(
     )
 
     def residuals(x: np.ndarray) -> np.ndarray:
-        cal = _with(start, x)
+        cal = _with(start, x, free)
         pred, _ = throughput_predictions(published, cal)
         r = (
             w_rows
@@ -103,14 +138,13 @@ def fit_throughput(
         # Weak Gaussian prior: each parameter is centred on its sourced or estimated default with a
         # standard deviation of half its bound range, so that data that barely constrain a
         # parameter leave it near its physical prior instead of on a bound.
-        r = np.concatenate([r, (x - prior) / (0.5 * (upper - lower))])
-        return r
+        return np.concatenate([r, (x - prior) / prior_sd])
 
     result = least_squares(
         residuals, np.clip(x0, lower, upper), bounds=(lower, upper), x_scale=upper - lower,
         diff_step=1e-3, max_nfev=max_nfev, loss="soft_l1", f_scale=0.1,
     )  # fmt: skip
-    fitted = _with(start, result.x)
+    fitted = _with(start, result.x, free)
     throughput, sim_rejects = throughput_predictions(published, fitted)
     return FittedCalibration(
         fitted, throughput, collective_predictions(published, fitted), published.rejects,
@@ -206,12 +240,15 @@ def calibrate(
     return fit
 
 
-def leave_one_source_out(published: PublishedData | None = None) -> pd.DataFrame:
+def leave_one_source_out(
+    published: PublishedData | None = None, *, prior_scale: float = 1.0
+) -> pd.DataFrame:
     """Out-of-sample accuracy: for each source, refit on all the others and predict it.
 
     Returns one row per source (``source``, ``rows``, ``mape_pct``, ``median_ape_pct``,
     ``max_ape_pct``, i.e. :func:`trainscale.validation.summarise` of the held-out predictions),
     plus an ``all`` row over every held-out prediction. Costs one fit per source.
+    ``prior_scale`` as in :func:`fit_throughput`.
     """
     published = published or load_published()
     held_out = []
@@ -222,7 +259,7 @@ def leave_one_source_out(published: PublishedData | None = None) -> pd.DataFrame
             collectives=published.collectives,
             rejects=published.rejects,
         )
-        fit = fit_throughput(training)
+        fit = fit_throughput(training, prior_scale=prior_scale)
         target = PublishedData(
             throughput=published.throughput[~keep].reset_index(drop=True),
             collectives=published.collectives.iloc[0:0],

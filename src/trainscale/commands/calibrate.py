@@ -3,6 +3,10 @@
 Writes ``data/calibration.yaml`` (or ``-o``) with each value, its bounds, prior and meaning, the
 rows it was fitted on, the rows that could not be represented and why, the residual error and
 the content hash ``calibration_id``. See :mod:`trainscale.calibrate` for the method.
+
+``--profile NAME=V1,V2,...`` and ``--prior-scan [S1,S2,...]`` write nothing to the calibration:
+they print how firmly the published data determine the parameters and the study's claims
+(:mod:`trainscale.sensitivity`), optionally also as CSV (``--table``).
 """
 
 from __future__ import annotations
@@ -23,6 +27,62 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--published", type=Path, help="measurements CSV (default data/published/measurements.csv)"
     )
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--profile",
+        metavar="NAME=V1,V2,...",
+        help="pin fitted parameter NAME at each value, refit the others, print error and claims",
+    )
+    mode.add_argument(
+        "--prior-scan",
+        metavar="S1,S2,...",
+        nargs="?",
+        const="default",
+        help="refit with every prior's width times each factor (inf: no prior), print "
+        "leave-one-source-out error and claims (default factors 0.5,1,2,4,8,inf)",
+    )
+    parser.add_argument(
+        "--table", type=Path, help="with --profile or --prior-scan: also write the table as CSV"
+    )
+
+
+def _numbers(text: str, option: str) -> list[float]:
+    from trainscale.errors import TrainscaleError
+
+    try:
+        values = [float(item) for item in text.split(",") if item.strip()]
+    except ValueError:
+        values = []
+    if not values:
+        raise TrainscaleError(f"{option}: expected comma-separated numbers, got {text!r}")
+    return values
+
+
+def _sensitivity(args: argparse.Namespace, published: object) -> int:
+    import pandas as pd
+
+    from trainscale import sensitivity
+    from trainscale.errors import TrainscaleError
+
+    if args.profile is not None:
+        name, sep, values = args.profile.partition("=")
+        if not sep:
+            raise TrainscaleError(f"--profile: expected NAME=V1,V2,..., got {args.profile!r}")
+        numbers = _numbers(values, "--profile")
+        table = sensitivity.profile(name.strip(), numbers, published)  # type: ignore[arg-type]
+    else:
+        scales = (
+            sensitivity.PRIOR_SCALE_GRID
+            if args.prior_scan == "default"
+            else _numbers(args.prior_scan, "--prior-scan")
+        )
+        table = sensitivity.prior_width_scan(scales, published)  # type: ignore[arg-type]
+    with pd.option_context("display.width", 200, "display.max_columns", None):
+        print(table.round(2).to_string(index=False))
+    if args.table is not None:
+        table.to_csv(args.table, index=False, float_format="%.4f")
+        print(f"wrote {args.table}")
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:
@@ -31,6 +91,12 @@ def run(args: argparse.Namespace) -> int:
     from trainscale.published import load_published
 
     published = load_published(args.published) if args.published else None
+    if args.profile is not None or args.prior_scan is not None:
+        return _sensitivity(args, published)
+    if args.table is not None:
+        from trainscale.errors import TrainscaleError
+
+        raise TrainscaleError("--table needs --profile or --prior-scan")
     fit = calibrate(args.output, published=published)
     values = fit.calibration.as_dict()
     print(f"calibration_id {fit.calibration.calibration_id}")

@@ -15,10 +15,14 @@ import importlib
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from trainscale.errors import TrainscaleError
+
+if TYPE_CHECKING:
+    from trainscale.published import PublishedData
 
 __all__ = ["FIGURES", "load_input", "render_figure"]
 
@@ -40,13 +44,15 @@ FIGURES: dict[str, dict[str, str]] = {
 }
 
 
-def load_input(kind: str, path: str | os.PathLike[str]) -> pd.DataFrame:
+def load_input(kind: str, path: str | os.PathLike[str]) -> pd.DataFrame | PublishedData:
     """Read one input of a figure or table.
 
     ``parquet``: one Parquet file (``results/sim/<study>.parquet``,
     ``results/validation.parquet``); ``dataset``: the hive-partitioned ``results/dataset``
     folder; ``published_collectives``: the published measurements CSV, whose nccl-tests rows
-    are predicted with the collective model (:func:`trainscale.validation.validate_published`).
+    are predicted with the collective model (:func:`trainscale.validation.validate_published`);
+    ``published``: the published measurements CSV, normalised
+    (:class:`trainscale.published.PublishedData`).
     """
     if kind == "parquet":
         return pd.read_parquet(path)
@@ -59,6 +65,10 @@ def load_input(kind: str, path: str | os.PathLike[str]) -> pd.DataFrame:
         from trainscale.validation import validate_published
 
         return validate_published(published=load_published(path))["collectives"]
+    if kind == "published":
+        from trainscale.published import load_published
+
+        return load_published(path)
     raise TrainscaleError(f"unknown input kind {kind!r}")
 
 

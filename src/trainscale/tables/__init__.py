@@ -5,7 +5,9 @@
 - ``claims``: the study's headline numbers against the simulator with the study setup;
 - ``scaling_fits``: log-log (HC3) and USL fits of every scale-out series;
 - ``validation``: error of the simulator per published source;
-- ``best_plans``: the fastest plan that fits per model and GPU count.
+- ``best_plans``: the fastest plan that fits per model and GPU count;
+- ``claim_sensitivity``: the claims along the profile of the NCCL latency scale, the parameter
+  the headline drop hangs on and the published data barely constrain.
 
 Every module has ``render(stem, ...)``; :func:`render_table` renders one by name from the
 workflow's files (:data:`TABLES` says which inputs each takes).
@@ -31,6 +33,7 @@ TABLES: dict[str, dict[str, str]] = {
     "scaling_fits": {"dataset": "dataset"},
     "validation": {"validation": "parquet"},
     "best_plans": {"sim": "parquet"},
+    "claim_sensitivity": {"published": "published"},
 }
 
 
