@@ -72,4 +72,5 @@ def test_render_table_names_unknown_tables_and_missing_inputs(tmp_path):
         "scaling_fits",
         "validation",
         "best_plans",
+        "claim_sensitivity",
     }
