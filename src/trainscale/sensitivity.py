@@ -25,6 +25,7 @@ import pandas as pd
 from trainscale.calibrate import _round, fit_power, fit_throughput, leave_one_source_out
 from trainscale.calibration import Calibration
 from trainscale.published import PublishedData, load_published
+from trainscale.study_setup import headline_claims
 from trainscale.validation import collective_predictions, throughput_predictions
 
 __all__ = [
@@ -32,7 +33,6 @@ __all__ = [
     "PRIOR_SCALE_GRID",
     "PRIOR_SCAN_COLUMNS",
     "PROFILE_COLUMNS",
-    "claim_values",
     "prior_width_scan",
     "profile",
 ]
@@ -71,22 +71,6 @@ PRIOR_SCAN_COLUMNS: tuple[str, ...] = (
 )
 
 
-def claim_values(calibration: Calibration) -> dict[str, float]:
-    """The study setup's throughput drop, power drop and MFUs (percent) under ``calibration``.
-
-    The best-plan claims are left out: they need ~40 simulated plans and do not move along the
-    profiles this module computes.
-    """
-    from trainscale import study_setup
-
-    return {
-        "throughput_drop_pct": study_setup.throughput_drop_pct(calibration),
-        "power_drop_pct": study_setup.power_drop_pct(calibration),
-        "mfu_a100_pct": 100.0 * study_setup.mfu_at("a100-sxm-80gb", calibration),
-        "mfu_h100_pct": 100.0 * study_setup.mfu_at("h100-sxm-80gb", calibration),
-    }
-
-
 def _refit(published: PublishedData, **kw: object) -> tuple[Calibration, pd.DataFrame]:
     fit = fit_throughput(published, **kw)  # type: ignore[arg-type]
     calibration = _round(fit_power(fit.calibration))
@@ -120,7 +104,7 @@ def profile(
                 "busbw_mape_pct": float(collectives["ape_pct"].mean())
                 if not collectives.empty
                 else float("nan"),
-                **claim_values(calibration),
+                **headline_claims(calibration),
                 "calibration_id": calibration.calibration_id,
             }
         )
@@ -159,7 +143,7 @@ def prior_width_scan(
                 "heldout_mape_pct": float(overall["mape_pct"]),
                 "heldout_median_ape_pct": float(overall["median_ape_pct"]),
                 "parameters_at_bounds": ", ".join(at_bounds),
-                **claim_values(calibration),
+                **headline_claims(calibration),
                 "calibration_id": calibration.calibration_id,
             }
         )

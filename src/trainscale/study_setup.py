@@ -45,6 +45,7 @@ __all__ = [
     "STUDY_SEQ_LEN",
     "STUDY_THROUGHPUT_DROP_PCT",
     "best_model_parallel",
+    "headline_claims",
     "mfu_at",
     "power_drop_pct",
     "scaleout",
@@ -213,3 +214,16 @@ def best_model_parallel(
     table = table[table["fits_memory"]].copy()
     table["model_parallel"] = table["tp"] * table["pp"]
     return table.sort_values("tokens_per_s", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def headline_claims(calibration: Calibration | None = None) -> dict[str, float]:
+    """The study setup's throughput drop, power drop and MFU on A100 and H100 (percent).
+
+    The best-plan claims are separate (:func:`best_model_parallel`): they simulate ~40 plans.
+    """
+    return {
+        "throughput_drop_pct": throughput_drop_pct(calibration),
+        "power_drop_pct": power_drop_pct(calibration),
+        "mfu_a100_pct": 100.0 * mfu_at("a100-sxm-80gb", calibration),
+        "mfu_h100_pct": 100.0 * mfu_at("h100-sxm-80gb", calibration),
+    }

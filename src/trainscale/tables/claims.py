@@ -149,10 +149,7 @@ def reproduce_claims(calibration: Calibration | None = None) -> dict[str, float]
         for model in ("llama2-7b", "llama2-70b")
     }
     return {
-        "throughput_drop_pct": study_setup.throughput_drop_pct(calibration),
-        "power_drop_pct": study_setup.power_drop_pct(calibration),
-        "mfu_a100_pct": 100.0 * study_setup.mfu_at("a100-sxm-80gb", calibration),
-        "mfu_h100_pct": 100.0 * study_setup.mfu_at("h100-sxm-80gb", calibration),
+        **study_setup.headline_claims(calibration),
         **{
             f"best_degree_{model.replace('-', '_')}": (
                 float(frame["model_parallel"].iloc[0]) if len(frame) else float("nan")
