@@ -21,7 +21,7 @@ from trainscale.errors import InputFileError
 from trainscale.paths import data_dir
 from trainscale.yamlio import load_yaml
 
-__all__ = ["PARAMETERS", "Calibration", "ParameterSpec", "load_calibration"]
+__all__ = ["PARAMETERS", "Calibration", "ParameterSpec", "load_calibration", "parameters_at_bounds"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -340,6 +340,13 @@ def _parse(path: Path, data: dict) -> Calibration:
             path, f"parameters: unknown key(s) {', '.join(unknown)}; valid: {', '.join(_SPECS)}"
         )
     return Calibration(**values)
+
+
+def parameters_at_bounds(calibration: Calibration) -> list[str]:
+    """Names of the fitted parameters whose value sits on one of their bounds (such a value is
+    held by the bound, not by the data)."""
+    values = calibration.as_dict()
+    return [p.name for p in PARAMETERS if p.fitted and values[p.name] in (p.lower, p.upper)]
 
 
 @cache

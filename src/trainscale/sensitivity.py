@@ -23,7 +23,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from trainscale.calibrate import _round, fit_power, fit_throughput, leave_one_source_out
-from trainscale.calibration import Calibration
+from trainscale.calibration import Calibration, parameters_at_bounds
 from trainscale.published import PublishedData, load_published
 from trainscale.study_setup import headline_claims
 from trainscale.validation import collective_predictions, throughput_predictions
@@ -122,27 +122,19 @@ def prior_width_scan(
     bound, not by the data); the claims; the calibration id. Costs one fit per source plus one
     per scale (about 30 s per scale here).
     """
-    from trainscale.calibration import PARAMETERS
-
     published = published or load_published()
     rows = []
     for scale in scales:
         calibration, fitted = _refit(published, prior_scale=float(scale))
         held_out = leave_one_source_out(published, prior_scale=float(scale))
         overall = held_out[held_out["source"] == "all"].iloc[0]
-        values = calibration.as_dict()
-        at_bounds = [
-            p.name
-            for p in PARAMETERS
-            if p.fitted and p.group == "throughput" and values[p.name] in (p.lower, p.upper)
-        ]
         rows.append(
             {
                 "prior_scale": float(scale),
                 "throughput_mape_pct": float(fitted["ape_pct"].mean()),
                 "heldout_mape_pct": float(overall["mape_pct"]),
                 "heldout_median_ape_pct": float(overall["median_ape_pct"]),
-                "parameters_at_bounds": ", ".join(at_bounds),
+                "parameters_at_bounds": ", ".join(parameters_at_bounds(calibration)),
                 **headline_claims(calibration),
                 "calibration_id": calibration.calibration_id,
             }

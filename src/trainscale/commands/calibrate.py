@@ -87,7 +87,7 @@ def _sensitivity(args: argparse.Namespace, published: object) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from trainscale.calibrate import calibrate
-    from trainscale.calibration import PARAMETERS
+    from trainscale.calibration import PARAMETERS, parameters_at_bounds
     from trainscale.published import load_published
 
     published = load_published(args.published) if args.published else None
@@ -99,11 +99,12 @@ def run(args: argparse.Namespace) -> int:
         raise TrainscaleError("--table needs --profile or --prior-scan")
     fit = calibrate(args.output, published=published)
     values = fit.calibration.as_dict()
+    on_bound = parameters_at_bounds(fit.calibration)
     print(f"calibration_id {fit.calibration.calibration_id}")
     for spec in PARAMETERS:
         flag = "fitted" if spec.fitted else "fixed "
         bound = ""
-        if spec.fitted and values[spec.name] in (spec.lower, spec.upper):
+        if spec.name in on_bound:
             bound = "  (at its bound)"
         print(f"  {flag} {spec.name:<28} {values[spec.name]:<12.6g} [{spec.lower}, {spec.upper}]"
               f"{bound}")  # fmt: skip

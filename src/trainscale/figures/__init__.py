@@ -24,7 +24,7 @@ from trainscale.errors import TrainscaleError
 if TYPE_CHECKING:
     from trainscale.published import PublishedData
 
-__all__ = ["FIGURES", "load_input", "render_figure"]
+__all__ = ["FIGURES", "load_input", "render_figure", "render_registered"]
 
 #: Figure name → the named inputs its ``render`` takes (input name → kind of file).
 FIGURES: dict[str, dict[str, str]] = {
@@ -72,16 +72,28 @@ def load_input(kind: str, path: str | os.PathLike[str]) -> pd.DataFrame | Publis
     raise TrainscaleError(f"unknown input kind {kind!r}")
 
 
+def render_registered(
+    what: str,
+    registry: Mapping[str, Mapping[str, str]],
+    name: str,
+    stem: str | os.PathLike[str],
+    inputs: Mapping[str, str] | None = None,
+) -> tuple[Path, ...]:
+    """Render ``name`` from ``registry`` (:data:`FIGURES` or ``trainscale.tables.TABLES``) with
+    ``trainscale.<what>s.<name>.render``, after loading each named input by its kind."""
+    if name not in registry:
+        raise TrainscaleError(f"unknown {what} {name!r}; known: {', '.join(registry)}")
+    inputs = inputs or {}
+    missing = [key for key in registry[name] if key not in inputs]
+    if missing:
+        raise TrainscaleError(f"{what} {name}: missing input(s) {missing}")
+    frames = {key: load_input(kind, inputs[key]) for key, kind in registry[name].items()}
+    module = importlib.import_module(f"trainscale.{what}s.{name}")
+    return module.render(stem, **frames)
+
+
 def render_figure(
     name: str, stem: str | os.PathLike[str], inputs: Mapping[str, str] | None = None
 ) -> tuple[Path, ...]:
     """Render figure ``name`` to ``stem.{pdf,png,svg}`` from the files in ``inputs``."""
-    if name not in FIGURES:
-        raise TrainscaleError(f"unknown figure {name!r}; known: {', '.join(FIGURES)}")
-    inputs = inputs or {}
-    missing = [key for key in FIGURES[name] if key not in inputs]
-    if missing:
-        raise TrainscaleError(f"figure {name}: missing input(s) {missing}")
-    frames = {key: load_input(kind, inputs[key]) for key, kind in FIGURES[name].items()}
-    module = importlib.import_module(f"trainscale.figures.{name}")
-    return module.render(stem, **frames)
+    return render_registered("figure", FIGURES, name, stem, inputs)

@@ -19,8 +19,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from trainscale.errors import TrainscaleError
-from trainscale.figures import load_input
+from trainscale.figures import render_registered
 
 __all__ = ["TABLES", "render_table"]
 
@@ -41,14 +40,4 @@ def render_table(
     name: str, stem: str | os.PathLike[str], inputs: Mapping[str, str] | None = None
 ) -> tuple[Path, ...]:
     """Render table ``name`` to ``stem.{csv,md,tex}`` from the files in ``inputs``."""
-    import importlib
-
-    if name not in TABLES:
-        raise TrainscaleError(f"unknown table {name!r}; known: {', '.join(TABLES)}")
-    inputs = inputs or {}
-    missing = [key for key in TABLES[name] if key not in inputs]
-    if missing:
-        raise TrainscaleError(f"table {name}: missing input(s) {missing}")
-    frames = {key: load_input(kind, inputs[key]) for key, kind in TABLES[name].items()}
-    module = importlib.import_module(f"trainscale.tables.{name}")
-    return module.render(stem, **frames)
+    return render_registered("table", TABLES, name, stem, inputs)

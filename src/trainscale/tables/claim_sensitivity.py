@@ -21,11 +21,9 @@ from trainscale.calibration import Calibration
 from trainscale.published import PublishedData
 from trainscale.sensitivity import LATENCY_SCALE_GRID, profile
 from trainscale.study_setup import STUDY_THROUGHPUT_DROP_PCT
+from trainscale.tables.claims import CLAIMS
 
-__all__ = ["COLUMNS", "DROP_TOLERANCE_PCT", "render", "sensitivity_table"]
-
-#: Tolerance of the throughput-drop claim, points (as in :data:`trainscale.tables.claims.CLAIMS`).
-DROP_TOLERANCE_PCT = 5.0
+__all__ = ["COLUMNS", "render", "sensitivity_table"]
 
 #: Columns of :func:`sensitivity_table`, in order.
 COLUMNS: tuple[str, ...] = (
@@ -48,9 +46,8 @@ def sensitivity_table(published: PublishedData, calibration: Calibration) -> pd.
     table = profile("nccl_latency_scale", values, published)
     table = table.rename(columns={"value": "nccl_latency_scale"})
     table["calibrated"] = table["nccl_latency_scale"] == calibrated
-    table["drop_claim_holds"] = (
-        table["throughput_drop_pct"] - STUDY_THROUGHPUT_DROP_PCT
-    ).abs() <= DROP_TOLERANCE_PCT
+    drop_claim = next(c for c in CLAIMS if c.key == "throughput_drop_pct")
+    table["drop_claim_holds"] = table["throughput_drop_pct"].map(drop_claim.holds)
     return table[list(COLUMNS)]
 
 
