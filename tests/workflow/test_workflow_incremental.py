@@ -84,6 +84,10 @@ def test_editing_one_study_reruns_that_study_and_what_depends_on_it(
     assert pq.read_metadata(workdir / "results/sim/other.parquet").num_rows == 10
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_an_interrupted_run_resumes_and_gives_the_same_outputs(
     smoke_run: Path, workflow_copy
 ) -> None:
@@ -97,6 +101,9 @@ def test_an_interrupted_run_resumes_and_gives_the_same_outputs(
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
+        # A shell without job control starts background jobs with SIGINT ignored, and children
+        # inherit that: restore the default so that this Ctrl-C reaches Snakemake.
+        preexec_fn=_default_sigint,
     )
     deadline = time.monotonic() + 60
     while not (incomplete.is_dir() and any(incomplete.iterdir())):  # a job is running
