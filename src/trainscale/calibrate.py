@@ -9,13 +9,14 @@ Method
    :data:`trainscale.calibration.PARAMETERS` by bounded least squares
    (:func:`scipy.optimize.least_squares`, trust-region reflective) on the log error
    ``log(predicted / observed)`` of every predictable throughput row and every bus-bandwidth row.
-   Every row counts once (the accuracy gate is the row-weighted MAPE). The loss is robust
-   (``soft_l1``: quadratic below a 10 % log error, linear above, i.e. close to the absolute error
-   the MAPE gate measures) so that a few rows from implementations the model does not represent
-   (e.g. DeepSpeed ZeRO-3 in 2021) cannot dominate the shared parameters; they are still
-   predicted and reported with their error. A weak Gaussian prior centres each parameter on its
-   sourced or estimated default (standard deviation: half its bound range), which decides only
-   parameters the data barely constrain.
+   **Every source weighs the same**, whatever its row count: a row of a source with ``n_s`` rows
+   has weight ``N / (S · n_s)`` (``N`` rows and ``S`` sources in all, so the mean weight is 1), so
+   no single software stack or benchmark table decides the shared parameters for everyone. The
+   loss is robust (``soft_l1``: quadratic below a 10 % log error, linear above, close to the
+   absolute error the MAPE gate measures), applied row by row before the weight. A Gaussian prior
+   centres each parameter on its sourced or estimated default (standard deviation: half its bound
+   range; 0.1 for the per-framework offsets, so a framework with few rows stays near the shared
+   value), which decides only what the data barely constrain.
 3. Fit ``power_comm_frac`` — the only fitted power parameter — so that the study setup
    reproduces the study's power claim (power per GPU falls 5.87 % from 128 to 2,048 GPUs); the
    published power figures are node-level and only anchor, not fit (see the rejects).
@@ -42,7 +43,15 @@ from trainscale.paths import data_dir
 from trainscale.published import PublishedData, load_published
 from trainscale.validation import collective_predictions, summarise, throughput_predictions
 
-__all__ = ["FittedCalibration", "calibrate", "fit_power", "fit_throughput", "leave_one_source_out"]
+__all__ = [
+    "FittedCalibration",
+    "calibrate",
+    "fit_power",
+    "fit_throughput",
+    "held_out_predictions",
+    "leave_one_source_out",
+    "source_weights",
+]
 
 _THROUGHPUT = tuple(p for p in PARAMETERS if p.fitted and p.group == "throughput")
 
@@ -64,9 +73,22 @@ class FittedCalibration:
     """Final value of the least-squares objective."""
 
 
-def _weights(citations: pd.Series) -> np.ndarray:
-    """Every row counts once: the gate is the row-weighted MAPE over all published rows."""
-    return np.ones(len(citations))
+#: Scale of the robust loss on log errors (a 10 % error is where it turns from quadratic to linear).
+_F_SCALE = 0.1
+
+
+def source_weights(citations: pd.Series) -> np.ndarray:
+    """Per-row weights that give every source the same total weight, with mean 1 over the rows."""
+    counts = citations.map(citations.value_counts()).to_numpy(np.float64)
+    sources = citations.nunique()
+    return len(citations) / (sources * counts)
+
+
+def _robust(log_error: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """Residuals whose squares sum to the weighted soft-L1 loss, for a linear least-squares solver:
+    ``sign(r)·f·sqrt(2w(sqrt(1 + (r/f)²) − 1))``, ``≈ sqrt(w)·r`` for small ``r``."""
+    z = (log_error / _F_SCALE) ** 2
+    return np.sign(log_error) * _F_SCALE * np.sqrt(2.0 * weight * (np.sqrt(1.0 + z) - 1.0))
 
 
 def _with(base: Calibration, x: np.ndarray, free: tuple[ParameterSpec, ...]) -> Calibration:
@@ -114,35 +136,35 @@ def fit_throughput(
     prior = np.array([p.default for p in free])
     lower = np.array([p.lower for p in free])
     upper = np.array([p.upper for p in free])
-    prior_sd = prior_scale * 0.5 * (upper - lower)
-    rows, _ = throughput_predictions(published, start)
-    w_rows = _weights(rows["citation"])
-    w_coll = (
-        _weights(published.collectives["citation"]) if not published.collectives.empty else None
+    prior_sd = prior_scale * np.array(
+        [p.prior_sd if p.prior_sd is not None else 0.5 * (p.upper - p.lower) for p in free]
     )
+    rows, _ = throughput_predictions(published, start)
+    collectives = collective_predictions(published, start)
+    citations = pd.concat(
+        [rows["citation"], collectives.get("citation", pd.Series(dtype=str))], ignore_index=True
+    )
+    weights = source_weights(citations)
+    has_collectives = len(collectives) > 0
 
     def residuals(x: np.ndarray) -> np.ndarray:
         cal = _with(start, x, free)
         pred, _ = throughput_predictions(published, cal)
-        r = (
-            w_rows
-            * np.log(
-                pred["predicted_tokens_per_s_per_gpu"] / pred["observed_tokens_per_s_per_gpu"]
-            ).to_numpy()
-        )
-        if w_coll is not None:
+        log_error = np.log(
+            pred["predicted_tokens_per_s_per_gpu"] / pred["observed_tokens_per_s_per_gpu"]
+        ).to_numpy()
+        if has_collectives:
             coll = collective_predictions(published, cal)
-            r = np.concatenate([r, w_coll * np.log(
+            log_error = np.concatenate([log_error, np.log(
                 coll["predicted_busbw_gbps"] / coll["observed_busbw_gbps"]
             ).to_numpy()])  # fmt: skip
-        # Weak Gaussian prior: each parameter is centred on its sourced or estimated default with a
-        # standard deviation of half its bound range, so that data that barely constrain a
-        # parameter leave it near its physical prior instead of on a bound.
-        return np.concatenate([r, (x - prior) / prior_sd])
+        # Gaussian prior: each parameter is centred on its sourced or estimated default, so that
+        # data that barely constrain a parameter leave it near its physical prior, not on a bound.
+        return np.concatenate([_robust(log_error, weights), (x - prior) / prior_sd])
 
     result = least_squares(
         residuals, np.clip(x0, lower, upper), bounds=(lower, upper), x_scale=upper - lower,
-        diff_step=1e-3, max_nfev=max_nfev, loss="soft_l1", f_scale=0.1,
+        diff_step=1e-3, max_nfev=max_nfev,
     )  # fmt: skip
     fitted = _with(start, result.x, free)
     throughput, sim_rejects = throughput_predictions(published, fitted)
@@ -207,10 +229,11 @@ def calibrate(
     )
     summary = summarise(throughput)
     provenance = {
-        "method": "bounded robust least squares (scipy least_squares, soft_l1 loss, scale 0.1) on "
-        "log(predicted/observed) of tokens/s per GPU and of nccl-tests bus bandwidth, every row "
-        "weighted equally, with a weak Gaussian prior on each parameter (its default, standard "
-        "deviation half its bound range); power_comm_frac solved so the "
+        "method": "bounded robust least squares (scipy least_squares on soft-L1 residuals, scale "
+        "0.1) on log(predicted/observed) of tokens/s per GPU and of nccl-tests bus bandwidth, "
+        "every source weighted the same whatever its row count, with a Gaussian prior on each "
+        "parameter (its default; standard deviation half its bound range, 0.1 for the "
+        "per-framework offsets); power_comm_frac solved so the "
         "study setup reproduces the study's 5.87 % power-per-GPU drop (128 -> 2,048 GPUs); the "
         "published power figures are node-level and were not fitted (see not_represented)",
         "command": "trainscale calibrate",
@@ -240,14 +263,13 @@ def calibrate(
     return fit
 
 
-def leave_one_source_out(
+def held_out_predictions(
     published: PublishedData | None = None, *, prior_scale: float = 1.0
 ) -> pd.DataFrame:
-    """Out-of-sample accuracy: for each source, refit on all the others and predict it.
+    """Every throughput row predicted by a fit that left its whole source out.
 
-    Returns one row per source (``source``, ``rows``, ``mape_pct``, ``median_ape_pct``,
-    ``max_ape_pct``, i.e. :func:`trainscale.validation.summarise` of the held-out predictions),
-    plus an ``all`` row over every held-out prediction. Costs one fit per source.
+    One fit per source (on all other throughput sources and every collective row); returns the
+    rows of :func:`trainscale.validation.throughput_predictions` with the held-out prediction.
     ``prior_scale`` as in :func:`fit_throughput`.
     """
     published = published or load_published()
@@ -267,4 +289,16 @@ def leave_one_source_out(
         )
         rows, _ = throughput_predictions(target, fit.calibration)
         held_out.append(rows)
-    return summarise(pd.concat(held_out, ignore_index=True))
+    return pd.concat(held_out, ignore_index=True)
+
+
+def leave_one_source_out(
+    published: PublishedData | None = None, *, prior_scale: float = 1.0
+) -> pd.DataFrame:
+    """Out-of-sample accuracy: for each source, refit on all the others and predict it.
+
+    Returns one row per source (``source``, ``rows``, ``mape_pct``, ``median_ape_pct``,
+    ``max_ape_pct``, i.e. :func:`trainscale.validation.summarise` of
+    :func:`held_out_predictions`), plus an ``all`` row over every held-out prediction.
+    """
+    return summarise(held_out_predictions(published, prior_scale=prior_scale))

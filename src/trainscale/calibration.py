@@ -1,9 +1,13 @@
 """The simulator's free parameters and ``data/calibration.yaml``.
 
-Every parameter is physical (an efficiency, a latency, a size, a power fraction), shared by all
-configurations, and has bounds. ``trainscale calibrate`` (:mod:`trainscale.calibrate`) fits the
-``fitted`` ones to the published measurements and writes them with their provenance; the others
-keep their sourced or estimated value. ``calibration_id`` is a hash of the parameter values, so a
+Every parameter is physical (an efficiency, a latency, a size, a power fraction) and has bounds.
+The hardware physics is shared by all configurations; the five efficiencies that depend on the
+software stack's kernels (GEMM, attention, memory-bound traffic, FP8 GEMMs, compute slowdown under
+overlapped communication) carry one log offset per framework profile (``<name>_offset_<framework>``,
+:data:`OFFSET_BASES`), with a prior towards 0, so a framework with few rows stays near the pool.
+``trainscale calibrate`` (:mod:`trainscale.calibrate`) fits the ``fitted`` ones to the published
+measurements and writes them with their provenance; the others keep their sourced or estimated
+value. ``calibration_id`` is a hash of the parameter values, so a
 result row names exactly the parameters that produced it.
 """
 
@@ -15,13 +19,23 @@ from dataclasses import dataclass, fields, replace
 from functools import cache
 from pathlib import Path
 
+import numpy as np
 import yaml
 
 from trainscale.errors import InputFileError
 from trainscale.paths import data_dir
+from trainscale.schema import FRAMEWORKS
 from trainscale.yamlio import load_yaml
 
-__all__ = ["PARAMETERS", "Calibration", "ParameterSpec", "load_calibration", "parameters_at_bounds"]
+__all__ = [
+    "FRAMEWORK_OFFSET_PRIOR_SD",
+    "OFFSET_BASES",
+    "PARAMETERS",
+    "Calibration",
+    "ParameterSpec",
+    "load_calibration",
+    "parameters_at_bounds",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -38,6 +52,54 @@ class ParameterSpec:
     group: str
     """``throughput`` parameters are fitted to throughput rows, ``power`` ones to power claims."""
     description: str
+    prior_sd: float | None = None
+    """Standard deviation of the fit's Gaussian prior; None: half the bound range."""
+
+
+#: Prior standard deviation of every per-framework offset (log units, ~10 %): a framework with few
+#: published rows stays near the shared value (chosen before any fit with offsets was run).
+FRAMEWORK_OFFSET_PRIOR_SD = 0.1
+#: The efficiencies that carry a per-framework offset, as ``<name>_offset_<framework>``.
+OFFSET_BASES = (
+    "gemm_efficiency",
+    "attention_efficiency",
+    "elementwise_traffic",
+    "fp8_gemm",
+    "overlap_slowdown",
+)
+
+_OFFSET_MEANING = {
+    "gemm_efficiency": ("the GEMM efficiency (catalogued MAMF fraction): its GEMM kernels and "
+                        "launch configuration", -0.4, 0.15),
+    "attention_efficiency": ("the FlashAttention efficiency: its attention kernel "
+                             "(FlashAttention 2/3, cuDNN fused attention, SDPA)", -0.4, 0.4),
+    "elementwise_traffic": ("the HBM traffic of memory-bound kernels: its fused normalisation, "
+                            "rotary and activation kernels", -0.4, 0.4),
+    "fp8_gemm": ("the FP8 GEMM efficiency, on top of its GEMM offset: its FP8 kernels",
+                 -0.4, 0.4),
+    "overlap_slowdown": ("the compute slowdown under overlapped communication: the SMs its "
+                         "communication kernels take", -0.4, 0.4),
+}  # fmt: skip
+
+
+def _offset_specs() -> tuple[ParameterSpec, ...]:
+    """One log offset per efficiency of :data:`OFFSET_BASES` and framework, prior 0 ± 0.1."""
+    return tuple(
+        ParameterSpec(
+            name=f"{base}_offset_{framework}",
+            default=0.0,
+            lower=lower,
+            upper=upper,
+            unit="1",
+            fitted=True,
+            group="throughput",
+            description=f"{framework}'s log offset on {meaning}; exp(offset) multiplies the "
+            "shared value",
+            prior_sd=FRAMEWORK_OFFSET_PRIOR_SD,
+        )
+        for base, (meaning, lower, upper) in _OFFSET_MEANING.items()
+        for framework in FRAMEWORKS
+    )
 
 
 PARAMETERS: tuple[ParameterSpec, ...] = (
@@ -76,6 +138,17 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
         "the backward executes 2.5x the forward FLOPs)",
     ),
     ParameterSpec(
+        name="fp8_gemm_scale",
+        default=1.0,
+        lower=0.6,
+        upper=1.35,
+        unit="1",
+        fitted=True,
+        group="throughput",
+        description="multiplies each GPU's catalogued FP8 GEMM efficiency (MAMF fraction of the "
+        "FP8 peak): what FP8 linears reach inside training, shared by all frameworks",
+    ),
+    ParameterSpec(
         name="elementwise_traffic_scale",
         default=1.0,
         lower=0.3,
@@ -85,19 +158,6 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
         group="throughput",
         description="multiplies the counted HBM traffic of memory-bound kernels (norms, residual "
         "adds, activations, rotary, softmax/cross-entropy, casts): unfused kernels move more",
-    ),
-    ParameterSpec(
-        name="host_overhead_per_layer_s",
-        default=1.5e-4,
-        lower=1e-5,
-        upper=2e-3,
-        unit="s",
-        fitted=False,
-        group="throughput",
-        description="CPU time to launch one transformer block's kernels for forward and backward "
-        "of one micro-batch; the GPU waits when its work per block is shorter [E: ~50-100 "
-        "kernels at ~1.5-3 us of eager-mode launch each; no published row is small enough to "
-        "constrain it, so it is not fitted]",
     ),
     ParameterSpec(
         name="nvlink_efficiency",
@@ -201,16 +261,6 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
         "m, v read and written, gradient read, bf16 copy written, norm for clipping)",
     ),
     ParameterSpec(
-        name="ddp_bucket_bytes",
-        default=25 * 2**20,
-        lower=1 * 2**20,
-        upper=512 * 2**20,
-        unit="B",
-        fitted=False,
-        group="throughput",
-        description="gradient bucket size of DDP and ZeRO-1/2 (PyTorch default 25 MiB)",
-    ),
-    ParameterSpec(
         name="memory_overhead_gib",
         default=4.0,
         lower=1.0,
@@ -263,6 +313,7 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
         description="power above idle while only communication runs (exposed collectives), "
         "fraction of (TDP - idle); fitted to the study's power claim",
     ),
+    *_offset_specs(),
 )
 
 _SPECS = {spec.name: spec for spec in PARAMETERS}
@@ -276,7 +327,6 @@ class Calibration:
     gemm_size_exponent: float
     attention_efficiency_scale: float
     elementwise_traffic_scale: float
-    host_overhead_per_layer_s: float
     nvlink_efficiency: float
     nvls_efficiency: float
     nic_efficiency: float
@@ -286,12 +336,27 @@ class Calibration:
     straggler_cv: float
     hbm_efficiency: float
     optimizer_bytes_per_param: float
-    ddp_bucket_bytes: float
     memory_overhead_gib: float
     memory_usable_fraction: float
     power_compute_frac: float
     power_memory_frac: float
     power_comm_frac: float
+    fp8_gemm_scale: float
+    gemm_efficiency_offset_megatron: float
+    gemm_efficiency_offset_deepspeed: float
+    gemm_efficiency_offset_pytorch: float
+    attention_efficiency_offset_megatron: float
+    attention_efficiency_offset_deepspeed: float
+    attention_efficiency_offset_pytorch: float
+    elementwise_traffic_offset_megatron: float
+    elementwise_traffic_offset_deepspeed: float
+    elementwise_traffic_offset_pytorch: float
+    fp8_gemm_offset_megatron: float
+    fp8_gemm_offset_deepspeed: float
+    fp8_gemm_offset_pytorch: float
+    overlap_slowdown_offset_megatron: float
+    overlap_slowdown_offset_deepspeed: float
+    overlap_slowdown_offset_pytorch: float
 
     @classmethod
     def defaults(cls) -> Calibration:
@@ -301,6 +366,10 @@ class Calibration:
     def with_values(self, **values: float) -> Calibration:
         """Return a copy with some parameters changed."""
         return replace(self, **values)
+
+    def framework_factors(self, base: str) -> np.ndarray:
+        """``exp(offset)`` of efficiency ``base`` per framework, in the order of FRAMEWORKS."""
+        return np.exp([getattr(self, f"{base}_offset_{fw}") for fw in FRAMEWORKS])
 
     def as_dict(self) -> dict[str, float]:
         return {f.name: float(getattr(self, f.name)) for f in fields(self)}

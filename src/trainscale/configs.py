@@ -17,7 +17,13 @@ Rules (each message names the factors involved):
 - ``vpp`` > 1 needs ``pp`` > 1 and ``grad_accum`` divisible by ``pp`` (interleaved 1F1B);
 - ``layers`` ≥ ``pp·vpp`` (a stage that is not a multiple gets ``ceil(layers / (pp·vpp))`` layers
   per chunk: the slowest stage sets the pace);
-- ``fp8`` only on GPUs with FP8 tensor cores; ``hsdp`` needs ``dp`` > 1.
+- ``fp8`` only on GPUs with FP8 tensor cores; ``hsdp`` needs ``dp`` > 1;
+- ``system`` (optional) is a catalogue system holding the row's GPU;
+- ``framework`` is a profile of ``data/frameworks.yaml``; its behaviours come from the profile
+  unless an override column (``overlap_grad_reduce``, ``overlap_param_gather``,
+  ``tp_comm_overlap``, ``shard_granularity``, ``fp8_recipe``) sets them; an override that
+  contradicts the plan (a granularity for unsharded parameters, an FP8 recipe in bf16, a parameter
+  gather under DDP, TP overlap without TP) is an error.
 """
 
 from __future__ import annotations
@@ -29,10 +35,20 @@ import pandas as pd
 
 from trainscale.errors import ConfigurationError
 from trainscale.model.shape import ModelShape, load_models
+from trainscale.plan.framework import (
+    BOOLEAN_BEHAVIOURS,
+    DEFAULT_FRAMEWORK,
+    FrameworkProfile,
+    fp8_cast_bytes_per_element,
+    load_frameworks,
+)
 from trainscale.schema import (
+    FP8_RECIPES,
+    FRAMEWORKS,
     MODEL_SHAPE_COLUMNS,
     PRECISIONS,
     RECOMPUTE_MODES,
+    SHARD_GRANULARITIES,
     SHARDINGS,
     Sharding,
 )
@@ -86,12 +102,33 @@ class Configs:
     """Index into :data:`~trainscale.schema.RECOMPUTE_MODES`."""
     fp8: np.ndarray
     sequence_parallel: np.ndarray
+    # framework (the software stack's behaviours, data/frameworks.yaml)
+    framework: np.ndarray
+    """Index into :data:`~trainscale.schema.FRAMEWORKS`."""
+    overlap_grad_reduce: np.ndarray
+    overlap_param_gather: np.ndarray
+    tp_comm_overlap: np.ndarray
+    per_tensor_gather: np.ndarray
+    """Sharded all-gathers are issued per parameter tensor (DeepSpeed ZeRO-3), not per layer."""
+    fp8_recipe: np.ndarray
+    """Index into :data:`~trainscale.schema.FP8_RECIPES`."""
+    fp8_cast_bytes: np.ndarray
+    """HBM bytes per FP8 GEMM input element spent on quantisation (the FP8 recipe)."""
+    ddp_bucket_params: np.ndarray
+    """Gradient bucket of overlapped data-parallel reduction, parameters."""
+    host_overhead_s: np.ndarray
+    """CPU time to launch one block's kernels (forward + backward, one micro-batch), s."""
     # system
+    system: np.ndarray
+    """System catalogue key (object array)."""
     peak_flops_per_s: np.ndarray
     """Dense peak of the configured precision (what the linear layers run at)."""
     bf16_flops_per_s: np.ndarray
     """Dense BF16 peak: attention and everything outside the linear layers run at it."""
     gemm_efficiency_max: np.ndarray
+    """Catalogued large-GEMM fraction of the configured precision's peak (MAMF / peak)."""
+    bf16_gemm_efficiency_max: np.ndarray
+    """The same for BF16 GEMMs."""
     gemm_half_efficiency_dim: np.ndarray
     attention_efficiency_max: np.ndarray
     flash_attention: np.ndarray
@@ -316,24 +353,117 @@ def _optional_positive(frame: pd.DataFrame, name: str, problems: _Problems) -> n
     return np.where(missing | bad, np.nan, values)
 
 
-def _sequence_parallel(frame: pd.DataFrame, tp: np.ndarray, problems: _Problems) -> np.ndarray:
-    if "sequence_parallel" not in frame.columns:
-        return tp > 1
-    column = frame["sequence_parallel"]
-    missing = _is_missing_mask(frame, "sequence_parallel")
+def _optional_bool(
+    frame: pd.DataFrame, name: str, problems: _Problems, default: np.ndarray, default_text: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Optional boolean column; returns (values with ``default`` where empty, given mask)."""
+    if name not in frame.columns:
+        return default, np.zeros(len(frame), dtype=bool)
+    column = frame[name]
+    missing = _is_missing_mask(frame, name)
     if column.dtype == bool:
-        return column.to_numpy(dtype=bool)
-    text = _text(frame, "sequence_parallel", lower=True)
-    numeric = _numeric(frame, "sequence_parallel")
+        return column.to_numpy(dtype=bool), np.ones(len(frame), dtype=bool)
+    text = _text(frame, name, lower=True)
+    numeric = _numeric(frame, name)
     true = np.isin(text, tuple(_TRUE)) | (numeric == 1)
     false = np.isin(text, tuple(_FALSE)) | (numeric == 0)
     bad = ~missing & ~true & ~false
     problems.add_where(
-        bad, "sequence_parallel",
-        lambda r: f"{_raw(frame, 'sequence_parallel', r)!r} is not allowed; allowed: true, false "
-        "(default: true when tp > 1)",
+        bad, name,
+        lambda r: f"{_raw(frame, name, r)!r} is not allowed; allowed: true, false "
+        f"(default: {default_text})",
     )  # fmt: skip
-    return np.where(missing | bad, tp > 1, true)
+    given = ~missing & ~bad
+    return np.where(given, true, default), given
+
+
+def _sequence_parallel(frame: pd.DataFrame, tp: np.ndarray, problems: _Problems) -> np.ndarray:
+    values, _ = _optional_bool(frame, "sequence_parallel", problems, tp > 1, "true when tp > 1")
+    return values
+
+
+def _optional_choice(
+    frame: pd.DataFrame, name: str, allowed: tuple[str, ...], problems: _Problems
+) -> np.ndarray:
+    """Optional categorical column: index into ``allowed``, -1 where empty or invalid."""
+    text = _text(frame, name, lower=True)
+    index = _lookup(text, {t: i for i, t in enumerate(allowed)}, -1).astype(np.int64)
+    problems.add_where(
+        (text != "") & (index < 0), name,
+        lambda r: f"{_raw(frame, name, r)!r} is not allowed; allowed: {', '.join(allowed)} "
+        "(or empty for the framework profile's)",
+    )  # fmt: skip
+    return index
+
+
+def _framework_behaviours(
+    frame: pd.DataFrame,
+    v: dict[str, np.ndarray],
+    profiles: dict[str, FrameworkProfile],
+    problems: _Problems,
+) -> dict[str, np.ndarray]:
+    """The software stack of every row: its profile's behaviours, then the row's overrides."""
+    text = _text(frame, "framework", lower=True)
+    text = np.where(text == "", DEFAULT_FRAMEWORK, text)
+    framework = _lookup(text, {k: i for i, k in enumerate(FRAMEWORKS)}, -1).astype(np.int64)
+    problems.add_where(
+        framework < 0, "framework",
+        lambda r: f"unknown framework {_raw(frame, 'framework', r)!r}; valid: "
+        f"{', '.join(FRAMEWORKS)} (data/frameworks.yaml)",
+    )  # fmt: skip
+    framework = np.where(framework < 0, FRAMEWORKS.index(DEFAULT_FRAMEWORK), framework)
+    ordered = [profiles[k] for k in FRAMEWORKS]
+    sharding = v["sharding"]
+    out: dict[str, np.ndarray] = {"framework": framework}
+    given: dict[str, np.ndarray] = {}
+    for behaviour in BOOLEAN_BEHAVIOURS:
+        table = np.array([[getattr(p, behaviour)[s] for s in SHARDINGS] for p in ordered])
+        default = table[framework, sharding]
+        out[behaviour], given[behaviour] = _optional_bool(
+            frame, behaviour, problems, default, "the framework profile's"
+        )
+    granularity = _optional_choice(frame, "shard_granularity", SHARD_GRANULARITIES, problems)
+    profile_granularity = np.array(
+        [SHARD_GRANULARITIES.index(p.shard_granularity) for p in ordered]
+    )[framework]
+    out["per_tensor_gather"] = np.where(granularity >= 0, granularity, profile_granularity) == 1
+    recipe = _optional_choice(frame, "fp8_recipe", FP8_RECIPES, problems)
+    profile_recipe = np.array([FP8_RECIPES.index(p.fp8_recipe) for p in ordered])[framework]
+    recipe = np.where(recipe >= 0, recipe, profile_recipe)
+    cast = np.array([fp8_cast_bytes_per_element(r) for r in FP8_RECIPES])
+    out["fp8_cast_bytes"] = cast[recipe]
+    out["fp8_recipe"] = recipe
+    dp = np.maximum(v["num_gpus"] // np.maximum(v["tp"] * v["pp"] * v["cp"], 1), 1)
+    bucket_min = np.array([p.ddp_bucket_params for p in ordered])[framework]
+    bucket_per_dp = np.array([p.ddp_bucket_params_per_dp_rank for p in ordered])[framework]
+    out["ddp_bucket_params"] = np.maximum(bucket_min, bucket_per_dp * dp)
+    out["host_overhead_s"] = np.array([p.host_overhead_per_layer_s for p in ordered])[framework]
+
+    # Overrides that contradict the rest of the row.
+    sharded = (sharding == Sharding.FSDP) | (sharding == Sharding.HSDP)
+    ok = problems.ok_for("sharding", "shard_granularity")
+    problems.add_where(
+        ok & (granularity >= 0) & ~sharded, "shard_granularity",
+        lambda r: f"shard_granularity applies to sharded parameters (fsdp, hsdp); sharding is "
+        f"{SHARDINGS[sharding[r]]}",
+    )  # fmt: skip
+    problems.add_where(
+        problems.ok_for("precision", "fp8_recipe")
+        & (_text(frame, "fp8_recipe") != "") & ~v["fp8"], "fp8_recipe",
+        lambda r: "fp8_recipe needs precision fp8; precision is bf16",
+    )  # fmt: skip
+    problems.add_where(
+        problems.ok_for("sharding", "overlap_param_gather")
+        & given["overlap_param_gather"] & (sharding == Sharding.DDP), "overlap_param_gather",
+        lambda r: "ddp gathers no parameters; overlap_param_gather applies to zero1, zero2, fsdp "
+        "and hsdp",
+    )  # fmt: skip
+    problems.add_where(
+        problems.ok_for("tp", "tp_comm_overlap")
+        & given["tp_comm_overlap"] & out["tp_comm_overlap"] & (v["tp"] == 1), "tp_comm_overlap",
+        lambda r: "tp_comm_overlap needs tp > 1",
+    )  # fmt: skip
+    return out
 
 
 def _gpu_attributes(
@@ -346,12 +476,34 @@ def _gpu_attributes(
         index < 0, "gpu",
         lambda r: f"unknown GPU {_fmt(_raw(frame, 'gpu', r))}; valid: {', '.join(gpu_keys)}",
     )  # fmt: skip
-    index = np.where(index < 0, 0, index)
+    unknown_gpu = index < 0
+    index = np.where(unknown_gpu, 0, index)
     gpus = [hardware.gpus[k] for k in gpu_keys]
-    systems = [hardware.system_for(k) for k in gpu_keys]
+
+    # The system: named in the row, or the GPU's default; it must hold the row's GPU.
+    system_keys = sorted(hardware.systems)
+    named = _text(frame, "system")
+    default_system = np.array([hardware.system_for(k).key for k in gpu_keys], dtype=object)[index]
+    system = np.where(named == "", default_system, named)
+    system_index = _lookup(system, {k: i for i, k in enumerate(system_keys)}, -1).astype(np.int64)
+    problems.add_where(
+        system_index < 0, "system",
+        lambda r: f"unknown system {named[r]!r}; valid: {', '.join(system_keys)}",
+    )  # fmt: skip
+    system_index = np.where(system_index < 0, 0, system_index)
+    system_gpu = np.array([hardware.systems[k].gpu for k in system_keys], dtype=object)
+    gpu_names = np.array(gpu_keys, dtype=object)[index]
+    problems.add_where(
+        (named != "") & ~unknown_gpu & (system_gpu[system_index] != gpu_names), "system",
+        lambda r: f"system {named[r]!r} holds {system_gpu[system_index[r]]}, not {gpu_names[r]}",
+    )  # fmt: skip
+    systems = [hardware.systems[k] for k in system_keys]
 
     def table(values: list) -> np.ndarray:
         return np.array(values)[index]
+
+    def by_system(values: list) -> np.ndarray:
+        return np.array(values)[system_index]
 
     attributes = {
         "bf16": table([g.bf16_flops_per_s for g in gpus]),
@@ -367,9 +519,10 @@ def _gpu_attributes(
         "nvls": table([g.nvls for g in gpus]).astype(bool),
         "tdp_w": table([g.tdp_w for g in gpus]),
         "idle_w": table([g.idle_w for g in gpus]),
-        "gpus_per_node": table([s.gpus_per_node for s in systems]),
-        "nic_bytes_per_s": table([s.nic_bytes_per_s_per_gpu for s in systems]),
-        "fabric_factor": table([hardware.fabric_efficiency_factor[s.fabric] for s in systems]),
+        "gpus_per_node": by_system([s.gpus_per_node for s in systems]),
+        "nic_bytes_per_s": by_system([s.nic_bytes_per_s_per_gpu for s in systems]),
+        "fabric_factor": by_system([hardware.fabric_efficiency_factor[s.fabric] for s in systems]),
+        "system": np.array(system_keys, dtype=object)[system_index],
     }
     return np.array(gpu_keys, dtype=object)[index], attributes
 
@@ -439,6 +592,7 @@ def build_configs(
     skip_invalid: bool = False,
     hardware: HardwareCatalog | None = None,
     models: dict[str, ModelShape] | None = None,
+    frameworks: dict[str, FrameworkProfile] | None = None,
 ) -> tuple[Configs, np.ndarray, pd.DataFrame]:
     """Validate ``frame`` and return ``(configs, valid_rows, rejects)``.
 
@@ -473,6 +627,7 @@ def build_configs(
     v["fp8"] = precision == PRECISIONS.index("fp8")
     v["fp8_peak"] = gpu["fp8"]
     v["sequence_parallel"] = _sequence_parallel(frame, v["tp"], problems)
+    v.update(_framework_behaviours(frame, v, frameworks or load_frameworks(), problems))
     _plan_rules(v, gpu_names, problems)
 
     valid = np.flatnonzero(~problems.bad)
@@ -490,9 +645,12 @@ def build_configs(
         "recompute": v["recompute"],
         "fp8": fp8,
         "sequence_parallel": v["sequence_parallel"],
+        **{name: v[name] for name in _FRAMEWORK_FIELDS},
+        "system": gpu["system"],
         "peak_flops_per_s": np.where(fp8, gpu["fp8"], gpu["bf16"]),
         "bf16_flops_per_s": gpu["bf16"],
         "gemm_efficiency_max": np.where(fp8, gpu["eff_fp8"], gpu["eff_bf16"]),
+        "bf16_gemm_efficiency_max": gpu["eff_bf16"],
         "gemm_half_efficiency_dim": gpu["d0"],
         "attention_efficiency_max": gpu["attn"],
         "flash_attention": gpu["flash"],
@@ -521,3 +679,7 @@ def build_configs(
 
 
 _FIELD_NAMES = tuple(f.name for f in fields(Configs))
+_FRAMEWORK_FIELDS = (
+    "framework", *BOOLEAN_BEHAVIOURS, "per_tensor_gather", "fp8_recipe", "fp8_cast_bytes",
+    "ddp_bucket_params", "host_overhead_s",
+)  # fmt: skip

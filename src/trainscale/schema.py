@@ -24,12 +24,15 @@ __all__ = [
     "CONFIGURATION_COLUMNS",
     "DATASET_COLUMNS",
     "DERIVED_COLUMNS",
+    "FP8_RECIPES",
+    "FRAMEWORKS",
     "METRIC_COLUMNS",
     "MODEL_SHAPE_COLUMNS",
     "PROVENANCE_COLUMNS",
     "RECOMPUTE_MODES",
     "RESULT_COLUMNS",
     "SHARDINGS",
+    "SHARD_GRANULARITIES",
     "SOURCES",
     "Column",
     "Recompute",
@@ -45,6 +48,10 @@ SHARDINGS = ("ddp", "zero1", "zero2", "fsdp", "hsdp")
 RECOMPUTE_MODES = ("none", "selective", "full")
 PRECISIONS = ("bf16", "fp8")
 MLP_KINDS = ("swiglu", "gelu")
+FRAMEWORKS = ("megatron", "deepspeed", "pytorch")
+"""Framework profile keys (data/frameworks.yaml), in the order the simulator's arrays index them."""
+SHARD_GRANULARITIES = ("layer", "tensor")
+FP8_RECIPES = ("delayed", "current", "tensorwise", "rowwise")
 SOURCES = ("sim", "measured", "published")
 
 
@@ -159,6 +166,66 @@ CONFIGURATION_COLUMNS: tuple[Column, ...] = (
         "1",
         "Megatron sequence parallelism (default: tp > 1)",
         default=None,
+    ),
+    _c(
+        "system",
+        "string",
+        "1",
+        "system catalogue key (data/hardware.yaml systems: node size, NICs, fabric); default: the "
+        "GPU's default system; gpus_per_node and nic_gbps_per_gpu override it",
+        default="",
+    ),
+    _c(
+        "framework",
+        "string",
+        "1",
+        "software stack profile (data/frameworks.yaml): megatron (Megatron-LM/Core, NeMo, "
+        "Megatron-Bridge), deepspeed (DeepSpeed ZeRO, Megatron-DeepSpeed), pytorch (DDP, FSDP, "
+        "FSDP2, torchtitan, Composer); default pytorch",
+        choices=FRAMEWORKS,
+        default="pytorch",
+    ),
+    _c(
+        "overlap_grad_reduce",
+        "bool",
+        "1",
+        "data-parallel gradient reduction overlapped with the backward pass (Megatron "
+        "--overlap-grad-reduce, DeepSpeed overlap_comm); default: the framework profile's",
+        default=None,
+    ),
+    _c(
+        "overlap_param_gather",
+        "bool",
+        "1",
+        "parameter all-gathers prefetched under compute (Megatron --overlap-param-gather, FSDP "
+        "prefetch, ZeRO-3 prefetch); default: the framework profile's",
+        default=None,
+    ),
+    _c(
+        "tp_comm_overlap",
+        "bool",
+        "1",
+        "tensor-parallel communication pipelined with its GEMMs (Megatron --tp-comm-overlap, "
+        "torchtitan AsyncTP); default: the framework profile's",
+        default=None,
+    ),
+    _c(
+        "shard_granularity",
+        "string",
+        "1",
+        "sharded (fsdp/hsdp) all-gathers per layer (FSDP flat parameter) or per parameter tensor "
+        "(DeepSpeed ZeRO-3); default: the framework profile's",
+        choices=SHARD_GRANULARITIES,
+        default="",
+    ),
+    _c(
+        "fp8_recipe",
+        "string",
+        "1",
+        "FP8 scaling: delayed (Transformer Engine DelayedScaling), current (TE current scaling), "
+        "tensorwise or rowwise (torchao float8); default: the framework profile's",
+        choices=FP8_RECIPES,
+        default="",
     ),
 )
 

@@ -20,7 +20,14 @@ from trainscale.model.memory import memory_bytes_per_gpu
 from trainscale.model.work import block_work
 from trainscale.plan.layout import layout
 from trainscale.plan.schedule import step_times
-from trainscale.schema import CONFIGURATION_COLUMNS, PRECISIONS, RECOMPUTE_MODES, SHARDINGS
+from trainscale.schema import (
+    CONFIGURATION_COLUMNS,
+    FP8_RECIPES,
+    FRAMEWORKS,
+    PRECISIONS,
+    RECOMPUTE_MODES,
+    SHARDINGS,
+)
 from trainscale.system.collectives import Network, load_nccl_constants
 from trainscale.system.power import power_per_gpu
 
@@ -102,14 +109,31 @@ def _resolved_configuration(c: Configs) -> dict[str, np.ndarray]:
         "recompute": np.array(RECOMPUTE_MODES, dtype=object)[c.recompute],
         "precision": np.where(c.fp8, PRECISIONS[1], PRECISIONS[0]),
         "sequence_parallel": c.sequence_parallel,
+        "system": c.system,
+        "framework": np.array(FRAMEWORKS, dtype=object)[c.framework],
+        "overlap_grad_reduce": c.overlap_grad_reduce,
+        "overlap_param_gather": c.overlap_param_gather,
+        "tp_comm_overlap": c.tp_comm_overlap,
+        "shard_granularity": np.where(c.per_tensor_gather, "tensor", "layer"),
+        "fp8_recipe": np.where(c.fp8, np.array(FP8_RECIPES, dtype=object)[c.fp8_recipe], ""),
     }
+
+
+#: Columns written as the simulator resolved them even when the input had them: the framework's
+#: effective behaviours (an empty override means the profile's value, which the output shows).
+_EFFECTIVE = (
+    "system", "framework", "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap",
+    "shard_granularity", "fp8_recipe",
+)  # fmt: skip
 
 
 def _assemble(frame: pd.DataFrame, valid: np.ndarray, c: Configs, cal: Calibration) -> pd.DataFrame:
     out = frame.iloc[valid].reset_index(drop=True).copy()
     resolved = _resolved_configuration(c)
     for column in CONFIGURATION_COLUMNS:
-        if column.name not in out.columns and column.name in resolved:
+        if column.name in resolved and (
+            column.name not in out.columns or column.name in _EFFECTIVE
+        ):
             out[column.name] = resolved[column.name]
     metrics = predict_arrays(c, cal)
     for name, values in metrics.items():

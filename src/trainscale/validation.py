@@ -67,9 +67,12 @@ def collective_predictions(published: PublishedData, calibration: Calibration) -
     return rows
 
 
-def summarise(rows: pd.DataFrame) -> pd.DataFrame:
-    """Per source: rows, MAPE, median and maximum absolute percentage error, then overall."""
-    grouped = rows.groupby("citation", sort=True)["ape_pct"]
+def summarise(rows: pd.DataFrame, by: str = "citation") -> pd.DataFrame:
+    """Per source (or per value of ``by``, e.g. ``framework``): rows, MAPE, median and maximum
+    absolute percentage error, then overall (``all``). The first column is named ``source`` when
+    grouping by citation, else ``by``."""
+    label = "source" if by == "citation" else by
+    grouped = rows.groupby(by, sort=True)["ape_pct"]
     table = pd.DataFrame(
         {
             "rows": grouped.size(),
@@ -77,10 +80,10 @@ def summarise(rows: pd.DataFrame) -> pd.DataFrame:
             "median_ape_pct": grouped.median(),
             "max_ape_pct": grouped.max(),
         }
-    ).reset_index(names="source")
+    ).reset_index(names=label)
     overall = pd.DataFrame(
         [{
-            "source": "all",
+            label: "all",
             "rows": len(rows),
             "mape_pct": rows["ape_pct"].mean(),
             "median_ape_pct": rows["ape_pct"].median(),

@@ -41,6 +41,11 @@ _BLOCK_ELEMENTS = {
 #: scores written (2), read and softmax written (4), dropout read, mask and output (5), read by
 #: the AV product (2) — Korthikanti et al.'s 5·a·s² activation bytes plus their reads.
 _SCORE_BYTES = 13.0
+#: Parameter tensors per block. Llama: q, k, v, o, gate, up, down and two RMSNorm weights (9);
+#: GPT/MPT (Megatron and DeepSpeed GPT layout): fused QKV weight and bias, projection weight and
+#: bias, two MLP weights and biases, two LayerNorm weights and biases (12).
+_LLAMA_TENSORS = 9.0
+_GPT_TENSORS = 12.0
 #: Bytes per logit element over the LM head's cross-entropy, forward and backward: bf16 logits
 #: written and read, upcast to fp32 for the softmax, gradient written (2 + 2 + 4 + 4).
 _LOGIT_BYTES = 12.0
@@ -71,6 +76,9 @@ class BlockWork:
     """bf16 bytes of one block's weights on this GPU (after tensor parallelism)."""
     embedding_param_bytes: np.ndarray
     """bf16 bytes of the embedding and LM head weights on this GPU."""
+    tensors_per_layer: np.ndarray
+    """Parameter tensors of one block: a framework that all-gathers tensor by tensor (DeepSpeed
+    ZeRO-3) issues this many collectives per block and pass."""
 
 
 def block_work(c: Configs) -> BlockWork:
@@ -104,10 +112,13 @@ def block_work(c: Configs) -> BlockWork:
         per_hidden * h * norm_share + per_rotary * (h / tp + kv_local) + per_ffn * ffn_local
     )
     elementwise_bytes = 3.0 * 2.0 * tokens * forward_elements
-    # FP8 linears quantise their inputs and weights on every pass (read bf16, write fp8: 3 bytes
-    # per element), forward and the two backward GEMMs.
+    # FP8 linears quantise their inputs and weights on every pass, forward and the two backward
+    # GEMMs; the bytes per element depend on the framework's FP8 recipe (delayed scaling: read
+    # bf16, write fp8, 3 bytes; current/dynamic scaling adds an amax pass, 5 bytes).
     cast_elements = sum(m * k + k * n for m, n, k in gemms)
-    elementwise_bytes = elementwise_bytes + np.where(c.fp8, 3.0 * 3.0 * cast_elements, 0.0)
+    elementwise_bytes = elementwise_bytes + np.where(
+        c.fp8, 3.0 * c.fp8_cast_bytes * cast_elements, 0.0
+    )
 
     head_gemm = (tokens, c.vocab / tp, h)
     head_elementwise_bytes = _LOGIT_BYTES * tokens * c.vocab / tp
@@ -126,4 +137,5 @@ def block_work(c: Configs) -> BlockWork:
         head_elementwise_bytes=head_elementwise_bytes,
         layer_param_bytes=2.0 * layer_params / tp,
         embedding_param_bytes=2.0 * embedding_params / tp,
+        tensors_per_layer=np.where(c.swiglu, _LLAMA_TENSORS, _GPT_TENSORS),
     )

@@ -17,14 +17,24 @@ communication stream can hide:
   backward runs; only what the backward cannot cover, and at least the last bucket, is exposed.
   ZeRO-1 gathers the updated parameters in buckets under the next forward (Megatron's
   ``--overlap-param-gather``).
-- Compute overlapped by a collective runs ``overlap_slowdown`` slower (NCCL kernels take SMs).
+- **The framework** (:mod:`trainscale.plan.framework`) decides what of this overlaps: without
+  ``overlap_grad_reduce`` the gradient reduction runs after the backward pass, wholly exposed
+  (DeepSpeed ZeRO-0/1/2, Megatron without ``--overlap-grad-reduce``); without
+  ``overlap_param_gather`` each gather waits on the critical path; with ``tp_comm_overlap`` TP
+  collectives are pipelined with their GEMMs in ``tp`` chunks; with per-tensor granularity
+  (DeepSpeed ZeRO-3) each block's all-gather is one collective per parameter tensor, each paying
+  the ring's latency. Bucket sizes and host launch overhead come from the profile.
+- Compute overlapped by a collective runs ``overlap_slowdown`` slower (NCCL kernels take SMs);
+  the GEMM, attention, memory-traffic, FP8 and overlap efficiencies carry the framework's
+  calibrated offset (:func:`efficiencies`).
 - **Pipeline**: 1F1B (``vpp`` = 1) or interleaved 1F1B; step = ``(m + (pp−1)/vpp)`` micro-batch
   slots of the slowest stage (stages balanced so that the LM head's work is shared, as Llama 3
   and torchtitan do); the bubble is
   ``(pp−1)/vpp`` slots; stage boundaries send activations forward and gradients back
   (``vpp`` times as often when interleaved; ``1/tp`` of the tensor when sequence parallel).
 - The host launches kernels ahead of the GPU; when a block's GPU time is shorter than the CPU
-  time to launch it (``host_overhead_per_layer_s``) the GPU waits (``host_stall_s``).
+  time to launch it (the profile's ``host_overhead_per_layer_s``) the GPU waits
+  (``host_stall_s``).
 - Then the optimizer step (memory-bound) and, for DDP/ZeRO-1, the exposed gradient reduction.
 - Every step waits for the slowest of the N GPUs: ``straggler_cv · E[max of N standard normals]``
   of the compute time, spent inside collectives (so counted as exposed communication, as a
@@ -36,6 +46,7 @@ communication stream can hide:
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -55,7 +66,7 @@ from trainscale.system.collectives import (
 )
 from trainscale.system.compute import attention_time, gemm_efficiency, gemm_time, memory_time
 
-__all__ = ["step_times"]
+__all__ = ["Efficiencies", "efficiencies", "step_times"]
 
 #: FlashAttention's backward executes 2.5x the forward FLOPs (5 matmuls against 2).
 _ATTENTION_BACKWARD_RATIO = 2.5
@@ -67,34 +78,74 @@ def expected_max_standard_normal(n: ArrayLike) -> np.ndarray:
     return np.where(n > 1, ndtri((n - 0.375) / (n + 0.25)), 0.0)
 
 
-def _attention_fwd(c: Configs, w: BlockWork, cal: Calibration) -> np.ndarray:
+#: Best fraction of peak any GEMM can reach, whatever a framework offset says.
+_GEMM_EFFICIENCY_CAP = 0.99
+
+
+@dataclass(frozen=True, slots=True)
+class Efficiencies:
+    """The calibrated efficiencies of each configuration's framework, shape ``(n,)``."""
+
+    gemm_max: np.ndarray
+    """Large-GEMM fraction of the configured precision's peak."""
+    bf16_gemm_max: np.ndarray
+    """Large-GEMM fraction of the BF16 peak (attention's batched GEMMs on GPUs without
+    FlashAttention)."""
+    attention: np.ndarray
+    elementwise_traffic: np.ndarray
+    overlap_slowdown: np.ndarray
+
+
+def efficiencies(c: Configs, cal: Calibration) -> Efficiencies:
+    """Shared calibrated efficiencies times each row's framework factor ``exp(offset)``."""
+
+    def factor(base: str) -> np.ndarray:
+        return cal.framework_factors(base)[c.framework]
+
+    gemm = factor("gemm_efficiency")
+    bf16 = np.minimum(c.bf16_gemm_efficiency_max * gemm, _GEMM_EFFICIENCY_CAP)
+    fp8 = c.gemm_efficiency_max * gemm * cal.fp8_gemm_scale * factor("fp8_gemm")
+    return Efficiencies(
+        gemm_max=np.where(c.fp8, np.minimum(fp8, _GEMM_EFFICIENCY_CAP), bf16),
+        bf16_gemm_max=bf16,
+        attention=cal.attention_efficiency_scale * factor("attention_efficiency")
+        * c.attention_efficiency_max,
+        elementwise_traffic=cal.elementwise_traffic_scale * factor("elementwise_traffic"),
+        overlap_slowdown=cal.overlap_slowdown * factor("overlap_slowdown"),
+    )  # fmt: skip
+
+
+def _attention_fwd(
+    c: Configs, w: BlockWork, cal: Calibration, eff: Efficiencies
+) -> np.ndarray:
     """Forward attention time of one block: FlashAttention, or (where the GPU has none) two
     batched GEMMs over the whole s×s square plus the HBM traffic of the materialised scores."""
     flash = attention_time(
-        w.attention_flops_fwd, peak=c.bf16_flops_per_s,
-        attention_efficiency=cal.attention_efficiency_scale * c.attention_efficiency_max,
-    )  # fmt: skip
+        w.attention_flops_fwd, peak=c.bf16_flops_per_s, attention_efficiency=eff.attention
+    )
     head_dim = (c.hidden // c.heads).astype(np.float64)
     seq = c.seq_len.astype(np.float64)
     d0 = c.gemm_half_efficiency_dim * cal.gemm_size_scale
-    eta = gemm_efficiency(seq, seq, head_dim, c.gemm_efficiency_max, d0, cal.gemm_size_exponent)
+    eta = gemm_efficiency(seq, seq, head_dim, eff.bf16_gemm_max, d0, cal.gemm_size_exponent)
     materialised = w.score_flops_fwd / (eta * c.bf16_flops_per_s) + memory_time(
-        cal.elementwise_traffic_scale * w.score_bytes_fwd,
+        eff.elementwise_traffic * w.score_bytes_fwd,
         hbm_bw=c.hbm_bytes_per_s, hbm_efficiency=cal.hbm_efficiency,
     )  # fmt: skip
     return np.where(c.flash_attention, flash, materialised)
 
 
-def _block_compute(c: Configs, w: BlockWork, cal: Calibration) -> dict[str, np.ndarray]:
+def _block_compute(
+    c: Configs, w: BlockWork, cal: Calibration, eff: Efficiencies
+) -> dict[str, np.ndarray]:
     """Forward and backward compute-stream time of one block and of the head, per micro-batch."""
     d0 = c.gemm_half_efficiency_dim * cal.gemm_size_scale
-    kw = {"peak": c.peak_flops_per_s, "eta_max": c.gemm_efficiency_max, "d0": d0,
-          "hbm_bw": c.hbm_bytes_per_s}  # fmt: skip
+    kw = {"peak": c.peak_flops_per_s, "eta_max": eff.gemm_max, "d0": d0,
+          "hbm_bw": c.hbm_bytes_per_s, "exponent": cal.gemm_size_exponent}  # fmt: skip
     gemm_fwd = sum(gemm_time(m, n, k, **kw) for m, n, k in w.gemms)
     gemm_bwd = sum(gemm_time(m, k, n, **kw) + gemm_time(k, n, m, **kw) for m, n, k in w.gemms)
-    attn_fwd = _attention_fwd(c, w, cal)
+    attn_fwd = _attention_fwd(c, w, cal, eff)
     mem = memory_time(
-        cal.elementwise_traffic_scale * w.elementwise_bytes,
+        eff.elementwise_traffic * w.elementwise_bytes,
         hbm_bw=c.hbm_bytes_per_s, hbm_efficiency=cal.hbm_efficiency,
     )  # fmt: skip
     fwd_dense = gemm_fwd + attn_fwd
@@ -110,10 +161,12 @@ def _block_compute(c: Configs, w: BlockWork, cal: Calibration) -> dict[str, np.n
 
     m, n, k = w.head_gemm
     head_mem = memory_time(
-        cal.elementwise_traffic_scale * w.head_elementwise_bytes,
+        eff.elementwise_traffic * w.head_elementwise_bytes,
         hbm_bw=c.hbm_bytes_per_s, hbm_efficiency=cal.hbm_efficiency,
     )  # fmt: skip
     return {
+        "gemm_fwd": gemm_fwd,
+        "gemm_bwd": gemm_bwd,
         "fwd_dense": fwd_dense,
         "fwd_mem": fwd_mem,
         "bwd_dense": bwd_dense,
@@ -184,13 +237,31 @@ def _bucketed(
     return busy, np.where(size > 0, exposed, 0.0)
 
 
+def _tensor_parallel_exposed(
+    c: Configs, busy: np.ndarray, gemm: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Exposed TP communication of one block pass and the GEMM time it overlaps.
+
+    Without overlap every TP collective sits on the critical path. With ``tp_comm_overlap``
+    (Transformer Engine userbuffers, torchtitan AsyncTP) each all-gather/reduce-scatter is split
+    into ``tp`` chunks exchanged while the GEMM runs on the chunks already received: only the first
+    chunk, ``busy / tp``, and whatever the GEMMs cannot cover stay exposed.
+    """
+    tp = c.tp.astype(np.float64)
+    overlapped = np.minimum(busy * (1.0 - 1.0 / tp), gemm)
+    exposed = busy - overlapped
+    on = c.tp_comm_overlap & (c.tp > 1)
+    return np.where(on, exposed, busy), np.where(on, overlapped, 0.0)
+
+
 def step_times(
     c: Configs, w: BlockWork, place: Layout, net: Network, cal: Calibration
 ) -> dict[str, np.ndarray]:
     """Time components of one optimizer step for every configuration (seconds, shape ``(n,)``)."""
-    comp = _block_compute(c, w, cal)
+    eff = efficiencies(c, cal)
+    comp = _block_compute(c, w, cal, eff)
     tp = _tensor_parallel(c, w, place, net)
-    attn_fwd = _attention_fwd(c, w, cal)
+    attn_fwd = _attention_fwd(c, w, cal, eff)
     cp = _context_parallel(c, w, place, net, attn_fwd)
     sharding = c.sharding
     layers = np.ceil(c.layers / (c.pp * c.vpp)) * c.vpp  # blocks on the slowest stage
@@ -198,10 +269,14 @@ def step_times(
     stage_params_bytes = (
         layers * w.layer_param_bytes + np.where(c.pp > 1, 0.5, 1.0) * w.embedding_param_bytes
     )
+    slow = eff.overlap_slowdown
 
-    # --- Data-parallel collectives of one block (per micro-batch for FSDP/HSDP/ZeRO-2).
+    # --- Data-parallel collectives of one block (per micro-batch for FSDP/HSDP/ZeRO-2). A
+    # framework that gathers tensor by tensor (DeepSpeed ZeRO-3) issues one all-gather per
+    # parameter tensor of the block, each paying the full ring latency.
     n, g = place.shard_size, place.shard_per_node
-    ag = allgather_time(w.layer_param_bytes, n, g, net)
+    calls = np.where(c.per_tensor_gather, w.tensors_per_layer, 1.0)
+    ag = calls * allgather_time(w.layer_param_bytes / calls, n, g, net)
     rs = reducescatter_time(w.layer_param_bytes, n, g, net)
     ar_replicas = np.where(
         sharding == Sharding.HSDP,
@@ -214,24 +289,35 @@ def step_times(
     reduce_bwd = np.where(sharded | (sharding == Sharding.ZERO2), rs, 0.0) + ar_replicas
     embed_gather = np.where(
         sharded | (sharding == Sharding.ZERO2),
-        allgather_time(w.embedding_param_bytes, n, g, net),
+        np.where(c.per_tensor_gather, 2.0, 1.0)
+        * allgather_time(
+            w.embedding_param_bytes / np.where(c.per_tensor_gather, 2.0, 1.0), n, g, net
+        ),
         0.0,
     )
+    # What the communication stream hides (prefetched gathers, overlapped reductions) and what
+    # runs on the critical path instead (gathers issued when the layer is reached, reductions
+    # after the backward pass).
+    prefetch = c.overlap_param_gather
+    grad_overlap = c.overlap_grad_reduce
+    comm_fwd = np.where(prefetch, gather_fwd, 0.0)
+    comm_bwd = np.where(prefetch, gather_bwd, 0.0) + np.where(grad_overlap, reduce_bwd, 0.0)
+    serial_fwd = gather_fwd - comm_fwd
+    serial_bwd = gather_bwd + reduce_bwd - comm_bwd
 
     # --- Critical path of one block: compute plus TP collectives plus the exposed CP ring.
-    tp_fwd = tp["ag_fwd"] + tp["rs_fwd"] + tp["ar_fwd"]
-    tp_bwd = tp["ag_bwd"] + tp["rs_bwd"] + tp["ar_bwd"]
+    tp_fwd_busy = tp["ag_fwd"] + tp["rs_fwd"] + tp["ar_fwd"]
+    tp_bwd_busy = tp["ag_bwd"] + tp["rs_bwd"] + tp["ar_bwd"]
+    tp_fwd, tp_fwd_hidden = _tensor_parallel_exposed(c, tp_fwd_busy, comp["gemm_fwd"])
+    tp_bwd, tp_bwd_hidden = _tensor_parallel_exposed(c, tp_bwd_busy, comp["gemm_bwd"])
     f_comp = comp["fwd_dense"] + comp["fwd_mem"]
     b_comp = comp["bwd_dense"] + comp["bwd_mem"]
-    host = cal.host_overhead_per_layer_s
+    host = c.host_overhead_s
     f_gpu = np.maximum(f_comp, host / 3.0)
     b_gpu = np.maximum(b_comp, 2.0 * host / 3.0)
 
-    comm_fwd = gather_fwd
-    comm_bwd = gather_bwd + reduce_bwd
-    slow = cal.overlap_slowdown
-    f_slow = slow * np.minimum(comm_fwd, f_comp)
-    b_slow = slow * np.minimum(comm_bwd, b_comp)
+    f_slow = slow * (np.minimum(comm_fwd, f_comp) + tp_fwd_hidden)
+    b_slow = slow * (np.minimum(comm_bwd, b_comp) + tp_bwd_hidden)
     f_crit = f_gpu + f_slow + tp_fwd + cp["exposed_fwd"]
     b_crit = b_gpu + b_slow + tp_bwd + cp["exposed_bwd"]
 
@@ -239,12 +325,13 @@ def step_times(
     # first gather + (Ls - 1) * max(critical path, comm) + critical path (+ last reduce-scatter);
     # written below as the compute on the critical path plus what the comm stream adds.
     fwd_exposed = (
-        embed_gather + gather_fwd + (layers - 1) * np.maximum(comm_fwd - f_crit, 0.0)
-        + layers * (tp_fwd + cp["exposed_fwd"])
+        embed_gather + comm_fwd + (layers - 1) * np.maximum(comm_fwd - f_crit, 0.0)
+        + layers * (tp_fwd + cp["exposed_fwd"] + serial_fwd)
     )  # fmt: skip
     bwd_exposed = (
-        gather_bwd + (layers - 1) * np.maximum(comm_bwd - b_crit, 0.0) + reduce_bwd
-        + layers * (tp_bwd + cp["exposed_bwd"])
+        np.where(prefetch, gather_bwd, 0.0) + (layers - 1) * np.maximum(comm_bwd - b_crit, 0.0)
+        + np.where(grad_overlap, reduce_bwd, 0.0)
+        + layers * (tp_bwd + cp["exposed_bwd"] + serial_bwd)
     )  # fmt: skip
     # The LM head runs on the last stage. Stages are balanced (the last one takes fewer blocks, as
     # Llama 3 and torchtitan do): the slowest stage carries whatever of the head does not fit in
@@ -271,11 +358,14 @@ def step_times(
     bubble = (c.pp - 1) / c.vpp * (compute_mb + stall_mb + exposed_mb)
 
     # --- Once per step: gradient reduction (DDP, ZeRO-1), parameter gather (ZeRO-1), optimizer.
+    # Overlapped reductions run in the framework's buckets under the last micro-batch's backward;
+    # without overlap (DeepSpeed below ZeRO-3, Megatron without --overlap-grad-reduce) they run
+    # after it, wholly exposed.
     grad_bytes = stage_params_bytes
     d, dg = place.data_size, place.data_per_node
-    bucket = cal.ddp_bucket_bytes
-    bwd_window = layers * b_crit
-    fwd_window = layers * f_crit
+    bucket = 2.0 * c.ddp_bucket_params
+    bwd_window = np.where(grad_overlap, layers * b_crit, 0.0)
+    fwd_window = np.where(prefetch, layers * f_crit, 0.0)
     ddp_ar_busy, ddp_ar_exposed = _bucketed(
         np.where(sharding == Sharding.DDP, grad_bytes, 0.0), bucket,
         lambda s: allreduce_time(s, d, dg, net), bwd_window,
