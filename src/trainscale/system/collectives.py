@@ -145,7 +145,8 @@ def _split(n: ArrayLike, g: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
 def _channel_fraction(net: Network, size: np.ndarray) -> np.ndarray:
     """Fraction of the channels ring and tree use for a message (enqueue.cc topoGetAlgoInfo)."""
     c = net.constants
-    used = np.clip(np.floor(size / c.channel_threshold_bytes), 1.0, c.channels)
+    # Continuous in size (NCCL steps one channel at a time), so that time never falls with size.
+    used = np.clip(size / c.channel_threshold_bytes, 1.0, c.channels)
     return used / c.channels
 
 
@@ -227,8 +228,9 @@ def allreduce_time(
     n = np.asarray(n, dtype=np.float64)
     size = np.asarray(size_bytes, dtype=np.float64)
     g, nodes = _split(n, g)
-    shape = np.broadcast(size, n, g).shape
-    forced = np.broadcast_to(np.asarray(algorithm, dtype=object), shape)
+    forced = np.asarray(algorithm, dtype=object)
+    shape = np.broadcast(size, n, g, forced).shape
+    forced = np.broadcast_to(forced, shape)
     scale = 1e-6 * net.latency_scale
     multi = nodes > 1
     log_nodes = np.log2(np.maximum(nodes, 1))
@@ -277,7 +279,7 @@ def allreduce_time(
     )
     times["nvlstree"] = np.where(has_nvls & multi, nvlstree, np.inf)
 
-    best = np.minimum.reduce([times[a] for a in ALGORITHMS])
+    best = np.minimum.reduce([np.broadcast_to(times[a], shape) for a in ALGORITHMS])
     for name in ALGORITHMS:
         chosen = (forced == name) & np.isfinite(times[name])
         best = np.where(chosen, times[name], best)
