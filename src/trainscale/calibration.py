@@ -215,6 +215,19 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
         "routing and congestion]",
     ),
     ParameterSpec(
+        name="nccl_fill_chunks",
+        default=1.0,
+        lower=0.0,
+        upper=8.0,
+        unit="chunks",
+        fitted=True,
+        group="throughput",
+        description="chunks each hop of a tree or NVLSTree AllReduce pipeline passes before the "
+        "next hop streams (pipeline fill: depth x chunks x chunk / per-channel bandwidth); 1 is "
+        "the textbook (k + D - 1) pipeline, NCCL_STEPS = 8 buffer slots per connection the most "
+        "one hop can hold (NVIDIA/nccl src/include/device.h, commit 5067397c)",
+    ),
+    ParameterSpec(
         name="overlap_slowdown",
         default=0.1,
         lower=0.0,
@@ -332,6 +345,7 @@ class Calibration:
     nic_efficiency: float
     nccl_latency_scale: float
     congestion_per_doubling: float
+    nccl_fill_chunks: float
     overlap_slowdown: float
     straggler_cv: float
     hbm_efficiency: float

@@ -84,8 +84,10 @@ class PublishedData:
     """Configuration columns, provenance, ``published_metric``, ``published_value``,
     ``observed_tokens_per_s_per_gpu``, ``flop_convention``, ``assumptions``, ``csv_row``."""
     collectives: pd.DataFrame
-    """``csv_row``, provenance, ``collective``, ``size_bytes``, ``num_gpus``, ``gpus_per_node``,
-    ``gpu``, ``nic_gbps_per_gpu``, ``fabric``, ``nvls``, ``observed_busbw_gbps``."""
+    """``csv_row``, provenance, ``collective`` (allreduce, allgather, reducescatter, alltoall,
+    sendrecv), ``algorithm`` ("" = NCCL's choice, or the forced nvlstree/nvls/ring/tree),
+    ``size_bytes``, ``num_gpus``, ``gpus_per_node``, ``gpu``, ``nic_gbps_per_gpu``, ``fabric``,
+    ``nvls`` (False where NVLS was disabled), ``observed_busbw_gbps``, ``assumptions``."""
     rejects: pd.DataFrame
     """``csv_row``, provenance, ``published_metric``, ``published_value_text``, ``reason``."""
 
@@ -375,32 +377,128 @@ def _throughput_row(row: _Row) -> dict:
     }
 
 
+_COLLECTIVES: tuple[tuple[str, str], ...] = (
+    (r"all_reduce", "allreduce"),
+    (r"all_gather", "allgather"),
+    (r"reduce_scatter", "reducescatter"),
+    (r"alltoall", "alltoall"),
+    (r"sendrecv", "sendrecv"),
+)
+_ALGORITHMS: tuple[tuple[str, str], ...] = (
+    (r"ALGO=NVLSTree", "nvlstree"),
+    (r"ALGO=NVLS\b", "nvls"),
+    (r"ALGO=Ring", "ring"),
+    (r"ALGO=Tree", "tree"),
+)
+_SIZE_UNITS = {"": None, "B": 1, "K": 2**10, "KB": 2**10, "KiB": 2**10, "M": 2**20, "MB": 2**20,
+               "MiB": 2**20, "G": 2**30, "GB": 2**30, "GiB": 2**30}  # fmt: skip
+#: Vendor bars without a message size: the ml-engineering README (network/README.md at commit
+#: 744d01e1) matched GTC25's single-node 370 -> 480 GB/s bars "with a payload of about 8GiB".
+_VENDOR_PEAK_BYTES = 8.0 * 2**30
+
+
+def _collective_size(text: str, notes: str) -> tuple[float, str]:
+    """Message size in bytes from a benchmark description, and the assumption made (if any).
+
+    nccl-tests and every source here print sizes in binary units (``1M`` = ``1MiB`` = 2^20 B,
+    ``1GB`` = 2^30 B, as nccl-tests' ``-b 1G`` means), so decimal and binary prefixes are read
+    alike; an explicit byte count ``(1073741824 B)`` wins. A range (``4G-8G``: one value for a
+    sweep) and a size-less description are rejected, except the GTC25 vendor peak bars, which
+    get the ~8 GiB payload that reproduced them (:data:`_VENDOR_PEAK_BYTES`).
+    """
+    if m := re.search(r"\((\d+) B\)", text):
+        return float(m.group(1)), ""
+    if re.search(r"message \d+\s*[KMG]i?B?\s*-\s*\d+", text):
+        raise _Rejected("one value for a range of message sizes (4G-8G sweep), not a size")
+    if "message size not stated" in text:
+        if "vendor" in notes or "bar value" in notes:
+            return _VENDOR_PEAK_BYTES, "message size not stated: vendor peak bar taken at ~8 GiB"
+        raise _Rejected("message size not stated")
+    m = re.search(r"message (\d+(?:\.\d+)?)\s*(GiB|GB|G|MiB|MB|M|KiB|KB|K|B)?\b", text)
+    if m is None or not m.group(2):
+        raise _Rejected("message size not found (or without a unit) in the benchmark description")
+    return float(m.group(1)) * _SIZE_UNITS[m.group(2)], ""
+
+
 def _collective_row(row: _Row) -> dict:
+    """One nccl-tests row: the collective, forced algorithm, size, group, fabric and busbw.
+
+    Rejected: in-network reduction (IB SHARP / CollNet), GPUs or systems outside the catalogue
+    (GB200 NVL72, a PCIe-only panel), a GPU or GPU count not stated, a value that is a bound or
+    range. Fernandez et al.'s scan gives no hardware: H100 SXM with 8 GPUs and 8 x 400 Gb/s
+    InfiniBand NICs per node, inferred from its ~355 GB/s plateau (published README section 4.15).
+    """
     text = row.text("model")
-    size = re.search(r"message (\d+)\s*(GiB|GB|MB|MiB)", text)
-    if size is None:
-        raise _Rejected("message size not found in the benchmark description")
-    unit = {"GB": 2**30, "GiB": 2**30, "MB": 2**20, "MiB": 2**20}[size.group(2)]
-    if "(1073741824 B)" in text or "(2147483648 B)" in text:
-        unit = 2**30
-    collective = "sendrecv" if "sendrecv" in text else "allreduce"
+    notes = row.text("notes")
+    source = row.text("source")
+    inter = row.text("inter_node")
+    intra = row.text("intra_node")
+    gpu_text = row.text("gpu")
+    assumptions: list[str] = []
+    collective = next((k for p, k in _COLLECTIVES if re.search(p, text)), None)
+    if collective is None:
+        raise _Rejected(f"benchmark {text!r} is not a modelled collective")
+    algorithm = next((k for p, k in _ALGORITHMS if re.search(p, text)), "")
+    if re.search(r"(?<!no )SHARP", inter) or "CollNet" in text or "collnet" in notes.lower():
+        raise _Rejected("in-network reduction (IB SHARP / CollNet) is not modelled")
+    if "NVL72" in gpu_text or "NVL72" in inter:
+        raise _Rejected("GB200 NVL72 (multi-node NVLink domain) is not in the catalogue")
+    if "PCI" in intra and not gpu_text:
+        raise _Rejected("PCIe-only node without a named GPU is not in the catalogue")
+    size, assumption = _collective_size(text, notes)
+    if assumption:
+        assumptions.append(assumption)
+    value_text = row.text("value").strip()
+    if value_text.startswith((">", "<")):
+        raise _Rejected(f"value {value_text!r} is a bound, not a measurement")
+    value = _num(value_text.lstrip("~"))
+    if not np.isfinite(value):
+        raise _Rejected(f"value {value_text!r} is not a number")
     num_gpus = _int(row.r.get("num_gpus"))
-    gpn = _int(row.r.get("gpus_per_node")) or 8
-    gpu = _gpu_key(row.text("gpu"))
-    if num_gpus is None or gpu is None:
-        raise _Rejected("GPU or GPU count not stated")
-    nic = _nic_gbps_per_gpu(row.text("inter_node"), gpn)
+    if num_gpus is None:
+        raise _Rejected("GPU count not stated")
+    if not gpu_text:
+        raise _Rejected("GPU not stated")
+    gpn = _int(row.r.get("gpus_per_node"))
+    if gpn is None:
+        raise _Rejected("GPUs per node not stated")
+    if "Fernandez" in source and "not stated" in gpu_text:
+        gpu = "h100-sxm-80gb"
+        nic = 400.0
+        assumptions.append("hardware not stated: H100 SXM, 8 GPUs and 8 x 400 Gb/s InfiniBand "
+                           "NICs per node inferred from the ~355 GB/s plateau")  # fmt: skip
+    else:
+        gpu = _gpu_key(gpu_text)
+        if gpu is None:
+            raise _Rejected(f"GPU {gpu_text or 'not stated'!r} is not in the catalogue")
+        nic = _nic_gbps_per_gpu(inter, gpn)
+        if nic is None and (m := re.search(r"(\d+)\s*x\s*(\d+)\s*Gb", inter)):
+            nic = float(m.group(1)) * float(m.group(2)) / gpn
+        elif nic is None and (m := re.search(r"(\d+)\s*(?:mlx5 )?HCAs per node", inter)):
+            nic = float(m.group(1)) * 400.0 / gpn
+            assumptions.append("HCA speed not stated: 400 Gb/s NDR (H100/H200 generation)")
+        elif nic is None and num_gpus > gpn:
+            nic = 400.0
+            assumptions.append("network not stated: 8 x 400 Gb/s per node (DGX H100)")
+    nvls = "disabled" not in text.lower()
+    if "bar label" in notes and "SHARP" not in intra:
+        nvls = False  # the vendor's bars put NVLink SHARP in separate bars
+        assumptions.append("bar without SHARP in its label: NVLS not used")
+    if "rank count not printed" in notes:
+        assumptions.append(f"{num_gpus} ranks assumed (2 x 8 setup)")
     return {
         **row.provenance(),
         "collective": collective,
-        "size_bytes": float(size.group(1)) * unit,
+        "algorithm": algorithm,
+        "size_bytes": size,
         "num_gpus": num_gpus,
         "gpus_per_node": gpn,
         "gpu": gpu,
         "nic_gbps_per_gpu": nic if nic is not None else 0.0,
-        "fabric": _fabric(row.text("inter_node")),
-        "nvls": "disabled" not in text,
-        "observed_busbw_gbps": _num(row.r.get("value")),
+        "fabric": _fabric(inter),
+        "nvls": nvls,
+        "observed_busbw_gbps": value,
+        "assumptions": "; ".join(assumptions),
     }
 
 

@@ -44,6 +44,7 @@ def _network(c: Configs, cal: Calibration) -> Network:
         latency_scale=cal.nccl_latency_scale,
         constants=load_nccl_constants(),
         congestion_per_doubling=cal.congestion_per_doubling,
+        fill_chunks=cal.nccl_fill_chunks,
     )
 
 

@@ -14,10 +14,25 @@ import pandas as pd
 from trainscale.calibration import Calibration, load_calibration
 from trainscale.published import PublishedData, load_published
 from trainscale.simulate import predict_with_rejects
-from trainscale.system.collectives import Network, allreduce_time, load_nccl_constants, p2p_time
+from trainscale.system.collectives import (
+    Network,
+    allgather_time,
+    allreduce_time,
+    alltoall_time,
+    load_nccl_constants,
+    p2p_time,
+    reducescatter_time,
+)
 from trainscale.system.hardware import load_hardware
 
-__all__ = ["collective_predictions", "summarise", "throughput_predictions", "validate_published"]
+__all__ = [
+    "BUSBW_FACTOR",
+    "collective_network",
+    "collective_predictions",
+    "summarise",
+    "throughput_predictions",
+    "validate_published",
+]
 
 
 def throughput_predictions(
@@ -35,32 +50,65 @@ def throughput_predictions(
     return results, rejects
 
 
-def collective_predictions(published: PublishedData, calibration: Calibration) -> pd.DataFrame:
-    """Predict the nccl-tests rows (bus bandwidth, GB/s)."""
-    rows = published.collectives.copy()
-    if rows.empty:
-        return rows
+#: nccl-tests bus-bandwidth factor per collective (nccl-tests doc/PERFORMANCE.md): busbw = algbw
+#: x factor(n).
+BUSBW_FACTOR = {
+    "allreduce": lambda n: 2 * (n - 1) / n,
+    "allgather": lambda n: (n - 1) / n,
+    "reducescatter": lambda n: (n - 1) / n,
+    "alltoall": lambda n: (n - 1) / n,
+    "sendrecv": lambda n: np.ones_like(n),
+}
+
+
+def collective_network(rows: pd.DataFrame, calibration: Calibration) -> Network:
+    """The achieved links of each normalised nccl-tests row (see :func:`collective_predictions`)."""
     hardware = load_hardware()
     gpus = [hardware.gpus[key] for key in rows["gpu"]]
     nvlink = np.array([g.nvlink_bytes_per_s for g in gpus])
     nvls = np.array([g.nvls for g in gpus]) & rows["nvls"].to_numpy(bool)
     nic = rows["nic_gbps_per_gpu"].to_numpy(np.float64) * 1e9 / 8
     factor = rows["fabric"].map(hardware.fabric_efficiency_factor).to_numpy(np.float64)
-    net = Network(
+    return Network(
         nvlink_bytes_per_s=calibration.nvlink_efficiency * nvlink,
         nic_bytes_per_s=np.maximum(calibration.nic_efficiency * factor * nic, 1.0),
         nvls_bytes_per_s=np.where(nvls, calibration.nvls_efficiency * nvlink, 0.0),
         latency_scale=calibration.nccl_latency_scale,
         constants=load_nccl_constants(),
         congestion_per_doubling=calibration.congestion_per_doubling,
+        fill_chunks=calibration.nccl_fill_chunks,
     )
+
+
+def collective_predictions(published: PublishedData, calibration: Calibration) -> pd.DataFrame:
+    """Predict the nccl-tests rows (bus bandwidth, GB/s), each with its collective's busbw factor
+    and, where the row forces one, its algorithm."""
+    rows = published.collectives.copy()
+    if rows.empty:
+        return rows
+    net = collective_network(rows, calibration)
     size = rows["size_bytes"].to_numpy(np.float64)
     n = rows["num_gpus"].to_numpy(np.float64)
     g = rows["gpus_per_node"].to_numpy(np.float64)
-    allreduce = allreduce_time(size, n, g, net)
-    sendrecv = p2p_time(size, np.ones(len(rows), dtype=bool), net)
-    is_ar = rows["collective"].to_numpy() == "allreduce"
-    busbw = np.where(is_ar, size / allreduce * 2 * (n - 1) / n, size / sendrecv) / 1e9
+    kind = rows["collective"].to_numpy()
+    algorithm = (
+        rows["algorithm"].fillna("").to_numpy(object)
+        if "algorithm" in rows
+        else np.full(len(rows), "", dtype=object)
+    )
+    single_node = n <= g
+    times = {
+        "allreduce": lambda: allreduce_time(size, n, g, net, algorithm=algorithm),
+        "allgather": lambda: allgather_time(size, n, g, net),
+        "reducescatter": lambda: reducescatter_time(size, n, g, net),
+        "alltoall": lambda: alltoall_time(size, n, g, net),
+        "sendrecv": lambda: p2p_time(size, single_node, net),
+    }
+    busbw = np.full(len(rows), np.nan)
+    for name, time in times.items():
+        here = kind == name
+        if here.any():
+            busbw = np.where(here, size / time() * BUSBW_FACTOR[name](n) / 1e9, busbw)
     rows["predicted_busbw_gbps"] = busbw
     rows["error_pct"] = 100.0 * (busbw - rows["observed_busbw_gbps"]) / rows["observed_busbw_gbps"]
     rows["ape_pct"] = np.abs(rows["error_pct"])
