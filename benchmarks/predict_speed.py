@@ -1,7 +1,8 @@
 """Benchmark: configurations per second of `trainscale.predict` on one core.
 
-Generates 100,000 valid configurations (a cross of models, GPUs, GPU counts and plans, built
-in memory: no file I/O), predicts them once to warm up, then times `repeats` calls and prints
+Generates 100,000 valid configurations (a cross of models, GPUs, GPU counts and plans, each with
+one of the three framework profiles and a random share of behaviour overrides, built in memory:
+no file I/O), predicts them once to warm up, then times `repeats` calls and prints
 the best and median rate. Run: `python benchmarks/predict_speed.py [--rows N] [--repeats R]`.
 Pin to one core with `taskset -c 0` to measure "one core".
 """
@@ -38,12 +39,16 @@ def configurations(rows: int, seed: int = 0) -> pd.DataFrame:
     dp = np.array(columns[7])
     micro = rng.choice([1, 2, 4], size=rows)
     accum = rng.choice([1, 2, 4, 8], size=rows)
+    sharding = np.array(columns[5])
+    overlap = rng.choice(np.array([True, False, None], dtype=object), size=rows, p=[0.1, 0.1, 0.8])
     return pd.DataFrame(
         {
             "model": columns[0], "gpu": columns[1], "num_gpus": columns[2], "tp": columns[3],
-            "pp": columns[4], "sharding": columns[5], "recompute": columns[6],
+            "pp": columns[4], "sharding": sharding, "recompute": columns[6],
             "seq_len": rng.choice([2048, 4096, 8192], size=rows), "micro_batch": micro,
             "global_batch": dp * micro * accum, "precision": "bf16",
+            "framework": rng.choice(["megatron", "deepspeed", "pytorch"], size=rows),
+            "overlap_grad_reduce": overlap,
         }
     )  # fmt: skip
 

@@ -16,8 +16,14 @@ not print its batch or sequence length. trainscale fixes them by rule, not by fi
   the study. trainscale first tried "the largest micro-batch that fits" (4 at 128 GPUs): MFU
   then comes out at 66.6 % (A100) and 47.2 % (H100), outside the claims' tolerance; the README
   shows this sensitivity (micro-batch 1, 2, 4) rather than hiding it;
-- H100 SXM 80 GB in DGX H100 nodes (8 GPUs, 400 Gb/s InfiniBand per GPU); the A100 comparison
-  uses A100 SXM 80 GB in DGX A100 nodes (200 Gb/s per GPU);
+- H100 SXM 80 GB on the study's own cluster as its nccl-tests figure shows it (system
+  ``fernandez-h100``: 8 GPUs per node, 8 × 400 Gb/s per node, no in-network reduction — inferred
+  from the figure, which the published measurements carry as 110 all-reduce points that the
+  collective model is calibrated on); the A100 comparison uses A100 SXM 80 GB in DGX A100 nodes
+  (200 Gb/s per GPU), the study's A100 network not being published;
+- framework profile ``pytorch``: the study trained with PyTorch FSDP (full shard, one flat
+  parameter per transformer block, backward prefetch), which is that profile's documented
+  behaviour (``data/frameworks.yaml``);
 - the MFU comparison between generations is made at **128 GPUs**, the reference point of the
   study's scaling claim (128 → 2,048 GPUs).
 
@@ -36,6 +42,7 @@ from trainscale.simulate import predict, predict_with_rejects
 
 __all__ = [
     "STUDY_BEST_DEGREE",
+    "STUDY_FRAMEWORK",
     "STUDY_GLOBAL_BATCH",
     "STUDY_GPU_COUNTS",
     "STUDY_MFU_GPUS",
@@ -43,6 +50,7 @@ __all__ = [
     "STUDY_MICRO_BATCH",
     "STUDY_POWER_DROP_PCT",
     "STUDY_SEQ_LEN",
+    "STUDY_SYSTEMS",
     "STUDY_THROUGHPUT_DROP_PCT",
     "best_model_parallel",
     "headline_claims",
@@ -59,6 +67,10 @@ STUDY_MICRO_BATCH = 2
 STUDY_GPU_COUNTS = (8, 16, 32, 64, 128, 256, 512, 1024, 2048)
 STUDY_MFU_GPUS = 128
 STUDY_CLAIM_FROM, STUDY_CLAIM_TO = 128, 2048
+STUDY_FRAMEWORK = "pytorch"
+"""The study's software stack: PyTorch FSDP (see the module docstring)."""
+STUDY_SYSTEMS = {"h100-sxm-80gb": "fernandez-h100"}
+"""The study's own cluster where its network is measured; other GPUs use their default system."""
 
 # The study's published numbers (Fernandez et al., arXiv 2411.13055), defined once here.
 STUDY_THROUGHPUT_DROP_PCT = 37.22
@@ -148,6 +160,7 @@ def study_configurations(
                 "model": model, "seq_len": STUDY_SEQ_LEN, "global_batch": global_batch,
                 "micro_batch": micro, "gpu": gpu, "num_gpus": n, "tp": tp, "pp": pp,
                 "sharding": sharding, "recompute": recompute, "precision": "bf16",
+                "framework": STUDY_FRAMEWORK, "system": STUDY_SYSTEMS.get(gpu, ""),
             }
         )  # fmt: skip
     return resolve_micro_batch(pd.DataFrame(rows), calibration)
