@@ -466,8 +466,12 @@ def _read_records(path: Path) -> list[tuple[int, dict[str, str]]]:
                     )  # fmt: skip
                 out.append((line, dict(zip(header, fields, strict=True))))
         except csv.Error as error:
-            raise InputFileError(path, f"broken CSV quoting: {error}",
-                                 line=reader.line_num) from error  # fmt: skip
+            raise InputFileError(
+                path,
+                f"broken CSV quoting in the record that starts on this line (detected on line "
+                f"{reader.line_num}): {error}",
+                line=last + 1,
+            ) from error  # fmt: skip
         except UnicodeDecodeError as error:
             raise InputFileError(path, f"not ASCII text: {error}") from error
     return out
@@ -481,7 +485,7 @@ class FrameworkNotMapped(ValueError):
     """A framework text that :func:`framework_profile` cannot map to a profile."""
 
 
-#: (pattern on framework text + sharding, profile), first match wins: DeepSpeed before Megatron,
+#: (pattern on the framework text, profile), first match wins: DeepSpeed before Megatron,
 #: because Narayanan's ZeRO-3 rows ran Megatron-LM on DeepSpeed ZeRO-3.
 _FRAMEWORK_PATTERNS: tuple[tuple[str, str], ...] = (
     (r"deepspeed|\bzero-?[123]\b", "deepspeed"),
@@ -499,13 +503,15 @@ def framework_profile(text: str, sharding: str = "", notes: str = "") -> str:
     Raises :class:`FrameworkNotMapped` for text no pattern recognises.
     """
     framework = (text or "").strip()
-    combined = f"{framework} | {sharding or ''}".lower()
-    if framework:
-        for pattern, profile in _FRAMEWORK_PATTERNS:
-            if re.search(pattern, combined):
-                return profile
-    if not framework and re.search(r"deepspeed", (notes or "").lower()):
-        return "deepspeed"
+    for pattern, profile in _FRAMEWORK_PATTERNS:
+        if framework and re.search(pattern, framework.lower()):
+            # Megatron-LM run on DeepSpeed ZeRO (Narayanan's ZeRO-3 baseline): the sharding or
+            # notes column says so where the framework text does not
+            if profile == "megatron" and re.search(
+                r"deepspeed|\bzero-?[123]\b", f"{sharding} {notes}".lower()
+            ):
+                return "deepspeed"
+            return profile
     raise FrameworkNotMapped(
         f"framework {framework!r} is not mapped to a profile; known: "
         + ", ".join(FRAMEWORK_PROFILES)
@@ -626,18 +632,22 @@ def _throughput_row(row: _Row, parsed: ParsedValue) -> dict:
         raise _Rejected(
             f"mixture-of-experts model ({moe}): the simulator models dense transformers only"
         )
-    num_gpus = _int(row.r.get("num_gpus"))
-    if num_gpus is None:
-        counts = row.text("num_gpus")
-        if counts:
-            raise _Rejected(
-                f"the source gives a range of GPU counts ({counts}), not the GPU count of one run"
-            )
-        raise _Rejected("GPU count not stated by the source")
+    problems = []  # every reason that applies, so a row is never rejected for half its story
     if parsed.kind == "lower_bound":
-        raise _Rejected(f"value {row.text('value')!r} is a lower bound, not a measured number")
+        problems.append(f"value {row.text('value')!r} is a lower bound, not a measured number")
     if parsed.kind == "range":
-        raise _Rejected(f"value {row.text('value')!r} is a range, not one measured number")
+        problems.append(f"value {row.text('value')!r} is a range, not one measured number")
+    num_gpus = _int(row.r.get("num_gpus"))
+    if num_gpus is None and row.text("num_gpus"):
+        problems.append(
+            f"the source gives a range of GPU counts ({row.text('num_gpus')}), not the GPU "
+            "count of one run"
+        )
+    elif num_gpus is None:
+        problems.append("GPU count not stated by the source")
+    if problems:
+        raise _Rejected("; ".join(problems))
+    assert num_gpus is not None
     value = parsed.number
     approximate = parsed.kind == "approximate"
     try:
