@@ -16,6 +16,7 @@ row either gets a documented assumption (listed in its ``assumptions`` column an
 
 from __future__ import annotations
 
+import csv
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,8 +30,13 @@ from trainscale.paths import data_dir
 
 __all__ = [
     "ASSUMPTIONS",
+    "BEHAVIOUR_OVERRIDES",
+    "FRAMEWORK_PROFILES",
+    "FrameworkNotMapped",
     "PublishedData",
     "flops_per_token",
+    "framework_mapping",
+    "framework_profile",
     "load_published",
     "observed_tokens_per_s_per_gpu",
 ]
@@ -56,9 +62,56 @@ ASSUMPTIONS: dict[str, str] = {
     "the printed batch per model-parallel group",
     "llm-foundry": "RoCE 1600 Gb/s per node = 200 Gb/s per GPU; H100 network not printed: the "
     "DGX H100 default (400 Gb/s per GPU)",
+    "Megatron-Bridge": "dense Llama rows only (MoE rows rejected); shape from the catalogue "
+    "(llama3-8b/70b/405b, identical to the row's columns: GQA 8 KV heads, SwiGLU); vpp = the "
+    "notes' 'VP' (n/a = 1); global batch and micro-batch as printed, gradient accumulation "
+    "derived as GBS/(MBS x dp) and checked against the notes' 'GA' where printed (26.02 prints "
+    "none); 'DDP (FSDP=0)' = ddp as printed (the recipes' distributed optimizer is not stated "
+    "on the page, so not assumed); Llama 3 8B FSDP column = 1 in the main 25.11 page (read as "
+    "the on/off flag) and 8 in the archive copy (the sharding group size): both mean FSDP "
+    "over the 8 data-parallel GPUs = fsdp; activation recomputation not printed: none; network "
+    "not printed: the DGX H100 default (8 x 400 Gb/s InfiniBand, the page names DGX-H100); "
+    "FP8-CS = fp8 with Transformer Engine current scaling, 26.02 'FP8' = fp8 with the recipe "
+    "not stated",
 }
 
+#: Keys of the framework profiles a throughput row's ``framework`` column may hold.
+FRAMEWORK_PROFILES: tuple[str, ...] = ("megatron", "deepspeed", "pytorch")
+
+#: Per-row behaviour overrides (empty/NA = the framework profile's default), with their values.
+BEHAVIOUR_OVERRIDES: dict[str, tuple[object, ...]] = {
+    "overlap_grad_reduce": (True, False),
+    "overlap_param_gather": (True, False),
+    "tp_comm_overlap": (True, False),
+    "shard_granularity": ("layer", "tensor"),
+    "fp8_recipe": ("delayed", "current", "tensorwise", "rowwise"),
+}
+
+_MEGATRON_2021 = (
+    "NVIDIA/Megatron-LM@aed2f75e (2021-04-11, the PTD-P code): megatron/training.py "
+    "train_step all-reduces the gradients (DistributedDataParallel.allreduce_gradients, "
+    "megatron/model/distributed.py) after forward_backward_func returns, so the data-parallel "
+    "reduction is not overlapped with backward (--overlap-grad-reduce arrived in 2d5220a4, "
+    "2023-08-16); megatron/mpu/mappings.py _reduce is a blocking all_reduce, so tensor-parallel "
+    "communication is not overlapped either"
+)
+_MEGATRON_2019 = (
+    "NVIDIA/Megatron-LM@ebbe40cd (2019-10-09, the v1 code): pretrain_gpt2.py calls "
+    "model.allreduce_params after loss.backward() (the backward hooks in "
+    "megatron/model/distributed.py are commented out), so the data-parallel reduction is not "
+    "overlapped with backward"
+)
+_TORCHTITAN_2412 = (
+    "pytorch/torchtitan@9dec370 (the benchmark's commit): torchtitan/float8.py supports only "
+    "dynamic tensorwise scaling (config_manager.py --float8.scaling_type_* default 'dynamic') "
+    "= fp8_recipe tensorwise; AsyncTP = --experimental.enable_async_tensor_parallel, stated per "
+    "row (Table 4 compares 2D with and without it; Tables 5-6 use it)"
+)
+
 _GPU_PATTERNS: tuple[tuple[str, str], ...] = (
+    (r"GH200", "gh200-96gb"),  # before H200: "GH200" contains "H200"
+    (r"H800", "h800-sxm-80gb"),
+    (r"A800", "a800-sxm-80gb"),
     (r"H200", "h200-sxm-141gb"),
     (r"H100", "h100-sxm-80gb"),
     (r"A100.*40\s*GB", "a100-sxm-40gb"),
@@ -73,6 +126,9 @@ _MODEL_CATALOGUE: tuple[tuple[str, str], ...] = (
     (r"^Llama 2 architecture 7B$", "llama2-7b"),
     (r"^Llama 3 8B$", "llama3-8b"),
     (r"^Llama 3 70B$", "llama3-70b"),
+    (r"^LLAMA3_8B$", "llama3-8b"),  # Megatron-Bridge names
+    (r"^LLAMA3_70B$", "llama3-70b"),
+    (r"^LLAMA3\.1_405B$", "llama3-405b"),
 )
 
 
@@ -82,7 +138,9 @@ class PublishedData:
 
     throughput: pd.DataFrame
     """Configuration columns, provenance, ``published_metric``, ``published_value``,
-    ``observed_tokens_per_s_per_gpu``, ``flop_convention``, ``assumptions``, ``csv_row``."""
+    ``observed_tokens_per_s_per_gpu``, ``flop_convention``, ``assumptions``, ``csv_row``,
+    ``framework`` (one of :data:`FRAMEWORK_PROFILES`), ``framework_text`` (the source's wording)
+    and the behaviour overrides of :data:`BEHAVIOUR_OVERRIDES` (NA = the profile's default)."""
     collectives: pd.DataFrame
     """``csv_row``, provenance, ``collective`` (allreduce, allgather, reducescatter, alltoall,
     sendrecv), ``algorithm`` ("" = NCCL's choice, or the forced nvlstree/nvls/ring/tree),
@@ -121,6 +179,8 @@ def _sharding(text: str) -> str | None:
     t = (text or "").lower()
     if "cpu offload" in t:
         return None
+    if re.search(r"fsdp\s*=\s*0", t):  # Megatron-Bridge "DDP (FSDP=0)"
+        return "ddp"
     if "shard_grad_op" in t or "not resharded" in t:
         return "zero2"
     if "hybrid" in t:
@@ -224,11 +284,304 @@ def observed_tokens_per_s_per_gpu(throughput: pd.DataFrame) -> np.ndarray:
     return out
 
 
+# --------------------------------------------------------------------------------------------
+# Strict reading: a malformed row stops with an InputFileError naming file, line, column, value.
+
+#: Every metric of README section 3 (anything else is a typo or an undocumented addition).
+KNOWN_METRICS: tuple[str, ...] = (
+    "tokens_per_s_per_GPU", "achieved_TFLOPs_per_GPU", "TFLOPs_per_GPU", "MFU_pct",
+    "weak_scaling_efficiency_pct", "scaling_efficiency_pct", "aggregate_PFLOPs", "step_time_ms",
+    "busbw_GBps", "power_w_per_gpu_avg", "power_w_per_gpu_checkpointing",
+    "node_power_kW_max_observed", "node_power_fraction_of_TDP_pct", "power_note",
+)  # fmt: skip
+_REQUIRED_COLUMNS = ("source", "url", "model", "gpu", "num_gpus", "metric", "value", "notes")
+_INTEGER_COLUMNS = ("layers", "hidden", "heads", "ffn", "vocab", "seq_len", "global_batch_seqs",
+                    "micro_batch", "gpus_per_node", "tp", "pp", "dp", "cp")  # fmt: skip
+_NUMBER = r"\d+(?:\.\d+)?"
+_VALUE_FORMS = (
+    "a plain number (137 or 1.5), a lower bound ('>173'), an approximate value ('~350') or a "
+    "range ('47-48')"
+)
+#: busbw above this multiple of the GPU's NVLink bandwidth per direction is impossible
+#: (NVLink SHARP reaches about 1.07x on H100 and 0.94x on B200; 3x leaves room for any algorithm).
+BUSBW_NVLINK_LIMIT = 3.0
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedValue:
+    """The ``value`` field, parsed: ``kind`` is number, lower_bound, approximate, range or text."""
+
+    kind: str
+    number: float
+    """The number (lower bound, approximate value, or the low end of a range); NaN for text."""
+    high: float
+    """The high end of a range; equal to ``number`` otherwise."""
+
+
+def _bad(path: Path, line: int, column: str, value: str, allowed: str) -> InputFileError:
+    return InputFileError(
+        path, f"column '{column}': {value!r} is not valid; allowed: {allowed}", line=line
+    )
+
+
+def parse_value(text: str, metric: str, *, path: Path, line: int) -> ParsedValue:
+    """Parse the ``value`` field per README section 1; raise for anything else."""
+    s = text.strip()
+    allowed = _VALUE_FORMS + (" or text" if metric == "power_note" else
+                              " (text only in power_note rows)")  # fmt: skip
+    if metric == "power_note":
+        if not s:
+            raise _bad(path, line, "value", text, allowed)
+        return ParsedValue("text", np.nan, np.nan)
+    if re.fullmatch(rf"-\s*{_NUMBER}", s):
+        raise _bad(path, line, "value", text, "a value that is not negative: " + allowed)
+    if re.fullmatch(_NUMBER, s):
+        return ParsedValue("number", float(s), float(s))
+    if m := re.fullmatch(rf">\s*({_NUMBER})", s):
+        return ParsedValue("lower_bound", float(m.group(1)), float(m.group(1)))
+    if m := re.fullmatch(rf"~\s*({_NUMBER})", s):
+        return ParsedValue("approximate", float(m.group(1)), float(m.group(1)))
+    if m := re.fullmatch(rf"({_NUMBER})\s*-\s*({_NUMBER})", s):
+        low, high = float(m.group(1)), float(m.group(2))
+        if low > high:
+            raise _bad(path, line, "value", text, "a range written low-high: " + allowed)
+        return ParsedValue("range", low, high)
+    raise _bad(path, line, "value", text, allowed)
+
+
+def _check_numeric_columns(path: Path, line: int, record: dict[str, str]) -> None:
+    for column in _INTEGER_COLUMNS:
+        text = record.get(column, "").strip()
+        if text and not (re.fullmatch(_NUMBER, text) and float(text) == int(float(text))
+                         and float(text) > 0):  # fmt: skip
+            raise _bad(path, line, column, record[column],
+                       "empty or a positive whole number (e.g. 24 or 24.0)")  # fmt: skip
+    params = record.get("params_b", "").strip()
+    if params and not (re.fullmatch(_NUMBER, params) and float(params) > 0):
+        raise _bad(path, line, "params_b", record["params_b"],
+                   "empty or a positive number of billions (e.g. 6.7)")  # fmt: skip
+    gpus = record.get("num_gpus", "").strip()
+    if gpus and not (
+        (re.fullmatch(r"\d+", gpus) and int(gpus) > 0) or re.fullmatch(r"\d+ and \d+", gpus)
+    ):
+        raise _bad(path, line, "num_gpus", record["num_gpus"],
+                   "empty, a positive whole number, or 'N and M' for a source that gives "
+                   "several GPU counts")  # fmt: skip
+
+
+def _check_physical(path: Path, line: int, record: dict[str, str], value: ParsedValue) -> None:
+    """Refuse values no hardware in the catalogue can produce (against the row's GPU)."""
+    from trainscale.system.hardware import load_hardware
+
+    if value.kind == "text":
+        return
+    metric, number = record["metric"], value.high
+    hardware = load_hardware()
+    key = _gpu_key(record.get("gpu", ""))
+    gpus = [hardware.gpus[key]] if key in hardware.gpus else list(hardware.gpus.values())
+    fp8 = "fp8" in record.get("precision", "").lower()
+    peak = max((g.fp8_flops_per_s if fp8 and g.fp8_flops_per_s else g.bf16_flops_per_s)
+               for g in gpus) / 1e12  # fmt: skip
+    where = f"the dense {'FP8' if fp8 else 'BF16'} peak of {key or 'any catalogued GPU'}"
+    limits: dict[str, tuple[float, str]] = {
+        "achieved_TFLOPs_per_GPU": (peak, f"at most {peak:g} TFLOP/s ({where})"),
+        "TFLOPs_per_GPU": (peak, f"at most {peak:g} TFLOP/s ({where})"),
+        "MFU_pct": (100.0, "at most 100 %"),
+        "busbw_GBps": (
+            BUSBW_NVLINK_LIMIT * max(g.nvlink_bytes_per_s for g in gpus) / 1e9,
+            f"at most {BUSBW_NVLINK_LIMIT:g} x the NVLink bandwidth per direction of "
+            f"{key or 'any catalogued GPU'}",
+        ),
+        "power_w_per_gpu_avg": (max(g.tdp_w for g in gpus), f"at most the TDP of {key or 'a GPU'}"),
+        "power_w_per_gpu_checkpointing": (
+            max(g.tdp_w for g in gpus),
+            f"at most the TDP of {key or 'a GPU'}",
+        ),
+    }
+    if metric == "aggregate_PFLOPs":
+        count = record.get("num_gpus", "").strip()
+        if count.isdigit():
+            per_gpu = number * 1e3 / int(count)
+            if per_gpu > peak:
+                raise _bad(path, line, "value", record["value"],
+                           f"an aggregate of at most {peak:g} TFLOP/s x {count} GPUs "
+                           f"({where}); this is {per_gpu:g} TFLOP/s per GPU")  # fmt: skip
+        return
+    if metric in limits and number > limits[metric][0]:
+        raise _bad(path, line, "value", record["value"],
+                   f"{limits[metric][1]}, physically possible for {metric}")  # fmt: skip
+
+
+def _check_record(path: Path, line: int, record: dict[str, str]) -> ParsedValue:
+    """Validate one record; return its parsed value."""
+    for column in ("source", "url", "metric"):
+        if not record.get(column, "").strip():
+            raise _bad(path, line, column, record.get(column, ""),
+                       "a non-empty text: every row needs a source, url and metric")  # fmt: skip
+    if not re.match(r"https?://", record["url"].strip()):
+        raise _bad(path, line, "url", record["url"], "an http:// or https:// address")
+    metric = record["metric"].strip()
+    if metric not in KNOWN_METRICS:
+        raise _bad(path, line, "metric", record["metric"], ", ".join(KNOWN_METRICS))
+    _check_numeric_columns(path, line, record)
+    value = parse_value(record.get("value", ""), metric, path=path, line=line)
+    _check_physical(path, line, record, value)
+    return value
+
+
+def _read_records(path: Path) -> list[tuple[int, dict[str, str]]]:
+    """``(line, record)`` per data row, read with the csv module and checked for structure."""
+    try:
+        handle = path.open(newline="", encoding="ascii")
+    except OSError as error:
+        raise InputFileError(path, f"cannot read: {error}") from error
+    out: list[tuple[int, dict[str, str]]] = []
+    with handle:
+        reader = csv.reader(handle, strict=True)
+        last = 0
+        try:
+            header = next(reader, None)
+            if header is None:
+                raise InputFileError(path, "empty file; expected a header row", line=1)
+            last = reader.line_num
+            if len(set(header)) != len(header):
+                raise InputFileError(path, f"duplicate column names in the header {header}",
+                                     line=1)  # fmt: skip
+            missing = [c for c in _REQUIRED_COLUMNS if c not in header]
+            if missing:
+                raise InputFileError(path, f"missing column(s) {', '.join(missing)}", line=1)
+            for fields in reader:
+                line = last + 1
+                if reader.line_num != line:
+                    raise InputFileError(
+                        path, f"a record runs over lines {line}-{reader.line_num}: a quote is "
+                        "not closed (every row of the file is one line)", line=line,
+                    )  # fmt: skip
+                last = reader.line_num
+                if not fields:
+                    continue
+                if len(fields) != len(header):
+                    raise InputFileError(
+                        path, f"{len(fields)} fields where the header has {len(header)}: broken "
+                        "quoting (a field with a comma must be double-quoted) or a missing or "
+                        "extra comma", line=line,
+                    )  # fmt: skip
+                out.append((line, dict(zip(header, fields, strict=True))))
+        except csv.Error as error:
+            raise InputFileError(
+                path,
+                f"broken CSV quoting in the record that starts on this line (detected on line "
+                f"{reader.line_num}): {error}",
+                line=last + 1,
+            ) from error  # fmt: skip
+        except UnicodeDecodeError as error:
+            raise InputFileError(path, f"not ASCII text: {error}") from error
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Framework profiles and per-row behaviour overrides.
+
+
+class FrameworkNotMapped(ValueError):
+    """A framework text that :func:`framework_profile` cannot map to a profile."""
+
+
+#: (pattern on the framework text, profile), first match wins: DeepSpeed before Megatron,
+#: because Narayanan's ZeRO-3 rows ran Megatron-LM on DeepSpeed ZeRO-3.
+_FRAMEWORK_PATTERNS: tuple[tuple[str, str], ...] = (
+    (r"deepspeed|\bzero-?[123]\b", "deepspeed"),
+    (r"megatron|\bnemo\b", "megatron"),
+    (r"torchtitan|composer|llm-foundry|fairseq|metaseq|fms-fsdp|pytorch|\bfsdp2?\b|\bddp\b",
+     "pytorch"),
+)  # fmt: skip
+
+
+def framework_profile(text: str, sharding: str = "", notes: str = "") -> str:
+    """The framework profile key (:data:`FRAMEWORK_PROFILES`) for a source's framework text.
+
+    ``sharding`` and ``notes`` break ties where the framework text alone does not decide (e.g.
+    "Megatron-LM + DeepSpeed ZeRO-3", or a Megatron row whose sharding column says ZeRO-3).
+    Raises :class:`FrameworkNotMapped` for text no pattern recognises.
+    """
+    framework = (text or "").strip()
+    for pattern, profile in _FRAMEWORK_PATTERNS:
+        if framework and re.search(pattern, framework.lower()):
+            # Megatron-LM run on DeepSpeed ZeRO (Narayanan's ZeRO-3 baseline): the sharding or
+            # notes column says so where the framework text does not
+            if profile == "megatron" and re.search(
+                r"deepspeed|\bzero-?[123]\b", f"{sharding} {notes}".lower()
+            ):
+                return "deepspeed"
+            return profile
+    raise FrameworkNotMapped(
+        f"framework {framework!r} is not mapped to a profile; known: "
+        + ", ".join(FRAMEWORK_PROFILES)
+        + " (Megatron-LM/Core/NeMo/Bridge; DeepSpeed ZeRO, Megatron-DeepSpeed; PyTorch "
+        "FSDP/FSDP2/DDP, torchtitan, Composer/llm-foundry, fairseq/metaseq, fms-fsdp, Meta's "
+        "Llama 3 stack)"
+    )
+
+
+def framework_mapping(published: PublishedData) -> pd.DataFrame:
+    """How each framework text of the throughput rows was mapped: ``framework_text``,
+    ``framework`` and ``rows`` (the number of throughput rows with that text)."""
+    rows = published.throughput
+    if rows.empty:
+        return pd.DataFrame({"framework_text": [], "framework": [], "rows": []})
+    return (
+        rows.groupby(["framework_text", "framework"], sort=True).size().rename("rows").reset_index()
+    )
+
+
+def _behaviour_overrides(row: _Row, source: str) -> tuple[dict[str, object], list[str]]:
+    """Overrides a row's source documents, with the citations for the assumptions column."""
+    text = " ".join(row.text(k) for k in ("framework", "precision", "notes", "model"))
+    out: dict[str, object] = {}
+    cited: list[str] = []
+    if "Narayanan" in source and "zero" not in row.text("framework").lower():
+        out.update(overlap_grad_reduce=False, tp_comm_overlap=False)
+        cited.append(_MEGATRON_2021)
+    if "Shoeybi" in source:
+        out["overlap_grad_reduce"] = False
+        cited.append(_MEGATRON_2019)
+    if "torchtitan benchmarks" in source:
+        if "float8" in text.lower():
+            out["fp8_recipe"] = "tensorwise"
+        if row.text("tp") and _int(row.r.get("tp")) not in (None, 1):
+            out["tp_comm_overlap"] = "asynctp" in text.lower()
+        if out:
+            cited.append(_TORCHTITAN_2412)
+    if "overlap-grad-reduce" in row.text("framework"):
+        out["overlap_grad_reduce"] = True
+    if "overlap-param-gather" in row.text("framework"):
+        out["overlap_param_gather"] = True
+    if "tp-comm-overlap" in row.text("framework"):
+        out["tp_comm_overlap"] = True
+    if "Megatron-Bridge" in source and row.text("precision").upper() == "FP8-CS":
+        out["fp8_recipe"] = "current"
+        cited.append("Megatron-Bridge: FP8-CS = Transformer Engine current scaling")
+    return out, cited
+
+
+def _moe(row: _Row) -> str | None:
+    """A description of the row's mixture-of-experts layout, or None for a dense model."""
+    notes = row.text("notes")
+    ep = re.search(r"\bEP (\d+)", notes)
+    experts = re.search(r"(\d+)(?: routed)? experts", notes)
+    if re.search(r"\bMoE\b", notes) or experts or (ep and int(ep.group(1)) > 1):
+        parts = [f"{experts.group(1)} experts" if experts else "",
+                 f"expert parallel {ep.group(1)}" if ep else ""]  # fmt: skip
+        return ", ".join(p for p in parts if p) or "experts"
+    return None
+
+
 class _Row:
     """One CSV row with typed accessors."""
 
-    def __init__(self, index: int, record: dict) -> None:
-        self.index = index
+    def __init__(self, line: int, record: dict) -> None:
+        self.line = line
+        """1-based line of the CSV file the record is on (the header is line 1)."""
         self.r = record
 
     def text(self, key: str) -> str:
@@ -237,7 +590,7 @@ class _Row:
 
     def provenance(self) -> dict:
         return {
-            "csv_row": self.index + 2,  # 1-based, after the header
+            "csv_row": self.line,
             "citation": self.text("source"),
             "url": self.text("url"),
             "table_or_figure": self.text("table_or_figure"),
@@ -271,18 +624,39 @@ def _shape(row: _Row) -> dict | None:
     }
 
 
-def _throughput_row(row: _Row) -> dict:
+def _throughput_row(row: _Row, parsed: ParsedValue) -> dict:
     source, metric = row.text("source"), row.text("metric")
     if "T5" in row.text("model"):
         raise _Rejected(
             "encoder-decoder model (T5): the simulator models decoder-only transformers"
         )
+    if (moe := _moe(row)) is not None:
+        raise _Rejected(
+            f"mixture-of-experts model ({moe}): the simulator models dense transformers only"
+        )
+    problems = []  # every reason that applies, so a row is never rejected for half its story
+    if parsed.kind == "lower_bound":
+        problems.append(f"value {row.text('value')!r} is a lower bound, not a measured number")
+    if parsed.kind == "range":
+        problems.append(f"value {row.text('value')!r} is a range, not one measured number")
     num_gpus = _int(row.r.get("num_gpus"))
-    if num_gpus is None:
-        raise _Rejected(f"GPU count not stated ({row.text('num_gpus') or 'empty'})")
-    value = _num(row.r.get("value"))
-    if not np.isfinite(value):
-        raise _Rejected(f"value {row.text('value')!r} is a bound or range, not a number")
+    if num_gpus is None and row.text("num_gpus"):
+        problems.append(
+            f"the source gives a range of GPU counts ({row.text('num_gpus')}), not the GPU "
+            "count of one run"
+        )
+    elif num_gpus is None:
+        problems.append("GPU count not stated by the source")
+    if problems:
+        raise _Rejected("; ".join(problems))
+    assert num_gpus is not None
+    value = parsed.number
+    approximate = parsed.kind == "approximate"
+    try:
+        framework = framework_profile(row.text("framework"), row.text("sharding"),
+                                      row.text("notes"))  # fmt: skip
+    except FrameworkNotMapped as error:
+        raise _Rejected(str(error)) from error
     shape = _shape(row)
     if shape is None:
         raise _Rejected("model shape (layers, hidden, heads) not published")
@@ -331,6 +705,29 @@ def _throughput_row(row: _Row) -> dict:
     if "Shoeybi" in source:
         global_batch = global_batch or 8
         micro = global_batch // dp
+    extra: list[str] = []
+    precision = _precision(row.text("precision"))
+    if "Megatron-Bridge" in source:
+        vp = re.search(r"\bVP (\d+|n/a)", notes)
+        if vp is None:
+            raise _Rejected("Megatron-Bridge row without a 'VP' entry in notes")
+        vpp = 1 if vp.group(1) == "n/a" else int(vp.group(1))
+        ga = re.search(r"\bGA (\d+)", notes)
+        derived = global_batch // ((micro or 1) * dp) if global_batch else None
+        if ga and derived is not None and int(ga.group(1)) != derived:
+            extra.append(f"printed GA {ga.group(1)} differs from GBS/(MBS x dp) = {derived}: "
+                         "GBS and MBS used")  # fmt: skip
+        if not row.text("precision"):
+            if "precision not printed in the 25.09 table" not in notes:
+                raise _Rejected("precision not printed")
+            precision = "fp8"
+            extra.append(
+                "25.09 precision not printed: fp8, because the 25.11 table lists FP8-CS for the "
+                "same configurations with about the same throughput (8B 14,079 vs 14,451 "
+                "tokens/s/GPU) and the printed model FLOP/s (e.g. 405B 763 TFLOP/s/GPU) exceed "
+                "96 % of the H100's BF16 MAMF (794.5), beyond reach in BF16; scaling recipe not "
+                "stated"
+            )
     if micro is None:
         micro = 1
     if global_batch is None:
@@ -353,6 +750,9 @@ def _throughput_row(row: _Row) -> dict:
     if metric == "MFU_pct":
         raise _Rejected("MFU without a configuration the simulator can reproduce")
     nic = _nic_gbps_per_gpu(row.text("inter_node"), gpn)
+    overrides, cited = _behaviour_overrides(row, source)
+    if approximate:
+        extra.append(f"value {row.text('value')!r} is approximate as printed: {value:g} used")
     return {
         **row.provenance(),
         **shape,
@@ -369,11 +769,14 @@ def _throughput_row(row: _Row) -> dict:
         "vpp": vpp,
         "sharding": sharding,
         "recompute": "full" if "Shoeybi" in source else _recompute(row.text("recompute")),
-        "precision": _precision(row.text("precision")),
+        "precision": precision,
+        "framework": framework,
+        "framework_text": row.text("framework"),
+        **{name: overrides.get(name) for name in BEHAVIOUR_OVERRIDES},
         "published_value": value,
         "published_value_text": row.text("value"),
         "flop_convention": conventions[metric],
-        "assumptions": _assumption_for(source),
+        "assumptions": "; ".join(a for a in (_assumption_for(source), *extra, *cited) if a),
     }
 
 
@@ -506,24 +909,47 @@ class _Rejected(Exception):
     pass
 
 
+def _power_anchor(row: _Row, parsed: ParsedValue) -> str:
+    """The reject reason of a per-GPU power row: what it measures and what is missing."""
+    what = {"power_w_per_gpu_avg": "average GPU power while training",
+            "power_w_per_gpu_checkpointing": "GPU power while writing checkpoints"}  # fmt: skip
+    missing = [
+        label
+        for label, absent in (
+            ("GPU count", _int(row.r.get("num_gpus")) is None),
+            ("GPUs per node", _int(row.r.get("gpus_per_node")) is None),
+            ("model shape", _int(row.r.get("layers")) is None),
+            ("parallel plan (TP/PP/DP, sharding)", not row.text("tp") and not row.text("sharding")),
+            ("batch and sequence length", not row.text("global_batch_seqs")),
+        )
+        if absent
+    ]
+    kind = {"lower_bound": "lower bound ", "approximate": "approximately "}.get(parsed.kind, "")
+    return (
+        f"power anchor: {what[row.text('metric')]}, {kind}{parsed.number:g} W per GPU on "
+        f"{row.text('gpu') or 'an unstated GPU'}; no configuration the simulator can reproduce "
+        f"({', '.join(missing)} not stated)"
+    )
+
+
 def load_published(path: str | Path | None = None) -> PublishedData:
-    """Read and normalise the published measurements (default ``data/published/``)."""
+    """Read, check and normalise the published measurements (default ``data/published/``).
+
+    Every record is checked first (:func:`_read_records`, :func:`_check_record`): a malformed
+    one raises :class:`~trainscale.errors.InputFileError` naming the file, line, column, value
+    and what is allowed. Well-formed rows the simulator cannot represent go to the rejects.
+    """
     path = Path(path) if path is not None else data_dir() / "published" / "measurements.csv"
-    try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
-    except (OSError, pd.errors.ParserError) as error:
-        raise InputFileError(path, f"cannot read as CSV: {error}") from error
-    required = {"source", "url", "model", "gpu", "num_gpus", "metric", "value", "notes"}
-    missing = required - set(frame.columns)
-    if missing:
-        raise InputFileError(path, f"missing column(s) {', '.join(sorted(missing))}")
     throughput, collectives, rejects = [], [], []
-    for index, record in enumerate(frame.to_dict(orient="records")):
-        row = _Row(index, record)
+    for line, record in _read_records(path):
+        parsed = _check_record(path, line, record)
+        row = _Row(line, record)
         metric = row.text("metric")
         try:
             if metric == "busbw_GBps":
                 collectives.append(_collective_row(row))
+            elif metric in ("power_w_per_gpu_avg", "power_w_per_gpu_checkpointing"):
+                raise _Rejected(_power_anchor(row, parsed))
             elif metric in ("power_note", "node_power_kW_max_observed",
                             "node_power_fraction_of_TDP_pct"):  # fmt: skip
                 raise _Rejected(
@@ -534,10 +960,17 @@ def load_published(path: str | Path | None = None) -> PublishedData:
                 raise _Rejected("encoder-decoder model (T5): the simulator models decoder-only "
                                 "transformers")  # fmt: skip
             else:
-                throughput.append(_throughput_row(row))
+                throughput.append(_throughput_row(row, parsed))
         except _Rejected as reason:
             rejects.append(_reject(row, str(reason)))
     throughput_frame = pd.DataFrame(throughput)
+    if not throughput_frame.empty:
+        for name, allowed in BEHAVIOUR_OVERRIDES.items():
+            column = throughput_frame[name]
+            if allowed == (True, False):
+                throughput_frame[name] = column.astype("boolean")
+            else:  # text: None where the profile's default applies
+                throughput_frame[name] = column.astype(object).where(column.notna(), None)
     throughput_frame["observed_tokens_per_s_per_gpu"] = _observed_with_shapes(throughput_frame)
     return PublishedData(
         throughput=throughput_frame,

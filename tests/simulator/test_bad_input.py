@@ -26,7 +26,11 @@ def _error(**overrides: object) -> ConfigurationError:
 @pytest.mark.parametrize(
     ("overrides", "column", "fragment"),
     [
-        ({"gpu": "a100"}, "gpu", "unknown GPU 'a100'; valid: a100-sxm-40gb, a100-sxm-80gb, b200"),
+        (
+            {"gpu": "a100"},
+            "gpu",
+            "unknown GPU 'a100'; valid: a100-sxm-40gb, a100-sxm-80gb, a800-sxm-80gb, b200",
+        ),
         ({"model": "llama9"}, "model", "unknown model 'llama9'; valid: gpt3-175b"),
         ({"tp": 3}, "tp", "tp 3 does not divide heads 32"),
         ({"num_gpus": 100, "tp": 8}, "num_gpus",

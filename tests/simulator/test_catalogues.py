@@ -31,8 +31,54 @@ def test_every_gpu_has_a_dgx_like_default_system() -> None:
     hardware = load_hardware()
     for key in hardware.gpus:
         system = hardware.system_for(key)
-        assert system.gpu == key and system.gpus_per_node == 8
+        # GH200 exists only as a 4-superchip node (HPE Cray EX); every other GPU is DGX/HGX-like
+        assert system.gpu == key and system.gpus_per_node == (4 if key == "gh200-96gb" else 8)
     assert hardware.system_for("v100-sxm-32gb").nic_bytes_per_s_per_gpu == 50e9 / 8
+
+
+def test_export_variants_cap_nvlink_and_keep_compute() -> None:
+    gpus = load_hardware().gpus
+    a800, a100 = gpus["a800-sxm-80gb"], gpus["a100-sxm-80gb"]
+    h800, h100 = gpus["h800-sxm-80gb"], gpus["h100-sxm-80gb"]
+    # 400 GB/s bidirectional = 200 GB/s per direction, against 300 (A100) and 450 (H100)
+    assert a800.nvlink_bytes_per_s == pytest.approx(200e9)
+    assert h800.nvlink_bytes_per_s == pytest.approx(200e9)
+    assert a800.bf16_flops_per_s == a100.bf16_flops_per_s
+    assert h800.bf16_flops_per_s == h100.bf16_flops_per_s
+    assert h800.fp8_flops_per_s == h100.fp8_flops_per_s
+
+
+def test_gh200_superchip_and_its_slingshot_node() -> None:
+    hardware = load_hardware()
+    gh200 = hardware.gpus["gh200-96gb"]
+    assert gh200.hbm_bytes == pytest.approx(96 * 2**30)
+    assert gh200.hbm_bytes_per_s == pytest.approx(4.0e12)
+    assert gh200.gemm_efficiency_max * 989.4 == pytest.approx(828.6, abs=0.5)  # MAMF
+    assert not gh200.nvls
+    node = hardware.system_for("gh200-96gb")
+    assert node.gpus_per_node == 4 and not node.nvswitch
+    assert node.fabric == "slingshot"
+    assert node.nic_bytes_per_s_per_gpu == pytest.approx(200e9 / 8)
+    assert 0 < hardware.fabric_efficiency_factor["slingshot"] <= 1
+
+
+def test_new_systems_and_the_inferred_study_cluster() -> None:
+    systems = load_hardware().systems
+    for key, gpu in (("hgx-a800", "a800-sxm-80gb"), ("hgx-h800", "h800-sxm-80gb")):
+        assert systems[key].gpu == gpu and systems[key].gpus_per_node == 8
+    fernandez = systems["fernandez-h100"]
+    assert fernandez.gpu == "h100-sxm-80gb" and fernandez.gpus_per_node == 8
+    assert fernandez.nic_bytes_per_s_per_gpu * 8 * 8 == pytest.approx(8 * 400e9)
+    assert "inferred" in fernandez.description.lower()
+    assert "not stated" in fernandez.description
+
+
+def test_a_system_on_an_unknown_fabric_is_refused(tmp_path: Path) -> None:
+    text = (Path(load_hardware().path)).read_text()
+    bad = tmp_path / "hardware.yaml"
+    bad.write_text(text.replace("fabric: slingshot", "fabric: myrinet", 1))
+    with pytest.raises(InputFileError, match=r"hpe-cray-ex-gh200.fabric: 'myrinet' is not one of"):
+        load_hardware(bad)
 
 
 def test_units_are_converted_once() -> None:

@@ -17,7 +17,7 @@ from trainscale.yamlio import load_yaml, require_keys
 
 __all__ = ["FABRICS", "Gpu", "HardwareCatalog", "System", "load_hardware"]
 
-FABRICS = ("infiniband", "roce", "efa", "ethernet")
+FABRICS = ("infiniband", "roce", "efa", "ethernet", "slingshot")
 
 _GIB = 2**30
 _GPU_KEYS = (
