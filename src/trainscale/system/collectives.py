@@ -270,7 +270,8 @@ def allreduce_time(
     # NVLSTree: NVLS inside each node, a tree of the nodes' NICs between them.
     chunk = np.minimum(_nvlstree_chunk(net, size, g, nodes), size / (channels * g))
     nvlstree_fill = fill * chunk * channels * (2 * log_nodes / nic + 2 / nvls_bw)
-    nvlstree_bw = np.minimum(nvls_bw * 2 * (g - 1) / g, tree_nic)  # as bus bandwidth
+    # as bus bandwidth; 0 (and unused) where a node holds one rank
+    nvlstree_bw = np.maximum(np.minimum(nvls_bw * 2 * (g - 1) / g, tree_nic), 1e-30)
     nvlstree = (
         (c.hop_latency_us["nvlink"]["nvls"] + 2 * log_nodes * c.hop_latency_us["net"]["nvlstree"])
         * scale
