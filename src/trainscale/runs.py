@@ -52,6 +52,7 @@ import yaml
 from trainscale.errors import InputFileError, TrainscaleError
 from trainscale.ingest.steplog import STEP_COLUMNS
 from trainscale.schema import CONFIGURATION_COLUMNS, DATASET_COLUMNS
+from trainscale.yamlio import safe_load, yaml_error
 
 if TYPE_CHECKING:
     from trainscale.ingest.steplog import StepLog
@@ -281,14 +282,9 @@ def _read_yaml(path: Path) -> tuple[dict[str, Any], yaml.Node | None]:
         raise InputFileError(path, f"not UTF-8 text (byte {error.start})") from None
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        data = safe_load(text)
     except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        raise InputFileError(
-            path,
-            f"invalid YAML: {getattr(error, 'problem', None) or error}",
-            line=mark.line + 1 if mark is not None else None,
-        ) from None
+        raise yaml_error(path, error) from None
     if not isinstance(data, dict):
         raise InputFileError(path, "expected a mapping (run_id, description, logs, …)", line=1)
     return data, node
