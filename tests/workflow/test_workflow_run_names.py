@@ -1,0 +1,27 @@
+"""A run folder whose name cannot be a {run} wildcard stops the workflow at start-up, named."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+pytestmark = pytest.mark.workflow
+
+
+@pytest.mark.parametrize("name", ["x_steps", "my run"])
+def test_unusable_run_folder_name_is_named_at_start_up(workflow_copy, run_snakemake, name):
+    workdir = workflow_copy(runs=True)
+    source = workdir / "data" / "runs" / "megatron_golden_345m"
+    target = workdir / "data" / "runs" / name
+    shutil.copytree(source, target)
+    manifest = target / "run.yaml"
+    manifest.write_text(manifest.read_text().replace("megatron_golden_345m", name))
+
+    done = run_snakemake(workdir, "--dry-run")
+
+    output = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert f"'data/runs/{name}'" in output and "cannot be ingested" in output, output[-2000:]
+    assert "_steps" in output  # what is allowed
+    assert not (workdir / "results").exists()
