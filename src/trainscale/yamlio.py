@@ -61,7 +61,7 @@ class UniqueKeyLoader(yaml.SafeLoader):
 
 def safe_load(text: str) -> Any:
     """``yaml.safe_load`` that rejects duplicate mapping keys (:class:`DuplicateKeyError`)."""
-    return yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 (a SafeLoader subclass)
+    return yaml.load(text, Loader=UniqueKeyLoader)  # a SafeLoader subclass
 
 
 def yaml_error(path: object, error: yaml.YAMLError) -> InputFileError:

@@ -545,9 +545,9 @@ def _check_samples(samples: pd.DataFrame, path: str | Path, *, polls: bool) -> t
         sizes = samples.groupby("sample")["gpu_index"].nunique()
         short = sizes.index[sizes < len(every)]
         if len(short):
-            lines = samples.loc[samples["sample"].isin(short), "line"].groupby(
-                samples["sample"]
-            ).min()
+            lines = (
+                samples.loc[samples["sample"].isin(short), "line"].groupby(samples["sample"]).min()
+            )
             notes.append(
                 f"{path}:{lines.iloc[0]}: {len(short)} poll(s) lack some of the "
                 f"{len(every)} GPUs (rows missing?), first at line {lines.iloc[0]}"
@@ -575,7 +575,6 @@ def _gap_warnings(samples: pd.DataFrame, path: str | Path) -> list[str]:
         f"{path}:{worst[2]}: a {worst[0]:g} s gap in the power samples (usually every "
         f"{worst[1]:g} s): rows missing?"
     ]
-
 
 
 def _finish(frame: pd.DataFrame) -> pd.DataFrame:
