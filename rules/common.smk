@@ -66,7 +66,8 @@ RUN_NAME = r"(?!.*_steps$)[A-Za-z0-9][A-Za-z0-9._-]*"
 
 def discover_runs():
     """The run folders (<runs_dir>/<run>/run.yaml), sorted; a folder whose name cannot be a
-    {run} wildcard stops the workflow at start-up, naming it, instead of never being ingested."""
+    {run} wildcard stops the workflow at start-up, naming it, instead of never being ingested.
+    """
     import re
 
     manifests = sorted(Path(config["runs_dir"]).glob("*/run.yaml"))
