@@ -59,12 +59,36 @@ def get_sim_results():
     return expand("results/sim/{study}.parquet", study=list(STUDIES))
 
 
+#: What a run folder's name may be: it becomes the {run} wildcard of rule ingest_run, and
+#: results/measured/<run>_steps.parquet must not be mistaken for another run's results.
+RUN_NAME = r"(?!.*_steps$)[A-Za-z0-9][A-Za-z0-9._-]*"
+
+
+def discover_runs():
+    """The run folders (<runs_dir>/<run>/run.yaml), sorted; a folder whose name cannot be a
+    {run} wildcard stops the workflow at start-up, naming it, instead of never being ingested.
+    """
+    import re
+
+    manifests = sorted(Path(config["runs_dir"]).glob("*/run.yaml"))
+    bad = [m.parent for m in manifests if not re.fullmatch(RUN_NAME, m.parent.name)]
+    if bad:
+        raise WorkflowError(
+            "run folder name(s) "
+            + ", ".join(repr(str(folder)) for folder in bad)
+            + " cannot be ingested: a run folder's name must start with a letter or digit, "
+            "contain only letters, digits, '.', '_' and '-' (no spaces), and not end in "
+            "'_steps'; rename the folder and its run_id"
+        )
+    return [manifest.parent.name for manifest in manifests]
+
+
+RUNS = discover_runs()
+
+
 def get_measured_results():
     """One results/measured/<run>.parquet per <runs_dir>/<run>/run.yaml; [] when none."""
-    manifests = sorted(Path(config["runs_dir"]).glob("*/run.yaml"))
-    return [
-        f"results/measured/{manifest.parent.name}.parquet" for manifest in manifests
-    ]
+    return [f"results/measured/{run}.parquet" for run in RUNS]
 
 
 def get_figure_targets():

@@ -1,6 +1,7 @@
 # Real runs: <runs_dir>/<run>/run.yaml + its logs -> results/measured/<run>.parquet (one row per
 # job, dataset schema) and results/measured/<run>_steps.parquet (one row per logged step).
-# get_measured_results() (rules/common.smk) lists one target per run folder with a run.yaml.
+# get_measured_results() (rules/common.smk) lists one target per run folder with a run.yaml;
+# a folder whose name cannot be a {run} wildcard (RUN_NAME) stops the workflow at start-up.
 from trainscale.runs import run_input_files
 
 
@@ -20,7 +21,7 @@ rule ingest_run:
     benchmark:
         "results/benchmarks/ingest_run/{run}.tsv"
     wildcard_constraints:
-        run=r"(?!.*_steps$)[A-Za-z0-9][A-Za-z0-9._-]*",
+        run=RUN_NAME,
     conda:
         "../environment.yml"
     threads: 1

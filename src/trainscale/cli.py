@@ -49,7 +49,11 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; return the exit status."""
+    """Run the command line; return the exit status.
+
+    Output piped into a reader that stops early (``trainscale predict … | head``) ends quietly
+    with status 141 (128 + SIGPIPE), as the shell's own tools do, not with a traceback.
+    """
     parser = _build_parser()
     args = parser.parse_args(argv)
     try:
@@ -57,6 +61,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TrainscaleError as error:
         print(f"trainscale {args.command}: error: {error}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        _silence_stdout()
+        return 128 + 13
+
+
+def _silence_stdout() -> None:
+    """After a broken pipe: point stdout at /dev/null so the interpreter's final flush does not
+    raise again (https://docs.python.org/3/library/signal.html#note-on-sigpipe)."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -574,7 +574,8 @@ def _plan_rules(v: dict[str, np.ndarray], gpu_names: np.ndarray, problems: _Prob
     problems.add_where(
         problems.ok_for("precision", "gpu") & v["fp8"] & ~np.isfinite(v["fp8_peak"]),
         "precision",
-        lambda r: f"GPU {gpu_names[r]} has no FP8 tensor cores; allowed: bf16",
+        lambda r: f"GPU {gpu_names[r]} has no FP8 tensor cores; allowed: bf16 (16-bit mixed "
+        "precision: bf16, or fp16 on a GPU without bf16 such as V100)",
     )  # fmt: skip
     problems.add_where(
         problems.ok_for("sharding", "num_gpus", "tp", "pp", "cp")

@@ -20,6 +20,7 @@ schema order and no pandas metadata, so the same rows give the same bytes on eve
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import shutil
 from collections.abc import Iterable, Mapping, Sequence
@@ -54,6 +55,7 @@ __all__ = [
     "published_rows",
     "read_dataset",
     "read_parquet",
+    "remove_stale_temporaries",
     "sort_rows",
     "validation_rows",
     "write_dataset",
@@ -274,9 +276,12 @@ def write_dataset(frame: pd.DataFrame, directory: str | Path) -> list[Path]:
     Each file holds the dataset columns except the partition columns, rows sorted, and in its
     metadata ``source``, ``study``, ``rows``, ``simulator_version`` and ``calibration_id`` (the
     distinct values of its rows, comma-separated; empty for published rows) and ``writer``. The
-    folder is built next to ``directory`` and renamed onto it when complete.
+    folder is built next to ``directory`` and renamed onto it when complete; on any error it is
+    removed, and temporary folders that a killed earlier write left are removed first
+    (:func:`remove_stale_temporaries`).
     """
     directory = Path(directory)
+    remove_stale_temporaries(directory)
     frame = sort_rows(conform(frame), first=("source", "study", "config_id"))
     columns = tuple(c for c in DATASET_COLUMNS if c.name not in PARTITION_COLUMNS)
     temp = directory.with_name(f".{directory.name}.{secrets.token_hex(6)}.tmp")
@@ -302,6 +307,26 @@ def write_dataset(frame: pd.DataFrame, directory: str | Path) -> list[Path]:
         if temp.exists():
             shutil.rmtree(temp)
     return written
+
+
+def remove_stale_temporaries(directory: str | Path) -> list[Path]:
+    """Delete what a killed :func:`write_dataset` of ``directory`` left: sibling folders named
+    exactly ``.<name>.<12 hex digits>.tmp``. Nothing else is touched. Return what was removed.
+
+    Only one writer of a given dataset runs at a time (it is one Snakemake job's output, and
+    Snakemake locks the working folder), so every such folder is stale.
+    """
+    directory = Path(directory)
+    pattern = re.compile(rf"\.{re.escape(directory.name)}\.[0-9a-f]{{12}}\.tmp")
+    removed = []
+    parent = directory.parent
+    if not parent.is_dir():
+        return removed
+    for entry in parent.iterdir():
+        if pattern.fullmatch(entry.name) and entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+            removed.append(entry)
+    return sorted(removed)
 
 
 def read_dataset(directory: str | Path) -> pd.DataFrame:

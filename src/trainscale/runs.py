@@ -52,6 +52,7 @@ import yaml
 from trainscale.errors import InputFileError, TrainscaleError
 from trainscale.ingest.steplog import STEP_COLUMNS
 from trainscale.schema import CONFIGURATION_COLUMNS, DATASET_COLUMNS
+from trainscale.yamlio import safe_load, yaml_error
 
 if TYPE_CHECKING:
     from trainscale.ingest.steplog import StepLog
@@ -281,14 +282,9 @@ def _read_yaml(path: Path) -> tuple[dict[str, Any], yaml.Node | None]:
         raise InputFileError(path, f"not UTF-8 text (byte {error.start})") from None
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        data = safe_load(text)
     except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        raise InputFileError(
-            path,
-            f"invalid YAML: {getattr(error, 'problem', None) or error}",
-            line=mark.line + 1 if mark is not None else None,
-        ) from None
+        raise yaml_error(path, error) from None
     if not isinstance(data, dict):
         raise InputFileError(path, "expected a mapping (run_id, description, logs, …)", line=1)
     return data, node
@@ -519,17 +515,34 @@ def _peak_flops(cfg: dict[str, Any]) -> float | None:
     return None
 
 
-def _strict_or_warn(message: InputFileError, strict: bool) -> None:
+#: Power readings above the GPU's TDP (catalogue ``tdp_w``) by more than this fraction are an
+#: error: nvidia-smi's ``power.draw`` averages over about a second and stays near the power
+#: limit; 25 % allows short excursions and instantaneous readings, not a wrong unit or scale.
+TDP_TOLERANCE = 0.25
+
+
+def _warn(notes: list[str], message: str) -> None:
+    """Print a warning (Python ``warnings``, i.e. stderr) and keep it for the ``warnings``
+    column."""
+    notes.append(message)
+    warnings.warn(message, RuntimeWarning, stacklevel=3)
+
+
+def _strict_or_warn(message: InputFileError, strict: bool, notes: list[str]) -> None:
     if strict:
         raise message
-    warnings.warn(str(message), RuntimeWarning, stacklevel=3)
+    _warn(notes, str(message))
 
 
-def _read_step_log(entry: LogEntry, manifest: RunManifest, strict: bool) -> StepLog:
+def _read_step_log(
+    entry: LogEntry, manifest: RunManifest, strict: bool, notes: list[str]
+) -> StepLog:
     """Parse one step log; report skipped lines; check a harness log is complete."""
     from trainscale.ingest.steplog import parse_step_log
 
     log = parse_step_log(entry.path, format=entry.kind)  # type: ignore[arg-type]
+    for note in log.warnings:
+        _warn(notes, note)
     if log.skipped_lines:
         numbers = ", ".join(map(str, log.skipped_line_numbers[:10]))
         more = " …" if log.skipped_lines > 10 else ""
@@ -541,6 +554,7 @@ def _read_step_log(entry: LogEntry, manifest: RunManifest, strict: bool) -> Step
                 line=log.skipped_line_numbers[0],
             ),
             strict,
+            notes,
         )
     timing = manifest.harness_timing
     if timing is not None and entry.kind == "torchtitan":
@@ -562,32 +576,72 @@ def _read_step_log(entry: LogEntry, manifest: RunManifest, strict: bool) -> Step
     return log
 
 
-def _power_frames(entries: list[LogEntry]) -> list[pd.DataFrame]:
+def _power_frames(
+    entries: list[LogEntry], cfg: dict[str, Any], notes: list[str]
+) -> list[pd.DataFrame]:
     from trainscale.ingest.power import parse_power_log
+    from trainscale.system.hardware import load_hardware
 
+    gpu = load_hardware().gpus.get(cfg.get("gpu", ""))
     frames = []
     for entry in entries:
         fmt = "nvidia-smi" if entry.kind == "nvidia_smi" else "dcgmi"
         options = dict(entry.options)
         log = parse_power_log(entry.path, format=fmt, **options)  # type: ignore[arg-type]
+        for note in log.warnings:
+            _warn(notes, note)
         if log.skipped_lines:
-            warnings.warn(
-                f"{entry.path}: {log.skipped_lines} garbled power row(s) skipped",
-                RuntimeWarning,
-                stacklevel=3,
+            _warn(notes, f"{entry.path}: {log.skipped_lines} garbled power row(s) skipped")
+        samples = log.samples
+        if not samples["power_w"].notna().any():
+            raise InputFileError(
+                entry.path,
+                "no power reading in any row (expected a power.draw [W] column, or POWER for "
+                "dcgmi dmon)",
             )
-        frames.append(log.samples)
+        if gpu is not None:
+            limit = gpu.tdp_w * (1 + TDP_TOLERANCE)
+            high = np.flatnonzero((samples["power_w"] > limit).to_numpy(dtype=bool))
+            if high.size:
+                k = high[0]
+                raise InputFileError(
+                    entry.path,
+                    f"power {samples['power_w'].iloc[k]:g} W is above what a {cfg['gpu']} can "
+                    f"draw (TDP {gpu.tdp_w:g} W + {TDP_TOLERANCE:.0%}, data/hardware.yaml); "
+                    "allowed: 0 to "
+                    f"{limit:g} W",
+                    line=int(samples["line"].iloc[k]),
+                )
+        frames.append(samples.assign(log_file=str(entry.path)))
     return frames
 
 
-def _step_power(power: list[pd.DataFrame], steps: pd.DataFrame) -> pd.Series:
-    """Mean power per GPU during each step (index aligned with ``steps``), all power logs."""
+def _step_power(
+    power: list[pd.DataFrame], steps: pd.DataFrame, step_file: Path, warmup: int, notes: list[str]
+) -> pd.Series:
+    """Mean power per GPU during each step (index aligned with ``steps``), all power logs;
+    a power log that misses the steady steps, or covers only some, is a warning."""
     from trainscale.ingest.power import align_power_to_steps
 
     total = pd.Series(0.0, index=steps.index)
     gpus = pd.Series(0.0, index=steps.index)
+    steady = set(steps["step"].iloc[warmup:])
     for samples in power:
         aligned = align_power_to_steps(samples, steps)
+        covered = set(aligned.loc[aligned["n_samples"] > 0, "step"]) & steady
+        if len(covered) < len(steady):
+            stamps = samples["timestamp"].dropna()
+            span = f"{stamps.min()} to {stamps.max()}" if len(stamps) else "no timestamps"
+            step_stamps = steps["timestamp"].iloc[warmup:].dropna()
+            step_span = (
+                f"{step_stamps.min()} to {step_stamps.max()}" if len(step_stamps) else "untimed"
+            )
+            what = "none" if not covered else f"{len(covered)}"
+            _warn(
+                notes,
+                f"{samples['log_file'].iloc[0]}: power samples ({span}) cover {what} of the "
+                f"{len(steady)} steady steps of {step_file} ({step_span}); their power is null",
+            )
         per_gpu = aligned[[c for c in aligned.columns if c.startswith("power_w_gpu")]]
         by_step = dict(
             zip(
@@ -615,11 +669,21 @@ class _TraceSummary:
     has_gpu_kernels: bool = False
 
 
-def _trace_summary(entries: list[LogEntry], warmup: int) -> _TraceSummary:
+def _trace_summary(
+    entries: list[LogEntry], warmup: int, cfg: dict[str, Any], manifest_path: Path
+) -> _TraceSummary:
     from trainscale.ingest.hta import step_breakdown
     from trainscale.ingest.kineto import load_traces
 
-    traces = load_traces([e.path for e in entries])
+    traces = load_traces([e.path for e in entries])  # raises for traces of different jobs
+    num_gpus = cfg.get("num_gpus")
+    for trace in traces:
+        if num_gpus is not None and trace.world_size is not None and trace.world_size != num_gpus:
+            raise InputFileError(
+                trace.path,
+                f"distributedInfo.world_size is {trace.world_size} but the run's num_gpus is "
+                f"{num_gpus} ({manifest_path}): a trace from another job?",
+            )
     breakdown = step_breakdown(traces)
     summary = _TraceSummary()
     spans = []
@@ -670,9 +734,14 @@ def _ingest_job(
         if entry.kind == "nccl_tests":
             parse_nccl_tests(entry.path)  # checked; nccl-tests results are not step metrics
 
-    step_logs = [_read_step_log(e, manifest, strict) for e in step_entries]
-    power = _power_frames(power_entries)
-    trace = _trace_summary(trace_entries, manifest.trace_warmup_steps) if trace_entries else None
+    notes: list[str] = []
+    step_logs = [_read_step_log(e, manifest, strict, notes) for e in step_entries]
+    power = _power_frames(power_entries, cfg, notes)
+    trace = (
+        _trace_summary(trace_entries, manifest.trace_warmup_steps, cfg, manifest.path)
+        if trace_entries
+        else None
+    )
 
     row: dict[str, Any] = {name: cfg.get(name) for name in _CONFIG_NAMES}
     num_gpus = cfg.get("num_gpus")
@@ -701,7 +770,9 @@ def _ingest_job(
     if step_logs:
         primary, table = step_logs[0], step_tables[0]
         if power:
-            table["power_w_per_gpu"] = _step_power(power, table).to_numpy()
+            table["power_w_per_gpu"] = _step_power(
+                power, table, step_entries[0].path, manifest.warmup_steps, notes
+            ).to_numpy()
         state = steady_state(primary, warmup_steps=manifest.warmup_steps)
         kept = table.iloc[manifest.warmup_steps :]
         used_files.append(step_entries[0].relpath)
@@ -774,7 +845,11 @@ def _ingest_job(
         if "global_batch" in cfg and "micro_batch" in cfg:
             row["grad_accum"] = cfg["global_batch"] // (row["dp"] * cfg["micro_batch"])
     row.update(
-        source="measured", study="runs", run_id=manifest.run_id, log_file=";".join(used_files)
+        source="measured",
+        study="runs",
+        run_id=manifest.run_id,
+        log_file=";".join(used_files),
+        warnings="; ".join(notes),
     )
     steps = (
         pd.concat(step_tables, ignore_index=True)

@@ -330,6 +330,14 @@ DATASET_EXTRA_COLUMNS: tuple[Column, ...] = (
     _c("run_id", "string", "1", "run folder under data/runs (measured)"),
     _c("log_file", "string", "1", "log file(s) the measured values came from (measured)"),
     _c("line_range", "string", "1", "first-last line of the steady-state steps used (measured)"),
+    _c(
+        "warnings",
+        "string",
+        "1",
+        "problems the logs had that did not stop ingestion (duplicate lines dropped, power not "
+        "covering the steps, garbled lines skipped …), '; '-separated, each naming file and "
+        "line; '' when none (measured)",
+    ),
     _c("n_steps", "int64", "1", "steady-state steps behind a measured median (measured)"),
     _c("step_time_s_iqr", "float64", "s", "interquartile range of measured step time (measured)"),
     _c("citation", "string", "1", "publication or repository (published)"),

@@ -1,4 +1,10 @@
-"""Reading the YAML catalogues with errors that name the file and key."""
+"""Reading the YAML inputs (studies, run manifests, catalogues) with errors that name the file,
+line and key.
+
+:class:`UniqueKeyLoader` is PyYAML's ``SafeLoader`` that refuses a mapping with the same key
+twice: plain PyYAML keeps the last value silently, so a study with ``sharding`` written twice
+would run only the second one. Merge keys (``<<``) may still be overridden, as YAML intends.
+"""
 
 from __future__ import annotations
 
@@ -9,21 +15,76 @@ import yaml
 
 from trainscale.errors import InputFileError
 
-__all__ = ["load_yaml", "require_keys"]
+__all__ = [
+    "DuplicateKeyError",
+    "UniqueKeyLoader",
+    "load_yaml",
+    "require_keys",
+    "safe_load",
+    "yaml_error",
+]
+
+
+class DuplicateKeyError(yaml.constructor.ConstructorError):
+    """A mapping that names the same key twice; ``problem_mark`` is the second occurrence."""
+
+    def __init__(self, key: object, first_line: int, mark: yaml.Mark) -> None:
+        super().__init__(
+            None,
+            None,
+            f"duplicate key {key!r} (first at line {first_line}); each key may appear once",
+            mark,
+        )
+        self.key = key
+        self.first_line = first_line
+
+
+class UniqueKeyLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that raises :class:`DuplicateKeyError` for a repeated mapping key."""
+
+    def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict[Any, Any]:
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[object, int] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    hash(key)
+                except TypeError:
+                    continue  # the base class reports unhashable keys
+                if key in seen:
+                    raise DuplicateKeyError(key, seen[key], key_node.start_mark)
+                seen[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep=deep)  # type: ignore[arg-type]
+
+
+def safe_load(text: str) -> Any:
+    """``yaml.safe_load`` that rejects duplicate mapping keys (:class:`DuplicateKeyError`)."""
+    return yaml.load(text, Loader=UniqueKeyLoader)  # a SafeLoader subclass
+
+
+def yaml_error(path: object, error: yaml.YAMLError) -> InputFileError:
+    """An :class:`InputFileError` naming the file and line of a YAML error."""
+    mark = getattr(error, "problem_mark", None)
+    line = mark.line + 1 if mark is not None else None
+    if isinstance(error, DuplicateKeyError):
+        return InputFileError(path, f"invalid YAML: {error.problem}", line=line)
+    problem = getattr(error, "problem", None) or error
+    return InputFileError(path, f"invalid YAML: {problem}", line=line)
 
 
 def load_yaml(path: Path) -> dict[str, Any]:
-    """Load a YAML mapping; raise :class:`InputFileError` naming the file (and line) if invalid."""
+    """Load a YAML mapping; raise :class:`InputFileError` naming the file (and line) if invalid,
+    including a key that appears twice in one mapping."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as error:
         raise InputFileError(path, f"cannot read: {error.strerror}") from error
     try:
-        data = yaml.safe_load(text)
+        data = safe_load(text)
     except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        raise InputFileError(path, f"invalid YAML: {error}", line=line) from error
+        raise yaml_error(path, error) from error
     if not isinstance(data, dict):
         raise InputFileError(path, "expected a mapping at the top level")
     return data

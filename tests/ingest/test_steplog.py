@@ -171,7 +171,13 @@ def test_megatron_forks(tmp_path):
         "elapsed time per iteration (ms): 999.9 | global batch size:   512 | "
         "lm loss: 2.100000E+00 | loss scale: 1.0 |",
     ]
-    steps = parse_step_log(_write(tmp_path, "\n".join(lines) + "\n")).steps
+    # One layout per file: in one file, steps 100, 30, 40 would go backwards (an error).
+    frames = []
+    for i, line in enumerate(lines):
+        folder = tmp_path / str(i)
+        folder.mkdir()
+        frames.append(parse_step_log(_write(folder, line + "\n")).steps)
+    steps = pd.concat(frames, ignore_index=True)
     assert steps["step"].tolist() == [100, 30, 40]
     assert steps["step_time_s"].tolist() == pytest.approx([1.2345, 1.2, 0.9999])
     assert steps["tokens_per_s_per_gpu"].tolist()[:2] == [1234.567, 7000.1]

@@ -8,26 +8,81 @@ Two forms:
   rejected ones are written to ``OUT.rejects.csv`` with their reasons.
 - ``trainscale predict --model llama2-7b --gpu h100-sxm-80gb --num-gpus 2048 --sharding fsdp ...``
   — one configuration, printed as a readable breakdown (time by phase and collective, memory,
-  power).
+  power). A configuration that does not fit in memory prints a warning and exits with status
+  :data:`EXIT_DOES_NOT_FIT` (3).
+
+Input checks made here, before the simulator runs (each a one-line error naming the file and the
+row, column or key): a header naming a column twice; a missing required column; a Parquet
+column holding lists or structs; a number column holding text that is not a number (text that
+is a number is converted, so the output's dtypes are the schema's, never the input's);
+``num_gpus`` above :data:`MAX_GPUS`. The output is written to a temporary file in its folder and
+renamed, so two runs writing one file never mix and an unwritable ``-o`` is a one-line error.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
-from trainscale.errors import InputFileError, TrainscaleError
-from trainscale.schema import PRECISIONS, RECOMPUTE_MODES, SHARDINGS
+from trainscale.errors import ConfigurationError, InputFileError, TrainscaleError
+from trainscale.schema import (
+    CONFIGURATION_COLUMNS,
+    MODEL_SHAPE_COLUMNS,
+    PRECISIONS,
+    RECOMPUTE_MODES,
+    SHARDINGS,
+    column,
+)
 
 NAME = "predict"
 HELP = "predict step time, throughput, MFU, communication, memory and power"
 
-__all__ = ["HELP", "NAME", "add_arguments", "read_table", "run", "write_table"]
+__all__ = [
+    "EXIT_DOES_NOT_FIT",
+    "HELP",
+    "MAX_GPUS",
+    "NAME",
+    "add_arguments",
+    "check_table",
+    "read_table",
+    "run",
+    "write_table",
+]
+
+#: The most GPUs one configuration may have: 2^20 = 1,048,576, several times any cluster
+#: built or announced; above it the simulator's integer arithmetic (dp, batches) is meaningless
+#: (from 2^53 a float64 cannot even hold the count).
+MAX_GPUS = 2**20
+#: Exit status of a single-configuration prediction that does not fit in GPU memory.
+EXIT_DOES_NOT_FIT = 3
+#: GPUs without bf16 tensor cores: their "bf16" is fp16 mixed precision (data/hardware.yaml).
+_FP16_ONLY = ("v100",)
+_REQUIRED = (
+    "seq_len", "global_batch", "micro_batch", "gpu", "num_gpus", "tp", "pp", "sharding",
+    "recompute", "precision",
+)  # fmt: skip
+_SHAPE = tuple(c.name for c in MODEL_SHAPE_COLUMNS)
+_CONFIG_NAMES = {c.name for c in CONFIGURATION_COLUMNS}
+
+
+class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Defaults shown in ``--help``; the description keeps its line breaks."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = _Formatter
+    parser.description = (
+        f"{HELP}.\n\nA table in (CONFIGS -o OUT), or one configuration (--model, --gpu, "
+        "--num-gpus, ...) printed as a breakdown.\nExit status: 0 done; 2 bad input (one line "
+        f"naming file, row, column); {EXIT_DOES_NOT_FIT} the one configuration does not fit in "
+        "GPU memory (its numbers are printed but cannot be run).\nOn GPUs without bf16 "
+        "(V100) --precision bf16 means fp16 mixed precision."
+    )
     parser.add_argument("configs", nargs="?", type=Path, help="configuration table (.csv/.parquet)")
     parser.add_argument("-o", "--output", type=Path, help="result table (.csv/.parquet)")
     parser.add_argument(
@@ -38,47 +93,198 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     one = parser.add_argument_group("one configuration (instead of a table)")
     one.add_argument("--model", help="model catalogue key, e.g. llama2-7b")
     one.add_argument("--gpu", help="GPU catalogue key, e.g. h100-sxm-80gb")
-    one.add_argument("--num-gpus", type=int)
-    one.add_argument("--seq-len", type=int, default=4096)
-    one.add_argument("--global-batch", type=int, help="sequences per step (default: num_gpus)")
-    one.add_argument("--micro-batch", type=int, default=1)
-    one.add_argument("--tp", type=int, default=1)
-    one.add_argument("--pp", type=int, default=1)
-    one.add_argument("--cp", type=int, default=1)
-    one.add_argument("--vpp", type=int, default=1)
-    one.add_argument("--sharding", choices=SHARDINGS, default="fsdp")
-    one.add_argument("--recompute", choices=RECOMPUTE_MODES, default="none")
-    one.add_argument("--precision", choices=PRECISIONS, default="bf16")
-    one.add_argument("--gpus-per-node", type=int)
-    one.add_argument("--nic-gbps-per-gpu", type=float)
+    one.add_argument("--num-gpus", type=int, help=f"GPUs in the job, 1 to {MAX_GPUS:,}")
+    one.add_argument("--seq-len", type=int, default=4096, help="tokens per sequence")
+    one.add_argument(
+        "--global-batch",
+        type=int,
+        help="sequences per optimizer step; if not given, dp x micro-batch (one micro-batch "
+        "per step, no gradient accumulation; dp = num_gpus / (tp x pp x cp)) — small at high "
+        "pp, so the pipeline bubble is large: give the study's batch to compare with it",
+    )
+    one.add_argument("--micro-batch", type=int, default=1, help="sequences per micro-batch")
+    one.add_argument("--tp", type=int, default=1, help="tensor-parallel degree")
+    one.add_argument("--pp", type=int, default=1, help="pipeline-parallel degree")
+    one.add_argument("--cp", type=int, default=1, help="context-parallel degree")
+    one.add_argument("--vpp", type=int, default=1, help="virtual pipeline stages per GPU")
+    one.add_argument("--sharding", choices=SHARDINGS, default="fsdp", help="data-parallel sharding")
+    one.add_argument(
+        "--recompute", choices=RECOMPUTE_MODES, default="none", help="activation recomputation"
+    )
+    one.add_argument(
+        "--precision",
+        choices=PRECISIONS,
+        default="bf16",
+        help="bf16 mixed precision (fp16 on V100, which has no bf16), or fp8 (H100 and later)",
+    )
+    one.add_argument(
+        "--gpus-per-node", type=int, help="GPUs per node (default: the GPU's catalogue system)"
+    )
+    one.add_argument(
+        "--nic-gbps-per-gpu",
+        type=float,
+        help="scale-out NIC bandwidth per GPU, Gb/s (default: the GPU's catalogue system)",
+    )
+
+
+def _csv_header(path: Path) -> list[str]:
+    try:
+        with path.open(newline="", encoding="utf-8") as handle:
+            return next(csv.reader(handle), [])
+    except (OSError, UnicodeDecodeError, csv.Error) as error:
+        raise InputFileError(path, f"cannot read table: {error}") from None
+
+
+def _parquet_columns(path: Path) -> list[tuple[str, object]]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        schema = pq.read_schema(path)
+    except (OSError, pa.ArrowException) as error:
+        raise InputFileError(path, f"cannot read table: {error}") from None
+    return [(field.name, field.type) for field in schema]
+
+
+def _refuse_duplicates(path: Path, names: list[str]) -> None:
+    seen: set[str] = set()
+    repeated = [n for n in names if n in seen or seen.add(n)]  # type: ignore[func-returns-value]
+    if repeated:
+        raise InputFileError(
+            path,
+            f"line 1: column(s) {', '.join(map(repr, dict.fromkeys(repeated)))} appear more "
+            "than once in the header; each column may appear once",
+        )
 
 
 def read_table(path: Path) -> pd.DataFrame:
-    """Read a CSV or Parquet table; errors name the file."""
+    """Read a CSV or Parquet table; errors name the file.
+
+    Refused: a header naming a column twice (pandas would silently rename the second to
+    ``name.1``), and Parquet columns of nested type (lists, structs, maps).
+    """
     if not path.is_file():
         raise InputFileError(path, "no such file")
+    suffix = path.suffix.lower()
+    if suffix not in (".csv", ".parquet"):
+        raise InputFileError(path, "unknown extension; use .csv or .parquet")
+    if suffix == ".csv":
+        _refuse_duplicates(path, _csv_header(path))
+    else:
+        import pyarrow as pa
+
+        fields = _parquet_columns(path)
+        _refuse_duplicates(path, [name for name, _ in fields])
+        nested = [name for name, kind in fields if pa.types.is_nested(kind)]
+        if nested:
+            raise InputFileError(
+                path,
+                f"column(s) {', '.join(map(repr, nested))} hold lists or structs; every column "
+                "must hold one number or text per row",
+            )
     try:
-        if path.suffix.lower() == ".parquet":
+        if suffix == ".parquet":
             return pd.read_parquet(path)
-        if path.suffix.lower() == ".csv":
-            return pd.read_csv(path)
+        return pd.read_csv(path)
     except Exception as error:  # pandas raises many types for malformed files
         raise InputFileError(path, f"cannot read table: {error}") from error
-    raise InputFileError(path, "unknown extension; use .csv or .parquet")
+
+
+def check_table(table: pd.DataFrame, origin: str) -> pd.DataFrame:
+    """The table with schema number columns converted from text, after the input checks.
+
+    Raises
+    ------
+    InputFileError
+        A required column is missing (the file is named).
+    ConfigurationError
+        A number column holds text that is not a number, or ``num_gpus`` is above
+        :data:`MAX_GPUS` (row and column named).
+    """
+    missing = [name for name in _REQUIRED if name not in table.columns]
+    if "model" not in table.columns:
+        missing += [name for name in _SHAPE if name not in table.columns]
+    if missing:
+        raise InputFileError(
+            origin,
+            f"missing column(s) {', '.join(missing)}; the input needs "
+            f"{', '.join(_REQUIRED)} and either 'model' or all of {', '.join(_SHAPE)}",
+        )
+    table = table.copy()
+    problems: list[tuple[int, str, str]] = []
+    for name in table.columns:
+        if name not in _CONFIG_NAMES or column(name).dtype not in ("int64", "float64"):
+            continue
+        values = table[name]
+        if values.dtype.kind in "iufb":
+            continue
+        text = values.astype("string").str.strip()
+        numbers = pd.to_numeric(text.str.replace(",", "", regex=False), errors="coerce")
+        bad = numbers.isna() & text.notna() & (text != "")
+        problems += [
+            (int(i), name, f"{values.iloc[i]!r} is not a number")
+            for i in np.flatnonzero(bad.to_numpy())
+        ]
+        table[name] = numbers
+    if "num_gpus" in table.columns and table["num_gpus"].dtype.kind in "iuf":
+        gpus = table["num_gpus"].to_numpy(dtype=float)
+        for i in np.flatnonzero(gpus > MAX_GPUS):
+            problems.append(
+                (
+                    int(i),
+                    "num_gpus",
+                    f"{table['num_gpus'].iloc[i]:.6g} is above the limit of {MAX_GPUS:,} GPUs "
+                    "(2^20, more than any cluster); allowed: 1 to 1,048,576",
+                )
+            )
+    if problems:
+        raise ConfigurationError(sorted(problems), origin=origin)
+    return table
+
+
+def _schema_typed(frame: pd.DataFrame) -> pd.DataFrame:
+    """Schema columns in the schema's dtypes (nullable); other columns as they are."""
+    from trainscale.dataset import _typed
+    from trainscale.schema import DATASET_COLUMNS
+
+    out = frame.copy()
+    for col in DATASET_COLUMNS:
+        if col.name in out.columns:
+            out[col.name] = _typed(out[col.name], col)
+    return out
 
 
 def write_table(frame: pd.DataFrame, path: Path) -> None:
-    """Write CSV or Parquet by extension, atomically (a temporary file, then a rename)."""
+    """Write CSV or Parquet by extension, atomically (a temporary file with a random name in the
+    same folder, then a rename): two runs writing one file never mix, a failure leaves nothing.
+
+    Raises
+    ------
+    TrainscaleError
+        Unknown extension, the file or folder cannot be written, or a column cannot be stored.
+    """
+    import pyarrow as pa
+
+    from trainscale.report._atomic import atomic_paths
+
     suffix = path.suffix.lower()
     if suffix not in (".csv", ".parquet"):
         raise TrainscaleError(f"{path}: unknown extension; use .csv or .parquet")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    if suffix == ".csv":
-        frame.to_csv(tmp, index=False)
-    else:
-        frame.to_parquet(tmp, index=False)
-    tmp.replace(path)
+    frame = _schema_typed(frame)
+    try:
+        with atomic_paths([path]) as (temp,):
+            if suffix == ".csv":
+                frame.to_csv(temp, index=False)
+            else:
+                frame.to_parquet(temp, index=False)
+    except OSError as error:
+        raise TrainscaleError(
+            f"{path}: cannot write: {error.strerror or error}"
+            + (f" ({error.filename})" if error.filename else "")
+        ) from None
+    except (pa.ArrowException, ValueError, TypeError) as error:
+        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise TrainscaleError(f"{path}: cannot write as {suffix[1:]}: {first}") from None
 
 
 def _single(args: argparse.Namespace) -> pd.DataFrame:
@@ -115,13 +321,31 @@ def _pct(part: float, whole: float) -> str:
     return f"{100 * part / whole:5.1f} %" if whole > 0 else "    -"
 
 
+def _precision(result: pd.Series) -> str:
+    gpu = str(result["gpu"])
+    if result["precision"] == "bf16" and gpu.startswith(_FP16_ONLY):
+        return "bf16 (fp16 mixed precision: this GPU has no bf16)"
+    return str(result["precision"])
+
+
+def fit_warning(result: pd.Series) -> str | None:
+    """The warning line for a configuration that does not fit in memory, else None."""
+    if bool(result["fits_memory"]):
+        return None
+    return (
+        f"warning: this configuration does NOT fit in GPU memory ({result['mem_gib_per_gpu']:.1f}"
+        " GiB needed per GPU): it cannot run, its numbers are what it would take if it could; "
+        "try more GPUs, fsdp, recomputation, or a larger tp/pp"
+    )
+
+
 def breakdown(result: pd.Series) -> str:
     """A readable breakdown of one predicted configuration."""
     step = float(result["step_time_s"])
     lines = [
         f"{result.get('model') or 'custom'} on {result['num_gpus']} x {result['gpu']}: "
         f"tp {result['tp']}, pp {result['pp']}, cp {result['cp']}, dp {result['dp']}, "
-        f"{result['sharding']}, recompute {result['recompute']}, {result['precision']}",
+        f"{result['sharding']}, recompute {result['recompute']}, {_precision(result)}",
         f"batch: {result['global_batch']} sequences x {result['seq_len']} tokens, micro-batch "
         f"{result['micro_batch']}, gradient accumulation {result['grad_accum']}",
         "",
@@ -134,9 +358,13 @@ def breakdown(result: pd.Series) -> str:
         f"{_pct(result['host_stall_s'], step)}",
         "communication busy time (hidden or not)",
     ]
-    for name in ("allgather_s", "reducescatter_s", "allreduce_s", "p2p_s", "straggler_s"):
+    for name in ("allgather_s", "reducescatter_s", "allreduce_s", "p2p_s"):
         label = name.removesuffix("_s")
         lines.append(f"  {label:<18} {result[name]:12.4f} s")
+    lines.append(
+        f"  {'of which waiting':<18} {result['straggler_s']:12.4f} s  for the slowest GPU "
+        "inside collectives (not a collective)"
+    )
     lines += [
         "",
         f"throughput           {result['tokens_per_s']:12.1f} tokens/s  "
@@ -157,14 +385,19 @@ def run(args: argparse.Namespace) -> int:
     from trainscale.simulate import predict, predict_with_rejects
 
     if args.configs is None:
-        result = predict(_single(args), origin="command line")
-        print(breakdown(result.iloc[0]))
+        result = predict(check_table(_single(args), "command line"), origin="command line")
+        row = result.iloc[0]
+        print(breakdown(row))
         if args.output:
             write_table(result, args.output)
+        warning = fit_warning(row)
+        if warning is not None:
+            print(f"trainscale predict: {warning}", file=sys.stderr)
+            return EXIT_DOES_NOT_FIT
         return 0
     if args.output is None:
         raise TrainscaleError("a configuration table needs -o/--output")
-    table = read_table(args.configs)
+    table = check_table(read_table(args.configs), str(args.configs))
     if args.skip_invalid:
         result, rejects = predict_with_rejects(table, origin=str(args.configs))
         rejects_path = args.output.with_name(args.output.stem + ".rejects.csv")
@@ -173,5 +406,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         result = predict(table, origin=str(args.configs))
         print(f"{len(result)} predicted")
+    unfit = int((~result["fits_memory"].astype(bool)).sum()) if len(result) else 0
+    if unfit:
+        print(f"{unfit} of them do not fit in GPU memory (fits_memory = false)")
     write_table(result, args.output)
     return 0

@@ -22,7 +22,7 @@ import math
 import re
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +32,7 @@ from trainscale.errors import InputFileError
 from trainscale.ingest._collectives import canonical_collective
 from trainscale.ingest._text import parse_json
 
-__all__ = ["KinetoTrace", "load_traces", "read_trace"]
+__all__ = ["KinetoTrace", "check_same_job", "load_traces", "read_trace"]
 
 _STEP_NAME_RE = re.compile(r"ProfilerStep\s*#\s*(\d{1,15})")
 _RANK_IN_NAME_RE = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
@@ -63,6 +63,8 @@ class KinetoTrace:
     """What was subtracted from every ``ts`` to align ranks (0 for :func:`read_trace`)."""
     filtered: bool
     """Whether the complete-iteration filter (step 3 above) was applied."""
+    distributed_info: dict = field(default_factory=dict)
+    """``distributedInfo`` as written (empty when the trace has none)."""
 
 
 def read_trace(path: str | Path) -> KinetoTrace:
@@ -99,6 +101,7 @@ def read_trace(path: str | Path) -> KinetoTrace:
         steps=_steps_frame(events),
         offset_us=0.0,
         filtered=False,
+        distributed_info=info,
     )
 
 
@@ -122,11 +125,13 @@ def load_traces(
     Raises
     ------
     InputFileError
-        A file cannot be read (see :func:`read_trace`), or two files claim the same rank.
+        A file cannot be read (see :func:`read_trace`), two files claim the same rank, or the
+        files come from different jobs (:func:`check_same_job`).
     """
     if not paths:
         raise InputFileError("<no trace files>", "give at least one trace file")
     traces = [read_trace(p) for p in paths]
+    check_same_job(traces)
     traces = _assign_missing_ranks(traces)
     offset = min((t.events["ts_us"].min() for t in traces if len(t.events)), default=0.0)
     step_names = set()
@@ -153,9 +158,65 @@ def load_traces(
                 steps=_steps_frame(events),
                 offset_us=float(offset),
                 filtered=filtered,
+                distributed_info=trace.distributed_info,
             )
         )
     return sorted(loaded, key=lambda t: t.rank)
+
+
+# --- job identity --------------------------------------------------------------------------
+
+#: ``distributedInfo`` fields that every rank of one job shares.
+_JOB_FIELDS = ("backend", "world_size", "nccl_version")
+#: Fields of a ``pg_config`` entry that every rank in that process group shares.
+_GROUP_FIELDS = ("pg_desc", "pg_size", "backend_config", "ranks")
+
+
+def _job_identity(trace: KinetoTrace) -> dict[str, object]:
+    """Field name → value of what must be equal across the ranks of one job."""
+    info = trace.distributed_info
+    identity: dict[str, object] = {
+        f"distributedInfo.{name}": info[name] for name in _JOB_FIELDS if name in info
+    }
+    if trace.device_name is not None:
+        identity["deviceProperties[0].name"] = trace.device_name
+    groups = info.get("pg_config")
+    for group in groups if isinstance(groups, list) else ():
+        if isinstance(group, dict) and "pg_name" in group:
+            for name in _GROUP_FIELDS:
+                if name in group:
+                    key = f"distributedInfo.pg_config[pg_name={group['pg_name']!r}].{name}"
+                    identity[key] = group[name]
+    return identity
+
+
+def check_same_job(traces: Sequence[KinetoTrace]) -> None:
+    """Raise :class:`InputFileError` unless the traces can be ranks of one job.
+
+    Compared where both traces state them: ``distributedInfo`` ``backend``, ``world_size`` and
+    ``nccl_version``, the GPU name, and for each process group present in both (same
+    ``pg_name``) its description, size, backend and ranks. A rank must be below the world
+    size. The message names both files and the differing field.
+    """
+    for trace in traces:
+        size = trace.world_size
+        if size is not None and trace.rank >= size:
+            raise InputFileError(
+                trace.path, f"distributedInfo.rank {trace.rank} is not below world_size {size}"
+            )
+    if len(traces) < 2:
+        return
+    first = traces[0]
+    reference = _job_identity(first)
+    for trace in traces[1:]:
+        identity = _job_identity(trace)
+        for key in reference:
+            if key in identity and reference[key] != identity[key]:
+                raise InputFileError(
+                    trace.path,
+                    f"not from the same job as {first.path}: {key} is {identity[key]!r} here "
+                    f"but {reference[key]!r} there; list only one job's traces together",
+                )
 
 
 # --- reading -------------------------------------------------------------------------------

@@ -9,6 +9,12 @@ a timestamp) and §2.2 (dcgmi dmon: ``#Entity`` header and units row repeating, 
 Output: one row per (sample, GPU) with ``timestamp``, ``gpu_index`` and ``power_w``, plus the
 utilisation / memory / clock columns the log has, units in their names. A data row that cannot
 be parsed in full is skipped and counted; missing-value markers become NaN.
+
+Checked (:func:`_check_samples`): a negative power reading, or timestamps that go back down the
+file (a clock that jumped back), is an :class:`~trainscale.errors.InputFileError` naming the
+file and line; polls that lack some GPU, and gaps in the sampling longer than 1.5 times the
+usual interval, are kept with a warning (:attr:`PowerLog.warnings`). Power above the GPU's TDP
+is checked where the GPU is known (:mod:`trainscale.runs`).
 """
 
 from __future__ import annotations
@@ -52,6 +58,9 @@ class PowerLog:
     """The file read."""
     format: PowerFormat
     """``"nvidia-smi"`` or ``"dcgmi"``."""
+    warnings: tuple[str, ...] = ()
+    """Problems the samples survived, each naming the file and line: polls that lack some GPUs,
+    gaps in the sampling (power rows missing?)."""
 
 
 # --- nvidia-smi CSV ------------------------------------------------------------------------
@@ -233,8 +242,13 @@ def parse_nvidia_smi_csv(
     frame = pd.DataFrame(rows)
     frame["timestamp"] = _smi_timestamps(frame)
     frame = _smi_gpu_index(frame, fields, slots, gpus_per_poll, path)
+    samples = _finish(frame)
     return PowerLog(
-        samples=_finish(frame), skipped_lines=skipped, path=str(path), format="nvidia-smi"
+        samples=samples,
+        skipped_lines=skipped,
+        path=str(path),
+        format="nvidia-smi",
+        warnings=_check_samples(samples, path, polls="index" in {f for f, _ in fields}),
     )
 
 
@@ -435,7 +449,14 @@ def parse_dcgmi_dmon(
     frame["timestamp"] = _dcgm_timestamps(frame["sample"], start_time, interval_s, path)
     is_gpu = frame["entity"] == "GPU"
     frame["gpu_index"] = pd.array(frame["entity_id"].where(is_gpu), dtype="Int64")
-    return PowerLog(samples=_finish(frame), skipped_lines=skipped, path=str(path), format="dcgmi")
+    samples = _finish(frame)
+    return PowerLog(
+        samples=samples,
+        skipped_lines=skipped,
+        path=str(path),
+        format="dcgmi",
+        warnings=_check_samples(samples, path, polls=False),
+    )
 
 
 def _dcgm_row(line: str, tags: list[str] | None) -> dict | None:
@@ -483,6 +504,77 @@ def _dcgm_timestamps(
 
 
 # --- shared ------------------------------------------------------------------------------------
+
+_POWER_COLUMNS = ("power_w", "power_instant_w", "power_average_w")
+#: A sampling interval this many times the usual one means rows are missing.
+GAP_FACTOR = 1.5
+
+
+def _check_samples(samples: pd.DataFrame, path: str | Path, *, polls: bool) -> tuple[str, ...]:
+    """Raise on negative power or a clock going back; return warnings (module docstring)."""
+    for name in _POWER_COLUMNS:
+        if name not in samples:
+            continue
+        negative = np.flatnonzero((samples[name] < 0).to_numpy(dtype=bool))
+        if negative.size:
+            first = negative[0]
+            raise InputFileError(
+                path,
+                f"negative power {samples[name].iloc[first]:g} W ({name}); power must be >= 0",
+                line=int(samples["line"].iloc[first]),
+            )
+    notes: list[str] = []
+    stamps = samples["timestamp"]
+    if stamps.notna().any():
+        ns = stamps.astype("int64").to_numpy().astype(float)
+        ns[stamps.isna().to_numpy()] = np.nan
+        running = np.fmax.accumulate(np.where(np.isnan(ns), -np.inf, ns))
+        back = np.flatnonzero(ns[1:] < running[:-1]) + 1
+        if back.size:
+            k = back[0]
+            before = int(np.argmax(ns[:k] == running[k - 1]))
+            raise InputFileError(
+                path,
+                f"the clock goes back: {stamps.iloc[k]} comes after {stamps.iloc[before]} "
+                f"(line {samples['line'].iloc[before]}); timestamps must not decrease",
+                line=int(samples["line"].iloc[k]),
+            )
+        notes += _gap_warnings(samples, path)
+    if polls and samples["gpu_index"].notna().all():
+        every = set(samples["gpu_index"].astype(int))
+        sizes = samples.groupby("sample")["gpu_index"].nunique()
+        short = sizes.index[sizes < len(every)]
+        if len(short):
+            lines = (
+                samples.loc[samples["sample"].isin(short), "line"].groupby(samples["sample"]).min()
+            )
+            notes.append(
+                f"{path}:{lines.iloc[0]}: {len(short)} poll(s) lack some of the "
+                f"{len(every)} GPUs (rows missing?), first at line {lines.iloc[0]}"
+            )
+    return tuple(notes)
+
+
+def _gap_warnings(samples: pd.DataFrame, path: str | Path) -> list[str]:
+    timed = samples[samples["timestamp"].notna() & samples["gpu_index"].notna()]
+    worst: tuple[float, float, int] | None = None
+    for _, group in timed.groupby("gpu_index"):
+        gaps = group["timestamp"].diff().dt.total_seconds().to_numpy()[1:]
+        if gaps.size < 2:
+            continue
+        usual = float(np.median(gaps))
+        if usual <= 0:
+            continue
+        long = np.flatnonzero(gaps > GAP_FACTOR * usual)
+        if long.size and (worst is None or gaps[long].max() > worst[0]):
+            k = long[np.argmax(gaps[long])]
+            worst = (float(gaps[k]), usual, int(group["line"].iloc[k + 1]))
+    if worst is None:
+        return []
+    return [
+        f"{path}:{worst[2]}: a {worst[0]:g} s gap in the power samples (usually every "
+        f"{worst[1]:g} s): rows missing?"
+    ]
 
 
 def _finish(frame: pd.DataFrame) -> pd.DataFrame:

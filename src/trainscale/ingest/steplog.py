@@ -6,7 +6,16 @@ Reference: ../shared/reference/log-formats.md §1.1 (torchtitan ``MetricsProcess
 
 Every step line is parsed in full or not at all: a line that looks like a step line (torchtitan
 ``step: N  loss:``, Megatron ``iteration N/ M |``) but fails the full pattern is skipped and
-counted in :attr:`StepLog.skipped_lines`; no number is ever taken from a garbled line.
+counted in :attr:`StepLog.skipped_lines`; no number is ever taken from a garbled line. In a
+file whose step lines carry timestamps, a step line without one is garbled too.
+
+The order of the lines is checked (:func:`_check_order`): a step line repeated exactly (a log
+captured twice, ``tee`` into the same file) is dropped with a warning in
+:attr:`StepLog.warnings`; the same step logged twice with different values, a step number lower
+than the previous line's (shuffled lines, a restarted job appended to its log) or a timestamp
+earlier than the previous step line's (a clock that went back) is an
+:class:`~trainscale.errors.InputFileError` naming the file, the line and the step. Step numbers
+that advance unevenly (``10, 20, 40``) are kept with a warning: a step line may be missing.
 
 Units in the output are fixed: seconds, tokens/s per GPU, TFLOP/s per GPU, GiB, W, J; ``mfu`` is
 a fraction in [0, 1].
@@ -90,6 +99,9 @@ class StepLog:
     """``"torchtitan"``, ``"megatron"`` or ``"megatron_golden"``."""
     skipped_line_numbers: tuple[int, ...] = field(default=())
     """1-based numbers of the skipped lines."""
+    warnings: tuple[str, ...] = field(default=())
+    """Problems the data survived, each naming the file and line: exact duplicate step lines
+    (dropped), step numbers that skip (a missing line?)."""
 
 
 # --- torchtitan ------------------------------------------------------------------------------
@@ -238,7 +250,7 @@ def _detect(text: str, path: str | Path) -> StepFormat:
 
 def _parse_text(text: str, path: str | Path, fmt: str) -> StepLog:
     hint, parse_row = _PARSERS[fmt]
-    rows, stamps, skipped = [], [], []
+    rows, stamps, skipped, texts = [], [], [], []
     for number, segment in _segments(text):
         found = hint.search(segment)
         if found is None:
@@ -251,6 +263,14 @@ def _parse_text(text: str, path: str | Path, fmt: str) -> StepLog:
         row["line"] = number
         rows.append(row)
         stamps.append(stamp.groups() if stamp else None)
+        texts.append(segment.strip())
+    parsed_stamps = parse_timestamps(stamps)
+    if parsed_stamps.notna().any():  # a step line without a (valid) timestamp is damaged
+        bad = parsed_stamps.isna().to_numpy()
+        skipped = sorted(skipped + [row["line"] for row, b in zip(rows, bad, strict=True) if b])
+        rows = [row for row, b in zip(rows, bad, strict=True) if not b]
+        texts = [t for t, b in zip(texts, bad, strict=True) if not b]
+        parsed_stamps = parsed_stamps[~bad].reset_index(drop=True)
     if not rows:
         where = (
             f"{len(skipped)} step line(s) but none could be parsed"
@@ -258,7 +278,9 @@ def _parse_text(text: str, path: str | Path, fmt: str) -> StepLog:
             else (f"no {fmt} step line found")
         )
         raise InputFileError(path, where, line=skipped[0] if skipped else None)
-    steps = _frame(rows, parse_timestamps(stamps))
+    keep, notes = _check_order(rows, texts, parsed_stamps, path)
+    rows = [row for row, k in zip(rows, keep, strict=True) if k]
+    steps = _frame(rows, parsed_stamps[keep].reset_index(drop=True))
     if fmt == "torchtitan":
         steps = _step_time_from_timestamps(steps)
     return StepLog(
@@ -267,7 +289,71 @@ def _parse_text(text: str, path: str | Path, fmt: str) -> StepLog:
         path=str(path),
         format=fmt,
         skipped_line_numbers=tuple(skipped),
+        warnings=tuple(notes),
     )
+
+
+def _check_order(
+    rows: list[dict], texts: list[str], stamps: pd.Series, path: str | Path
+) -> tuple[np.ndarray, list[str]]:
+    """Which rows to keep (exact repeats dropped) and the warnings; raise on conflicting
+    repeats, steps going backwards or timestamps going back (see the module docstring)."""
+    keep = np.ones(len(rows), dtype=bool)
+    notes: list[str] = []
+    first_of: dict[int, int] = {}
+    repeated: list[int] = []
+    previous: int | None = None
+    for i, row in enumerate(rows):
+        step, line = row["step"], row["line"]
+        if step in first_of:
+            j = first_of[step]
+            if texts[i] == texts[j]:
+                keep[i] = False
+                repeated.append(line)
+                continue
+            raise InputFileError(
+                path,
+                f"step {step} is logged again with different values (first at line "
+                f"{rows[j]['line']}); one run per log file, one rank's lines only",
+                line=line,
+            )
+        if previous is not None and step < rows[previous]["step"]:
+            raise InputFileError(
+                path,
+                f"step {step} comes after step {rows[previous]['step']} (line "
+                f"{rows[previous]['line']}): step numbers must increase down the file "
+                "(shuffled lines, or a restarted job appended to its log?)",
+                line=line,
+            )
+        if previous is not None and stamps.iloc[i] < stamps.iloc[previous]:
+            raise InputFileError(
+                path,
+                f"the clock goes back: step {step} is stamped {stamps.iloc[i]}, before step "
+                f"{rows[previous]['step']} at {stamps.iloc[previous]} (line "
+                f"{rows[previous]['line']}); timestamps must not decrease",
+                line=line,
+            )
+        first_of[step] = i
+        previous = i
+    if repeated:
+        shown = ", ".join(map(str, repeated[:10])) + (" …" if len(repeated) > 10 else "")
+        notes.append(
+            f"{path}:{repeated[0]}: {len(repeated)} exact duplicate step line(s) dropped "
+            f"(line(s) {shown})"
+        )
+    kept_steps = np.array([row["step"] for row, k in zip(rows, keep, strict=True) if k])
+    kept_lines = [row["line"] for row, k in zip(rows, keep, strict=True) if k]
+    gaps = np.diff(kept_steps)[1:]  # the first interval may differ (step 1, then every N)
+    if gaps.size:
+        values, counts = np.unique(gaps, return_counts=True)
+        usual = int(values[np.argmax(counts)])
+        uneven = [kept_lines[k + 2] for k in np.flatnonzero(gaps != usual)]
+        if uneven:
+            notes.append(
+                f"{path}:{uneven[0]}: step numbers advance unevenly (usually by {usual}) at "
+                f"line(s) {', '.join(map(str, uneven[:10]))}: a step line may be missing"
+            )
+    return keep, notes
 
 
 def _frame(rows: list[dict], timestamps: pd.Series) -> pd.DataFrame:

@@ -1,0 +1,184 @@
+"""`trainscale predict`: bad input is a one-line error naming the file, row and column; the
+output's dtypes are the schema's; nothing partial is written (user trial items 7-11, 33)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from trainscale.cli import main
+from trainscale.commands import predict as predict_command
+
+ROW = {
+    "model": "llama2-7b", "gpu": "h100-sxm-80gb", "num_gpus": 16, "seq_len": 4096,
+    "global_batch": 32, "micro_batch": 1, "tp": 1, "pp": 1, "sharding": "fsdp",
+    "recompute": "none", "precision": "bf16",
+}  # fmt: skip
+
+
+def _csv(tmp_path, text: str, name: str = "in.csv"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def _table_csv(tmp_path, **changes: object):
+    row = {**ROW, **changes}
+    return _csv(tmp_path, ",".join(row) + "\n" + ",".join(map(str, row.values())) + "\n")
+
+
+def _error(capsys) -> str:
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return err
+
+
+def test_num_gpus_above_any_cluster_is_an_error(tmp_path, capsys):
+    path = _table_csv(tmp_path, num_gpus=10**19)
+    out = tmp_path / "out.csv"
+    assert main(["predict", str(path), "-o", str(out)]) == 2
+    err = _error(capsys)
+    assert f"{path}: 1 invalid value(s)" in err
+    assert "row 0, column 'num_gpus': 1e+19 is above the limit of 1,048,576 GPUs" in err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("gpus", [2**20 + 1, 2**53, 2**60])
+def test_single_configuration_gpu_limit(gpus, capsys):
+    assert main(["predict", "--model", "llama2-7b", "--gpu", "h100-sxm-80gb",
+                 "--num-gpus", str(gpus)]) == 2  # fmt: skip
+    assert "is above the limit of 1,048,576 GPUs" in _error(capsys)
+
+
+def test_duplicate_column_names_are_named(tmp_path, capsys):
+    header = ",".join(ROW) + ",num_gpus"
+    path = _csv(tmp_path, header + "\n" + ",".join(map(str, ROW.values())) + ",64\n")
+    assert main(["predict", str(path), "-o", str(tmp_path / "o.csv")]) == 2
+    err = _error(capsys)
+    assert f"{path}:" in err and "column(s) 'num_gpus' appear more than once" in err
+
+
+def test_missing_column_names_the_file(tmp_path, capsys):
+    row = {k: v for k, v in ROW.items() if k != "seq_len"}
+    path = _csv(tmp_path, ",".join(row) + "\n" + ",".join(map(str, row.values())) + "\n")
+    assert main(["predict", str(path), "-o", str(tmp_path / "o.csv")]) == 2
+    err = _error(capsys)
+    assert f"{path}: missing column(s) seq_len" in err and "row -1" not in err
+
+
+def test_text_columns_in_give_schema_dtypes_out(tmp_path):
+    frame = pd.DataFrame([ROW]).astype(str)  # every column text
+    path = tmp_path / "in.parquet"
+    frame.to_parquet(path)
+    out = tmp_path / "out.parquet"
+    assert main(["predict", str(path), "-o", str(out)]) == 0
+    result = pq.read_table(out).schema
+    assert result.field("num_gpus").type == pa.int64()
+    assert result.field("seq_len").type == pa.int64()
+    assert result.field("step_time_s").type == pa.float64()
+    assert result.field("fits_memory").type == pa.bool_()
+    model = result.field("model").type
+    assert pa.types.is_string(model) or pa.types.is_large_string(model)
+
+
+def test_text_that_is_not_a_number_is_named(tmp_path, capsys):
+    frame = pd.DataFrame([ROW, {**ROW, "seq_len": "4k"}]).astype(str)
+    path = tmp_path / "in.parquet"
+    frame.to_parquet(path)
+    assert main(["predict", str(path), "-o", str(tmp_path / "o.csv")]) == 2
+    assert "row 1, column 'seq_len': '4k' is not a number" in _error(capsys)
+
+
+def test_list_typed_parquet_column_is_an_error(tmp_path, capsys):
+    table = pa.table({**{k: [v] for k, v in ROW.items()}, "tags": [[1, 2]]})
+    path = tmp_path / "in.parquet"
+    pq.write_table(table, path)
+    assert main(["predict", str(path), "-o", str(tmp_path / "o.csv")]) == 2
+    err = _error(capsys)
+    assert f"{path}: column(s) 'tags' hold lists or structs" in err
+
+
+def test_unwritable_output_is_one_line(tmp_path, capsys):
+    path = _table_csv(tmp_path)
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert main(["predict", str(path), "-o", str(blocker / "out.csv")]) == 2
+    err = _error(capsys).strip()
+    assert err.startswith(f"trainscale predict: error: {blocker / 'out.csv'}: cannot write")
+    assert len(err.splitlines()) == 1
+
+
+def test_output_is_written_atomically_with_a_private_temporary(tmp_path, monkeypatch):
+    path = _table_csv(tmp_path)
+    out = tmp_path / "out.parquet"
+
+    def fail(self, *args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(pd.DataFrame, "to_parquet", fail)
+    assert main(["predict", str(path), "-o", str(out)]) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv"]  # no partial, no temp
+
+
+def test_two_predicts_writing_one_output_do_not_collide(tmp_path):
+    path = _table_csv(tmp_path)
+    out = tmp_path / "out.parquet"
+    command = [sys.executable, "-m", "trainscale.cli", "predict", str(path), "-o", str(out)]
+    runs = [subprocess.Popen(command, stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    for run in runs:
+        _, err = run.communicate(timeout=120)
+        assert run.returncode == 0, err
+    assert len(pd.read_parquet(out)) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv", "out.parquet"]
+
+
+def test_broken_pipe_is_quiet():
+    command = (
+        f"{sys.executable} -m trainscale.cli predict --model llama2-7b --gpu h100-sxm-80gb "
+        "--num-gpus 64 | head -2"
+    )
+    done = subprocess.run(["bash", "-o", "pipefail", "-c", command], capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
+    assert len(done.stdout.splitlines()) == 2
+    assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr
+    assert done.returncode in (0, 141)
+
+
+def test_configuration_that_does_not_fit_warns_and_exits_3(capsys):
+    status = main(["predict", "--model", "llama2-70b", "--gpu", "h100-sxm-80gb", "--num-gpus",
+                   "8", "--sharding", "ddp"])  # fmt: skip
+    assert status == predict_command.EXIT_DOES_NOT_FIT == 3
+    captured = capsys.readouterr()
+    assert "warning: this configuration does NOT fit in GPU memory" in captured.err
+    assert "does NOT fit" in captured.out
+
+
+def test_breakdown_labels_straggler_as_waiting_not_a_collective(capsys):
+    assert main(["predict", "--model", "llama2-7b", "--gpu", "h100-sxm-80gb",
+                 "--num-gpus", "64"]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert "  straggler" not in out
+    assert "waiting" in out and "for the slowest GPU inside collectives (not a collective)" in out
+
+
+def test_v100_bf16_is_said_to_be_fp16(capsys):
+    assert main(["predict", "--model", "llama2-7b", "--gpu", "v100-sxm-32gb",
+                 "--num-gpus", "64", "--recompute", "full"]) == 0  # fmt: skip
+    assert "fp16 mixed precision: this GPU has no bf16" in capsys.readouterr().out
+    assert main(["predict", "--model", "llama2-7b", "--gpu", "v100-sxm-32gb",
+                 "--num-gpus", "64", "--precision", "fp8"]) == 2  # fmt: skip
+    assert "fp16 on a GPU without bf16 such as V100" in _error(capsys)
+
+
+def test_help_shows_defaults_and_what_global_batch_does(capsys):
+    with pytest.raises(SystemExit):
+        main(["predict", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "(default: 4096)" in text and "(default: fsdp)" in text and "(default: none)" in text
+    assert "dp x micro-batch" in text and "default: num_gpus" not in text
+    assert "Exit status" in text and "3 the one configuration does not fit" in text
