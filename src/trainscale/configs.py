@@ -21,9 +21,9 @@ Rules (each message names the factors involved):
 - ``system`` (optional) is a catalogue system holding the row's GPU;
 - ``framework`` is a profile of ``data/frameworks.yaml``; its behaviours come from the profile
   unless an override column (``overlap_grad_reduce``, ``overlap_param_gather``,
-  ``tp_comm_overlap``, ``shard_granularity``, ``fp8_recipe``) sets them; an override that
-  contradicts the plan (a granularity for unsharded parameters, an FP8 recipe in bf16, a parameter
-  gather under DDP, TP overlap without TP) is an error.
+  ``tp_comm_overlap``, ``shard_granularity``, ``attention_kernel``, ``fp8_recipe``) sets them;
+  an override that contradicts the plan (a granularity for unsharded parameters, an FP8 recipe in
+  bf16, a parameter gather under DDP, TP overlap without TP) is an error.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from trainscale.plan.framework import (
     load_frameworks,
 )
 from trainscale.schema import (
+    ATTENTION_KERNELS,
     FP8_RECIPES,
     FRAMEWORKS,
     MODEL_SHAPE_COLUMNS,
@@ -108,6 +109,8 @@ class Configs:
     overlap_grad_reduce: np.ndarray
     overlap_param_gather: np.ndarray
     tp_comm_overlap: np.ndarray
+    fused_attention: np.ndarray
+    """The fused attention kernel (cuDNN / FlashAttention-3) rather than FlashAttention-2."""
     per_tensor_gather: np.ndarray
     """Sharded all-gathers are issued per parameter tensor (DeepSpeed ZeRO-3), not per layer."""
     fp8_recipe: np.ndarray
@@ -427,6 +430,9 @@ def _framework_behaviours(
         [SHARD_GRANULARITIES.index(p.shard_granularity) for p in ordered]
     )[framework]
     out["per_tensor_gather"] = np.where(granularity >= 0, granularity, profile_granularity) == 1
+    kernel = _optional_choice(frame, "attention_kernel", ATTENTION_KERNELS, problems)
+    profile_kernel = np.array([ATTENTION_KERNELS.index(p.attention_kernel) for p in ordered])
+    out["fused_attention"] = np.where(kernel >= 0, kernel, profile_kernel[framework]) == 1
     recipe = _optional_choice(frame, "fp8_recipe", FP8_RECIPES, problems)
     profile_recipe = np.array([FP8_RECIPES.index(p.fp8_recipe) for p in ordered])[framework]
     recipe = np.where(recipe >= 0, recipe, profile_recipe)
@@ -512,6 +518,7 @@ def _gpu_attributes(
         "eff_fp8": table([g.fp8_gemm_efficiency_max or g.gemm_efficiency_max for g in gpus]),
         "d0": table([g.gemm_half_efficiency_dim for g in gpus]),
         "attn": table([g.attention_efficiency_max for g in gpus]),
+        "attn_fused": table([g.fused_attention_efficiency_max for g in gpus]),
         "flash": table([g.flash_attention for g in gpus]).astype(bool),
         "hbm_bytes": table([g.hbm_bytes for g in gpus]),
         "hbm_bytes_per_s": table([g.hbm_bytes_per_s for g in gpus]),
@@ -653,7 +660,7 @@ def build_configs(
         "gemm_efficiency_max": np.where(fp8, gpu["eff_fp8"], gpu["eff_bf16"]),
         "bf16_gemm_efficiency_max": gpu["eff_bf16"],
         "gemm_half_efficiency_dim": gpu["d0"],
-        "attention_efficiency_max": gpu["attn"],
+        "attention_efficiency_max": np.where(v["fused_attention"], gpu["attn_fused"], gpu["attn"]),
         "flash_attention": gpu["flash"],
         "hbm_bytes": gpu["hbm_bytes"],
         "hbm_bytes_per_s": gpu["hbm_bytes_per_s"],
@@ -681,6 +688,7 @@ def build_configs(
 
 _FIELD_NAMES = tuple(f.name for f in fields(Configs))
 _FRAMEWORK_FIELDS = (
-    "framework", *BOOLEAN_BEHAVIOURS, "per_tensor_gather", "fp8_recipe", "fp8_cast_bytes",
+    "framework", *BOOLEAN_BEHAVIOURS, "fused_attention", "per_tensor_gather", "fp8_recipe",
+    "fp8_cast_bytes",
     "ddp_bucket_params", "host_overhead_s",
 )  # fmt: skip

@@ -21,6 +21,7 @@ from typing import Literal
 import pyarrow as pa
 
 __all__ = [
+    "ATTENTION_KERNELS",
     "CONFIGURATION_COLUMNS",
     "DATASET_COLUMNS",
     "DERIVED_COLUMNS",
@@ -52,6 +53,7 @@ FRAMEWORKS = ("megatron", "deepspeed", "pytorch")
 """Framework profile keys (data/frameworks.yaml), in the order the simulator's arrays index them."""
 SHARD_GRANULARITIES = ("layer", "tensor")
 FP8_RECIPES = ("delayed", "current", "tensorwise", "rowwise")
+ATTENTION_KERNELS = ("flash2", "fused")
 SOURCES = ("sim", "measured", "published")
 
 
@@ -216,6 +218,15 @@ CONFIGURATION_COLUMNS: tuple[Column, ...] = (
         "sharded (fsdp/hsdp) all-gathers per layer (FSDP flat parameter) or per parameter tensor "
         "(DeepSpeed ZeRO-3); default: the framework profile's",
         choices=SHARD_GRANULARITIES,
+        default="",
+    ),
+    _c(
+        "attention_kernel",
+        "string",
+        "1",
+        "attention kernel: flash2 (FlashAttention-2, PyTorch SDPA) or fused (cuDNN fused "
+        "attention / FlashAttention-3, Transformer Engine); default: the framework profile's",
+        choices=ATTENTION_KERNELS,
         default="",
     ),
     _c(

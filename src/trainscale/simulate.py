@@ -116,6 +116,7 @@ def _resolved_configuration(c: Configs) -> dict[str, np.ndarray]:
         "overlap_param_gather": c.overlap_param_gather,
         "tp_comm_overlap": c.tp_comm_overlap,
         "shard_granularity": np.where(c.per_tensor_gather, "tensor", "layer"),
+        "attention_kernel": np.where(c.fused_attention, "fused", "flash2"),
         "fp8_recipe": np.where(c.fp8, np.array(FP8_RECIPES, dtype=object)[c.fp8_recipe], ""),
     }
 
@@ -124,7 +125,7 @@ def _resolved_configuration(c: Configs) -> dict[str, np.ndarray]:
 #: effective behaviours (an empty override means the profile's value, which the output shows).
 _EFFECTIVE = (
     "system", "framework", "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap",
-    "shard_granularity", "fp8_recipe",
+    "shard_granularity", "attention_kernel", "fp8_recipe",
 )  # fmt: skip
 
 

@@ -20,7 +20,13 @@ from pathlib import Path
 
 from trainscale.errors import InputFileError
 from trainscale.paths import data_dir
-from trainscale.schema import FP8_RECIPES, FRAMEWORKS, SHARD_GRANULARITIES, SHARDINGS
+from trainscale.schema import (
+    ATTENTION_KERNELS,
+    FP8_RECIPES,
+    FRAMEWORKS,
+    SHARD_GRANULARITIES,
+    SHARDINGS,
+)
 from trainscale.yamlio import load_yaml, require_keys
 
 __all__ = [
@@ -39,7 +45,7 @@ DEFAULT_FRAMEWORK = "pytorch"
 """A configuration without a ``framework`` runs PyTorch (DDP/FSDP): the stack of the study that
 trainscale reproduces (Fernandez et al. trained with PyTorch FSDP) and of most published runs."""
 BOOLEAN_BEHAVIOURS = ("overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap")
-OVERRIDE_COLUMNS = (*BOOLEAN_BEHAVIOURS, "shard_granularity", "fp8_recipe")
+OVERRIDE_COLUMNS = (*BOOLEAN_BEHAVIOURS, "shard_granularity", "attention_kernel", "fp8_recipe")
 """Configuration columns that override one behaviour of the row's profile (empty: the profile's)."""
 
 # Bytes moved per element of an FP8 GEMM input by its quantisation: delayed scaling casts with the
@@ -48,13 +54,16 @@ OVERRIDE_COLUMNS = (*BOOLEAN_BEHAVIOURS, "shard_granularity", "fp8_recipe")
 # and rowwise.
 _CAST_BYTES = {"delayed": 3.0, "current": 5.0, "tensorwise": 5.0, "rowwise": 5.0}
 _PROFILE_KEYS = (
-    "description", "aliases", *BOOLEAN_BEHAVIOURS, "shard_granularity", "fp8_recipe",
+    "description", "aliases", *BOOLEAN_BEHAVIOURS, "shard_granularity", "attention_kernel",
+    "fp8_recipe",
     "ddp_bucket_params", "ddp_bucket_params_per_dp_rank", "host_overhead_per_layer_s", "sources",
 )  # fmt: skip
 
 
 #: Behaviours whose source ``data/frameworks.yaml`` must give.
-_DOCUMENTED = (*BOOLEAN_BEHAVIOURS, "shard_granularity", "fp8_recipe", "ddp_bucket_params")
+_DOCUMENTED = (
+    *BOOLEAN_BEHAVIOURS, "shard_granularity", "attention_kernel", "fp8_recipe", "ddp_bucket_params",
+)  # fmt: skip
 
 
 def fp8_cast_bytes_per_element(recipe: str) -> float:
@@ -77,6 +86,8 @@ class FrameworkProfile:
     """Tensor-parallel collectives pipelined with their GEMMs (one of tp chunks exposed)."""
     shard_granularity: str
     """``layer``: one sharded all-gather per block; ``tensor``: one per parameter tensor."""
+    attention_kernel: str
+    """One of :data:`~trainscale.schema.ATTENTION_KERNELS`."""
     fp8_recipe: str
     """One of :data:`FP8_RECIPES`."""
     ddp_bucket_params: float
@@ -139,6 +150,9 @@ def _parse(path: Path, key: str, entry: dict) -> FrameworkProfile:
         **{b: _by_sharding(path, f"{where}.{b}", entry[b]) for b in BOOLEAN_BEHAVIOURS},
         shard_granularity=_choice(
             path, f"{where}.shard_granularity", entry["shard_granularity"], SHARD_GRANULARITIES
+        ),
+        attention_kernel=_choice(
+            path, f"{where}.attention_kernel", entry["attention_kernel"], ATTENTION_KERNELS
         ),
         fp8_recipe=_choice(path, f"{where}.fp8_recipe", entry["fp8_recipe"], FP8_RECIPES),
         ddp_bucket_params=_number(path, f"{where}.ddp_bucket_params", entry["ddp_bucket_params"]),

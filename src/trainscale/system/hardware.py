@@ -60,7 +60,11 @@ class Gpu:
     flash_attention: bool
     """FlashAttention runs on this GPU; without it attention materialises the s×s scores."""
     attention_efficiency_max: float
-    """Best FlashAttention forward+backward throughput as a fraction of the BF16 peak."""
+    """Best FlashAttention-2 forward+backward throughput as a fraction of the BF16 peak."""
+    fused_attention_efficiency_max: float
+    """The same for the fused attention kernels Transformer Engine selects (cuDNN fused
+    attention, FlashAttention-3 on Hopper); equal to ``attention_efficiency_max`` where the
+    catalogue gives no separate figure."""
     sources: tuple[str, ...]
 
 
@@ -107,7 +111,10 @@ def _parse_gpu(path: Path, key: str, entry: dict) -> Gpu:
     require_keys(path, where, entry, _GPU_KEYS)
     fp8 = entry["fp8_tflops"]
     fp8_eff = entry.get("fp8_gemm_efficiency_max")
-    for name in ("gemm_efficiency_max", "fp8_gemm_efficiency_max", "attention_efficiency_max"):
+    for name in (
+        "gemm_efficiency_max", "fp8_gemm_efficiency_max", "attention_efficiency_max",
+        "fused_attention_efficiency_max",
+    ):  # fmt: skip
         value = entry.get(name)
         if value is not None and not 0 < float(value) <= 1:
             raise InputFileError(path, f"{where}.{name}: must be in (0, 1], got {value!r}")
@@ -132,6 +139,9 @@ def _parse_gpu(path: Path, key: str, entry: dict) -> Gpu:
         ),
         flash_attention=bool(entry["flash_attention"]),
         attention_efficiency_max=float(entry["attention_efficiency_max"]),
+        fused_attention_efficiency_max=float(
+            entry.get("fused_attention_efficiency_max", entry["attention_efficiency_max"])
+        ),
         sources=tuple(entry["sources"]),
     )
 
