@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import itertools
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd

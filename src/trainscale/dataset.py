@@ -26,8 +26,8 @@ import os
 import secrets
 import shutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from types import TracebackType
 from pathlib import Path
+from types import TracebackType
 
 import numpy as np
 import pandas as pd
@@ -51,8 +51,8 @@ from trainscale.schema import (
 
 __all__ = [
     "PARTITION_COLUMNS",
-    "ParquetStream",
     "VALIDATION_COLUMNS",
+    "ParquetStream",
     "config_ids",
     "conform",
     "dataset_frame",

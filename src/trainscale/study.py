@@ -58,8 +58,8 @@ from trainscale.yamlio import load_yaml
 
 __all__ = [
     "AUTO",
-    "REJECT_COLUMNS",
     "BLOCK_ROWS",
+    "REJECT_COLUMNS",
     "ExpansionSummary",
     "Filters",
     "Study",
