@@ -4,7 +4,9 @@
 # against workflow/schemas/config.schema.yaml, and every study listed in it against
 # workflow/schemas/study.schema.yaml and the catalogues, so an invalid value stops the run with a
 # message naming the file, the key and what is allowed. Parsing stays fast: a study is read and
-# checked, not expanded (its row count is the product of its sweep lengths).
+# checked, not expanded; it is expanded by the checkpoint study_configurations, whose chunk
+# count plans the simulate jobs (rules/simulate.smk).
+import json
 import os
 from pathlib import Path
 
@@ -40,17 +42,41 @@ wildcard_constraints:
     chunk=r"\d+",
 
 
-def study_jobs(study):
-    """Simulate jobs of a study: ceil(grid rows / rows_per_job)."""
-    return STUDIES[study].job_count(config["rows_per_job"])
+def study_rows_per_job(study):
+    """Rows per simulate job of a study: its own rows_per_job, else the config's."""
+    return STUDIES[study].rows_per_job or config["rows_per_job"]
+
+
+def configurations_mem_mb(study):
+    """Memory of study_configurations: one block of the grid and one chunk of kept rows (MB)."""
+    return 1000 + study_rows_per_job(study) // 100
+
+
+def configurations_runtime(study):
+    """Minutes for study_configurations: about 15 s per million grid rows, at least 10."""
+    return max(10, STUDIES[study].grid_size // 2_000_000)
+
+
+def chunk_mem_mb(study):
+    """Memory of one simulate job, or of appending one chunk: grows with rows_per_job (MB)."""
+    return 1000 + study_rows_per_job(study) // 50
+
+
+def dataset_mem_mb(wildcards):
+    """Memory of the dataset job (MB): one study at a time, about 2.2 kB per surviving row."""
+    counts = [Path(f"results/studies/{study}/chunk_counts.json") for study in STUDIES]
+    rows = [json.loads(path.read_text())["rows"] for path in counts if path.exists()]
+    return max(4000, 1000 + 3 * max(rows, default=0) // 1000)
 
 
 def get_study_chunks(wildcards):
-    """The chunk Parquet files that make up one study's results."""
+    """The chunk files of one study, as many as its checkpoint wrote configuration files."""
+    counts = checkpoints.study_configurations.get(study=wildcards.study).output.counts
+    chunks = json.loads(Path(counts).read_text())["chunks"]
     return expand(
         "results/studies/{study}/chunks/{chunk}.parquet",
         study=wildcards.study,
-        chunk=range(study_jobs(wildcards.study)),
+        chunk=range(chunks),
     )
 
 

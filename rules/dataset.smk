@@ -17,7 +17,7 @@ rule dataset:
         "../environment.yml"
     threads: 1
     resources:
-        mem_mb=4000,
+        mem_mb=dataset_mem_mb,
         runtime=10,
     script:
         "../workflow/scripts/dataset_write.py"

@@ -1,15 +1,22 @@
-# Study -> configuration table -> simulation in chunks -> one Parquet per study.
+# Study -> configuration chunks (checkpoint) -> simulation, one job per chunk -> one Parquet per
+# study.
 
 
-# Expand the study's grid; rows dropped by derive, filters or the validator go to rejects.
-rule study_configurations:
+# Expand the study's grid block by block (never the whole grid in memory), drop rows by derive,
+# filters, the validator and fits_memory, and write one configuration file per simulate job
+# (rows_per_job kept rows each) plus the chunk count. A checkpoint: the number of simulate jobs
+# follows the rows that survive, which is known only once this job has run. A study with no row
+# left fails here, naming the file and the filters; one that loses more than half its rows
+# prints a warning (also in the log).
+checkpoint study_configurations:
     input:
         study="config/studies/{study}.yaml",
         schema=STUDY_SCHEMA,
-        catalogues=CATALOGUES,
+        catalogues=[*CATALOGUES, CALIBRATION],
     output:
-        configurations="results/studies/{study}/configurations.parquet",
+        configurations=directory("results/studies/{study}/configurations"),
         rejects="results/studies/{study}/rejects.parquet",
+        counts="results/studies/{study}/chunk_counts.json",
     log:
         "results/logs/study_configurations/{study}.log",
     benchmark:
@@ -18,19 +25,22 @@ rule study_configurations:
         "../environment.yml"
     threads: 1
     resources:
-        mem_mb=1000,
-        runtime=10,
+        mem_mb=lambda wildcards: configurations_mem_mb(wildcards.study),
+        runtime=lambda wildcards: configurations_runtime(wildcards.study),
+    params:
+        rows_per_job=lambda wildcards: study_rows_per_job(wildcards.study),
     script:
         "../workflow/scripts/study_configurations.py"
 
 
-# Simulate one chunk of the configuration table (rows_per_job rows; micro_batch "auto" resolved).
+# Simulate one chunk: its own configuration file only (micro_batch "auto" resolved). The chunk
+# is temporary: it is deleted once the study's results table holds it.
 rule simulate_chunk:
     input:
-        configurations=rules.study_configurations.output.configurations,
+        configurations="results/studies/{study}/configurations/{chunk}.parquet",
         catalogues=[*CATALOGUES, CALIBRATION],
     output:
-        chunk="results/studies/{study}/chunks/{chunk}.parquet",
+        chunk=temp("results/studies/{study}/chunks/{chunk}.parquet"),
     log:
         "results/logs/simulate_chunk/{study}/{chunk}.log",
     benchmark:
@@ -39,16 +49,16 @@ rule simulate_chunk:
         "../environment.yml"
     threads: 1
     resources:
-        mem_mb=2000,
+        mem_mb=lambda wildcards: chunk_mem_mb(wildcards.study),
         runtime=30,
     params:
-        chunks=lambda wildcards: study_jobs(wildcards.study),
         filters=lambda wildcards: STUDIES[wildcards.study].filters,
     script:
         "../workflow/scripts/simulate_chunk.py"
 
 
-# Concatenate a study's chunks, in grid order, into results/sim/<study>.parquet.
+# Append a study's chunks, in grid order, into results/sim/<study>.parquet (one chunk in memory
+# at a time).
 rule simulate_study:
     input:
         chunks=get_study_chunks,
@@ -62,7 +72,7 @@ rule simulate_study:
         "../environment.yml"
     threads: 1
     resources:
-        mem_mb=2000,
+        mem_mb=lambda wildcards: chunk_mem_mb(wildcards.study),
         runtime=10,
     script:
         "../workflow/scripts/simulate_study.py"

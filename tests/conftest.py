@@ -74,7 +74,9 @@ def snakemake(workdir: Path, *args: str, timeout: float = 300) -> subprocess.Com
     )
 
 
-_JOB = re.compile(r"^(?:local)?rule (?P<rule>\w+):\n(?P<body>(?:    .*\n?)*)", re.MULTILINE)
+_JOB = re.compile(
+    r"^(?:local)?(?:rule|checkpoint) (?P<rule>\w+):\n(?P<body>(?:    .*\n?)*)", re.MULTILINE
+)
 
 
 def planned_jobs(output: str) -> list[tuple[str, str]]:

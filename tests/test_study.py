@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import json
 from pathlib import Path
 
 import numpy as np
@@ -18,10 +20,11 @@ from trainscale.study import (
     Filters,
     Study,
     chunk_count,
-    chunk_rows,
     expand_study,
+    grid_blocks,
     load_study,
     simulate_configurations,
+    write_study_configurations,
 )
 from trainscale.study_setup import resolve_micro_batch
 from trainscale.system.hardware import load_hardware
@@ -113,7 +116,6 @@ def test_the_smoke_study_loads() -> None:
     assert study.name == "smoke"
     assert study.grid_size == 12  # 4 GPU counts x 3 tp degrees
     assert study.rows_per_job == 4
-    assert study.job_count(2000) == 3
     assert study.filters == Filters(max_model_parallel=2)
 
 
@@ -125,7 +127,6 @@ def test_defaults_apply_when_sections_are_left_out(tmp_path: Path) -> None:
     assert study.sweep == {} and study.derive == {}
     assert study.filters == Filters(drop_invalid=True, fits_memory=False)
     assert study.grid_size == 1
-    assert study.job_count(10) == 1
 
 
 def test_a_custom_shape_needs_no_model(tmp_path: Path) -> None:
@@ -375,6 +376,174 @@ def test_filtered_rows_are_not_errors_with_drop_invalid_false() -> None:
     assert len(rejects) == 2
 
 
+def test_non_finite_numbers_are_rejected_at_load(tmp_path: Path) -> None:
+    data = _with("fixed", nic_gbps_per_gpu=float("inf"))
+    data["sweep"]["num_gpus"] = [8, float("nan")]
+
+    message = _load_error(tmp_path, data)
+
+    assert "key 'fixed.nic_gbps_per_gpu': inf is not a finite positive number" in message
+    assert "key 'sweep.num_gpus[1]': nan is not a finite positive number" in message
+
+
+def test_a_yaml_inf_is_rejected_at_load(tmp_path: Path) -> None:
+    path = _write(tmp_path, BASE)
+    path.write_text(path.read_text().replace("fixed:\n", "fixed:\n  nic_gbps_per_gpu: .inf\n"))
+
+    with pytest.raises(InputFileError, match=r"nic_gbps_per_gpu': inf is not a finite positive"):
+        load_study(path, schema=SCHEMA)
+
+
+# --------------------------------------------------------------------------------------------
+# Streaming expansion: blocks, zero-row studies, warnings, chunk files
+
+
+def _ddp(models: list[str], **filters: object) -> Study:
+    fixed = {k: v for k, v in BASE["fixed"].items() if k != "model"}
+    return _study(
+        path="config/studies/x.yaml",
+        fixed={**fixed, "num_gpus": 8, "tp": 1, "sharding": "ddp"},
+        sweep={"model": models},
+        filters=Filters(**filters),
+    )
+
+
+def test_grid_blocks_are_the_cross_product_in_order() -> None:
+    sweep = {"num_gpus": [8, 16, 32], "tp": [1, 2], "pp": [1, 2, 4], "seq_len": [2048, 4096]}
+    fixed = {k: v for k, v in BASE["fixed"].items() if k not in sweep}
+    study = _study(fixed=fixed, sweep=sweep)
+
+    blocks = list(grid_blocks(study, block_rows=5))
+    grid = pd.concat([block for _, block in blocks], ignore_index=True)
+
+    assert [first for first, _ in blocks] == list(range(0, 36, 5))
+    assert all(len(block) <= 5 for _, block in blocks)
+    expected = list(itertools.product(*sweep.values()))
+    assert list(grid[list(sweep)].itertuples(index=False, name=None)) == expected
+    assert (grid["model"] == "llama2-7b").all()
+    whole, _ = expand_study(study, block_rows=7)
+    at_once, _ = expand_study(study, block_rows=1000)
+    pd.testing.assert_frame_equal(whole, at_once)
+
+
+def test_a_million_row_grid_streams_in_bounded_blocks() -> None:
+    sweep = {
+        "num_gpus": [8 * 2**i for i in range(10)], "global_batch": [64 * 2**i for i in range(10)],
+        "micro_batch": [1, 2, 4, 8, 16], "tp": [1, 2, 4, 8], "pp": [1, 2, 4, 8, 16],
+        "seq_len": [1024 * i for i in range(1, 11)], "recompute": ["none", "selective", "full"],
+        "precision": ["bf16", "fp8"], "sharding": ["fsdp", "hsdp"],
+    }  # fmt: skip
+    fixed = {k: v for k, v in BASE["fixed"].items() if k not in sweep}
+    study = _study(fixed=fixed, sweep=sweep)
+    assert study.grid_size == 1_200_000
+    product = itertools.product(*sweep.values())
+
+    rows = 0
+    for first, block in grid_blocks(study, block_rows=1 << 16):
+        assert first == rows and 0 < len(block) <= 1 << 16
+        head = block[list(sweep)].head(3).itertuples(index=False, name=None)
+        assert list(head) == list(itertools.islice(product, 3))  # spot check each block
+        product = itertools.islice(product, len(block) - 3, None)
+        rows += len(block)
+    assert rows == study.grid_size
+
+
+def test_a_study_left_with_no_rows_names_the_file_and_the_filter() -> None:
+    study = _ddp(["llama2-70b", "llama2-13b"], fits_memory=True)
+
+    with pytest.raises(InputFileError) as caught:
+        expand_study(study)
+
+    message = str(caught.value)
+    assert message.startswith("config/studies/x.yaml: the study has no rows left: every one of")
+    assert "the 2 grid rows was removed: 2 by filter 'fits_memory'" in message
+    assert "GiB per GPU does not fit in the usable memory of h100-sxm-80gb" in message
+
+
+def test_no_rows_left_from_several_filters_lists_each() -> None:
+    study = _study(sweep={"num_gpus": [8], "tp": [3, 16]}, filters=Filters(max_model_parallel=8))
+
+    with pytest.raises(InputFileError) as caught:
+        expand_study(study)
+
+    message = str(caught.value)
+    assert "every one of the 2 grid rows was removed: " in message
+    assert "1 by the validator ('tp') (e.g. tp 3 does not divide heads 32)" in message
+    assert "1 by filter 'max_model_parallel' (e.g. tp·pp·cp = 16·1·1 = 16 exceeds" in message
+
+
+def test_no_rows_left_writes_nothing(tmp_path: Path) -> None:
+    study = _ddp(["llama2-70b"], fits_memory=True)
+    out = tmp_path / "x"
+
+    with pytest.raises(InputFileError, match="filter 'fits_memory'"):
+        write_study_configurations(
+            study, directory=out / "configurations", rejects=out / "rejects.parquet",
+            counts=out / "chunk_counts.json", rows_per_job=2,
+        )  # fmt: skip
+
+    assert not out.exists() or not list(out.iterdir())
+
+
+def test_losing_more_than_half_the_rows_warns_with_the_counts(tmp_path: Path) -> None:
+    study = _ddp(["llama2-1b", "llama2-70b", "llama2-13b"], fits_memory=True)
+    out = tmp_path / "x"
+
+    summary, warning = write_study_configurations(
+        study, directory=out / "configurations", rejects=out / "rejects.parquet",
+        counts=out / "chunk_counts.json", rows_per_job=2,
+    )  # fmt: skip
+
+    assert summary.kept_rows == 1
+    assert warning is not None
+    assert warning.startswith("warning: config/studies/x.yaml: 2 of 3 grid rows (66.7 %) were")
+    assert "2 by filter 'fits_memory'" in warning
+    rejects = pd.read_parquet(out / "rejects.parquet")
+    assert rejects["model"].tolist() == ["llama2-70b", "llama2-13b"]
+    assert set(rejects["column"]) == {"filters.fits_memory"}
+
+
+def test_losing_half_or_fewer_rows_does_not_warn(tmp_path: Path) -> None:
+    study = _ddp(["llama2-1b", "llama2-70b"], fits_memory=True)
+    out = tmp_path / "x"
+
+    _, warning = write_study_configurations(
+        study, directory=out / "configurations", rejects=out / "rejects.parquet",
+        counts=out / "chunk_counts.json", rows_per_job=2,
+    )  # fmt: skip
+
+    assert warning is None
+
+
+@pytest.mark.parametrize(("rows_per_job", "block_rows"), [(1, 1000), (3, 2), (4, 5), (100, 3)])
+def test_chunk_files_hold_rows_per_job_surviving_rows_in_grid_order(
+    tmp_path: Path, rows_per_job: int, block_rows: int
+) -> None:
+    sweep = {"num_gpus": [8, 16, 32, 64], "tp": [1, 2, 4]}
+    study = _study(sweep=sweep, filters=Filters(max_model_parallel=2))
+    out = tmp_path / "x"
+
+    summary, _ = write_study_configurations(
+        study, directory=out / "configurations", rejects=out / "rejects.parquet",
+        counts=out / "chunk_counts.json", rows_per_job=rows_per_job, block_rows=block_rows,
+    )  # fmt: skip
+
+    counts = json.loads((out / "chunk_counts.json").read_text())
+    expected, expected_rejects = expand_study(study)
+    assert counts["rows"] == summary.kept_rows == 8 and counts["grid_rows"] == 12
+    assert counts["chunks"] == chunk_count(8, rows_per_job)  # from the surviving rows
+    assert counts["dropped"] == {"filters.max_model_parallel": 4}
+    files = [out / "configurations" / f"{i}.parquet" for i in range(counts["chunks"])]
+    assert sorted(p.name for p in (out / "configurations").iterdir()) == sorted(
+        p.name for p in files
+    )
+    parts = [pd.read_parquet(p, dtype_backend="numpy_nullable") for p in files]
+    assert all(len(p) == rows_per_job for p in parts[:-1]) and 0 < len(parts[-1]) <= rows_per_job
+    pd.testing.assert_frame_equal(pd.concat(parts, ignore_index=True), expected)
+    rejects = pd.read_parquet(out / "rejects.parquet", dtype_backend="numpy_nullable")
+    pd.testing.assert_frame_equal(rejects, expected_rejects, check_dtype=False)
+
+
 # --------------------------------------------------------------------------------------------
 # Chunks
 
@@ -389,21 +558,6 @@ def test_chunk_count(rows: int, per_job: int, jobs: int) -> None:
 def test_chunk_count_needs_a_positive_size() -> None:
     with pytest.raises(ValueError, match="rows_per_job must be at least 1"):
         chunk_count(10, 0)
-
-
-@pytest.mark.parametrize(("rows", "count"), [(8, 3), (2, 3), (0, 2), (7, 1)])
-def test_chunks_cover_every_row_once_in_order(rows: int, count: int) -> None:
-    frame = pd.DataFrame({"x": range(rows)})
-
-    parts = [chunk_rows(frame, i, count) for i in range(count)]
-
-    assert [x for part in parts for x in part["x"]] == list(range(rows))
-    assert max(len(p) for p in parts) - min(len(p) for p in parts) <= 1
-
-
-def test_chunk_index_outside_the_range_is_an_error() -> None:
-    with pytest.raises(ValueError, match=r"outside 0\.\.2"):
-        chunk_rows(pd.DataFrame({"x": [1]}), 3, 3)
 
 
 # --------------------------------------------------------------------------------------------

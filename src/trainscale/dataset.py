@@ -8,11 +8,14 @@ schema order and no pandas metadata, so the same rows give the same bytes on eve
 - :func:`write_parquet` / :func:`read_parquet` write and read one table (written to a temporary
   file and renamed, so a failed job leaves no partial file; read back with the types
   :func:`pandas.read_parquet` gives, so missing values are NaN or None, never ``pd.NA``);
+  :class:`ParquetStream` writes one table batch by batch (one row group per batch), so a table
+  of millions of rows is never held in memory at once;
 - :func:`dataset_frame` gathers simulated, published and measured rows into the one dataset
   schema (:data:`trainscale.schema.DATASET_COLUMNS`), sorted;
 - :func:`write_dataset` / :func:`read_dataset` store it hive-partitioned as
   ``source=<source>/study=<study>/part-0.parquet``, with provenance (simulator version,
-  calibration id) in each file's metadata;
+  calibration id) in each file's metadata; :func:`write_dataset_parts` writes the same files
+  one partition at a time (the workflow's ``dataset`` rule), so memory holds one study;
 - :func:`published_rows` and :func:`validation_rows` turn the published measurements and their
   predictions into tables.
 """
@@ -23,8 +26,9 @@ import os
 import re
 import secrets
 import shutil
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from types import TracebackType
 
 import numpy as np
 import pandas as pd
@@ -49,6 +53,7 @@ from trainscale.schema import (
 __all__ = [
     "PARTITION_COLUMNS",
     "VALIDATION_COLUMNS",
+    "ParquetStream",
     "config_ids",
     "conform",
     "dataset_frame",
@@ -59,6 +64,7 @@ __all__ = [
     "sort_rows",
     "validation_rows",
     "write_dataset",
+    "write_dataset_parts",
     "write_parquet",
 ]
 
@@ -221,6 +227,63 @@ def write_parquet(
     _write_table(_table(frame, columns, metadata or {}), Path(path))
 
 
+class ParquetStream:
+    """Write one Parquet file batch by batch: ``with ParquetStream(path, columns) as out:
+    out.write(frame)``.
+
+    Each :meth:`write` conforms its frame to ``columns`` (or takes a :class:`pyarrow.Table` with
+    the same fields) and appends it as row groups, so memory holds one batch, not the table. The
+    file is written to a temporary name and renamed onto ``path`` only when the ``with`` block
+    ends without an exception; on an exception nothing is left behind. The same batches give the
+    same bytes.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        columns: Sequence[Column],
+        metadata: Mapping[str, str] | None = None,
+    ) -> None:
+        self.path = Path(path)
+        self.columns = tuple(columns)
+        self.metadata = dict(metadata or {})
+        self.schema = arrow_schema(self.columns, **self.metadata)
+        self.rows = 0
+        self._temp = self.path.with_name(f".{self.path.name}.{secrets.token_hex(6)}.tmp")
+        self._writer: pq.ParquetWriter | None = None
+
+    def __enter__(self) -> ParquetStream:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._writer = pq.ParquetWriter(self._temp, self.schema, compression=_COMPRESSION)
+        return self
+
+    def write(self, batch: pd.DataFrame | pa.Table) -> None:
+        """Append ``batch`` (rows in order); an empty batch adds nothing."""
+        assert self._writer is not None, "use ParquetStream in a with block"
+        if len(batch) == 0:
+            return
+        if isinstance(batch, pa.Table):
+            table = batch.select([c.name for c in self.columns]).cast(self.schema)
+        else:
+            table = _table(batch, self.columns, self.metadata)
+        self._writer.write_table(table.replace_schema_metadata(self.schema.metadata))
+        self.rows += len(batch)
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        try:
+            if self._writer is not None:
+                self._writer.close()
+            if kind is None:
+                os.replace(self._temp, self.path)
+        finally:
+            self._temp.unlink(missing_ok=True)
+
+
 def _as_pandas_reads(frame: pd.DataFrame, columns: Sequence[Column]) -> pd.DataFrame:
     """``frame`` (conformed) with the types :func:`pandas.read_parquet` gives: int64 (float64
     with NaN where a column has nulls), float64, str, bool (object where a column has nulls)."""
@@ -280,17 +343,46 @@ def write_dataset(frame: pd.DataFrame, directory: str | Path) -> list[Path]:
     removed, and temporary folders that a killed earlier write left are removed first
     (:func:`remove_stale_temporaries`).
     """
+    frame = conform(frame)
+    parts = {
+        (str(source), str(study)): (lambda part=part: [part])
+        for (source, study), part in frame.groupby(list(PARTITION_COLUMNS), sort=True)
+    }
+    return write_dataset_parts(parts, directory)
+
+
+def write_dataset_parts(
+    parts: Mapping[tuple[str, str], Callable[[], Sequence[pd.DataFrame]]],
+    directory: str | Path,
+) -> list[Path]:
+    """Write the dataset one partition at a time; return the files.
+
+    ``parts`` maps ``(source, study)`` to a function that loads that partition's frames (any
+    result-like columns; ``source`` and ``study`` are set from the key). Only one partition is
+    in memory at a time, so the peak is that of the largest study, not of the whole dataset.
+    The files are those of :func:`write_dataset` on all rows at once, byte for byte.
+    """
     directory = Path(directory)
     remove_stale_temporaries(directory)
-    frame = sort_rows(conform(frame), first=("source", "study", "config_id"))
     columns = tuple(c for c in DATASET_COLUMNS if c.name not in PARTITION_COLUMNS)
     temp = directory.with_name(f".{directory.name}.{secrets.token_hex(6)}.tmp")
     written = []
     try:
-        for (source, study), part in frame.groupby(list(PARTITION_COLUMNS), sort=True):
+        for source, study in sorted(parts):
+            frames = [conform(f, DATASET_COLUMNS, source=source, study=study)
+                      for f in parts[(source, study)]()]  # fmt: skip
+            frames = [f for f in frames if not f.empty]
+            if not frames:
+                continue
+            part = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+            del frames
+            empty = (part["config_id"].isna() | (part["config_id"] == "")).to_numpy(bool)
+            if empty.any():
+                part.loc[empty, "config_id"] = config_ids(part[empty]).to_numpy()
+            part = sort_rows(part, first=("source", "study", "config_id"))
             metadata = {
-                "source": str(source),
-                "study": str(study),
+                "source": source,
+                "study": study,
                 "rows": str(len(part)),
                 "simulator_version": _provenance(part["simulator_version"]),
                 "calibration_id": _provenance(part["calibration_id"]),
@@ -299,6 +391,7 @@ def write_dataset(frame: pd.DataFrame, directory: str | Path) -> list[Path]:
             relative = Path(f"source={source}", f"study={study}", "part-0.parquet")
             _write_table(_table(part, columns, metadata), temp / relative)
             written.append(directory / relative)
+            del part
         temp.mkdir(parents=True, exist_ok=True)
         if directory.exists():
             shutil.rmtree(directory)

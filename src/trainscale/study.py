@@ -10,10 +10,17 @@ JSON Schema ``workflow/schemas/study.schema.yaml``; column names are those of
   model names); any problem raises :class:`~trainscale.errors.InputFileError` naming the file,
   the key and what is allowed. The workflow calls it at start-up, so an invalid study stops the
   run before any job starts.
-- :func:`expand_study` turns a study into its configuration table and a rejects table: rows
-  dropped by ``derive``, ``filters`` or the simulator's validator, each with its reason.
-- :func:`chunk_count`, :func:`chunk_rows` and :func:`simulate_configurations` split the table
-  into jobs and simulate one chunk.
+- :func:`grid_blocks` yields the grid in blocks of :data:`BLOCK_ROWS` rows by index arithmetic
+  over the sweep lists (the full grid is never built); :func:`expand_block` applies ``derive``,
+  the filters, the simulator's validator and ``fits_memory`` (a prediction of the block) to one
+  block; :func:`write_study_configurations` streams a study into one configuration file per
+  simulate job (``rows_per_job`` kept rows each), a rejects table (every dropped row with its
+  reason) and a small JSON of counts, in bounded memory whatever the grid size.
+  :func:`expand_study` does the same in memory for small studies and tests.
+- A study with no row left is an error naming the file and what removed the rows; one that
+  loses more than half of its rows gets a warning with the counts
+  (:meth:`ExpansionSummary.check`).
+- :func:`chunk_count` and :func:`simulate_configurations` size and simulate one chunk.
 
 In the configuration table ``micro_batch`` is a nullable integer: null stands for ``"auto"``,
 resolved per row by :func:`trainscale.study_setup.resolve_micro_batch` when the chunk is
@@ -22,8 +29,12 @@ simulated (so a large sweep resolves in parallel jobs).
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Mapping
+import os
+import secrets
+import shutil
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -36,6 +47,7 @@ from jsonschema.exceptions import ValidationError
 
 from trainscale.calibration import Calibration
 from trainscale.configs import build_configs
+from trainscale.dataset import ParquetStream, write_parquet
 from trainscale.errors import ConfigurationError, InputFileError
 from trainscale.model.shape import load_models
 from trainscale.schema import CONFIGURATION_COLUMNS, MODEL_SHAPE_COLUMNS, Column, names
@@ -46,15 +58,20 @@ from trainscale.yamlio import load_yaml
 
 __all__ = [
     "AUTO",
+    "BLOCK_ROWS",
     "REJECT_COLUMNS",
+    "ExpansionSummary",
     "Filters",
     "Study",
     "chunk_count",
-    "chunk_rows",
     "configuration_columns",
+    "expand_block",
+    "expand_blocks",
     "expand_study",
+    "grid_blocks",
     "load_study",
     "simulate_configurations",
+    "write_study_configurations",
 ]
 
 #: The ``micro_batch`` value that asks for the largest local-batch divisor that fits in memory.
@@ -119,10 +136,6 @@ class Study:
     def grid_size(self) -> int:
         """Rows of the grid before derive and filters drop any (the product of sweep lengths)."""
         return math.prod(len(values) for values in self.sweep.values())
-
-    def job_count(self, default_rows_per_job: int) -> int:
-        """Simulate jobs for this study: ceil(grid rows / rows per job), at least 1."""
-        return chunk_count(self.grid_size, self.rows_per_job or default_rows_per_job)
 
 
 # --------------------------------------------------------------------------------------------
@@ -201,6 +214,27 @@ def _catalogue_problems(
     return problems
 
 
+def _finite_problems(data: Mapping[str, Any], root: dict[str, Any]) -> list[tuple[str, str]]:
+    """Numbers that are not finite (YAML ``.inf``, ``.nan``): JSON Schema's ``exclusiveMinimum``
+    lets infinity through, and NaN passes every comparison."""
+    problems = []
+    for section in ("fixed", "sweep", "derive"):
+        for key, value in (data.get(section) or {}).items():
+            places = (
+                [(f"{section}.{key}[{i}]", [section, key, i], v) for i, v in enumerate(value)]
+                if isinstance(value, list)
+                else [(f"{section}.{key}", [section, key], value)]
+            )
+            for name, path, number in places:
+                if isinstance(number, float) and not math.isfinite(number):
+                    meaning = " ".join(_subschema(root, path).get("description", "").split())
+                    problems.append(
+                        (name, f"{number} is not a finite positive number"
+                         + (f" ({meaning})" if meaning else ""))
+                    )  # fmt: skip
+    return problems
+
+
 def _completeness_problems(
     fixed: Mapping[str, Any], sweep: Mapping[str, list[Any]], derive: Mapping[str, int]
 ) -> list[tuple[str, str]]:
@@ -256,6 +290,9 @@ def load_study(
     validator, root = _validator(str(Path(schema).resolve()))
     errors = sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
     problems = [_schema_problem(error, root) for error in errors]
+    if isinstance(data, dict):
+        finite = _finite_problems(data, root)
+        problems = finite + [p for p in problems if p[0] not in {k for k, _ in finite}]
     if not problems:
         fixed, sweep = data["fixed"], data.get("sweep", {})
         derive = data.get("derive", {})
@@ -301,22 +338,49 @@ def _typed(values: np.ndarray, column: Column) -> pd.Series:
     return series.astype("string")
 
 
+#: Grid rows expanded, filtered and written at a time: memory holds one block, never the grid.
+BLOCK_ROWS = 1 << 16
+
+
+def grid_blocks(study: Study, block_rows: int = BLOCK_ROWS) -> Iterator[tuple[int, pd.DataFrame]]:
+    """Yield ``(first grid row, block)``: the grid in order, at most ``block_rows`` rows a block.
+
+    The grid is the cartesian product of the sweep axes (last axis fastest) plus the fixed
+    values. Each block is built from its row numbers by index arithmetic over the sweep lists
+    (:func:`numpy.unravel_index`), so the full grid is never materialised: a sweep of 10^7 rows
+    costs the memory of one block. Each axis's values are typed once; a block column is a
+    ``take`` of them.
+    """
+    if block_rows < 1:
+        raise ValueError(f"block_rows must be at least 1, got {block_rows}")
+    columns = configuration_columns(study)
+    axes = list(study.sweep)
+    sizes = [len(study.sweep[key]) for key in axes]
+    typed: dict[str, Any] = {}
+    for c in columns:
+        if c.name in study.sweep:
+            values = study.sweep[c.name]
+        elif c.name in study.fixed:
+            values = [study.fixed[c.name]]
+        else:  # global_batch, filled by derive
+            values = [0]
+        typed[c.name] = _typed(np.array(values, dtype=object), c).array
+    total = study.grid_size
+    for first in range(0, total, block_rows):
+        positions = np.arange(first, min(first + block_rows, total), dtype=np.int64)
+        index = dict(zip(axes, np.unravel_index(positions, sizes), strict=True)) if axes else {}
+        zeros = np.zeros(len(positions), dtype=np.int64)
+        block = pd.DataFrame(
+            {name: values.take(index.get(name, zeros)) for name, values in typed.items()},
+            index=pd.RangeIndex(len(positions)),
+        )
+        yield first, block
+
+
 def _grid(study: Study) -> pd.DataFrame:
-    """The cartesian product of the sweep axes (last axis fastest) plus the fixed values."""
-    sizes = [len(values) for values in study.sweep.values()]
-    index = np.indices(sizes).reshape(len(sizes), -1) if sizes else np.zeros((0, 1), int)
-    rows = index.shape[1]
-    raw: dict[str, np.ndarray] = {}
-    for key, value in study.fixed.items():
-        raw[key] = np.full(rows, value, dtype=object)
-    for axis, (key, values) in enumerate(study.sweep.items()):
-        raw[key] = np.array(values, dtype=object)[index[axis]]
-    if study.derive:
-        raw["global_batch"] = np.zeros(rows, dtype=object)
-    return pd.DataFrame(
-        {c.name: _typed(raw[c.name], c) for c in configuration_columns(study)},
-        index=pd.RangeIndex(rows),
-    )
+    """The whole grid in one frame (small studies and tests; the workflow streams blocks)."""
+    blocks = [block for _, block in grid_blocks(study, max(study.grid_size, 1))]
+    return blocks[0]
 
 
 def _int_column(frame: pd.DataFrame, name: str, default: int) -> np.ndarray:
@@ -387,27 +451,49 @@ def _filter(
     return problems
 
 
-def expand_study(
-    study: Study, *, hardware: HardwareCatalog | None = None
+def _fits_memory(
+    study: Study, kept: pd.DataFrame, hardware: HardwareCatalog, calibration: Calibration | None
+) -> list[tuple[int, str, str]]:
+    """Rows of ``kept`` (valid rows) whose predicted memory per GPU does not fit, with the
+    reason: the block is simulated as its chunk will be (``"auto"`` resolved first)."""
+    if not study.filters.fits_memory or kept.empty:
+        return []
+    frame = kept.copy()
+    if "micro_batch" in frame.columns:
+        micro = frame["micro_batch"].astype(object)
+        frame["micro_batch"] = micro.where(micro.notna(), AUTO)
+    results = predict(resolve_micro_batch(frame, calibration), calibration=calibration)
+    fits = results["fits_memory"].to_numpy(dtype=bool)
+    memory = results["mem_gib_per_gpu"].to_numpy(dtype=float)
+    gpus = results["gpu"].astype(str).to_numpy()
+    problems = []
+    for r in np.flatnonzero(~fits):
+        hbm = hardware.gpus[gpus[r]].hbm_bytes / 2**30
+        problems.append(
+            (int(r), "filters.fits_memory",
+             f"predicted {memory[r]:.1f} GiB per GPU does not fit in the usable memory of "
+             f"{gpus[r]} ({hbm:.0f} GiB)")
+        )  # fmt: skip
+    return problems
+
+
+def expand_block(
+    study: Study,
+    block: pd.DataFrame,
+    *,
+    first: int = 0,
+    hardware: HardwareCatalog | None = None,
+    calibration: Calibration | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Expand a study into ``(configurations, rejects)``.
+    """Derive and filter one block of the grid (from :func:`grid_blocks`); return
+    ``(configurations, rejects)`` as :func:`expand_study` does, ``row`` = ``first`` + position.
 
-    ``configurations`` has one row per kept grid row (grid order) and the columns of
-    :func:`configuration_columns`; ``micro_batch`` null means ``"auto"``. ``rejects`` has the
-    same columns for every dropped row plus :data:`REJECT_COLUMNS` (``row``, ``column``,
-    ``reason``), one line per problem. Rows are dropped, in this order, by ``derive`` (derived
-    value not a whole number), ``filters`` (``max_model_parallel``, ``max_tp_per_node``) and the
-    simulator's validator (checked with ``micro_batch`` 1 for ``"auto"`` rows: the resolved
-    value is a divisor of the local batch that passes the same checks).
-
-    Raises
-    ------
-    trainscale.errors.ConfigurationError
-        With ``filters.drop_invalid: false``, listing every row that ``derive`` or the validator
-        rejects (row = position in the grid).
+    Rows are dropped, in this order, by ``derive``, the cheap filters (``max_model_parallel``,
+    ``max_tp_per_node``), the simulator's validator (``"auto"`` checked as 1) and, with
+    ``filters.fits_memory``, by a prediction of the block's memory per GPU.
     """
     hardware = hardware or load_hardware()
-    grid = _grid(study)
+    grid = block.reset_index(drop=True)
     invalid = _derive(study, grid)
     candidates = np.setdiff1d(np.arange(len(grid)), [r for r, _, _ in invalid])
     filtered = _filter(study, grid, candidates, hardware)
@@ -421,16 +507,239 @@ def expand_study(
         for row, column, reason in rejected[["row", "column", "reason"]].itertuples(index=False)
     ]
     if invalid and not study.filters.drop_invalid:
-        raise ConfigurationError(sorted(invalid, key=lambda p: p[0]), origin=study.path)
+        problems = sorted(((r + first, c, m) for r, c, m in invalid), key=lambda p: p[0])
+        raise ConfigurationError(problems, origin=study.path)
+    candidates = np.setdiff1d(candidates, [r for r, _, _ in invalid])
+    memory = _fits_memory(study, grid.iloc[candidates].reset_index(drop=True), hardware,
+                          calibration)  # fmt: skip
+    filtered += [(int(candidates[r]), column, reason) for r, column, reason in memory]
     problems = sorted(invalid + filtered, key=lambda p: p[0])
-    dropped = {row for row, _, _ in problems}
-    kept = [r for r in range(len(grid)) if r not in dropped]
-    configurations = grid.iloc[kept].reset_index(drop=True)
+    dropped = np.zeros(len(grid), dtype=bool)
+    dropped[[row for row, _, _ in problems]] = True
+    configurations = grid[~dropped].reset_index(drop=True)
     rejects = grid.iloc[[row for row, _, _ in problems]].reset_index(drop=True)
-    rejects["row"] = pd.array([row for row, _, _ in problems], dtype="Int64")
+    rejects["row"] = pd.array([row + first for row, _, _ in problems], dtype="Int64")
     rejects["column"] = pd.array([column for _, column, _ in problems], dtype="string")
     rejects["reason"] = pd.array([reason for _, _, reason in problems], dtype="string")
     return configurations, rejects
+
+
+def _step(column: str) -> str:
+    """What dropped a row, for messages: ``filter 'fits_memory'``, ``derive '...'``, ``the
+    validator ('tp')``."""
+    if column.startswith("filters."):
+        return f"filter '{column.removeprefix('filters.')}'"
+    if column.startswith("derive."):
+        return f"derive '{column.removeprefix('derive.')}'"
+    return f"the validator ('{column}')"
+
+
+@dataclass(slots=True)
+class ExpansionSummary:
+    """Row counts of one study's expansion: what survived and what dropped how many rows."""
+
+    study: Study
+    grid_rows: int = 0
+    kept_rows: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)
+    """Study key or column that dropped a row (its first problem) -> rows, in order of first
+    appearance."""
+    examples: dict[str, str] = field(default_factory=dict)
+    """The same keys -> the reason given for the first row each dropped."""
+
+    def add(self, block_rows: int, configurations: pd.DataFrame, rejects: pd.DataFrame) -> None:
+        """Count one block's outcome."""
+        self.grid_rows += block_rows
+        self.kept_rows += len(configurations)
+        if rejects.empty:
+            return
+        first = rejects.drop_duplicates("row", keep="first")
+        for column, reason in zip(first["column"], first["reason"], strict=True):
+            self.dropped[column] = self.dropped.get(column, 0) + 1
+            self.examples.setdefault(column, str(reason))
+
+    @property
+    def dropped_rows(self) -> int:
+        return self.grid_rows - self.kept_rows
+
+    def _breakdown(self) -> str:
+        parts = [
+            f"{rows:,} by {_step(column)} (e.g. {self.examples[column]})"
+            for column, rows in sorted(self.dropped.items(), key=lambda item: -item[1])
+        ]
+        return "; ".join(parts)
+
+    def check(self) -> str | None:
+        """Raise if no row survived; return a warning when more than half were dropped.
+
+        Raises
+        ------
+        trainscale.errors.InputFileError
+            Naming the study file and every filter or rule that removed rows, with counts, e.g.
+            ``config/studies/x.yaml: every one of the 12 grid rows was removed: 12 by filter
+            'fits_memory' (e.g. predicted 1101.4 GiB per GPU does not fit ...)``.
+        """
+        if self.kept_rows == 0:
+            raise InputFileError(
+                self.study.path,
+                f"the study has no rows left: every one of the {self.grid_rows:,} grid rows "
+                f"was removed: {self._breakdown()}",
+            )
+        if 2 * self.dropped_rows > self.grid_rows:
+            share = 100 * self.dropped_rows / self.grid_rows
+            return (
+                f"warning: {self.study.path}: {self.dropped_rows:,} of {self.grid_rows:,} grid "
+                f"rows ({share:.1f} %) were removed, {self.kept_rows:,} remain: "
+                f"{self._breakdown()}"
+            )
+        return None
+
+
+def expand_blocks(
+    study: Study,
+    *,
+    hardware: HardwareCatalog | None = None,
+    calibration: Calibration | None = None,
+    block_rows: int = BLOCK_ROWS,
+    summary: ExpansionSummary | None = None,
+) -> Iterator[tuple[pd.DataFrame, pd.DataFrame]]:
+    """Yield ``(configurations, rejects)`` block by block, in grid order (see
+    :func:`expand_block`); ``summary`` (if given) counts every block."""
+    hardware = hardware or load_hardware()
+    for first, block in grid_blocks(study, block_rows):
+        configurations, rejects = expand_block(
+            study, block, first=first, hardware=hardware, calibration=calibration
+        )
+        if summary is not None:
+            summary.add(len(block), configurations, rejects)
+        yield configurations, rejects
+
+
+def expand_study(
+    study: Study,
+    *,
+    hardware: HardwareCatalog | None = None,
+    calibration: Calibration | None = None,
+    block_rows: int = BLOCK_ROWS,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Expand a study into ``(configurations, rejects)``, held in memory (small studies; the
+    workflow streams with :func:`write_study_configurations`).
+
+    ``configurations`` has one row per kept grid row (grid order) and the columns of
+    :func:`configuration_columns`; ``micro_batch`` null means ``"auto"``. ``rejects`` has the
+    same columns for every dropped row plus :data:`REJECT_COLUMNS` (``row``, ``column``,
+    ``reason``), one line per problem. Rows are dropped, in this order, by ``derive`` (derived
+    value not a whole number), ``filters`` (``max_model_parallel``, ``max_tp_per_node``), the
+    simulator's validator (checked with ``micro_batch`` 1 for ``"auto"`` rows: the resolved
+    value is a divisor of the local batch that passes the same checks) and ``fits_memory``.
+
+    Raises
+    ------
+    trainscale.errors.ConfigurationError
+        With ``filters.drop_invalid: false``, listing every row of the first block that
+        ``derive`` or the validator rejects (row = position in the grid).
+    trainscale.errors.InputFileError
+        When no row survives (see :meth:`ExpansionSummary.check`).
+    """
+    summary = ExpansionSummary(study)
+    parts = list(expand_blocks(study, hardware=hardware, calibration=calibration,
+                               block_rows=block_rows, summary=summary))  # fmt: skip
+    summary.check()
+    configurations = pd.concat([c for c, _ in parts], ignore_index=True)
+    rejects = pd.concat([r for _, r in parts], ignore_index=True)
+    return configurations, rejects
+
+
+def write_study_configurations(
+    study: Study,
+    *,
+    directory: str | Path,
+    rejects: str | Path,
+    counts: str | Path,
+    rows_per_job: int,
+    hardware: HardwareCatalog | None = None,
+    calibration: Calibration | None = None,
+    block_rows: int = BLOCK_ROWS,
+) -> tuple[ExpansionSummary, str | None]:
+    """Expand a study block by block and write its tables; return the summary and warning.
+
+    - ``directory``/``<i>.parquet``: chunk ``i`` of the kept rows (grid order), ``rows_per_job``
+      rows each, the last one fewer; one file per simulate job, so a job reads only its rows;
+    - ``rejects``: every dropped row with its reason (:data:`REJECT_COLUMNS`);
+    - ``counts``: JSON with ``chunks`` (the number of files), ``rows``, ``grid_rows``,
+      ``rows_per_job`` and ``dropped`` (study key or column -> rows), which the workflow's
+      checkpoint reads to plan one job per chunk.
+
+    Memory holds one block and at most one chunk of kept rows. Nothing is left behind when it
+    fails: the chunk folder is built next to ``directory`` and renamed onto it at the end, and
+    ``counts`` is written last.
+
+    Raises
+    ------
+    trainscale.errors.InputFileError
+        When no row survives (no file is written); see :meth:`ExpansionSummary.check`.
+    trainscale.errors.ConfigurationError
+        With ``filters.drop_invalid: false`` and an invalid row.
+    """
+    if rows_per_job < 1:
+        raise ValueError(f"rows_per_job must be at least 1, got {rows_per_job}")
+    directory, counts = Path(directory), Path(counts)
+    columns = configuration_columns(study)
+    metadata = {"study": study.name}
+    summary = ExpansionSummary(study)
+    temp = directory.with_name(f".{directory.name}.{secrets.token_hex(6)}.tmp")
+    temp.mkdir(parents=True)
+    chunks = 0
+    pending: list[pd.DataFrame] = []
+    pending_rows = 0
+
+    def flush(final: bool) -> None:
+        nonlocal chunks, pending, pending_rows
+        if not pending:
+            return
+        frame = pd.concat(pending, ignore_index=True) if len(pending) > 1 else pending[0]
+        start = 0
+        while len(frame) - start >= rows_per_job or (final and start < len(frame)):
+            part = frame.iloc[start : start + rows_per_job]
+            write_parquet(part, temp / f"{chunks}.parquet", columns, metadata)
+            chunks += 1
+            start += len(part)
+        pending = [frame.iloc[start:].reset_index(drop=True)] if start < len(frame) else []
+        pending_rows = len(frame) - start
+
+    try:
+        with ParquetStream(rejects, (*columns, *REJECT_COLUMNS), metadata) as out:
+            for configurations, block_rejects in expand_blocks(
+                study, hardware=hardware, calibration=calibration, block_rows=block_rows,
+                summary=summary,
+            ):  # fmt: skip
+                out.write(block_rejects)
+                if len(configurations):
+                    pending.append(configurations)
+                    pending_rows += len(configurations)
+                if pending_rows >= rows_per_job:
+                    flush(final=False)
+            flush(final=True)
+            warning = summary.check()  # raises before the rejects file is renamed into place
+        if directory.exists():
+            shutil.rmtree(directory)
+        os.replace(temp, directory)
+    finally:
+        if temp.exists():
+            shutil.rmtree(temp)
+    record = {
+        "study": study.name,
+        "grid_rows": summary.grid_rows,
+        "rows": summary.kept_rows,
+        "rows_per_job": rows_per_job,
+        "chunks": chunks,
+        "dropped": summary.dropped,
+    }
+    counts.parent.mkdir(parents=True, exist_ok=True)
+    counts_temp = counts.with_name(f".{counts.name}.{secrets.token_hex(6)}.tmp")
+    counts_temp.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+    os.replace(counts_temp, counts)
+    return summary, warning
 
 
 # --------------------------------------------------------------------------------------------
@@ -442,18 +751,6 @@ def chunk_count(rows: int, rows_per_job: int) -> int:
     if rows_per_job < 1:
         raise ValueError(f"rows_per_job must be at least 1, got {rows_per_job}")
     return max(1, math.ceil(rows / rows_per_job))
-
-
-def chunk_rows(frame: pd.DataFrame, index: int, count: int) -> pd.DataFrame:
-    """Rows of chunk ``index`` (0-based) of ``count`` near-equal, contiguous chunks.
-
-    The chunk count is fixed before the grid is filtered (from the grid size), so chunks split
-    the kept rows evenly and may be empty when a filter drops most of the grid.
-    """
-    if not 0 <= index < count:
-        raise ValueError(f"chunk index {index} is outside 0..{count - 1}")
-    positions = np.array_split(np.arange(len(frame)), count)[index]
-    return frame.iloc[positions].reset_index(drop=True)
 
 
 def simulate_configurations(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 import numpy as np
@@ -53,14 +54,24 @@ def test_results_equal_the_library_called_directly(smoke_run: Path, repo_root: P
 
 def test_rows_dropped_by_a_filter_are_listed_with_their_reason(smoke_run: Path) -> None:
     rejects = pd.read_parquet(smoke_run / "results/studies/smoke/rejects.parquet")
-    chunks = sorted((smoke_run / "results/studies/smoke/chunks").glob("*.parquet"))
+    configurations = sorted((smoke_run / "results/studies/smoke/configurations").glob("*.parquet"))
+    counts = json.loads((smoke_run / "results/studies/smoke/chunk_counts.json").read_text())
 
     assert list(rejects["row"]) == [2, 5, 8, 11]  # the tp 4 rows of the 4 x 3 grid
     assert (rejects["tp"] == 4).all()
     assert set(rejects["column"]) == {"filters.max_model_parallel"}
     assert set(rejects["reason"]) == {"tp·pp·cp = 4·1·1 = 4 exceeds max_model_parallel 2"}
-    assert [p.name for p in chunks] == ["0.parquet", "1.parquet", "2.parquet"]
-    assert [pq.read_metadata(p).num_rows for p in chunks] == [3, 3, 2]
+    # one configuration file per simulate job: the 8 surviving rows at rows_per_job 4
+    assert [p.name for p in configurations] == ["0.parquet", "1.parquet"]
+    assert [pq.read_metadata(p).num_rows for p in configurations] == [4, 4]
+    assert counts["chunks"] == 2 and counts["rows"] == 8 and counts["grid_rows"] == 12
+
+
+def test_chunk_files_are_removed_after_the_run(smoke_run: Path) -> None:
+    chunks = smoke_run / "results/studies/smoke/chunks"
+
+    assert not chunks.exists() or not list(chunks.iterdir())
+    assert pq.read_metadata(smoke_run / "results/sim/smoke.parquet").num_rows == 8
 
 
 def test_dataset_holds_every_source_with_units_and_provenance(smoke_run: Path) -> None:
@@ -102,7 +113,7 @@ def test_validation_has_one_row_per_published_line(smoke_run: Path) -> None:
 
 def test_every_job_wrote_its_log_and_benchmark(smoke_run: Path) -> None:
     jobs = ["study_configurations/smoke", "simulate_study/smoke", "dataset/dataset"]
-    jobs += [f"simulate_chunk/smoke/{i}" for i in range(3)]
+    jobs += [f"simulate_chunk/smoke/{i}" for i in range(2)]
     jobs += ["published_measurements/published", "published_validation/validation"]
     for job in jobs:
         log = smoke_run / "results/logs" / f"{job}.log"

@@ -36,20 +36,58 @@ def test_default_target_dry_run_plans_every_configured_output(
     assert not (workdir / "results").exists()
 
 
-def test_dry_run_fans_a_study_out_into_rows_per_job_chunks(
+def test_simulate_jobs_follow_the_rows_that_survive_the_filters(
     workflow_copy, run_snakemake, plan
 ) -> None:
     workdir = workflow_copy()
-    study = workdir / "config" / "studies" / "smoke.yaml"
-    data = yaml.safe_load(study.read_text())
-    del data["rows_per_job"]  # the config's rows_per_job applies: 12 grid rows / 5 -> 3 jobs
-    study.write_text(yaml.safe_dump(data))
 
-    done = run_snakemake(workdir, "--dry-run", "--config", "rows_per_job=5")
+    def keep_tp1(data: dict) -> None:
+        del data["rows_per_job"]  # the config's rows_per_job applies
+        data["filters"]["max_model_parallel"] = 1  # 4 of the 12 grid rows survive
 
-    assert done.returncode == 0, done.stderr[-3000:]
-    chunks = [wc for rule, wc in plan(done.stdout + done.stderr) if rule == "simulate_chunk"]
-    assert chunks == [f"study=smoke, chunk={i}" for i in range(3)]
+    _edit_smoke(workdir, keep_tp1)
+    before = run_snakemake(workdir, "--dry-run", "--config", "rows_per_job=1")
+    counted = run_snakemake(
+        workdir, "--cores", "1", "results/studies/smoke/chunk_counts.json",
+        "--config", "rows_per_job=1",
+    )  # fmt: skip
+    after = run_snakemake(workdir, "--dry-run", "--config", "rows_per_job=1")
+
+    assert before.returncode == 0, before.stderr[-3000:]
+    planned = [rule for rule, _ in plan(before.stdout + before.stderr)]
+    assert "study_configurations" in planned and "simulate_chunk" not in planned  # checkpoint
+    assert counted.returncode == 0, counted.stderr[-3000:]
+    warning = "warning: config/studies/smoke.yaml: 8 of 12 grid rows (66.7 %) were removed"
+    assert warning in counted.stdout + counted.stderr  # on the console
+    log = workdir / "results/logs/study_configurations/smoke.log"
+    assert warning in log.read_text()  # and kept in the log
+    assert "8 by filter 'max_model_parallel'" in log.read_text()
+    assert after.returncode == 0, after.stderr[-3000:]
+    chunks = [wc for rule, wc in plan(after.stdout + after.stderr) if rule == "simulate_chunk"]
+    assert chunks == [f"study=smoke, chunk={i}" for i in range(4)]  # not 12, one per grid row
+
+
+def test_a_study_left_with_no_rows_fails_and_writes_no_results(
+    workflow_copy, run_snakemake
+) -> None:
+    workdir = workflow_copy()
+
+    def never_fits(data: dict) -> None:
+        data["fixed"].update(model="llama2-70b", sharding="ddp")
+        data["filters"]["fits_memory"] = True
+
+    _edit_smoke(workdir, never_fits)
+    done = run_snakemake(workdir, "--cores", "2")
+
+    output = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert "config/studies/smoke.yaml: the study has no rows left" in output
+    assert "every one of the 12 grid rows was removed" in output
+    assert "by filter 'fits_memory'" in output and "by filter 'max_model_parallel'" in output
+    assert not (workdir / "results/sim/smoke.parquet").exists()
+    assert not (workdir / "results/dataset").exists()
+    assert not (workdir / "results/studies/smoke/configurations").exists()
+    assert not list((workdir / "results/studies/smoke").glob(".*tmp"))
 
 
 def _edit_smoke(workdir: Path, edit) -> Path:
@@ -74,14 +112,19 @@ def _unknown_key(data: dict) -> None:
     data["fixed"]["num_gpu"] = 8
 
 
+def _infinite_nic(data: dict) -> None:
+    data["fixed"]["nic_gbps_per_gpu"] = float("inf")  # written as .inf
+
+
 @pytest.mark.parametrize(
     ("edit", "expected"),
     [
         (_unknown_gpu, ["key 'sweep.gpu[1]'", "unknown GPU 'h300-sxm-999gb'", "valid:"]),
         (_negative_count, ["key 'fixed.num_gpus'", "-8 is less than the minimum of 1"]),
         (_unknown_key, ["key 'fixed.num_gpu'", "unknown key; allowed:", "num_gpus"]),
+        (_infinite_nic, ["key 'fixed.nic_gbps_per_gpu'", "inf is not a finite positive number"]),
     ],
-    ids=["unknown-gpu", "negative-count", "unknown-key"],
+    ids=["unknown-gpu", "negative-count", "unknown-key", "infinite-nic"],
 )
 def test_invalid_study_stops_the_run_before_any_job(
     workflow_copy, run_snakemake, edit, expected

@@ -1,20 +1,17 @@
-"""Rule simulate_study: concatenate a study's chunks, in order, into one results table."""
+"""Rule simulate_study: append a study's chunks, in order, into one results table (streamed:
+one chunk in memory at a time, one row group per chunk)."""
 
 import sys
 
-import pandas as pd
+import pyarrow.parquet as pq
 
-from trainscale.dataset import read_parquet, write_parquet
+from trainscale.dataset import ParquetStream
 from trainscale.schema import RESULT_COLUMNS
 
 sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 (closed at exit)
 
-chunks = [read_parquet(path, RESULT_COLUMNS) for path in snakemake.input.chunks]
-results = pd.concat(chunks, ignore_index=True)
-write_parquet(
-    results,
-    snakemake.output.results,
-    RESULT_COLUMNS,
-    {"study": snakemake.wildcards.study},
-)
-print(f"{len(results)} rows from {len(chunks)} chunks", file=sys.stderr)
+metadata = {"study": snakemake.wildcards.study}
+with ParquetStream(snakemake.output.results, RESULT_COLUMNS, metadata) as out:
+    for path in snakemake.input.chunks:
+        out.write(pq.read_table(path))
+print(f"{out.rows} rows from {len(snakemake.input.chunks)} chunks", file=sys.stderr)

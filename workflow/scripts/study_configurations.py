@@ -1,28 +1,41 @@
-"""Rule study_configurations: expand one study file into its configuration and rejects tables."""
+"""Checkpoint study_configurations: expand one study, block by block, into one configuration
+file per simulate job, its rejects table and the chunk counts the workflow plans from."""
 
 import sys
 
-from trainscale.dataset import write_parquet
 from trainscale.errors import TrainscaleError
-from trainscale.study import REJECT_COLUMNS, configuration_columns, expand_study, load_study
+from trainscale.study import load_study, write_study_configurations
 
+console = sys.stderr
 sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 (closed at exit)
+
+
+def report(message):
+    """To the job's log and to Snakemake's console (a warning or an error must be seen)."""
+    print(message, file=sys.stderr)
+    print(message, file=console, flush=True)
+
 
 try:
     study = load_study(snakemake.input.study, schema=snakemake.input.schema)
-    configurations, rejects = expand_study(study)
+    summary, warning = write_study_configurations(
+        study,
+        directory=snakemake.output.configurations,
+        rejects=snakemake.output.rejects,
+        counts=snakemake.output.counts,
+        rows_per_job=int(snakemake.params.rows_per_job),
+    )
 except TrainscaleError as error:
-    print(f"error: {error}", file=sys.stderr)
+    report(f"error: {error}")
     sys.exit(1)
 
-columns = configuration_columns(study)
-write_parquet(configurations, snakemake.output.configurations, columns, {"study": study.name})
-write_parquet(rejects, snakemake.output.rejects, (*columns, *REJECT_COLUMNS), {"study": study.name})
 print(
-    f"{study.path}: {study.grid_size} grid rows -> {len(configurations)} configurations, "
-    f"{rejects['row'].nunique()} rows dropped ({len(rejects)} problems, see "
-    f"{snakemake.output.rejects})",
+    f"{study.path}: {summary.grid_rows} grid rows -> {summary.kept_rows} configurations, "
+    f"{summary.dropped_rows} rows dropped (see {snakemake.output.rejects}); "
+    f"{summary.kept_rows} rows in chunks of {snakemake.params.rows_per_job}",
     file=sys.stderr,
 )
-for reason, count in rejects["reason"].value_counts(sort=False).items():
-    print(f"  {count} x {reason}", file=sys.stderr)
+for column, rows in summary.dropped.items():
+    print(f"  {rows} rows by {column} (e.g. {summary.examples[column]})", file=sys.stderr)
+if warning:
+    report(warning)
