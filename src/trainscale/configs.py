@@ -389,6 +389,8 @@ def _optional_choice(
     frame: pd.DataFrame, name: str, allowed: tuple[str, ...], problems: _Problems
 ) -> np.ndarray:
     """Optional categorical column: index into ``allowed``, -1 where empty or invalid."""
+    if name not in frame.columns:
+        return np.full(len(frame), -1, dtype=np.int64)
     text = _text(frame, name, lower=True)
     index = _lookup(text, {t: i for i, t in enumerate(allowed)}, -1).astype(np.int64)
     problems.add_where(
@@ -407,8 +409,8 @@ def _framework_behaviours(
 ) -> dict[str, np.ndarray]:
     """The software stack of every row: its profile's behaviours, then the row's overrides."""
     text = _text(frame, "framework", lower=True)
-    text = np.where(text == "", DEFAULT_FRAMEWORK, text)
-    framework = _lookup(text, {k: i for i, k in enumerate(FRAMEWORKS)}, -1).astype(np.int64)
+    keys = {"": FRAMEWORKS.index(DEFAULT_FRAMEWORK)} | {k: i for i, k in enumerate(FRAMEWORKS)}
+    framework = _lookup(text, keys, -1).astype(np.int64)
     problems.add_where(
         framework < 0, "framework",
         lambda r: f"unknown framework {_raw(frame, 'framework', r)!r}; valid: "
@@ -433,7 +435,7 @@ def _framework_behaviours(
     kernel = _optional_choice(frame, "attention_kernel", ATTENTION_KERNELS, problems)
     profile_kernel = np.array([ATTENTION_KERNELS.index(p.attention_kernel) for p in ordered])
     out["fused_attention"] = np.where(kernel >= 0, kernel, profile_kernel[framework]) == 1
-    recipe = _optional_choice(frame, "fp8_recipe", FP8_RECIPES, problems)
+    recipe = recipe_given = _optional_choice(frame, "fp8_recipe", FP8_RECIPES, problems)
     profile_recipe = np.array([FP8_RECIPES.index(p.fp8_recipe) for p in ordered])[framework]
     recipe = np.where(recipe >= 0, recipe, profile_recipe)
     cast = np.array([fp8_cast_bytes_per_element(r) for r in FP8_RECIPES])
@@ -454,8 +456,7 @@ def _framework_behaviours(
         f"{SHARDINGS[sharding[r]]}",
     )  # fmt: skip
     problems.add_where(
-        problems.ok_for("precision", "fp8_recipe")
-        & (_text(frame, "fp8_recipe") != "") & ~v["fp8"], "fp8_recipe",
+        problems.ok_for("precision", "fp8_recipe") & (recipe_given >= 0) & ~v["fp8"], "fp8_recipe",
         lambda r: "fp8_recipe needs precision fp8; precision is bf16",
     )  # fmt: skip
     problems.add_where(
@@ -488,10 +489,12 @@ def _gpu_attributes(
 
     # The system: named in the row, or the GPU's default; it must hold the row's GPU.
     system_keys = sorted(hardware.systems)
+    position = {k: i for i, k in enumerate(system_keys)}
+    default_index = np.array([position[hardware.system_for(k).key] for k in gpu_keys])[index]
     named = _text(frame, "system")
-    default_system = np.array([hardware.system_for(k).key for k in gpu_keys], dtype=object)[index]
-    system = np.where(named == "", default_system, named)
-    system_index = _lookup(system, {k: i for i, k in enumerate(system_keys)}, -1).astype(np.int64)
+    system_index = np.where(
+        named == "", default_index, _lookup(named, position, -1).astype(np.int64)
+    ) if "system" in frame.columns else default_index
     problems.add_where(
         system_index < 0, "system",
         lambda r: f"unknown system {named[r]!r}; valid: {', '.join(system_keys)}",
@@ -673,7 +676,13 @@ def build_configs(
         "tdp_w": gpu["tdp_w"],
         "idle_w": gpu["idle_w"],
     }
-    configs = Configs(**{name: np.asarray(columns[name])[valid] for name in _FIELD_NAMES})
+    everything = len(valid) == len(frame)
+    configs = Configs(
+        **{
+            name: np.asarray(columns[name]) if everything else np.asarray(columns[name])[valid]
+            for name in _FIELD_NAMES
+        }
+    )
     records = frame.iloc[[row for row, _, _ in items]].reset_index(drop=True) if items else None
     if records is not None:
         rejects = records.assign(

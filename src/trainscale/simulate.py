@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from trainscale import __version__
 from trainscale.calibration import Calibration, load_calibration
@@ -92,7 +93,16 @@ def predict_arrays(c: Configs, cal: Calibration) -> dict[str, np.ndarray]:
     }
 
 
-def _resolved_configuration(c: Configs) -> dict[str, np.ndarray]:
+def _strings(codes: np.ndarray, categories: tuple[str, ...] | list[str]) -> pd.Series:
+    """A pandas ``str`` column from category codes, built by Arrow (several times faster than
+    from an object array of Python strings)."""
+    arrow = pa.DictionaryArray.from_arrays(
+        pa.array(np.asarray(codes, dtype=np.int32)), pa.array(list(categories), pa.large_string())
+    ).cast(pa.large_string())
+    return pd.Series(pd.array(arrow, dtype=pd.StringDtype("pyarrow", na_value=np.nan)))
+
+
+def _resolved_configuration(c: Configs) -> dict[str, np.ndarray | pd.Series]:
     """Configuration columns as resolved (catalogue shape, defaults) for rows in ``c``."""
     return {
         "layers": c.layers,
@@ -101,23 +111,23 @@ def _resolved_configuration(c: Configs) -> dict[str, np.ndarray]:
         "kv_heads": c.kv_heads,
         "ffn": c.ffn,
         "vocab": c.vocab,
-        "mlp": np.where(c.swiglu, "swiglu", "gelu"),
+        "mlp": _strings(np.where(c.swiglu, 0, 1), ("swiglu", "gelu")),
         "gpus_per_node": c.gpus_per_node,
         "nic_gbps_per_gpu": c.nic_bytes_per_s * 8 / 1e9,
         "cp": c.cp,
         "vpp": c.vpp,
-        "sharding": np.array(SHARDINGS, dtype=object)[c.sharding],
-        "recompute": np.array(RECOMPUTE_MODES, dtype=object)[c.recompute],
-        "precision": np.where(c.fp8, PRECISIONS[1], PRECISIONS[0]),
+        "sharding": _strings(c.sharding, SHARDINGS),
+        "recompute": _strings(c.recompute, RECOMPUTE_MODES),
+        "precision": _strings(c.fp8.astype(np.int32), PRECISIONS),
         "sequence_parallel": c.sequence_parallel,
         "system": c.system,
-        "framework": np.array(FRAMEWORKS, dtype=object)[c.framework],
+        "framework": _strings(c.framework, FRAMEWORKS),
         "overlap_grad_reduce": c.overlap_grad_reduce,
         "overlap_param_gather": c.overlap_param_gather,
         "tp_comm_overlap": c.tp_comm_overlap,
-        "shard_granularity": np.where(c.per_tensor_gather, "tensor", "layer"),
-        "attention_kernel": np.where(c.fused_attention, "fused", "flash2"),
-        "fp8_recipe": np.where(c.fp8, np.array(FP8_RECIPES, dtype=object)[c.fp8_recipe], ""),
+        "shard_granularity": _strings(c.per_tensor_gather.astype(np.int32), ("layer", "tensor")),
+        "attention_kernel": _strings(c.fused_attention.astype(np.int32), ("flash2", "fused")),
+        "fp8_recipe": _strings(np.where(c.fp8, c.fp8_recipe, len(FP8_RECIPES)), [*FP8_RECIPES, ""]),
     }
 
 
