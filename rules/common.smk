@@ -22,7 +22,10 @@ validate(config, "../workflow/schemas/config.schema.yaml")
 DATA_DIR = Path(
     os.environ.setdefault("TRAINSCALE_DATA", str(Path(workflow.basedir, "data")))
 )
-CATALOGUES = [str(DATA_DIR / f"{name}.yaml") for name in ("hardware", "models", "nccl")]
+CATALOGUES = [
+    str(DATA_DIR / f"{name}.yaml")
+    for name in ("hardware", "models", "nccl", "frameworks")
+]
 CALIBRATION = str(DATA_DIR / "calibration.yaml")
 STUDY_SCHEMA = str(Path(workflow.basedir, "workflow", "schemas", "study.schema.yaml"))
 
@@ -89,6 +92,7 @@ def get_all_targets(wildcards):
         *get_sim_results(),
         "results/published.parquet",
         "results/validation.parquet",
+        "results/holdout.parquet",
         "results/dataset",
         *get_figure_targets(),
         *get_table_targets(),
