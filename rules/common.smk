@@ -92,7 +92,6 @@ def get_all_targets(wildcards):
         *get_sim_results(),
         "results/published.parquet",
         "results/validation.parquet",
-        "results/holdout.parquet",
         "results/dataset",
         *get_figure_targets(),
         *get_table_targets(),

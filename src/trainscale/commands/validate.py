@@ -119,14 +119,12 @@ def _collectives(collectives: pd.DataFrame) -> None:
     )
     print(format_table(table[table["sizes"] == "all"].drop(columns="sizes")))
     large = table[table["sizes"] != "all"].drop(columns="sizes")
-    small = int((collectives["size_bytes"] < 16 * 2**20).sum())
+    scored = int(large["rows"].iloc[-1]) if len(large) else 0
     print(
-        "\nmessages of 16 MiB and more (smaller ones are read from plots to about ±5 GB/s, too "
-        f"coarse to score; {small} rows)"
+        f"\nmessages of 16 MiB and more: {scored} of {len(collectives)} rows (below 16 MiB the "
+        "published values are read from plots to about ±5 GB/s, too coarse to score)"
     )
-    if large.empty:
-        print("  none")
-    else:
+    if len(large):
         print(format_table(large))
 
 
@@ -153,7 +151,10 @@ def run(args: argparse.Namespace) -> int:
     _collectives(tables["collectives"])
     rejects = tables["rejects"]
     print(f"\n{len(rejects)} published rows could not be predicted:")
-    for reason, count in rejects["reason"].value_counts().sort_index().items():
+    from trainscale.tables.validation import readable_reason
+
+    reasons = rejects["reason"].map(readable_reason).value_counts().sort_index()
+    for reason, count in reasons.items():
         print(f"  {count:3d}  {reason}")
     if args.output:
         rows = throughput

@@ -32,10 +32,11 @@ __all__ = ["plot", "plot_errors", "render", "source_styles", "throughput_rows"]
 _COLUMNS = ("citation", "num_gpus", "observed_tokens_per_s_per_gpu", "error_pct")
 _MARKERS = ("o", "s", "D", "^", "v", "P", "X", "<", ">", "h")
 _X = {
-    "num_gpus": "GPUs in the job",
+    "num_gpus": "GPUs in the job (count)",
     "observed_tokens_per_s_per_gpu": "Published throughput per GPU (tokens/s)",
 }
 _LABEL_CHARS = 44
+_Y_LABEL = "Held-out error of tokens/s per GPU (%):\npredicted / published − 1"
 _Y_TICKS = (-80, -60, -40, -20, -10, 0, 10, 20, 40, 60, 80, 100, 150, 200, 300)
 
 #: The in-sample rows of ``results/validation.parquet`` (kept under its former name).
@@ -171,7 +172,7 @@ def plot(holdout: pd.DataFrame, validation: pd.DataFrame) -> Figure:
     )
     plot_errors(holdout, x="num_gpus", ax=ax["gpus"])
     plot_errors(holdout, x="observed_tokens_per_s_per_gpu", ax=ax["tokens"])
-    ax["gpus"].set_ylabel("Held-out error of tokens/s per GPU\n(predicted − published) / published")
+    ax["gpus"].set_ylabel(_Y_LABEL)
     ax["tokens"].tick_params(labelleft=False)
     handles, labels = ax["gpus"].get_legend_handles_labels()
     legend_row(
