@@ -5,7 +5,7 @@ source, so it flatters the model): per published source, how many rows were pred
 mean, median and largest absolute percentage error of tokens/s per GPU, then ``all``.
 
 With ``--holdout`` it leads with the error on each source when that source is left out of the
-fit (one refit per source, about a minute; :func:`trainscale.calibrate.held_out_predictions`):
+fit (one refit per source, a minute or two; :func:`trainscale.calibrate.held_out_predictions`):
 per source, then per framework, then overall, each with the in-sample MAPE beside it.
 
 Both then summarise the nccl-tests bus-bandwidth rows (all sizes, and the rows of 16 MiB and
@@ -40,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--holdout",
         action="store_true",
         help="lead with the out-of-sample error: refit without each source, then predict it "
-        "(one fit per source, about a minute)",
+        "(one fit per source, a minute or two)",
     )
     parser.add_argument(
         "--max-mape",
