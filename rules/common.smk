@@ -24,7 +24,10 @@ validate(config, "../workflow/schemas/config.schema.yaml")
 DATA_DIR = Path(
     os.environ.setdefault("TRAINSCALE_DATA", str(Path(workflow.basedir, "data")))
 )
-CATALOGUES = [str(DATA_DIR / f"{name}.yaml") for name in ("hardware", "models", "nccl")]
+CATALOGUES = [
+    str(DATA_DIR / f"{name}.yaml")
+    for name in ("hardware", "models", "nccl", "frameworks")
+]
 CALIBRATION = str(DATA_DIR / "calibration.yaml")
 STUDY_SCHEMA = str(Path(workflow.basedir, "workflow", "schemas", "study.schema.yaml"))
 

@@ -185,8 +185,10 @@ rule figure_marginal_returns:
         "../workflow/scripts/figure_render.py"
 
 
+# Held-out predictions first (results/holdout.parquet); the in-sample error in the note.
 rule figure_sim_vs_published:
     input:
+        holdout="results/holdout.parquet",
         validation="results/validation.parquet",
     output:
         figure_outputs("sim_vs_published"),

@@ -1,5 +1,6 @@
-# Published measurements: normalised rows (results/published.parquet) and their predictions
-# (results/validation.parquet).
+# Published measurements: normalised rows (results/published.parquet), their predictions by the
+# shipped calibration (results/validation.parquet, in sample) and by fits that left each row's
+# source out (results/holdout.parquet, held out).
 
 
 # Published throughput rows in the dataset schema, observed value as tokens/s per GPU.
@@ -42,3 +43,25 @@ rule published_validation:
         runtime=10,
     script:
         "../workflow/scripts/published_validation.py"
+
+
+# Every published throughput row predicted by a fit that left its whole source out (one fit
+# per source, about a minute), beside the shipped calibration it is compared with.
+rule published_holdout:
+    input:
+        csv=config["published"],
+        catalogues=[*CATALOGUES, CALIBRATION],
+    output:
+        holdout="results/holdout.parquet",
+    log:
+        "results/logs/published_holdout/holdout.log",
+    benchmark:
+        "results/benchmarks/published_holdout/holdout.tsv"
+    conda:
+        "../environment.yml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=lambda wildcards, attempt: 20 * attempt,
+    script:
+        "../workflow/scripts/published_holdout.py"

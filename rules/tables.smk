@@ -107,9 +107,14 @@ rule table_scaling_fits:
         "../workflow/scripts/table_render.py"
 
 
+# Held-out error first (results/holdout.parquet), the in-sample error beside it; the published
+# CSV gives the nccl-tests message sizes.
 rule table_validation:
     input:
         validation="results/validation.parquet",
+        holdout="results/holdout.parquet",
+        published=config["published"],
+        catalogues=CATALOGUES,
     output:
         table_outputs("validation"),
     log:

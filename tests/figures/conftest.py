@@ -130,17 +130,46 @@ def best_sim() -> pd.DataFrame:
 @pytest.fixture(scope="session")
 def validation_rows() -> pd.DataFrame:
     """Rows shaped like results/validation.parquet: source A has MAPE 10 %, B 50 %, C only a
-    rejected row, plus one nccl-tests row."""
+    rejected throughput row, P only a rejected power row, plus two nccl-tests rows (one of
+    8 MiB, one of 1 GiB)."""
     rows = [
-        ("A", "predicted", "throughput", 100.0, 110.0),
-        ("A", "predicted", "throughput", 1000.0, 900.0),
-        ("B", "predicted", "throughput", 50.0, 75.0),
-        ("B", "rejected", None, None, None),
-        ("C", "rejected", None, None, None),
-        ("N", "predicted", "collective", 400.0, 380.0),
-    ]
-    frame = pd.DataFrame(rows, columns=["citation", "status", "kind", "observed", "predicted"])
+        (2, "A", "predicted", "throughput", 100.0, 110.0, "tokens_per_s_per_GPU", None, None),
+        (3, "A", "predicted", "throughput", 1000.0, 900.0, "tokens_per_s_per_GPU", None, None),
+        (4, "B", "predicted", "throughput", 50.0, 75.0, "TFLOPs_per_GPU", None, None),
+        (5, "B", "rejected", None, None, None, "MFU_pct", "GPU count not stated (8 and 128)", None),
+        (6, "C", "rejected", None, None, None, "TFLOPs", "GPU count not stated (empty)", None),
+        (7, "P", "rejected", None, None, None, "node_power_kW", "node-level power", None),
+        (8, "N", "predicted", "collective", 400.0, 380.0, "busbw_GBps", None, 2.0**30),
+        (9, "N", "predicted", "collective", 100.0, 150.0, "busbw_GBps", None, 8 * 2.0**20),
+    ]  # fmt: skip
+    columns = ["csv_row", "citation", "status", "kind", "observed", "predicted"]
+    frame = pd.DataFrame(rows, columns=[*columns, "published_metric", "reason", "size_bytes"])
     frame["ape_pct"] = (100 * (frame["predicted"] - frame["observed"]) / frame["observed"]).abs()
+    frame["calibration_id"] = "cal123"
+    frame["simulator_version"] = "0.1.0"
+    return frame
+
+
+@pytest.fixture(scope="session")
+def holdout_rows() -> pd.DataFrame:
+    """Rows shaped like results/holdout.parquet for the throughput rows of
+    :func:`validation_rows`: held out, A has MAPE 20 % (frameworks megatron and pytorch), B 60 %
+    (deepspeed)."""
+    frame = pd.DataFrame(
+        {
+            "csv_row": [2, 3, 4],
+            "citation": ["A", "A", "B"],
+            "framework": ["megatron", "pytorch", "deepspeed"],
+            "model_name": ["m1", "m2", "m3"],
+            "num_gpus": [8, 64, 512],
+            "gpu": ["h100-sxm-80gb"] * 3,
+            "observed_tokens_per_s_per_gpu": [100.0, 1000.0, 50.0],
+            "predicted_tokens_per_s_per_gpu": [120.0, 800.0, 80.0],
+        }
+    )
+    observed = frame["observed_tokens_per_s_per_gpu"]
+    frame["error_pct"] = 100 * (frame["predicted_tokens_per_s_per_gpu"] - observed) / observed
+    frame["ape_pct"] = frame["error_pct"].abs()
     frame["calibration_id"] = "cal123"
     frame["simulator_version"] = "0.1.0"
     return frame

@@ -65,6 +65,88 @@ def test_validate_prints_sources_and_overall(capsys: pytest.CaptureFixture[str])
     assert main(["validate", "--max-mape", "12"]) == 0
     text = capsys.readouterr().out
     assert "MosaicML llm-foundry" in text and "all" in text and "could not be predicted" in text
+    assert text.startswith("tokens/s per GPU, predicted vs published, in sample")
+    assert "messages of 16 MiB and more" in text and "too coarse to score" in text
+
+
+def _fabricated_held_out(published=None, *, prior_scale=1.0) -> pd.DataFrame:
+    """Held-out rows 50 % above every published value (instead of a minute of refits)."""
+    from trainscale.validation import validate_published
+
+    rows = validate_published()["throughput"].copy()
+    rows["predicted_tokens_per_s_per_gpu"] = 1.5 * rows["observed_tokens_per_s_per_gpu"]
+    rows["error_pct"] = 50.0
+    rows["ape_pct"] = 50.0
+    return rows
+
+
+def test_validate_holdout_leads_with_held_out_per_source_then_framework_then_all(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    import trainscale.calibrate
+
+    monkeypatch.setattr(trainscale.calibrate, "held_out_predictions", _fabricated_held_out)
+    out = tmp_path / "rows.csv"
+    # in sample the MAPE is below 20 %; held out (fabricated) it is 50 %: --max-mape judges that
+    assert main(["validate", "--max-mape", "20"]) == 0
+    capsys.readouterr()
+    assert main(["validate", "--holdout", "--max-mape", "20", "-o", str(out)]) == 1
+    text = capsys.readouterr().out
+    lines = text.splitlines()
+    assert lines[0].startswith("tokens/s per GPU, held out: each source predicted by a fit")
+    assert "held-out MAPE %" in lines[1] and lines[1].endswith("in-sample MAPE %")
+    order = [text.index(s) for s in ("held out", "\nper framework", "\noverall", "nccl-tests")]
+    assert order == sorted(order)
+    assert "\npytorch " in text
+    assert "overall held-out MAPE 50.00 % exceeds --max-mape 20.00 %" in text
+    rows = pd.read_csv(out)
+    assert {
+        "held_out_predicted_tokens_per_s_per_gpu",
+        "held_out_error_pct",
+        "held_out_ape_pct",
+    } <= (set(rows.columns))
+    assert (rows["held_out_ape_pct"] == 50.0).all()
+    assert (
+        rows["predicted_tokens_per_s_per_gpu"] != rows["held_out_predicted_tokens_per_s_per_gpu"]
+    ).all()
+
+
+def test_held_out_predictions_on_three_sources_leave_each_source_out(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The real refits, on a subset of three small sources (a few seconds each)."""
+    import trainscale.calibrate
+    import trainscale.validation
+    from trainscale.calibrate import held_out_predictions
+    from trainscale.holdout import accuracy, holdout_rows
+    from trainscale.published import PublishedData, load_published
+
+    full = load_published()
+    keep = full.throughput["citation"].str.startswith(("torchtitan docs", "PyTorch/IBM", "Shoeybi"))
+    subset = PublishedData(
+        throughput=full.throughput[keep].reset_index(drop=True),
+        collectives=full.collectives,
+        rejects=full.rejects.iloc[0:0],
+    )
+    held = held_out_predictions(subset)
+    rows = holdout_rows(held, calibration_id="cal", simulator_version="v")
+    assert rows["csv_row"].tolist() == sorted(subset.throughput["csv_row"])
+    assert rows["citation"].nunique() == 3
+    assert rows["framework"].notna().all()
+    in_sample = trainscale.validation.validate_published(published=subset)["throughput"]
+    merged = rows.merge(in_sample, on="csv_row", suffixes=("", "_in"))
+    # a fit without the source predicts it differently from the fit on everything
+    assert (
+        merged["predicted_tokens_per_s_per_gpu"] != merged["predicted_tokens_per_s_per_gpu_in"]
+    ).all()
+    table = accuracy(rows, in_sample)
+    assert table["source"].tolist()[-1] == "all" and table["rows"].iloc[-1] == len(rows)
+
+    monkeypatch.setattr(trainscale.validation, "load_published", lambda: subset)
+    monkeypatch.setattr(trainscale.calibrate, "held_out_predictions", lambda: held)  # no refit
+    assert main(["validate", "--holdout"]) == 0
+    text = capsys.readouterr().out
+    assert "3 fits" in text and "Shoeybi" in text
 
 
 def test_console_script_is_installed() -> None:

@@ -15,3 +15,4 @@ simulate = _fixtures.simulate
 scaleout_sim = _fixtures.scaleout_sim
 best_sim = _fixtures.best_sim
 validation_rows = _fixtures.validation_rows
+holdout_rows = _fixtures.holdout_rows

@@ -37,7 +37,7 @@ FIGURES: dict[str, dict[str, str]] = {
     "context_length": {"sim": "parquet"},
     "compute_per_gpu": {"sim": "parquet"},
     "marginal_returns": {"sim": "parquet"},
-    "sim_vs_published": {"validation": "parquet"},
+    "sim_vs_published": {"holdout": "parquet", "validation": "parquet"},
     "global_batch_inference": {"sim": "parquet"},
     "best_plan": {"sim": "parquet"},
     "sim_vs_measured": {"dataset": "dataset"},

@@ -1,96 +1,218 @@
-"""Table ``validation``: the simulator's error against every published source.
+"""Table ``validation``: the simulator's error against every published source, held out first.
 
-Per published source and quantity — tokens/s per GPU for training runs, bus bandwidth for
-nccl-tests — the rows predicted, the rows the simulator cannot represent (rejected, with their
-reasons in ``results/validation.parquet``), and the mean, median and largest absolute percentage
-error, then an ``all`` row per quantity (:func:`trainscale.validation.summarise`).
+The headline is the error on a source when it is left out of the fit (DESIGN.md, "Honesty
+rules"): for tokens/s per GPU, each source's rows as predicted by a fit to all the other sources
+(``results/holdout.parquet``), with the in-sample MAPE of the shipped calibration
+(``results/validation.parquet``, fitted on every source) beside it; per source, then per
+framework, then over all rows (:func:`trainscale.holdout.accuracy`). Then the nccl-tests bus
+bandwidths, which every fit uses, so in sample only: all sizes, and the messages of 16 MiB and
+more (smaller ones are read from plots to about ±5 GB/s; :func:`trainscale.holdout.
+collective_accuracy`). Last, the sources none of whose rows of a quantity could be predicted
+(power figures, rows without a model shape, ...), under that quantity, with the reasons.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pandas as pd
 
 from trainscale.figures._common import require
-from trainscale.validation import summarise
+from trainscale.holdout import accuracy, collective_accuracy, in_sample_throughput
 
-__all__ = ["VALIDATION_TABLE_COLUMNS", "render", "validation_table"]
+__all__ = ["VALIDATION_TABLE_COLUMNS", "readable_reason", "render", "validation_table"]
 
 #: Columns of :func:`validation_table`, in order.
 VALIDATION_TABLE_COLUMNS: tuple[str, ...] = (
-    "quantity",
+    "block",
     "source",
     "rows",
     "rejected",
+    "error",
     "mape_pct",
     "median_ape_pct",
     "max_ape_pct",
+    "in_sample_mape_pct",
+    "reason",
 )
-_QUANTITIES = {"throughput": "tokens/s per GPU", "collective": "nccl-tests bus bandwidth (GB/s)"}
+
+_THROUGHPUT = "tokens/s per GPU"
+_POWER = "power"
+_BUSBW = "nccl-tests bus bandwidth"
+_REASONS = (
+    (re.compile(r"GPU count not stated \((?:empty|)\)"), "GPU count not published"),
+    (re.compile(r"GPU count not stated \((.+)\)"), r"GPU count not one number (source: '\1')"),
+)
 
 
-def validation_table(validation: pd.DataFrame) -> pd.DataFrame:
-    """Error per source and quantity.
+def readable_reason(reason: str) -> str:
+    """A reject reason as the table prints it: ``GPU count not stated (8 and 128)`` becomes
+    ``GPU count not one number (source: '8 and 128')``, ``... (empty)`` ``GPU count not
+    published``; other reasons are kept."""
+    text = str(reason)
+    for pattern, replacement in _REASONS:
+        if pattern.fullmatch(text):
+            return pattern.sub(replacement, text)
+    return text
+
+
+def _quantity(metric: object) -> str:
+    text = "" if pd.isna(metric) else str(metric).lower()
+    if "power" in text:
+        return _POWER
+    if "busbw" in text:
+        return _BUSBW
+    return _THROUGHPUT
+
+
+def _reasons(rows: pd.DataFrame) -> str:
+    counts = rows["reason"].fillna("not stated").map(readable_reason).value_counts()
+    parts = [f"{r} ({n})" if n > 1 else r for r, n in sorted(counts.items())]
+    return "; ".join(parts)
+
+
+def _sizes(validation: pd.DataFrame, published) -> pd.DataFrame:
+    if "size_bytes" in validation.columns or published is None:
+        return validation
+    sizes = published.collectives.set_index("csv_row")["size_bytes"]
+    return validation.assign(size_bytes=validation["csv_row"].map(sizes))
+
+
+def validation_table(
+    validation: pd.DataFrame, holdout: pd.DataFrame, published=None
+) -> pd.DataFrame:
+    """Error per source: held out first, then in sample; bus bandwidth; what was not predicted.
 
     Parameters
     ----------
     validation : pandas.DataFrame
-        ``results/validation.parquet`` (columns ``status``, ``kind``, ``citation``,
-        ``ape_pct``), or the ``throughput`` table of
-        :func:`trainscale.validation.validate_published` (``citation``, ``ape_pct``: all rows
-        are throughput rows, none rejected).
+        ``results/validation.parquet`` (``csv_row``, ``status``, ``kind``, ``citation``,
+        ``observed``, ``predicted``, ``ape_pct``, ``published_metric``, ``reason``): the shipped
+        calibration's predictions of every published row, or its rejection.
+    holdout : pandas.DataFrame
+        ``results/holdout.parquet`` (:data:`trainscale.holdout.HOLDOUT_COLUMNS`): each
+        throughput row predicted by a fit without its source.
+    published : trainscale.published.PublishedData, optional
+        The normalised published CSV; gives the nccl-tests message sizes (``size_bytes``)
+        unless ``validation`` has them.
 
     Returns
     -------
     pandas.DataFrame
-        :data:`VALIDATION_TABLE_COLUMNS`: ``quantity``; ``source`` (citation, or ``all``);
-        ``rows`` predicted; ``rejected``: rows of that source the simulator cannot represent
-        (counted in the tokens/s block, where sources with only rejected rows are listed too,
-        with no errors; the ``all`` row counts every rejected row); ``mape_pct``,
-        ``median_ape_pct``, ``max_ape_pct`` (%).
+        :data:`VALIDATION_TABLE_COLUMNS`, blocks in this order:
+
+        - ``tokens/s per GPU, per source``, ``... per framework``, ``... all sources``:
+          ``source`` (citation, framework, or ``all``); ``rows`` held out; ``rejected`` rows of
+          that source's throughput the simulator cannot represent (all of them on ``all``);
+          ``error`` = ``held out``; ``mape_pct``, ``median_ape_pct``, ``max_ape_pct`` of the
+          held-out predictions (%); ``in_sample_mape_pct`` of the shipped calibration;
+          ``reason`` of the rejected rows;
+        - ``nccl-tests bus bandwidth, all sizes`` and ``..., >= 16 MiB``: ``error`` =
+          ``in sample`` (every fit uses these rows), errors of GB/s;
+        - ``not predicted: <quantity>``: sources of which no row of that quantity (tokens/s
+          per GPU, power, bus bandwidth) could be predicted, ``rows`` 0, ``rejected`` and
+          ``reason``.
     """
-    require(validation, ["citation", "ape_pct"], where="validation_table")
-    frame = validation
-    if "status" not in frame.columns:
-        frame = frame.assign(status="predicted")
-    if "kind" not in frame.columns:
-        frame = frame.assign(kind="throughput")
-    rejected = frame[frame["status"] == "rejected"].groupby("citation").size()
+    require(validation, ["citation", "status", "kind", "ape_pct"], where="validation_table")
+    require(holdout, ["csv_row", "citation", "framework", "ape_pct"], where="validation_table")
+    validation = _sizes(validation, published)
+    rejected = validation[validation["status"] == "rejected"]
+    metric = rejected.get("published_metric", pd.Series(None, index=rejected.index))
+    rejected = rejected.assign(quantity=metric.map(_quantity))
+    in_sample = in_sample_throughput(validation)
     parts = []
-    for kind, label in _QUANTITIES.items():
-        rows = frame[(frame["status"] == "predicted") & (frame["kind"] == kind)]
-        if rows.empty:
+    if not holdout.empty:
+        throughput_rejects = rejected[rejected["quantity"] == _THROUGHPUT]
+        by_source = accuracy(holdout, in_sample)
+        sources, total = by_source.iloc[:-1].copy(), by_source.iloc[-1:].copy()
+        groups = dict(tuple(throughput_rejects.groupby("citation")))
+        sources["rejected"] = [len(groups.get(s, ())) for s in sources["source"]]
+        sources["reason"] = [_reasons(groups[s]) if s in groups else "" for s in sources["source"]]
+        total["rejected"] = len(throughput_rejects)
+        total["reason"] = ""
+        frameworks = accuracy(holdout, in_sample, by="framework").iloc[:-1]
+        frameworks = frameworks.rename(columns={"framework": "source"}).assign(rejected=0)
+        for block, frame in (
+            ("per source", sources),
+            ("per framework", frameworks),
+            ("all sources", total),
+        ):
+            parts.append(
+                frame.rename(
+                    columns={
+                        "held_out_mape_pct": "mape_pct",
+                        "held_out_median_ape_pct": "median_ape_pct",
+                        "held_out_max_ape_pct": "max_ape_pct",
+                    }
+                ).assign(block=f"{_THROUGHPUT}, {block}", error="held out")
+            )
+    collectives = validation[
+        (validation["status"] == "predicted") & (validation["kind"] == "collective")
+    ]
+    if not collectives.empty and "size_bytes" in collectives.columns:
+        busbw = collective_accuracy(collectives)
+        for sizes, frame in busbw.groupby("sizes", sort=False):
+            parts.append(
+                frame.drop(columns="sizes").assign(
+                    block=f"{_BUSBW}, {'all sizes' if sizes == 'all' else sizes}",
+                    error="in sample",
+                    in_sample_mape_pct=frame["mape_pct"],
+                    rejected=0,
+                )
+            )
+    predicted = validation[validation["status"] == "predicted"]
+    kinds = predicted["kind"]
+    have = {
+        _THROUGHPUT: set(predicted.loc[kinds == "throughput", "citation"]),
+        _BUSBW: set(predicted.loc[kinds == "collective", "citation"]),
+        _POWER: set(),
+    }
+    for quantity in (_THROUGHPUT, _POWER, _BUSBW):
+        mine = rejected[(rejected["quantity"] == quantity)]
+        mine = mine[~mine["citation"].isin(have[quantity])]
+        if mine.empty:
             continue
-        summary = summarise(rows.dropna(subset=["ape_pct"]))
-        if kind == "throughput":
-            only_rejected = sorted(set(rejected.index) - set(summary["source"]))
-            extra = pd.DataFrame({"source": only_rejected, "rows": 0})
-            summary = pd.concat([summary.iloc[:-1], extra, summary.iloc[-1:]], ignore_index=True)
-            summary["rejected"] = summary["source"].map(rejected).fillna(0).astype("int64")
-            summary.loc[summary["source"] == "all", "rejected"] = int(rejected.sum())
-        else:
-            summary["rejected"] = 0
-        parts.append(summary.assign(quantity=label))
+        rows = [
+            {"source": s, "rows": 0, "rejected": len(g), "reason": _reasons(g)}
+            for s, g in mine.groupby("citation", sort=True)
+        ]
+        parts.append(pd.DataFrame(rows).assign(block=f"not predicted: {quantity}"))
     if not parts:
         return pd.DataFrame(columns=list(VALIDATION_TABLE_COLUMNS))
-    table = pd.concat(parts, ignore_index=True)[list(VALIDATION_TABLE_COLUMNS)]
+    table = pd.concat(parts, ignore_index=True).reindex(columns=list(VALIDATION_TABLE_COLUMNS))
+    table["error"] = table["error"].fillna("")
+    table["reason"] = table["reason"].fillna("")
     return table.astype({"rows": "int64", "rejected": "int64"})
 
 
-def render(stem: str | os.PathLike[str], validation: pd.DataFrame) -> tuple[Path, ...]:
+def render(
+    stem: str | os.PathLike[str], validation: pd.DataFrame, holdout: pd.DataFrame, published=None
+) -> tuple[Path, ...]:
     """Write ``stem.{csv,md,tex}``."""
     from trainscale.report import write_table
 
-    table = validation_table(validation)
-    calibration = ", ".join(sorted(validation.get("calibration_id", pd.Series()).dropna().unique()))
+    table = validation_table(validation, holdout, published)
+    ids = pd.concat(
+        [validation.get("calibration_id", pd.Series()), holdout.get("calibration_id", pd.Series())]
+    )
+    calibration = ", ".join(sorted(ids.dropna().astype(str).unique()))
     return write_table(
         table,
         stem,
         label="tab:validation",
-        caption="Simulated against published measurements (data/published/measurements.csv): "
-        "absolute percentage error per source"
-        + (f", calibration {calibration}." if calibration else "."),
-        float_format={"mape_pct": ".1f", "median_ape_pct": ".1f", "max_ape_pct": ".1f"},
+        caption="Simulated against published measurements (data/published/measurements.csv), "
+        "absolute percentage error. Held out: each source predicted by a fit to all the other "
+        "sources, the error a user gets on a run the model has never seen; in sample: the "
+        "shipped calibration"
+        + (f" ({calibration})" if calibration else "")
+        + ", fitted on every source. Bus bandwidths are in sample (every fit uses them); "
+        "below 16 MiB they are read from plots to about 5 GB/s.",
+        float_format={
+            "mape_pct": ".1f",
+            "median_ape_pct": ".1f",
+            "max_ape_pct": ".1f",
+            "in_sample_mape_pct": ".1f",
+        },
     )
