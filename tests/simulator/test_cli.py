@@ -62,7 +62,7 @@ def test_one_configuration_breakdown(capsys: pytest.CaptureFixture[str]) -> None
 
 
 def test_validate_prints_sources_and_overall(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["validate", "--max-mape", "12"]) == 0
+    assert main(["validate", "--max-mape", "20"]) == 0
     text = capsys.readouterr().out
     assert "MosaicML llm-foundry" in text and "all" in text and "could not be predicted" in text
     assert text.startswith("tokens/s per GPU, predicted vs published, in sample")

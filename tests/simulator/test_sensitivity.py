@@ -55,9 +55,9 @@ def test_more_ring_latency_deepens_the_drop_but_not_the_128_gpu_mfu(
     # At 2,048 GPUs FSDP's rings are latency-bound and exposed; at 128 GPUs they stay hidden.
     assert doubled["throughput_drop_pct"] > calibrated["throughput_drop_pct"] + 10.0
     assert abs(doubled["mfu_h100_pct"] - calibrated["mfu_h100_pct"]) < 1.0
-    # ... while the published rows can barely tell the two apart.
-    assert doubled["throughput_mape_pct"] <= 12.0
+    # The throughput rows can barely tell the two apart; the study's own nccl-tests scan can.
     assert abs(doubled["throughput_mape_pct"] - calibrated["throughput_mape_pct"]) < 0.5
+    assert doubled["busbw_mape_pct"] > calibrated["busbw_mape_pct"] + 2.0
 
 
 @pytest.mark.parametrize(
