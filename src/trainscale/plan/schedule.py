@@ -182,10 +182,11 @@ def _tensor_parallel(c: Configs, w: BlockWork, place: Layout, net: Network) -> d
     """Per block per micro-batch TP collective times (forward, backward) by kind."""
     size = 2.0 * w.tokens * c.hidden
     on = c.tp > 1
-    ag = np.where(on, allgather_time(size, c.tp, place.tp_per_node, net), 0.0)
-    rs = np.where(on, reducescatter_time(size, c.tp, place.tp_per_node, net), 0.0)
-    ar = np.where(on, allreduce_time(size, c.tp, place.tp_per_node, net), 0.0)
     sp = c.sequence_parallel & on
+    group = (size, c.tp, place.tp_per_node, net)
+    ag = _only_where(sp, allgather_time, *group)
+    rs = _only_where(sp, reducescatter_time, *group)
+    ar = _only_where(on & ~sp, allreduce_time, *group)
     passes_bwd = np.where(
         c.recompute == Recompute.FULL, 2.0, 1.0
     )  # the recomputed forward repeats them
@@ -217,6 +218,25 @@ def _context_parallel(
         "exposed_fwd": np.maximum(busy_fwd - hidden_fwd, 0.0),
         "exposed_bwd": np.maximum(busy_bwd - _ATTENTION_BACKWARD_RATIO * hidden_fwd, 0.0),
     }
+
+
+def _only_where(
+    mask: np.ndarray,
+    collective: Callable[..., np.ndarray],
+    size: ArrayLike,
+    n: ArrayLike,
+    g: ArrayLike,
+    net: Network,
+) -> np.ndarray:
+    """``collective(size, n, g, net)`` evaluated on the rows in ``mask`` only, 0 elsewhere (a
+    sweep where few rows use a collective does not pay for it on every row)."""
+    out = np.zeros(len(mask))
+    rows = np.flatnonzero(mask)
+    if rows.size:
+        size, n, g = (np.broadcast_to(np.asarray(a, dtype=np.float64), mask.shape)[rows]
+                      for a in (size, n, g))  # fmt: skip
+        out[rows] = collective(size, n, g, net.take(rows))
+    return out
 
 
 def _bucketed(
@@ -276,24 +296,22 @@ def step_times(
     # parameter tensor of the block, each paying the full ring latency.
     n, g = place.shard_size, place.shard_per_node
     calls = np.where(c.per_tensor_gather, w.tensors_per_layer, 1.0)
-    ag = calls * allgather_time(w.layer_param_bytes / calls, n, g, net)
-    rs = reducescatter_time(w.layer_param_bytes, n, g, net)
-    ar_replicas = np.where(
-        sharding == Sharding.HSDP,
-        allreduce_time(w.layer_param_bytes / np.maximum(n, 1), place.replicas, 1, net),
-        0.0,
+    gathers = (sharding == Sharding.FSDP) | (sharding == Sharding.HSDP) | (
+        sharding == Sharding.ZERO2
     )
+    ag = calls * _only_where(gathers, allgather_time, w.layer_param_bytes / calls, n, g, net)
+    rs = _only_where(gathers, reducescatter_time, w.layer_param_bytes, n, g, net)
+    ar_replicas = _only_where(
+        sharding == Sharding.HSDP, allreduce_time,
+        w.layer_param_bytes / np.maximum(n, 1), place.replicas, 1, net,
+    )  # fmt: skip
     sharded = (sharding == Sharding.FSDP) | (sharding == Sharding.HSDP)
     gather_fwd = np.where(sharded | (sharding == Sharding.ZERO2), ag, 0.0)
     gather_bwd = np.where(sharded, ag, 0.0)
     reduce_bwd = np.where(sharded | (sharding == Sharding.ZERO2), rs, 0.0) + ar_replicas
-    embed_gather = np.where(
-        sharded | (sharding == Sharding.ZERO2),
-        np.where(c.per_tensor_gather, 2.0, 1.0)
-        * allgather_time(
-            w.embedding_param_bytes / np.where(c.per_tensor_gather, 2.0, 1.0), n, g, net
-        ),
-        0.0,
+    embed_calls = np.where(c.per_tensor_gather, 2.0, 1.0)
+    embed_gather = embed_calls * _only_where(
+        gathers, allgather_time, w.embedding_param_bytes / embed_calls, n, g, net
     )
     # What the communication stream hides (prefetched gathers, overlapped reductions) and what
     # runs on the critical path instead (gathers issued when the layer is reached, reductions
@@ -366,17 +384,18 @@ def step_times(
     bucket = 2.0 * c.ddp_bucket_params
     bwd_window = np.where(grad_overlap, layers * b_crit, 0.0)
     fwd_window = np.where(prefetch, layers * f_crit, 0.0)
+    ddp, zero1 = sharding == Sharding.DDP, sharding == Sharding.ZERO1
     ddp_ar_busy, ddp_ar_exposed = _bucketed(
-        np.where(sharding == Sharding.DDP, grad_bytes, 0.0), bucket,
-        lambda s: allreduce_time(s, d, dg, net), bwd_window,
+        np.where(ddp, grad_bytes, 0.0), bucket,
+        lambda s: _only_where(ddp, allreduce_time, s, d, dg, net), bwd_window,
     )  # fmt: skip
     z1_rs_busy, z1_rs_exposed = _bucketed(
-        np.where(sharding == Sharding.ZERO1, grad_bytes, 0.0), bucket,
-        lambda s: reducescatter_time(s, d, dg, net), bwd_window,
+        np.where(zero1, grad_bytes, 0.0), bucket,
+        lambda s: _only_where(zero1, reducescatter_time, s, d, dg, net), bwd_window,
     )  # fmt: skip
     z1_ag_busy, z1_ag_exposed = _bucketed(
-        np.where(sharding == Sharding.ZERO1, grad_bytes, 0.0), bucket,
-        lambda s: allgather_time(s, d, dg, net), fwd_window,
+        np.where(zero1, grad_bytes, 0.0), bucket,
+        lambda s: _only_where(zero1, allgather_time, s, d, dg, net), fwd_window,
     )  # fmt: skip
     step_sync_exposed = ddp_ar_exposed + z1_rs_exposed + z1_ag_exposed
     step_sync_slow = slow * (

@@ -40,7 +40,7 @@ Every function returns seconds and accepts scalars or arrays that broadcast toge
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
@@ -127,6 +127,19 @@ class Network:
     fill_chunks: float = 0.0
     """Chunks each hop of a tree or NVLSTree pipeline holds before the next hop runs at full
     rate (pipeline fill; 0 turns the fill off)."""
+
+    def take(self, index: np.ndarray) -> Network:
+        """The network of the configurations selected by ``index`` (per-row arrays sliced)."""
+        def part(value: object) -> object:
+            array = np.asarray(value)
+            return array[index] if array.ndim else value
+
+        return replace(
+            self,
+            nvlink_bytes_per_s=part(self.nvlink_bytes_per_s),
+            nic_bytes_per_s=part(self.nic_bytes_per_s),
+            nvls_bytes_per_s=part(self.nvls_bytes_per_s),
+        )
 
     def nic_at(self, nodes: np.ndarray) -> np.ndarray:
         """Achieved per-GPU NIC bandwidth for a collective spanning ``nodes`` nodes."""
