@@ -38,10 +38,17 @@ import pandas as pd
 from scipy.optimize import brentq, least_squares
 
 from trainscale.calibration import PARAMETERS, Calibration, ParameterSpec, dump_calibration
+from trainscale.configs import build_configs
 from trainscale.errors import TrainscaleError
 from trainscale.paths import data_dir
 from trainscale.published import PublishedData, load_published
-from trainscale.validation import collective_predictions, summarise, throughput_predictions
+from trainscale.simulate import predict_arrays
+from trainscale.validation import (
+    CollectiveRows,
+    collective_predictions,
+    summarise,
+    throughput_predictions,
+)
 
 __all__ = [
     "FittedCalibration",
@@ -147,17 +154,21 @@ def fit_throughput(
     weights = source_weights(citations)
     has_collectives = len(collectives) > 0
 
+    # The configurations do not depend on the parameters: validate them once and predict the
+    # arrays directly in the loop (the same numbers as throughput_predictions, without building
+    # a table per evaluation).
+    configs, valid, _ = build_configs(published.throughput, skip_invalid=True)
+    observed = published.throughput["observed_tokens_per_s_per_gpu"].to_numpy(np.float64)[valid]
+    if has_collectives:
+        collective_rows = CollectiveRows.of(published.collectives)
+        observed_busbw = published.collectives["observed_busbw_gbps"].to_numpy(np.float64)
+
     def residuals(x: np.ndarray) -> np.ndarray:
         cal = _with(start, x, free)
-        pred, _ = throughput_predictions(published, cal)
-        log_error = np.log(
-            pred["predicted_tokens_per_s_per_gpu"] / pred["observed_tokens_per_s_per_gpu"]
-        ).to_numpy()
+        log_error = np.log(predict_arrays(configs, cal)["tokens_per_s_per_gpu"] / observed)
         if has_collectives:
-            coll = collective_predictions(published, cal)
-            log_error = np.concatenate([log_error, np.log(
-                coll["predicted_busbw_gbps"] / coll["observed_busbw_gbps"]
-            ).to_numpy()])  # fmt: skip
+            busbw = collective_rows.busbw_gbps(cal)
+            log_error = np.concatenate([log_error, np.log(busbw / observed_busbw)])
         # Gaussian prior: each parameter is centred on its sourced or estimated default, so that
         # data that barely constrain a parameter leave it near its physical prior, not on a bound.
         return np.concatenate([_robust(log_error, weights), (x - prior) / prior_sd])

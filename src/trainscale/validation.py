@@ -8,6 +8,8 @@ published row appears either with its error or with the reason it could not be p
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
@@ -27,6 +29,7 @@ from trainscale.system.hardware import load_hardware
 
 __all__ = [
     "BUSBW_FACTOR",
+    "CollectiveRows",
     "collective_network",
     "collective_predictions",
     "summarise",
@@ -61,23 +64,82 @@ BUSBW_FACTOR = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class CollectiveRows:
+    """The normalised nccl-tests rows as arrays: everything their prediction needs that does not
+    depend on the calibration (sizes, ranks, kinds, forced algorithms, line rates)."""
+
+    size: np.ndarray
+    n: np.ndarray
+    g: np.ndarray
+    kind: np.ndarray
+    algorithm: np.ndarray
+    nvlink_bytes_per_s: np.ndarray
+    nvls: np.ndarray
+    nic_line_bytes_per_s: np.ndarray
+    fabric_factor: np.ndarray
+
+    @classmethod
+    def of(cls, rows: pd.DataFrame) -> CollectiveRows:
+        hardware = load_hardware()
+        gpus = [hardware.gpus[key] for key in rows["gpu"]]
+        return cls(
+            size=rows["size_bytes"].to_numpy(np.float64),
+            n=rows["num_gpus"].to_numpy(np.float64),
+            g=rows["gpus_per_node"].to_numpy(np.float64),
+            kind=rows["collective"].to_numpy(),
+            algorithm=(
+                rows["algorithm"].fillna("").to_numpy(object)
+                if "algorithm" in rows
+                else np.full(len(rows), "", dtype=object)
+            ),
+            nvlink_bytes_per_s=np.array([g.nvlink_bytes_per_s for g in gpus]),
+            nvls=np.array([g.nvls for g in gpus]) & rows["nvls"].to_numpy(bool),
+            nic_line_bytes_per_s=rows["nic_gbps_per_gpu"].to_numpy(np.float64) * 1e9 / 8,
+            fabric_factor=rows["fabric"].map(hardware.fabric_efficiency_factor).to_numpy(
+                np.float64
+            ),
+        )
+
+    def network(self, calibration: Calibration) -> Network:
+        """The achieved links under ``calibration``."""
+        return Network(
+            nvlink_bytes_per_s=calibration.nvlink_efficiency * self.nvlink_bytes_per_s,
+            nic_bytes_per_s=np.maximum(
+                calibration.nic_efficiency * self.fabric_factor * self.nic_line_bytes_per_s, 1.0
+            ),
+            nvls_bytes_per_s=np.where(
+                self.nvls, calibration.nvls_efficiency * self.nvlink_bytes_per_s, 0.0
+            ),
+            latency_scale=calibration.nccl_latency_scale,
+            constants=load_nccl_constants(),
+            congestion_per_doubling=calibration.congestion_per_doubling,
+            fill_chunks=calibration.nccl_fill_chunks,
+        )
+
+    def busbw_gbps(self, calibration: Calibration) -> np.ndarray:
+        """Predicted nccl-tests bus bandwidth of every row, GB/s, each with its collective's
+        busbw factor and, where the row forces one, its algorithm."""
+        net = self.network(calibration)
+        size, n, g = self.size, self.n, self.g
+        times = {
+            "allreduce": lambda: allreduce_time(size, n, g, net, algorithm=self.algorithm),
+            "allgather": lambda: allgather_time(size, n, g, net),
+            "reducescatter": lambda: reducescatter_time(size, n, g, net),
+            "alltoall": lambda: alltoall_time(size, n, g, net),
+            "sendrecv": lambda: p2p_time(size, n <= g, net),
+        }
+        busbw = np.full(len(size), np.nan)
+        for name, time in times.items():
+            here = self.kind == name
+            if here.any():
+                busbw = np.where(here, size / time() * BUSBW_FACTOR[name](n) / 1e9, busbw)
+        return busbw
+
+
 def collective_network(rows: pd.DataFrame, calibration: Calibration) -> Network:
     """The achieved links of each normalised nccl-tests row (see :func:`collective_predictions`)."""
-    hardware = load_hardware()
-    gpus = [hardware.gpus[key] for key in rows["gpu"]]
-    nvlink = np.array([g.nvlink_bytes_per_s for g in gpus])
-    nvls = np.array([g.nvls for g in gpus]) & rows["nvls"].to_numpy(bool)
-    nic = rows["nic_gbps_per_gpu"].to_numpy(np.float64) * 1e9 / 8
-    factor = rows["fabric"].map(hardware.fabric_efficiency_factor).to_numpy(np.float64)
-    return Network(
-        nvlink_bytes_per_s=calibration.nvlink_efficiency * nvlink,
-        nic_bytes_per_s=np.maximum(calibration.nic_efficiency * factor * nic, 1.0),
-        nvls_bytes_per_s=np.where(nvls, calibration.nvls_efficiency * nvlink, 0.0),
-        latency_scale=calibration.nccl_latency_scale,
-        constants=load_nccl_constants(),
-        congestion_per_doubling=calibration.congestion_per_doubling,
-        fill_chunks=calibration.nccl_fill_chunks,
-    )
+    return CollectiveRows.of(rows).network(calibration)
 
 
 def collective_predictions(published: PublishedData, calibration: Calibration) -> pd.DataFrame:
@@ -86,29 +148,7 @@ def collective_predictions(published: PublishedData, calibration: Calibration) -
     rows = published.collectives.copy()
     if rows.empty:
         return rows
-    net = collective_network(rows, calibration)
-    size = rows["size_bytes"].to_numpy(np.float64)
-    n = rows["num_gpus"].to_numpy(np.float64)
-    g = rows["gpus_per_node"].to_numpy(np.float64)
-    kind = rows["collective"].to_numpy()
-    algorithm = (
-        rows["algorithm"].fillna("").to_numpy(object)
-        if "algorithm" in rows
-        else np.full(len(rows), "", dtype=object)
-    )
-    single_node = n <= g
-    times = {
-        "allreduce": lambda: allreduce_time(size, n, g, net, algorithm=algorithm),
-        "allgather": lambda: allgather_time(size, n, g, net),
-        "reducescatter": lambda: reducescatter_time(size, n, g, net),
-        "alltoall": lambda: alltoall_time(size, n, g, net),
-        "sendrecv": lambda: p2p_time(size, single_node, net),
-    }
-    busbw = np.full(len(rows), np.nan)
-    for name, time in times.items():
-        here = kind == name
-        if here.any():
-            busbw = np.where(here, size / time() * BUSBW_FACTOR[name](n) / 1e9, busbw)
+    busbw = CollectiveRows.of(rows).busbw_gbps(calibration)
     rows["predicted_busbw_gbps"] = busbw
     rows["error_pct"] = 100.0 * (busbw - rows["observed_busbw_gbps"]) / rows["observed_busbw_gbps"]
     rows["ape_pct"] = np.abs(rows["error_pct"])
