@@ -1,10 +1,10 @@
 """Table ``claims``: the study's headline numbers, reproduced with the study setup.
 
 Each claim of Fernandez et al. (2024) is recomputed with :mod:`trainscale.study_setup` (sequence
-4,096, global batch 2,048 sequences, micro-batch 2 per GPU, FSDP, no recomputation,
-H100 in DGX H100 nodes; the MFU comparison at 128 GPUs) and checked against the study's value
-with a stated tolerance. :func:`reproduce_claims` runs the simulator; :func:`claims_table` only
-compares, so it can be checked with any numbers.
+4,096, global batch 2,048 sequences, micro-batch 2 per GPU, PyTorch FSDP, no recomputation,
+H100 on the study's own cluster as its nccl-tests figure shows it; the MFU comparison at 128
+GPUs) and checked against the study's value with a stated tolerance. :func:`reproduce_claims`
+runs the simulator; :func:`claims_table` only compares, so it can be checked with any numbers.
 """
 
 from __future__ import annotations
@@ -39,10 +39,14 @@ CLAIMS_COLUMNS: tuple[str, ...] = (
 )
 
 _FSDP_SETUP = (
-    "Llama-2 7B, FSDP, H100 SXM 80GB (DGX H100, 400 Gb/s per GPU), seq 4,096, global batch "
+    "Llama-2 7B, PyTorch FSDP, H100 SXM 80GB on the study's cluster (fernandez-h100: 8 GPUs and "
+    "8 x 400 Gb/s per node, inferred from its nccl-tests figure), seq 4,096, global batch "
     "2,048 sequences, micro-batch 2 per GPU (1 where the local batch is 1), no recomputation"
 )
-_A100_SETUP = _FSDP_SETUP.replace("H100 SXM 80GB (DGX H100, 400", "A100 SXM 80GB (DGX A100, 200")
+_A100_SETUP = (
+    "Llama-2 7B, PyTorch FSDP, A100 SXM 80GB (DGX A100, 200 Gb/s per GPU), seq 4,096, global "
+    "batch 2,048 sequences, micro-batch 2 per GPU, no recomputation"
+)
 _MP_SETUP = (
     "2,048 H100 GPUs; tp in 1-8, pp in 1-16 with tp*pp <= 16, FSDP across replicas, no or full "
     "recomputation, micro-batch 2 per GPU or the local batch if smaller; best = highest "
