@@ -38,6 +38,7 @@ from trainscale.model.shape import ModelShape, load_models
 from trainscale.plan.framework import (
     BOOLEAN_BEHAVIOURS,
     DEFAULT_FRAMEWORK,
+    TRITON_ATTENTION_RELATIVE_SPEED,
     FrameworkProfile,
     fp8_cast_bytes_per_element,
     load_frameworks,
@@ -109,6 +110,8 @@ class Configs:
     overlap_grad_reduce: np.ndarray
     overlap_param_gather: np.ndarray
     tp_comm_overlap: np.ndarray
+    attention_kernel: np.ndarray
+    """Index into :data:`~trainscale.schema.ATTENTION_KERNELS`."""
     fused_attention: np.ndarray
     """The fused attention kernel (cuDNN / FlashAttention-3) rather than FlashAttention-2."""
     per_tensor_gather: np.ndarray
@@ -434,7 +437,8 @@ def _framework_behaviours(
     out["per_tensor_gather"] = np.where(granularity >= 0, granularity, profile_granularity) == 1
     kernel = _optional_choice(frame, "attention_kernel", ATTENTION_KERNELS, problems)
     profile_kernel = np.array([ATTENTION_KERNELS.index(p.attention_kernel) for p in ordered])
-    out["fused_attention"] = np.where(kernel >= 0, kernel, profile_kernel[framework]) == 1
+    out["attention_kernel"] = np.where(kernel >= 0, kernel, profile_kernel[framework])
+    out["fused_attention"] = out["attention_kernel"] == ATTENTION_KERNELS.index("fused")
     recipe = recipe_given = _optional_choice(frame, "fp8_recipe", FP8_RECIPES, problems)
     profile_recipe = np.array([FP8_RECIPES.index(p.fp8_recipe) for p in ordered])[framework]
     recipe = np.where(recipe >= 0, recipe, profile_recipe)
@@ -663,7 +667,11 @@ def build_configs(
         "gemm_efficiency_max": np.where(fp8, gpu["eff_fp8"], gpu["eff_bf16"]),
         "bf16_gemm_efficiency_max": gpu["eff_bf16"],
         "gemm_half_efficiency_dim": gpu["d0"],
-        "attention_efficiency_max": np.where(v["fused_attention"], gpu["attn_fused"], gpu["attn"]),
+        "attention_efficiency_max": np.select(
+            [v["fused_attention"], v["attention_kernel"] == ATTENTION_KERNELS.index("triton")],
+            [gpu["attn_fused"], TRITON_ATTENTION_RELATIVE_SPEED * gpu["attn"]],
+            gpu["attn"],
+        ),
         "flash_attention": gpu["flash"],
         "hbm_bytes": gpu["hbm_bytes"],
         "hbm_bytes_per_s": gpu["hbm_bytes_per_s"],
@@ -697,7 +705,8 @@ def build_configs(
 
 _FIELD_NAMES = tuple(f.name for f in fields(Configs))
 _FRAMEWORK_FIELDS = (
-    "framework", *BOOLEAN_BEHAVIOURS, "fused_attention", "per_tensor_gather", "fp8_recipe",
+    "framework", *BOOLEAN_BEHAVIOURS, "attention_kernel", "fused_attention", "per_tensor_gather",
+    "fp8_recipe",
     "fp8_cast_bytes",
     "ddp_bucket_params", "host_overhead_s",
 )  # fmt: skip

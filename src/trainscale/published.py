@@ -84,8 +84,16 @@ BEHAVIOUR_OVERRIDES: dict[str, tuple[object, ...]] = {
     "overlap_param_gather": (True, False),
     "tp_comm_overlap": (True, False),
     "shard_granularity": ("layer", "tensor"),
+    "attention_kernel": ("flash2", "fused", "triton"),
     "fp8_recipe": ("delayed", "current", "tensorwise", "rowwise"),
 }
+
+_LLM_FOUNDRY_ATTENTION = (
+    "llm-foundry's benchmark submitter sets the model's attention to --attn_impl, default "
+    "'triton' (mosaicml/llm-foundry scripts/train/benchmarking/submit_benchmarks.py, "
+    "parameters['model']['attn_impl'] = args.attn_impl; the MPT yamls also say attn_impl: "
+    "triton): FlashAttention written in Triton"
+)
 
 _MEGATRON_2021 = (
     "NVIDIA/Megatron-LM@aed2f75e (2021-04-11, the PTD-P code): megatron/training.py "
@@ -558,6 +566,9 @@ def _behaviour_overrides(row: _Row, source: str) -> tuple[dict[str, object], lis
         out["overlap_param_gather"] = True
     if "tp-comm-overlap" in row.text("framework"):
         out["tp_comm_overlap"] = True
+    if "llm-foundry" in source:
+        out["attention_kernel"] = "triton"
+        cited.append(_LLM_FOUNDRY_ATTENTION)
     if "Megatron-Bridge" in source and row.text("precision").upper() == "FP8-CS":
         out["fp8_recipe"] = "current"
         cited.append("Megatron-Bridge: FP8-CS = Transformer Engine current scaling")

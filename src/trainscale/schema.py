@@ -53,7 +53,7 @@ FRAMEWORKS = ("megatron", "deepspeed", "pytorch")
 """Framework profile keys (data/frameworks.yaml), in the order the simulator's arrays index them."""
 SHARD_GRANULARITIES = ("layer", "tensor")
 FP8_RECIPES = ("delayed", "current", "tensorwise", "rowwise")
-ATTENTION_KERNELS = ("flash2", "fused")
+ATTENTION_KERNELS = ("flash2", "fused", "triton")
 SOURCES = ("sim", "measured", "published")
 
 
@@ -224,8 +224,9 @@ CONFIGURATION_COLUMNS: tuple[Column, ...] = (
         "attention_kernel",
         "string",
         "1",
-        "attention kernel: flash2 (FlashAttention-2, PyTorch SDPA) or fused (cuDNN fused "
-        "attention / FlashAttention-3, Transformer Engine); default: the framework profile's",
+        "attention kernel: flash2 (FlashAttention-2, PyTorch SDPA), fused (cuDNN fused "
+        "attention / FlashAttention-3, Transformer Engine) or triton (FlashAttention in Triton, "
+        "llm-foundry's attn_impl: triton); default: the framework profile's",
         choices=ATTENTION_KERNELS,
         default="",
     ),

@@ -22,6 +22,7 @@ from trainscale.model.work import block_work
 from trainscale.plan.layout import layout
 from trainscale.plan.schedule import step_times
 from trainscale.schema import (
+    ATTENTION_KERNELS,
     CONFIGURATION_COLUMNS,
     FP8_RECIPES,
     FRAMEWORKS,
@@ -126,7 +127,7 @@ def _resolved_configuration(c: Configs) -> dict[str, np.ndarray | pd.Series]:
         "overlap_param_gather": c.overlap_param_gather,
         "tp_comm_overlap": c.tp_comm_overlap,
         "shard_granularity": _strings(c.per_tensor_gather.astype(np.int32), ("layer", "tensor")),
-        "attention_kernel": _strings(c.fused_attention.astype(np.int32), ("flash2", "fused")),
+        "attention_kernel": _strings(c.attention_kernel, ATTENTION_KERNELS),
         "fp8_recipe": _strings(np.where(c.fp8, c.fp8_recipe, len(FP8_RECIPES)), [*FP8_RECIPES, ""]),
     }
 

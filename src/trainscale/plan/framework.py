@@ -36,6 +36,7 @@ __all__ = [
     "FRAMEWORKS",
     "OVERRIDE_COLUMNS",
     "SHARD_GRANULARITIES",
+    "TRITON_ATTENTION_RELATIVE_SPEED",
     "FrameworkProfile",
     "fp8_cast_bytes_per_element",
     "load_frameworks",
@@ -59,6 +60,11 @@ _PROFILE_KEYS = (
     "ddp_bucket_params", "ddp_bucket_params_per_dp_rank", "host_overhead_per_layer_s", "sources",
 )  # fmt: skip
 
+
+#: Speed of FlashAttention written in Triton relative to FlashAttention-2 on the same GPU:
+#: "FlashAttention-2 is ... 1.3-2.5x faster than FlashAttention in Triton" (Dao 2023,
+#: arXiv 2307.08691, section 4.1, forward and backward on A100); the geometric mean of the range.
+TRITON_ATTENTION_RELATIVE_SPEED = 1.0 / (1.3 * 2.5) ** 0.5
 
 #: Behaviours whose source ``data/frameworks.yaml`` must give.
 _DOCUMENTED = (
