@@ -15,6 +15,17 @@ from snakemake.utils import validate
 
 from trainscale.errors import TrainscaleError
 from trainscale.study import load_study
+from trainscale.yamlio import load_yaml
+
+# Snakemake loads config files with its own YAML loader, where a key given twice silently keeps
+# its last value: read each config file again with the project's loader, which rejects a
+# duplicate key naming the file and both lines.
+for _configfile in workflow.configfiles or ["config/config.yaml"]:
+    if Path(_configfile).is_file():
+        try:
+            load_yaml(Path(_configfile))
+        except TrainscaleError as error:
+            raise WorkflowError(f"invalid config: {error}") from None
 
 validate(config, "../workflow/schemas/config.schema.yaml")
 
