@@ -121,8 +121,10 @@ def _typed(values: pd.Series, col: Column) -> pd.Series:
         return pd.to_numeric(values.astype(object).where(values.notna(), np.nan)).astype(float)
     if col.dtype == "bool":
         return values.astype(object).where(values.notna(), None).astype("boolean")
-    text = [None if _missing(v) else str(v) for v in values.tolist()]
-    return pd.Series(text, dtype="string", index=values.index)
+    if isinstance(values.dtype, pd.StringDtype):
+        return values.astype("string")
+    # str() of every value, missing ones (None, NaN, pd.NA) null: vectorised by pandas
+    return values.astype(object).astype("string")
 
 
 def conform(
