@@ -73,13 +73,6 @@ def chunk_mem_mb(study):
     return 1000 + study_rows_per_job(study) // 50
 
 
-def dataset_mem_mb(wildcards):
-    """Memory of the dataset job (MB): one study at a time, about 2.2 kB per surviving row."""
-    counts = [Path(f"results/studies/{study}/chunk_counts.json") for study in STUDIES]
-    rows = [json.loads(path.read_text())["rows"] for path in counts if path.exists()]
-    return max(4000, 1000 + 3 * max(rows, default=0) // 1000)
-
-
 def get_study_chunks(wildcards):
     """The chunk files of one study, as many as its checkpoint wrote configuration files."""
     counts = checkpoints.study_configurations.get(study=wildcards.study).output.counts
