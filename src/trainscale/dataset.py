@@ -11,11 +11,14 @@ schema order and no pandas metadata, so the same rows give the same bytes on eve
   :class:`ParquetStream` writes one table batch by batch (one row group per batch), so a table
   of millions of rows is never held in memory at once;
 - :func:`dataset_frame` gathers simulated, published and measured rows into the one dataset
-  schema (:data:`trainscale.schema.DATASET_COLUMNS`), sorted;
+  schema (:data:`trainscale.schema.DATASET_COLUMNS`), in the dataset's row order: partitions
+  by source and study; a simulated study's rows in its own (grid) order; published and measured
+  rows sorted by ``config_id``, then every column;
 - :func:`write_dataset` / :func:`read_dataset` store it hive-partitioned as
   ``source=<source>/study=<study>/part-0.parquet``, with provenance (simulator version,
   calibration id) in each file's metadata; :func:`write_dataset_parts` writes the same files
-  one partition at a time (the workflow's ``dataset`` rule), so memory holds one study;
+  one partition at a time, a study streamed batch by batch (the workflow's ``dataset`` rule),
+  so memory holds one batch, not one study; :func:`read_dataset` reads it back sorted;
 - :func:`published_rows` and :func:`validation_rows` turn the published measurements and their
   predictions into tables.
 """
