@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -20,8 +21,10 @@ from trainscale.dataset import (
     published_rows,
     read_dataset,
     read_parquet,
+    sort_rows,
     validation_rows,
     write_dataset,
+    write_dataset_parts,
     write_parquet,
 )
 from trainscale.paths import data_dir
@@ -169,15 +172,47 @@ def test_dataset_frame_labels_sources_and_sorts(sim: pd.DataFrame, published) ->
         ("sim", "b"): 3,
     }
     assert frame["config_id"].notna().all()
-    keys = list(zip(frame["source"], frame["study"], frame["config_id"], strict=True))
-    assert keys == sorted(keys)
+    partitions = list(zip(frame["source"], frame["study"], strict=True))
+    assert partitions == sorted(partitions)
+    # a study's rows keep their (grid) order; published rows are sorted by config_id
+    assert frame.loc[frame["study"] == "b", "config_id"].tolist() == config_ids(sim).tolist()
+    published_ids = frame.loc[frame["source"] == "published", "config_id"].tolist()
+    assert published_ids == sorted(published_ids)
 
 
-def test_dataset_rows_in_any_order_give_the_same_bytes(sim: pd.DataFrame, tmp_path: Path) -> None:
-    first = write_dataset(dataset_frame({"s": sim}), tmp_path / "one")
-    second = write_dataset(dataset_frame({"s": sim.iloc[::-1]}), tmp_path / "two")
+def test_published_and_measured_rows_in_any_order_give_the_same_bytes(
+    sim: pd.DataFrame, published, tmp_path: Path
+) -> None:
+    pub = published_rows(published)
+    measured = sim.assign(run_id=["r1", "r2", "r3"])
+
+    first = write_dataset(dataset_frame({}, pub, [measured]), tmp_path / "one")
+    second = write_dataset(
+        dataset_frame({}, pub.iloc[::-1], [measured.iloc[2:], measured.iloc[:2]]), tmp_path / "two"
+    )
 
     assert [p.read_bytes() for p in first] == [p.read_bytes() for p in second]
+
+
+def test_a_study_keeps_its_row_order_and_streamed_parts_give_the_same_bytes(
+    sim: pd.DataFrame, tmp_path: Path
+) -> None:
+    reversed_ = sim.iloc[::-1].reset_index(drop=True)
+    whole = write_dataset(dataset_frame({"s": reversed_}), tmp_path / "one")
+    table = pa.Table.from_pandas(conform(reversed_, RESULT_COLUMNS), preserve_index=False)
+    streamed = write_dataset_parts(
+        {
+            ("sim", "s"): lambda columns=None: table.select(
+                columns or table.column_names
+            ).to_batches(max_chunksize=1)
+        },
+        tmp_path / "two",
+    )  # one row per batch: the row groups do not depend on the batches
+
+    assert [p.read_bytes() for p in whole] == [p.read_bytes() for p in streamed]
+    back = read_dataset(tmp_path / "one")
+    assert pq.read_table(whole[0])["config_id"].to_pylist() == config_ids(reversed_).tolist()
+    assert len(back) == len(sim)
 
 
 def test_dataset_is_hive_partitioned_with_provenance(
@@ -199,7 +234,9 @@ def test_dataset_is_hive_partitioned_with_provenance(
     assert metadata[b"rows"] == b"3"
     back = read_dataset(tmp_path / "dataset")
     assert back["n_steps"].dtype == np.float64  # null everywhere: NaN, not pd.NA
-    pd.testing.assert_frame_equal(conform(back), frame)
+    # read back sorted by source, study, config_id, then every column
+    expected = sort_rows(frame, first=("source", "study", "config_id"))
+    pd.testing.assert_frame_equal(conform(back), expected)
 
 
 def test_rewriting_the_dataset_removes_stale_partitions(sim: pd.DataFrame, tmp_path: Path) -> None:

@@ -47,15 +47,16 @@ def test_a_failed_write_leaves_no_partial_output(tmp_path, monkeypatch):
     write_dataset(_frame(), tmp_path / "dataset")
     before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
     calls = []
-    original = dataset._write_table
+    original = dataset._write_partition
 
-    def fail_second(table, path):
+    def fail_second(load, source, study, schema, path):
         calls.append(path)
+        rows = original(load, source, study, schema, path)  # the file is written, then
         if len(calls) == 2:
-            raise OSError(28, "No space left on device")
-        original(table, path)
+            raise OSError(28, "No space left on device")  # the disk fills
+        return rows
 
-    monkeypatch.setattr(dataset, "_write_table", fail_second)
+    monkeypatch.setattr(dataset, "_write_partition", fail_second)
     with pytest.raises(OSError, match="No space left"):
         write_dataset(_frame(), tmp_path / "dataset")
     assert len(calls) == 2

@@ -36,3 +36,11 @@ def test_readme_images_exist() -> None:
     assert images
     for image in images:
         assert (ROOT / image).is_file(), image
+
+
+def test_readme_says_how_to_recover_from_a_killed_run() -> None:
+    """User trial item 34: the lock a killed Snakemake leaves, and what to run."""
+    text = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert "Directory cannot be locked" in text
+    assert "`snakemake --unlock` once, and rerun" in text
+    assert ".dataset.<hex>.tmp" in text

@@ -17,6 +17,7 @@ from trainscale.model.shape import load_models
 from trainscale.schema import CONFIGURATION_COLUMNS, PRECISIONS, RECOMPUTE_MODES, SHARDINGS
 from trainscale.simulate import predict
 from trainscale.study import (
+    ExpansionSummary,
     Filters,
     Study,
     chunk_count,
@@ -601,3 +602,23 @@ def test_an_empty_chunk_simulates_to_an_empty_table() -> None:
     results, dropped = simulate_configurations(pd.DataFrame(), Filters())
 
     assert results.empty and dropped.empty
+
+
+def test_a_ten_million_row_sweep_that_mostly_filters_out_warns_and_plans_from_survivors(
+    tmp_path: Path,
+) -> None:
+    """User trial item 32: 10^7 grid rows of which 159k survive -> a warning with the counts,
+    and simulate jobs planned from the 159k surviving rows (7 at 25,000), not the grid (400)."""
+    study = load_study(_write(tmp_path, {**BASE, "rows_per_job": 25_000}), schema=SCHEMA)
+    summary = ExpansionSummary(study)
+    kept = pd.DataFrame({"num_gpus": range(159_000)})
+    rejects = pd.DataFrame({"row": range(9_841_000), "column": "filters.fits_memory",
+                            "reason": "predicted 90.0 GiB per GPU does not fit"})  # fmt: skip
+    summary.add(10_000_000, kept, rejects)
+
+    warning = summary.check()
+
+    assert warning is not None and warning.startswith(f"warning: {study.path}: ")
+    assert "9,841,000 of 10,000,000 grid rows (98.4 %) were removed, 159,000 remain" in warning
+    assert "9,841,000 by filter 'fits_memory'" in warning
+    assert chunk_count(summary.kept_rows, 25_000) == 7

@@ -11,11 +11,14 @@ schema order and no pandas metadata, so the same rows give the same bytes on eve
   :class:`ParquetStream` writes one table batch by batch (one row group per batch), so a table
   of millions of rows is never held in memory at once;
 - :func:`dataset_frame` gathers simulated, published and measured rows into the one dataset
-  schema (:data:`trainscale.schema.DATASET_COLUMNS`), sorted;
+  schema (:data:`trainscale.schema.DATASET_COLUMNS`), in the dataset's row order: partitions
+  by source and study; a simulated study's rows in its own (grid) order; published and measured
+  rows sorted by ``config_id``, then every column;
 - :func:`write_dataset` / :func:`read_dataset` store it hive-partitioned as
   ``source=<source>/study=<study>/part-0.parquet``, with provenance (simulator version,
   calibration id) in each file's metadata; :func:`write_dataset_parts` writes the same files
-  one partition at a time (the workflow's ``dataset`` rule), so memory holds one study;
+  one partition at a time, a study streamed batch by batch (the workflow's ``dataset`` rule),
+  so memory holds one batch, not one study; :func:`read_dataset` reads it back sorted;
 - :func:`published_rows` and :func:`validation_rows` turn the published measurements and their
   predictions into tables.
 """
@@ -33,6 +36,7 @@ from types import TracebackType
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
@@ -120,8 +124,10 @@ def _typed(values: pd.Series, col: Column) -> pd.Series:
         return pd.to_numeric(values.astype(object).where(values.notna(), np.nan)).astype(float)
     if col.dtype == "bool":
         return values.astype(object).where(values.notna(), None).astype("boolean")
-    text = [None if _missing(v) else str(v) for v in values.tolist()]
-    return pd.Series(text, dtype="string", index=values.index)
+    if isinstance(values.dtype, pd.StringDtype):
+        return values.astype("string")
+    # str() of every value, missing ones (None, NaN, pd.NA) null: vectorised by pandas
+    return values.astype(object).astype("string")
 
 
 def conform(
@@ -163,33 +169,77 @@ def _text(value: object, default: str = "na") -> str:
     return default if _missing(value) or value == "" else str(value)
 
 
+def _id_text(values: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """Arrow values as text (null where missing or empty; integers without a decimal)."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if pa.types.is_floating(values.type):
+        values = pc.cast(values, pa.int64())
+    if values.type != pa.string():
+        values = pc.cast(values, pa.string())
+    return pc.if_else(pc.equal(values, ""), pa.scalar(None, pa.string()), values)
+
+
+def _frame_text(frame: pd.DataFrame, name: str) -> pa.Array:
+    series = frame[name]
+    if series.dtype == object:  # mixed values (e.g. micro_batch "auto"): as str() writes them
+        return _id_text(pa.array([None if _missing(v) else str(v) for v in series], pa.string()))
+    return _id_text(pa.Array.from_pandas(series))
+
+
+_ID_COLUMNS = (
+    "model", "layers", "hidden", "gpu", "num_gpus", "sharding", "tp", "pp", "cp", "vpp",
+    "seq_len", "global_batch", "micro_batch", "recompute", "precision",
+)  # fmt: skip
+
+
+def _config_id_array(text: Mapping[str, pa.Array]) -> pa.Array:
+    """:func:`config_ids` from the id columns as text (:func:`_id_text`; absent ones null)."""
+
+    def required(name: str, prefix: str = "") -> pa.Array:
+        return pc.binary_join_element_wise(prefix, pc.fill_null(text[name], "na"), "")
+
+    none = pa.scalar(None, pa.string())
+    custom = pc.binary_join_element_wise(required("layers", "l"), required("hidden", "h"), "-")
+    parts = [pc.coalesce(text["model"], custom), required("gpu"), required("num_gpus", "n"),
+             required("sharding"), required("tp", "tp"), required("pp", "pp")]  # fmt: skip
+    for name in ("cp", "vpp"):
+        above = pc.fill_null(pc.greater(pc.cast(text[name], pa.int64()), 1), False)
+        parts.append(pc.if_else(above, required(name, name), none))
+    parts += [required("seq_len", "s"), required("global_batch", "gb"),
+              required("micro_batch", "mb")]  # fmt: skip
+    for name, default in (("recompute", "none"), ("precision", "bf16")):
+        shown = pc.fill_null(pc.not_equal(text[name], default), False)
+        parts.append(pc.if_else(shown, text[name], none))
+    return pc.binary_join_element_wise(*parts, "_", null_handling="skip")
+
+
 def config_ids(frame: pd.DataFrame) -> pd.Series:
     """Readable configuration names, e.g. ``llama2-7b_h100-sxm-80gb_n2048_fsdp_tp1_pp1_s4096_
     gb2048_mb1``: model (or ``l<layers>-h<hidden>`` for a custom shape), GPU, GPU count,
     sharding, tp, pp, cp and vpp when above 1, sequence length, global and micro batch, then
-    recomputation and precision when not the defaults (none, bf16)."""
-    ids = []
-    get = {name: frame[name].tolist() if name in frame.columns else [None] * len(frame)
-           for name in ("model", "layers", "hidden", "gpu", "num_gpus", "sharding", "tp", "pp",
-                        "cp", "vpp", "seq_len", "global_batch", "micro_batch", "recompute",
-                        "precision")}  # fmt: skip
-    for i in range(len(frame)):
-        row = {name: values[i] for name, values in get.items()}
-        model = _text(row["model"], "")
-        if not model:
-            model = f"l{_text(row['layers'])}-h{_text(row['hidden'])}"
-        parts = [model, _text(row["gpu"]), f"n{_text(row['num_gpus'])}", _text(row["sharding"]),
-                 f"tp{_text(row['tp'])}", f"pp{_text(row['pp'])}"]  # fmt: skip
-        for name in ("cp", "vpp"):
-            if not _missing(row[name]) and int(row[name]) > 1:
-                parts.append(f"{name}{int(row[name])}")
-        parts += [f"s{_text(row['seq_len'])}", f"gb{_text(row['global_batch'])}",
-                  f"mb{_text(row['micro_batch'])}"]  # fmt: skip
-        for name, default in (("recompute", "none"), ("precision", "bf16")):
-            if not _missing(row[name]) and row[name] not in ("", default):
-                parts.append(str(row[name]))
-        ids.append("_".join(parts))
-    return pd.Series(ids, dtype="string", index=frame.index)
+    recomputation and precision when not the defaults (none, bf16). A missing value reads
+    ``na``. Vectorised (Arrow string kernels, no Python per row)."""
+    if len(frame) == 0:
+        return pd.Series([], dtype="string", index=frame.index)
+    null = pa.nulls(len(frame), pa.string())
+    text = {n: _frame_text(frame, n) if n in frame.columns else null for n in _ID_COLUMNS}
+    ids = _config_id_array(text)
+    return pd.Series(ids.to_numpy(zero_copy_only=False), dtype="string", index=frame.index)
+
+
+def _fill_config_ids(table: pa.Table) -> pa.Table:
+    """``table`` with its null or empty ``config_id`` values filled (:func:`config_ids`)."""
+    index = table.schema.get_field_index("config_id")
+    current = table.column(index).combine_chunks()
+    empty = pc.fill_null(pc.equal(current, ""), True)
+    if not pc.any(empty).as_py():
+        return table
+    null = pa.nulls(len(table), pa.string())
+    names = set(table.column_names)
+    text = {n: _id_text(table.column(n)) if n in names else null for n in _ID_COLUMNS}
+    filled = pc.if_else(empty, _config_id_array(text), current)
+    return table.set_column(index, table.schema.field(index), filled)
 
 
 # --------------------------------------------------------------------------------------------
@@ -309,89 +359,206 @@ def _provenance(values: Iterable[object]) -> str:
     return ",".join(sorted({str(v) for v in values if not _missing(v) and v != ""}))
 
 
+#: Rows per row group of a dataset file: fixed, so the files do not depend on how the rows
+#: arrived (one frame, or a study's chunks streamed one at a time).
+DATASET_ROW_GROUP_ROWS = 1 << 16
+
+#: Sources whose partitions keep their rows in the order given (a study's grid order, which the
+#: study file fixes); the other sources' partitions are sorted (see :func:`dataset_frame`).
+ORDERED_SOURCES = frozenset({"sim"})
+
+
 def dataset_frame(
     sim: Mapping[str, pd.DataFrame],
     published: pd.DataFrame | None = None,
     measured: Sequence[pd.DataFrame] = (),
 ) -> pd.DataFrame:
-    """All rows in the dataset schema, sorted by source, study, config_id, then every column.
+    """All rows in the dataset schema, in the dataset's row order.
 
     ``sim`` maps a study name to its results (``study`` = the name, ``source`` = ``sim``);
     published rows get ``study`` = ``published``, measured rows ``study`` = ``runs``. A missing
     or empty ``config_id`` is filled from :func:`config_ids`.
+
+    Row order: partitions by source, then study; a simulated study's rows in the order given
+    (the study's grid order: deterministic, and it lets the workflow stream a study of millions
+    of rows without sorting it); published and measured rows (whose file order is incidental)
+    sorted by ``config_id``, then every column (nulls last).
     """
-    frames = [conform(f, DATASET_COLUMNS, source="sim", study=name) for name, f in sim.items()]
+    frames = {
+        ("sim", name): conform(f, DATASET_COLUMNS, source="sim", study=name)
+        for name, f in sim.items()
+    }
     if published is not None:
-        frames.append(conform(published, DATASET_COLUMNS, source="published", study="published"))
-    frames += [conform(f, DATASET_COLUMNS, source="measured", study="runs") for f in measured]
-    frames = [f for f in frames if not f.empty]
-    if not frames:
+        frames[("published", "published")] = conform(
+            published, DATASET_COLUMNS, source="published", study="published"
+        )
+    if measured:
+        frames[("measured", "runs")] = conform(
+            pd.concat(list(measured), ignore_index=True), DATASET_COLUMNS, source="measured",
+            study="runs",
+        )  # fmt: skip
+    parts = []
+    for key in sorted(frames):
+        frame = frames[key]
+        if frame.empty:
+            continue
+        empty = (frame["config_id"].isna() | (frame["config_id"] == "")).to_numpy(bool)
+        if empty.any():
+            frame.loc[empty, "config_id"] = config_ids(frame[empty]).to_numpy()
+        if key[0] not in ORDERED_SOURCES:
+            frame = sort_rows(frame, first=("source", "study", "config_id"))
+        parts.append(frame)
+    if not parts:
         return conform(pd.DataFrame(), DATASET_COLUMNS)
-    frame = pd.concat(frames, ignore_index=True)
-    empty = frame["config_id"].isna() | (frame["config_id"] == "")
-    frame.loc[empty, "config_id"] = config_ids(frame[empty])
-    return sort_rows(frame, first=("source", "study", "config_id"))
+    return pd.concat(parts, ignore_index=True)
 
 
 def write_dataset(frame: pd.DataFrame, directory: str | Path) -> list[Path]:
     """Write the dataset as ``<directory>/source=<s>/study=<t>/part-0.parquet``; return the files.
 
-    Each file holds the dataset columns except the partition columns, rows sorted, and in its
-    metadata ``source``, ``study``, ``rows``, ``simulator_version`` and ``calibration_id`` (the
-    distinct values of its rows, comma-separated; empty for published rows) and ``writer``. The
-    folder is built next to ``directory`` and renamed onto it when complete; on any error it is
-    removed, and temporary folders that a killed earlier write left are removed first
-    (:func:`remove_stale_temporaries`).
+    Each file holds the dataset columns except the partition columns, in the dataset's row order
+    (see :func:`dataset_frame`: a simulated study's rows as given, the other partitions sorted),
+    row groups of :data:`DATASET_ROW_GROUP_ROWS` rows, and in its metadata ``source``,
+    ``study``, ``rows``, ``simulator_version`` and ``calibration_id`` (the distinct values of its
+    rows, comma-separated; empty for published rows) and ``writer``. The folder is built next to
+    ``directory`` and renamed onto it when complete; on any error it is removed, and temporary
+    folders that a killed earlier write left are removed first (:func:`remove_stale_temporaries`).
     """
     frame = conform(frame)
     parts = {
-        (str(source), str(study)): (lambda part=part: [part])
+        (str(source), str(study)): (lambda columns=None, part=part: [part])
         for (source, study), part in frame.groupby(list(PARTITION_COLUMNS), sort=True)
     }
     return write_dataset_parts(parts, directory)
 
 
+Loader = Callable[..., Iterable[pd.DataFrame | pa.Table | pa.RecordBatch]]
+
+
+def _partition_table(
+    item: pd.DataFrame | pa.Table | pa.RecordBatch, source: str, study: str, schema: pa.Schema
+) -> pa.Table:
+    """One batch of a partition as an Arrow table with ``schema`` (the dataset columns less the
+    partition columns), ``config_id`` filled."""
+    if isinstance(item, pd.DataFrame):
+        frame = conform(item, DATASET_COLUMNS, source=source, study=study)
+        table = pa.Table.from_pandas(frame, schema=arrow_schema(DATASET_COLUMNS),
+                                     preserve_index=False)  # fmt: skip
+        table = table.select(schema.names)
+    else:
+        if isinstance(item, pa.RecordBatch):
+            item = pa.Table.from_batches([item])
+        names = set(item.column_names)
+        table = pa.table(
+            [item.column(f.name).cast(f.type) if f.name in names else pa.nulls(len(item), f.type)
+             for f in schema],
+            schema=schema.remove_metadata(),
+        )  # fmt: skip
+    return _fill_config_ids(table.replace_schema_metadata(None))
+
+
+class _RowGroups:
+    """Append tables to a Parquet writer in row groups of exactly ``size`` rows (the last one
+    fewer), whatever the sizes of the tables given."""
+
+    def __init__(self, writer: pq.ParquetWriter, size: int = DATASET_ROW_GROUP_ROWS) -> None:
+        self.writer, self.size = writer, size
+        self.pending: list[pa.Table] = []
+        self.rows = 0
+
+    def write(self, table: pa.Table) -> None:
+        if len(table):
+            self.pending.append(table)
+            self.rows += len(table)
+        while self.rows >= self.size:
+            self._emit(self.size)
+
+    def close(self) -> None:
+        if self.rows:
+            self._emit(self.rows)
+        self.writer.close()
+
+    def _emit(self, rows: int) -> None:
+        table = pa.concat_tables(self.pending).combine_chunks()
+        self.writer.write_table(table.slice(0, rows), row_group_size=rows)
+        rest = table.slice(rows)
+        self.pending, self.rows = ([rest] if len(rest) else []), len(rest)
+
+
+def _write_partition(load: Loader, source: str, study: str, schema: pa.Schema, path: Path) -> int:
+    """Write one partition's file; return its rows (0: nothing written)."""
+    provenance = ("simulator_version", "calibration_id")
+    if source in ORDERED_SOURCES:  # streamed, in the order given: two passes over the loader
+        rows, seen = 0, {name: set() for name in provenance}
+        for item in load(columns=list(provenance)):
+            table = (
+                item
+                if not isinstance(item, pd.DataFrame)
+                else pa.Table.from_pandas(
+                    conform(item, DATASET_COLUMNS)[list(provenance)], preserve_index=False
+                )
+            )
+            rows += len(table)
+            for name in provenance:
+                if name in table.column_names:
+                    seen[name].update(pc.unique(table.column(name)).to_pylist())
+        batches: Iterable[pa.Table] = (
+            _partition_table(item, source, study, schema) for item in load(columns=None)
+        )
+        values = {name: _provenance(seen[name]) for name in provenance}
+    else:  # small (published, measured): sorted in memory
+        frames = [conform(f, DATASET_COLUMNS, source=source, study=study)
+                  for f in load(columns=None)]  # fmt: skip
+        frames = [f for f in frames if not f.empty]
+        part = pd.concat(frames, ignore_index=True) if frames else conform(pd.DataFrame())
+        empty = (part["config_id"].isna() | (part["config_id"] == "")).to_numpy(bool)
+        if empty.any():
+            part.loc[empty, "config_id"] = config_ids(part[empty]).to_numpy()
+        part = sort_rows(part, first=("source", "study", "config_id"))
+        rows = len(part)
+        values = {name: _provenance(part[name]) for name in provenance}
+        batches = [_partition_table(part, source, study, schema)] if rows else []
+    if rows == 0:
+        return 0
+    metadata = {"source": source, "study": study, "rows": str(rows), **values,
+                "writer": f"trainscale {__version__}"}  # fmt: skip
+    schema = schema.with_metadata({**(schema.metadata or {}), **{
+        k.encode(): v.encode() for k, v in metadata.items()}})  # fmt: skip
+    path.parent.mkdir(parents=True, exist_ok=True)
+    out = _RowGroups(pq.ParquetWriter(path, schema, compression=_COMPRESSION))
+    try:
+        for table in batches:
+            out.write(table.replace_schema_metadata(schema.metadata))
+    finally:
+        out.close()
+    return rows
+
+
 def write_dataset_parts(
-    parts: Mapping[tuple[str, str], Callable[[], Sequence[pd.DataFrame]]],
-    directory: str | Path,
+    parts: Mapping[tuple[str, str], Loader], directory: str | Path
 ) -> list[Path]:
     """Write the dataset one partition at a time; return the files.
 
-    ``parts`` maps ``(source, study)`` to a function that loads that partition's frames (any
-    result-like columns; ``source`` and ``study`` are set from the key). Only one partition is
-    in memory at a time, so the peak is that of the largest study, not of the whole dataset.
-    The files are those of :func:`write_dataset` on all rows at once, byte for byte.
+    ``parts`` maps ``(source, study)`` to a loader: called as ``load(columns=None)`` it returns
+    that partition's rows as an iterable of frames or Arrow tables / record batches (any
+    result-like columns; ``source`` and ``study`` are set from the key); with a list of column
+    names it may return just those columns. A simulated study is streamed batch by batch in
+    the order given (read twice: the provenance columns first, for the file's metadata), so
+    memory holds one batch and one row group, not the study; the small published and measured
+    partitions are sorted in memory. The files are those of :func:`write_dataset` on all rows
+    at once, byte for byte.
     """
     directory = Path(directory)
     remove_stale_temporaries(directory)
     columns = tuple(c for c in DATASET_COLUMNS if c.name not in PARTITION_COLUMNS)
+    schema = arrow_schema(columns)
     temp = directory.with_name(f".{directory.name}.{secrets.token_hex(6)}.tmp")
     written = []
     try:
         for source, study in sorted(parts):
-            frames = [conform(f, DATASET_COLUMNS, source=source, study=study)
-                      for f in parts[(source, study)]()]  # fmt: skip
-            frames = [f for f in frames if not f.empty]
-            if not frames:
-                continue
-            part = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-            del frames
-            empty = (part["config_id"].isna() | (part["config_id"] == "")).to_numpy(bool)
-            if empty.any():
-                part.loc[empty, "config_id"] = config_ids(part[empty]).to_numpy()
-            part = sort_rows(part, first=("source", "study", "config_id"))
-            metadata = {
-                "source": source,
-                "study": study,
-                "rows": str(len(part)),
-                "simulator_version": _provenance(part["simulator_version"]),
-                "calibration_id": _provenance(part["calibration_id"]),
-                "writer": f"trainscale {__version__}",
-            }
             relative = Path(f"source={source}", f"study={study}", "part-0.parquet")
-            _write_table(_table(part, columns, metadata), temp / relative)
-            written.append(directory / relative)
-            del part
+            if _write_partition(parts[(source, study)], source, study, schema, temp / relative):
+                written.append(directory / relative)
         temp.mkdir(parents=True, exist_ok=True)
         if directory.exists():
             shutil.rmtree(directory)

@@ -439,9 +439,11 @@ def _filter(
             for r in candidates[degree[candidates] > limit]
         ]  # fmt: skip
     if study.filters.max_tp_per_node:
-        default = grid["gpu"].map(lambda g: hardware.system_for(g).gpus_per_node)
+        names, where = np.unique(grid["gpu"].astype(str).to_numpy(), return_inverse=True)
+        default = np.array([hardware.system_for(g).gpus_per_node for g in names],
+                           dtype=np.int64)[where]  # fmt: skip
         per_node = _int_column(grid, "gpus_per_node", 0)
-        per_node = np.where(per_node > 0, per_node, default.to_numpy(dtype=np.int64))
+        per_node = np.where(per_node > 0, per_node, default)
         problems += [
             (int(r), "filters.max_tp_per_node",
              f"tp {tp[r]} exceeds the {per_node[r]} GPUs per node (tensor parallelism would "
@@ -465,16 +467,15 @@ def _fits_memory(
     results = predict(resolve_micro_batch(frame, calibration), calibration=calibration)
     fits = results["fits_memory"].to_numpy(dtype=bool)
     memory = results["mem_gib_per_gpu"].to_numpy(dtype=float)
-    gpus = results["gpu"].astype(str).to_numpy()
-    problems = []
-    for r in np.flatnonzero(~fits):
-        hbm = hardware.gpus[gpus[r]].hbm_bytes / 2**30
-        problems.append(
-            (int(r), "filters.fits_memory",
-             f"predicted {memory[r]:.1f} GiB per GPU does not fit in the usable memory of "
-             f"{gpus[r]} ({hbm:.0f} GiB)")
-        )  # fmt: skip
-    return problems
+    names, where = np.unique(results["gpu"].astype(str).to_numpy(), return_inverse=True)
+    hbm = {g: hardware.gpus[g].hbm_bytes / 2**30 for g in names}
+    gpus = names[where]
+    return [
+        (int(r), "filters.fits_memory",
+         f"predicted {memory[r]:.1f} GiB per GPU does not fit in the usable memory of "
+         f"{gpus[r]} ({hbm[gpus[r]]:.0f} GiB)")
+        for r in np.flatnonzero(~fits).tolist()
+    ]  # fmt: skip
 
 
 def expand_block(
@@ -504,8 +505,9 @@ def expand_block(
     _, _, rejected = build_configs(check, origin=study.path, skip_invalid=True, hardware=hardware)
     invalid += [
         (int(candidates[row]), str(column), str(reason))
-        for row, column, reason in rejected[["row", "column", "reason"]].itertuples(index=False)
-    ]
+        for row, column, reason in zip(rejected["row"].tolist(), rejected["column"].tolist(),
+                                       rejected["reason"].tolist(), strict=True)
+    ]  # fmt: skip
     if invalid and not study.filters.drop_invalid:
         problems = sorted(((r + first, c, m) for r, c, m in invalid), key=lambda p: p[0])
         raise ConfigurationError(problems, origin=study.path)
@@ -553,10 +555,17 @@ class ExpansionSummary:
         self.kept_rows += len(configurations)
         if rejects.empty:
             return
-        first = rejects.drop_duplicates("row", keep="first")
-        for column, reason in zip(first["column"], first["reason"], strict=True):
-            self.dropped[column] = self.dropped.get(column, 0) + 1
-            self.examples.setdefault(column, str(reason))
+        rows = rejects["row"].to_numpy(dtype=np.int64)
+        first = np.ones(len(rows), dtype=bool)  # each row's first problem (rows are sorted)
+        first[1:] = rows[1:] != rows[:-1]
+        columns = rejects["column"].to_numpy(dtype=object)[first]
+        reasons = rejects["reason"].to_numpy(dtype=object)[first]
+        names, where, counts = np.unique(columns.astype(str), return_index=True,
+                                         return_counts=True)  # fmt: skip
+        for at in np.argsort(where, kind="stable"):  # in order of first appearance
+            column = str(names[at])
+            self.dropped[column] = self.dropped.get(column, 0) + int(counts[at])
+            self.examples.setdefault(column, str(reasons[where[at]]))
 
     @property
     def dropped_rows(self) -> int:

@@ -88,6 +88,7 @@ ZHAO = _line_of(lambda r: r["value"].startswith(">1"))
         (FOUNDRY, "metric", "", "every row needs a source, url and metric"),
         (FOUNDRY, "metric", "tokens_per_s_per_gpu", "tokens_per_s_per_GPU"),
         (NARAYANAN, "value", "400", "at most 312 TFLOP/s"),  # above the A100's dense peak
+        (NARAYANAN, "value", "1.35e8", "a plain number"),  # user trial item 29: not accepted
         (BUSBW, "value", "5000", "NVLink bandwidth"),
         (MFU, "value", "140", "at most 100 %"),
         (POWER, "value", "4000", "TDP"),

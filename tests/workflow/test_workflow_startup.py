@@ -167,3 +167,36 @@ def test_missing_study_file_is_named(workflow_copy, run_snakemake) -> None:
 
     assert done.returncode != 0
     assert "config/studies/no_such_study.yaml: cannot read" in done.stdout + done.stderr
+
+
+def test_a_duplicate_key_in_the_config_stops_the_run(workflow_copy, run_snakemake) -> None:
+    workdir = workflow_copy()
+    config_path = workdir / "config" / "config.yaml"
+    lines = config_path.read_text().splitlines()
+    lines.append("rows_per_job: 7")  # given twice: Snakemake's own loader keeps the last one
+    config_path.write_text("\n".join(lines) + "\n")
+    assert sum(line.startswith("rows_per_job:") for line in lines) == 2
+
+    done = run_snakemake(workdir, "--dry-run")
+
+    output = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert f"invalid config: config/config.yaml:{len(lines)}:" in output, output[-2000:]
+    assert "duplicate key 'rows_per_job' (first at line" in output
+    assert not (workdir / "results").exists()
+
+
+def test_a_duplicate_key_in_a_study_stops_the_run(workflow_copy, run_snakemake) -> None:
+    workdir = workflow_copy()
+    path = workdir / "config" / "studies" / "smoke.yaml"
+    text = path.read_text()
+    assert "\nfilters:\n" in text
+    path.write_text(text.replace("\nfilters:\n", "\nfilters:\n  fits_memory: true\n", 1)
+                    + "filters:\n  fits_memory: false\n")  # fmt: skip
+
+    done = run_snakemake(workdir, "--cores", "1")
+
+    output = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert "config/studies/smoke.yaml" in output and "duplicate key 'filters'" in output
+    assert not (workdir / "results").exists()

@@ -1,25 +1,36 @@
 """Rule dataset: every source's rows in the dataset schema, hive-partitioned by source and study.
 
-The partitions are written one at a time (trainscale.dataset.write_dataset_parts): memory holds
-one study's rows, not the whole dataset.
+The partitions are written one at a time (trainscale.dataset.write_dataset_parts). A study's
+results are streamed from results/sim/<study>.parquet in batches, in their own (grid) order, so
+memory holds one batch, not the study; the small published and measured tables are sorted.
 """
 
 import sys
 from pathlib import Path
 
-from trainscale.dataset import read_parquet, write_dataset_parts
-from trainscale.schema import DATASET_COLUMNS, RESULT_COLUMNS
+import pyarrow.parquet as pq
+
+from trainscale.dataset import DATASET_ROW_GROUP_ROWS, read_parquet, write_dataset_parts
+from trainscale.schema import DATASET_COLUMNS
 
 sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 (closed at exit)
 
 
-def _loader(paths, columns):
-    return lambda: [read_parquet(path, columns) for path in paths]
+def _batches(path):
+    def load(columns=None):
+        with pq.ParquetFile(path) as results:
+            yield from results.iter_batches(batch_size=DATASET_ROW_GROUP_ROWS, columns=columns)
+
+    return load
 
 
-parts = {("sim", Path(path).stem): _loader([path], RESULT_COLUMNS) for path in snakemake.input.sim}
-parts[("published", "published")] = _loader([snakemake.input.published], DATASET_COLUMNS)
-parts[("measured", "runs")] = _loader(list(snakemake.input.measured), DATASET_COLUMNS)
+def _frames(paths):
+    return lambda columns=None: [read_parquet(path, DATASET_COLUMNS) for path in paths]
+
+
+parts = {("sim", Path(path).stem): _batches(path) for path in snakemake.input.sim}
+parts[("published", "published")] = _frames([snakemake.input.published])
+parts[("measured", "runs")] = _frames(list(snakemake.input.measured))
 
 for path in write_dataset_parts(parts, snakemake.output.dataset):
     print(f"wrote {path}", file=sys.stderr)
