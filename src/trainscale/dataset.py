@@ -589,15 +589,29 @@ def remove_stale_temporaries(directory: str | Path) -> list[Path]:
     return sorted(removed)
 
 
-def read_dataset(directory: str | Path) -> pd.DataFrame:
+def read_dataset(
+    directory: str | Path,
+    *,
+    sources: Sequence[str] | None = None,
+    studies: Sequence[str] | None = None,
+) -> pd.DataFrame:
     """Read ``results/dataset`` back into one frame in the dataset schema, sorted.
 
+    ``sources`` and ``studies`` (partition values) keep only the partitions whose source is one
+    of ``sources`` or whose study is one of ``studies``; the others are never read, so a reader
+    that needs the measured rows does not load a ten-million-row sweep. Both None: everything.
     Types are those :func:`pandas.read_parquet` gives (see :func:`read_parquet`).
     """
     partitioning = ds.partitioning(
         pa.schema([(name, pa.string()) for name in PARTITION_COLUMNS]), flavor="hive"
     )
-    table = ds.dataset(Path(directory), format="parquet", partitioning=partitioning).to_table()
+    dataset = ds.dataset(Path(directory), format="parquet", partitioning=partitioning)
+    keep = None
+    if sources is not None or studies is not None:
+        keep = ds.field("source").isin(list(sources or [])) | ds.field("study").isin(
+            list(studies or [])
+        )
+    table = dataset.to_table(filter=keep)
     frame = sort_rows(conform(table.to_pandas()), first=("source", "study", "config_id"))
     return _as_pandas_reads(frame, DATASET_COLUMNS)
 

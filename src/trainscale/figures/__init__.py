@@ -40,7 +40,7 @@ FIGURES: dict[str, dict[str, str]] = {
     "sim_vs_published": {"holdout": "parquet", "validation": "parquet"},
     "global_batch_inference": {"sim": "parquet"},
     "best_plan": {"sim": "parquet"},
-    "sim_vs_measured": {"dataset": "dataset"},
+    "sim_vs_measured": {"dataset": "dataset_measured"},
 }
 
 
@@ -49,7 +49,9 @@ def load_input(kind: str, path: str | os.PathLike[str]) -> pd.DataFrame | Publis
 
     ``parquet``: one Parquet file (``results/sim/<study>.parquet``,
     ``results/validation.parquet``); ``dataset``: the hive-partitioned ``results/dataset``
-    folder; ``published_collectives``: the published measurements CSV, whose nccl-tests rows
+    folder (``dataset_measured``: its measured partitions only; ``dataset_scaling``: the
+    measured and published partitions and the scale-out studies of the ``scaling_fits`` table);
+    ``published_collectives``: the published measurements CSV, whose nccl-tests rows
     are predicted with the collective model (:func:`trainscale.validation.validate_published`);
     ``published``: the published measurements CSV, normalised
     (:class:`trainscale.published.PublishedData`).
@@ -60,6 +62,15 @@ def load_input(kind: str, path: str | os.PathLike[str]) -> pd.DataFrame | Publis
         from trainscale.dataset import read_dataset
 
         return read_dataset(path)
+    if kind == "dataset_measured":
+        from trainscale.dataset import read_dataset
+
+        return read_dataset(path, sources=("measured",))
+    if kind == "dataset_scaling":
+        from trainscale.dataset import read_dataset
+        from trainscale.tables.scaling_fits import SCALING_STUDIES
+
+        return read_dataset(path, sources=("measured", "published"), studies=SCALING_STUDIES)
     if kind == "published_collectives":
         from trainscale.published import load_published
         from trainscale.validation import validate_published

@@ -29,7 +29,7 @@ TABLES: dict[str, dict[str, str]] = {
     "hardware": {},
     "models": {},
     "claims": {},
-    "scaling_fits": {"dataset": "dataset"},
+    "scaling_fits": {"dataset": "dataset_scaling"},
     "validation": {"validation": "parquet", "holdout": "parquet", "published": "published"},
     "best_plans": {"sim": "parquet"},
     "claim_sensitivity": {"published": "published"},
