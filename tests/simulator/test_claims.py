@@ -63,6 +63,8 @@ def test_model_parallel_degree_2_to_4_beats_fsdp_at_2048(
 
 
 def test_drop_depends_on_the_assumed_global_batch(calibration: Calibration) -> None:
-    # A larger global batch gives each of the 2,048 GPUs more work per collective: the drop shrinks.
+    # A larger global batch gives each of the 2,048 GPUs more work per collective: the drop shrinks
+    # until the collectives hide and only the wait for the slowest GPU is left.
     drops = [ss.throughput_drop_pct(calibration, global_batch=b) for b in (2048, 8192, 32768)]
-    assert drops[0] > drops[1] > drops[2] >= 0.0
+    assert drops[0] > drops[1] + 10.0
+    assert drops[1] + 0.01 >= drops[2] >= 0.0

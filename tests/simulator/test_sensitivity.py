@@ -29,7 +29,7 @@ from trainscale.tables import claim_sensitivity
 @pytest.fixture(scope="module")
 def latency_profile() -> pd.DataFrame:
     """The profile at the calibrated NCCL latency scale and at twice NCCL's table."""
-    return profile("nccl_latency_scale", [load_calibration().nccl_latency_scale, 2.0])
+    return profile("nccl_latency_scale", [load_calibration().nccl_latency_scale, 2.0, 0.5])
 
 
 def test_profile_at_the_calibrated_value_reproduces_the_calibration(
@@ -55,9 +55,11 @@ def test_more_ring_latency_deepens_the_drop_but_not_the_128_gpu_mfu(
     # At 2,048 GPUs FSDP's rings are latency-bound and exposed; at 128 GPUs they stay hidden.
     assert doubled["throughput_drop_pct"] > calibrated["throughput_drop_pct"] + 10.0
     assert abs(doubled["mfu_h100_pct"] - calibrated["mfu_h100_pct"]) < 1.0
-    # The throughput rows can barely tell the two apart; the study's own nccl-tests scan can.
+    # The throughput rows can barely tell the latencies apart; the nccl-tests scans (the study's
+    # own among them) can: half NCCL's latency misses the bus bandwidths badly.
     assert abs(doubled["throughput_mape_pct"] - calibrated["throughput_mape_pct"]) < 0.5
-    assert doubled["busbw_mape_pct"] > calibrated["busbw_mape_pct"] + 2.0
+    halved = latency_profile.iloc[2]
+    assert halved["busbw_mape_pct"] > calibrated["busbw_mape_pct"] + 10.0
 
 
 @pytest.mark.parametrize(

@@ -63,7 +63,8 @@ def test_render_table_writes_three_files(tmp_path):
 def test_render_table_names_unknown_tables_and_missing_inputs(tmp_path):
     with pytest.raises(TrainscaleError, match="unknown table 'nope'"):
         render_table("nope", tmp_path / "x")
-    with pytest.raises(TrainscaleError, match=r"missing input\(s\) \['validation'\]"):
+    missing = r"missing input\(s\) \['validation', 'holdout', 'published'\]"
+    with pytest.raises(TrainscaleError, match=missing):
         render_table("validation", tmp_path / "x", {})
     assert set(TABLES) == {
         "hardware",
