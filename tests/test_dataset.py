@@ -239,6 +239,18 @@ def test_dataset_is_hive_partitioned_with_provenance(
     pd.testing.assert_frame_equal(conform(back), expected)
 
 
+def test_reading_some_partitions_leaves_the_others_unread(
+    sim: pd.DataFrame, published, tmp_path: Path
+) -> None:
+    write_dataset(dataset_frame({"smoke": sim}, published_rows(published)), tmp_path / "dataset")
+    only_published = read_dataset(tmp_path / "dataset", sources=("published",))
+    assert set(only_published["source"]) == {"published"} and len(only_published) > 0
+    only_smoke = read_dataset(tmp_path / "dataset", studies=("smoke",))
+    assert set(only_smoke["study"]) == {"smoke"} and len(only_smoke) == len(sim)
+    nothing = read_dataset(tmp_path / "dataset", sources=("measured",))
+    assert nothing.empty
+
+
 def test_rewriting_the_dataset_removes_stale_partitions(sim: pd.DataFrame, tmp_path: Path) -> None:
     write_dataset(dataset_frame({"old": sim}), tmp_path / "dataset")
 

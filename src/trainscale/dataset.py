@@ -608,9 +608,9 @@ def read_dataset(
     dataset = ds.dataset(Path(directory), format="parquet", partitioning=partitioning)
     keep = None
     if sources is not None or studies is not None:
-        keep = ds.field("source").isin(list(sources or [])) | ds.field("study").isin(
-            list(studies or [])
-        )
+        keep = ds.field("source").isin(pa.array(list(sources or []), pa.string())) | ds.field(
+            "study"
+        ).isin(pa.array(list(studies or []), pa.string()))
     table = dataset.to_table(filter=keep)
     frame = sort_rows(conform(table.to_pandas()), first=("source", "study", "config_id"))
     return _as_pandas_reads(frame, DATASET_COLUMNS)
