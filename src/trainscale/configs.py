@@ -253,8 +253,17 @@ def _resolve_shape(
     """Shape columns from the catalogue, overridden by explicit columns."""
     n = len(frame)
     keys = _text(frame, "model")
+    codes, uniques = pd.factorize(keys)
+
+    def by_model(mapping: dict, default: object) -> np.ndarray:
+        """``mapping.get(model, default)`` per row, from one factorisation of the model column
+        (numbers and flags come back typed, text as objects)."""
+        values = [mapping.get(u, default) for u in uniques] + [default]
+        typed = not any(isinstance(v, str) for v in values)
+        return np.array(values, dtype=None if typed else object)[codes]
+
     named = keys != ""
-    known = _lookup(keys, {k: True for k in models}, False).astype(bool)
+    known = by_model({k: True for k in models}, False).astype(bool)
     valid_names = ", ".join(sorted(models))
     problems.add_where(
         named & ~known, "model",
@@ -262,8 +271,7 @@ def _resolve_shape(
     )  # fmt: skip
     shape: dict[str, np.ndarray] = {}
     for name in _INT_SHAPE:
-        base = _lookup(
-            keys, {k: float(getattr(m, name)) for k, m in models.items()}, np.nan
+        base = by_model({k: float(getattr(m, name)) for k, m in models.items()}, np.nan
         ).astype(np.float64)
         explicit = _numeric(frame, name)
         given = ~_is_missing_mask(frame, name)
@@ -278,15 +286,14 @@ def _resolve_shape(
         )  # fmt: skip
         shape[name] = np.where(_is_positive_int(values), values, 1).astype(np.int64)
     mlp_explicit = _text(frame, "mlp", lower=True)
-    mlp_base = _lookup(keys, {k: m.mlp for k, m in models.items()}, "")
+    mlp_base = by_model({k: m.mlp for k, m in models.items()}, "")
     mlp = np.where(mlp_explicit != "", mlp_explicit, mlp_base)
     bad_mlp = ~np.isin(mlp, ("swiglu", "gelu")) & ~(named & ~known)
     problems.add_where(
         bad_mlp, "mlp", lambda r: f"{mlp[r] or 'missing'!r} is not allowed; allowed: swiglu, gelu"
     )
     shape["swiglu"] = mlp == "swiglu"
-    shape["tied_embeddings"] = _lookup(
-        keys, {k: m.tied_embeddings for k, m in models.items()}, False
+    shape["tied_embeddings"] = by_model({k: m.tied_embeddings for k, m in models.items()}, False
     ).astype(bool)
     ok = ~problems.bad
     problems.add_where(
@@ -371,8 +378,9 @@ def _optional_bool(
         return column.to_numpy(dtype=bool), np.ones(len(frame), dtype=bool)
     text = _text(frame, name, lower=True)
     numeric = _numeric(frame, name)
-    true = np.isin(text, tuple(_TRUE)) | (numeric == 1)
-    false = np.isin(text, tuple(_FALSE)) | (numeric == 0)
+    codes, uniques = pd.factorize(text)
+    true = np.array([u in _TRUE for u in uniques] + [False])[codes] | (numeric == 1)
+    false = np.array([u in _FALSE for u in uniques] + [False])[codes] | (numeric == 0)
     bad = ~missing & ~true & ~false
     problems.add_where(
         bad, name,

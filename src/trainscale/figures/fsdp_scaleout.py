@@ -185,7 +185,8 @@ def plot(sim: pd.DataFrame) -> Figure:
         ax["power"].set_ylim(power.min() * 0.9, power.max() * 1.03)
     legend_row(ax["legend"], handles, [h.get_label() for h in handles], ncols=3)
     setup = (
-        "H100 (DGX H100), FSDP, seq 4,096, global batch 2,048 sequences, "
+        "H100 on the study's cluster (fernandez-h100: 8 x 400 Gb/s per node, inferred), "
+        "PyTorch FSDP, seq 4,096, global batch 2,048 sequences, "
         "micro-batch 2 per GPU (1 where the local batch is 1)"
     )
     return add_source_note(fig, sim_source(sim) + f" — study setup: {setup}.")

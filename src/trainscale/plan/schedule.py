@@ -141,8 +141,10 @@ def _block_compute(
     d0 = c.gemm_half_efficiency_dim * cal.gemm_size_scale
     kw = {"peak": c.peak_flops_per_s, "eta_max": eff.gemm_max, "d0": d0,
           "hbm_bw": c.hbm_bytes_per_s, "exponent": cal.gemm_size_exponent}  # fmt: skip
+    # The two backward GEMMs of a (m, n, k) product, (m, k, n) and (k, n, m), have its FLOPs, its
+    # smallest dimension and its traffic: each takes the forward GEMM's time.
     gemm_fwd = sum(gemm_time(m, n, k, **kw) for m, n, k in w.gemms)
-    gemm_bwd = sum(gemm_time(m, k, n, **kw) + gemm_time(k, n, m, **kw) for m, n, k in w.gemms)
+    gemm_bwd = 2.0 * gemm_fwd
     attn_fwd = _attention_fwd(c, w, cal, eff)
     mem = memory_time(
         eff.elementwise_traffic * w.elementwise_bytes,
@@ -171,9 +173,7 @@ def _block_compute(
         "fwd_mem": fwd_mem,
         "bwd_dense": bwd_dense,
         "bwd_mem": bwd_mem,
-        "head_dense": gemm_time(m, n, k, **kw)
-        + gemm_time(m, k, n, **kw)
-        + gemm_time(k, n, m, **kw),
+        "head_dense": 3.0 * gemm_time(m, n, k, **kw),
         "head_mem": head_mem,
     }
 
