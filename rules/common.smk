@@ -80,7 +80,8 @@ def configurations_runtime(study):
 
 def chunk_mem_mb(study):
     """Memory of one simulate job, or of appending one chunk: grows with rows_per_job (MB).
-    Measured max_rss 231 MB at 25,000 rows, 386 MB at 100,000 (declared 1,125 and 1,500)."""
+    Measured max_rss 231 MB at 25,000 rows, 386 MB at 100,000 (declared 1,125 and 1,500).
+    """
     return 1000 + study_rows_per_job(study) // 200
 
 
