@@ -168,3 +168,14 @@ def test_overall_coverage_is_within_75_to_85_pct(coverage: dict) -> None:
 )  # fmt: skip
 def test_coverage_per_framework_is_within_75_to_85_pct(coverage: dict, framework: str) -> None:
     assert 75.0 <= coverage["per_framework"][framework]["coverage_pct"] <= 85.0
+
+
+def test_the_breakdown_prints_the_interval(capsys: pytest.CaptureFixture[str]) -> None:
+    from trainscale.cli import main
+
+    args = ["predict", "--model", "llama2-7b", "--gpu", "h100-sxm-80gb", "--num-gpus", "64"]
+    assert main(args) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("80 % interval"))
+    out = predict(pd.DataFrame([_config(global_batch=64)]))
+    assert f"{out['tokens_per_s_per_gpu_lo'].iloc[0]:.1f} .. " in line
+    assert f"{out['tokens_per_s_per_gpu_hi'].iloc[0]:.1f} tokens/s per GPU" in line
