@@ -110,6 +110,8 @@ class Configs:
     overlap_grad_reduce: np.ndarray
     overlap_param_gather: np.ndarray
     tp_comm_overlap: np.ndarray
+    fused_kernels: np.ndarray
+    """Normalisation, rotary and activation kernels fused (fewer HBM passes)."""
     attention_kernel: np.ndarray
     """Index into :data:`~trainscale.schema.ATTENTION_KERNELS`."""
     fused_attention: np.ndarray

@@ -83,6 +83,7 @@ BEHAVIOUR_OVERRIDES: dict[str, tuple[object, ...]] = {
     "overlap_grad_reduce": (True, False),
     "overlap_param_gather": (True, False),
     "tp_comm_overlap": (True, False),
+    "fused_kernels": (True, False),
     "shard_granularity": ("layer", "tensor"),
     "attention_kernel": ("flash2", "fused", "triton"),
     "fp8_recipe": ("delayed", "current", "tensorwise", "rowwise"),
@@ -103,17 +104,27 @@ _MEGATRON_2021 = (
     "2023-08-16); megatron/mpu/mappings.py _reduce is a blocking all_reduce, so tensor-parallel "
     "communication is not overlapped either"
 )
+_DEEPSPEED_2021 = (
+    "microsoft/DeepSpeed v0.3.14 (0cd9abf2, April 2021, the ZeRO-3 of the paper's time): "
+    "deepspeed/runtime/zero/stage3.py fetch_sub_module is blocking (\"This call is blocking\") "
+    "and partition_parameters.py _allgather_param calls torch.cuda.synchronize() before each "
+    "parameter's all_gather, so parameter gathers are not overlapped with compute (DeepSpeed "
+    "PR #1188, merged 2021-10-31: 'the async version is not async at all, because each "
+    "all_gather calls torch.cuda.synchronize()')"
+)
 _MEGATRON_2019 = (
     "NVIDIA/Megatron-LM@ebbe40cd (2019-10-09, the v1 code): pretrain_gpt2.py calls "
     "model.allreduce_params after loss.backward() (the backward hooks in "
     "megatron/model/distributed.py are commented out), so the data-parallel reduction is not "
-    "overlapped with backward"
+    "overlapped with backward; mpu/mappings.py all-reduces each tensor-parallel output "
+    "synchronously in forward and backward (Transformer Engine's TP overlap came in 2023)"
 )
 _TORCHTITAN_2412 = (
     "pytorch/torchtitan@9dec370 (the benchmark's commit): torchtitan/float8.py supports only "
     "dynamic tensorwise scaling (config_manager.py --float8.scaling_type_* default 'dynamic') "
     "= fp8_recipe tensorwise; AsyncTP = --experimental.enable_async_tensor_parallel, stated per "
-    "row (Table 4 compares 2D with and without it; Tables 5-6 use it)"
+    "row (Table 4 compares 2D with and without it; Tables 5-6 use it); torch.compile "
+    "(--training.compile, each TransformerBlock compiled) stated per row = fused_kernels"
 )
 
 _GPU_PATTERNS: tuple[tuple[str, str], ...] = (
@@ -550,14 +561,18 @@ def _behaviour_overrides(row: _Row, source: str) -> tuple[dict[str, object], lis
     if "Narayanan" in source and "zero" not in row.text("framework").lower():
         out.update(overlap_grad_reduce=False, tp_comm_overlap=False)
         cited.append(_MEGATRON_2021)
+    elif "Narayanan" in source:
+        out["overlap_param_gather"] = False
+        cited.append(_DEEPSPEED_2021)
     if "Shoeybi" in source:
-        out["overlap_grad_reduce"] = False
+        out.update(overlap_grad_reduce=False, tp_comm_overlap=False)
         cited.append(_MEGATRON_2019)
     if "torchtitan benchmarks" in source:
         if "float8" in text.lower():
             out["fp8_recipe"] = "tensorwise"
         if row.text("tp") and _int(row.r.get("tp")) not in (None, 1):
             out["tp_comm_overlap"] = "asynctp" in text.lower()
+        out["fused_kernels"] = "torch.compile" in text
         if out:
             cited.append(_TORCHTITAN_2412)
     if "overlap-grad-reduce" in row.text("framework"):
@@ -773,6 +788,7 @@ def _throughput_row(row: _Row, parsed: ParsedValue) -> dict:
         "gpu": gpu,
         "num_gpus": num_gpus,
         "gpus_per_node": gpn,
+        "system": "dgx2h-v100" if "Shoeybi" in source else "",
         "nic_gbps_per_gpu": nic if nic is not None else 0.0,
         "tp": tp,
         "pp": pp,

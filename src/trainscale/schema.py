@@ -212,6 +212,15 @@ CONFIGURATION_COLUMNS: tuple[Column, ...] = (
         default=None,
     ),
     _c(
+        "fused_kernels",
+        "bool",
+        "1",
+        "normalisation, rotary and SwiGLU kernels fused (Transformer Engine LayerNormLinear/"
+        "LayerNormMLP with Megatron's rope and bias-SwiGLU fusions, or torch.compile) rather "
+        "than one eager kernel per operation; default: the framework profile's",
+        default=None,
+    ),
+    _c(
         "shard_granularity",
         "string",
         "1",

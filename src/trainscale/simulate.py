@@ -143,6 +143,7 @@ def _resolved_configuration(c: Configs) -> dict[str, np.ndarray | pd.Series]:
         "overlap_grad_reduce": c.overlap_grad_reduce,
         "overlap_param_gather": c.overlap_param_gather,
         "tp_comm_overlap": c.tp_comm_overlap,
+        "fused_kernels": c.fused_kernels,
         "shard_granularity": _strings(c.per_tensor_gather.astype(np.int32), ("layer", "tensor")),
         "attention_kernel": _strings(c.attention_kernel, ATTENTION_KERNELS),
         "fp8_recipe": _strings(np.where(c.fp8, c.fp8_recipe, len(FP8_RECIPES)), [*FP8_RECIPES, ""]),
@@ -153,7 +154,7 @@ def _resolved_configuration(c: Configs) -> dict[str, np.ndarray | pd.Series]:
 #: effective behaviours (an empty override means the profile's value, which the output shows).
 _EFFECTIVE = (
     "system", "framework", "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap",
-    "shard_granularity", "attention_kernel", "fp8_recipe",
+    "fused_kernels", "shard_granularity", "attention_kernel", "fp8_recipe",
 )  # fmt: skip
 
 

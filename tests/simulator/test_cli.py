@@ -61,6 +61,22 @@ def test_one_configuration_breakdown(capsys: pytest.CaptureFixture[str]) -> None
         assert fragment in text
 
 
+def test_one_configuration_takes_its_framework_and_system(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    base = ["predict", "--model", "llama3-8b", "--gpu", "h100-sxm-80gb", "--num-gpus", "8",
+            "--seq-len", "8192", "--global-batch", "128", "--precision", "fp8"]  # fmt: skip
+    assert main([*base, "--framework", "megatron", "--system", "fernandez-h100"]) == 0
+    megatron = capsys.readouterr().out
+    assert "stack: megatron on fernandez-h100" in megatron and "fused kernels yes" in megatron
+    assert main(base) == 0
+    pytorch = capsys.readouterr().out
+    assert "stack: pytorch on dgx-h100" in pytorch and "fused kernels no" in pytorch
+    with pytest.raises(SystemExit) as refused:
+        main([*base, "--framework", "jax"])
+    assert refused.value.code == 2 and "invalid choice: 'jax'" in capsys.readouterr().err
+
+
 def test_validate_prints_sources_and_overall(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["validate", "--max-mape", "20"]) == 0
     text = capsys.readouterr().out

@@ -41,7 +41,8 @@ def test_every_profile_behaviour_has_a_source() -> None:
     assert tuple(profiles) == FRAMEWORKS
     for profile in profiles.values():
         for behaviour in ("overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap",
-                          "shard_granularity", "fp8_recipe", "ddp_bucket_params"):  # fmt: skip
+                          "fused_kernels", "shard_granularity", "fp8_recipe",
+                          "ddp_bucket_params"):  # fmt: skip
             assert len(profile.sources[behaviour]) > 20, (profile.key, behaviour)
 
 
@@ -131,6 +132,32 @@ def test_fp8_current_scaling_costs_more_casts_than_delayed() -> None:
     ).itertuples()
     assert current.step_time_s > delayed.step_time_s
     assert current.fp8_recipe == "current" and delayed.fp8_recipe == "delayed"
+
+
+def test_fused_kernels_cut_the_memory_bound_time_of_a_llama_block_only() -> None:
+    """Transformer Engine's LayerNormLinear with Megatron's rope and SwiGLU fusions (the megatron
+    profile) or torch.compile: one HBM pass per norm, rotary and SwiGLU, and FP8 inputs written
+    by the norm. A GPT block is already counted fused, so the flag does not move it."""
+    llama = _row(num_gpus=8, global_batch=8)
+    eager, fused = _predict(
+        {**llama, "fused_kernels": False}, {**llama, "fused_kernels": True}
+    ).itertuples()
+    assert eager.compute_s > 1.05 * fused.compute_s
+    assert eager.allgather_s == pytest.approx(fused.allgather_s, rel=1e-12)
+    fp8 = {**llama, "precision": "fp8"}
+    eager8, fused8 = _predict(
+        {**fp8, "fused_kernels": False}, {**fp8, "fused_kernels": True}
+    ).itertuples()
+    assert eager8.compute_s - fused8.compute_s > eager.compute_s - fused.compute_s
+    gpt = _row(model="gpt3-175b", num_gpus=64, tp=8, pp=8, global_batch=64, recompute="full")
+    gpt_eager, gpt_fused = _predict(
+        {**gpt, "fused_kernels": False}, {**gpt, "fused_kernels": True}
+    ).itertuples()
+    assert gpt_eager.step_time_s == pytest.approx(gpt_fused.step_time_s, rel=1e-12)
+    megatron, pytorch = _predict(
+        {**llama, "framework": "megatron"}, {**llama, "framework": "pytorch"}
+    ).itertuples()
+    assert bool(megatron.fused_kernels) and not bool(pytorch.fused_kernels)
 
 
 def test_an_override_beats_its_profile() -> None:

@@ -209,8 +209,28 @@ def test_overrides_are_set_only_where_a_source_states_them() -> None:
     assert megatron_2021["assumptions"].str.contains("aed2f75e").all()
     foundry = rows[rows["citation"].str.contains("llm-foundry")]
     for name in ("overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap",
-                 "shard_granularity", "fp8_recipe"):  # fmt: skip
+                 "fused_kernels", "shard_granularity", "fp8_recipe"):  # fmt: skip
         assert foundry[name].isna().all(), name
+
+
+def test_old_stacks_and_compiled_runs_carry_their_documented_behaviours() -> None:
+    """Megatron v1 (2019) all-reduces TP outputs synchronously on a DGX-2H; DeepSpeed's ZeRO-3 of
+    early 2021 gathers parameters blocking; torchtitan rows that state torch.compile fuse."""
+    rows = load_published().throughput
+    shoeybi = rows[rows["citation"].str.startswith("Shoeybi")]
+    assert len(shoeybi) == 10
+    assert (shoeybi["tp_comm_overlap"] == False).all()  # noqa: E712 (object column)
+    assert (shoeybi["system"] == "dgx2h-v100").all()
+    assert shoeybi["assumptions"].str.contains("mpu/mappings.py").all()
+    zero3 = rows[rows["citation"].str.startswith("Narayanan") & (rows["framework"] == "deepspeed")]
+    assert len(zero3) == 6
+    assert (zero3["overlap_param_gather"] == False).all()  # noqa: E712
+    assert zero3["assumptions"].str.contains("v0.3.14").all()
+    titan = rows[rows["citation"].str.startswith("torchtitan benchmarks")]
+    stated = titan["fused_kernels"].astype(bool)
+    assert stated.sum() == 16 and (~stated).sum() == 2
+    assert not rows.loc[~rows["citation"].str.startswith("torchtitan benchmarks"),
+                        "fused_kernels"].notna().any()  # fmt: skip
 
 
 # --- property: damage never changes a number silently --------------------------------------

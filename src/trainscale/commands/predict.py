@@ -32,8 +32,10 @@ import numpy as np
 import pandas as pd
 
 from trainscale.errors import ConfigurationError, InputFileError, TrainscaleError
+from trainscale.plan.framework import DEFAULT_FRAMEWORK
 from trainscale.schema import (
     CONFIGURATION_COLUMNS,
+    FRAMEWORKS,
     MODEL_SHAPE_COLUMNS,
     PRECISIONS,
     RECOMPUTE_MODES,
@@ -132,6 +134,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--nic-gbps-per-gpu",
         type=float,
         help="scale-out NIC bandwidth per GPU, Gb/s (default: the GPU's catalogue system)",
+    )
+    one.add_argument(
+        "--system",
+        help="catalogue system (data/hardware.yaml), e.g. fernandez-h100 (default: the GPU's)",
+    )
+    one.add_argument(
+        "--framework",
+        choices=FRAMEWORKS,
+        help=f"software stack profile (data/frameworks.yaml; default: {DEFAULT_FRAMEWORK})",
     )
 
 
@@ -322,6 +333,10 @@ def _single(args: argparse.Namespace) -> pd.DataFrame:
         row["gpus_per_node"] = args.gpus_per_node
     if args.nic_gbps_per_gpu:
         row["nic_gbps_per_gpu"] = args.nic_gbps_per_gpu
+    if args.system:
+        row["system"] = args.system
+    if args.framework:
+        row["framework"] = args.framework
     return pd.DataFrame([row])
 
 
@@ -347,6 +362,10 @@ def fit_warning(result: pd.Series) -> str | None:
     )
 
 
+def _yes(flag: object) -> str:
+    return "yes" if bool(flag) else "no"
+
+
 def breakdown(result: pd.Series) -> str:
     """A readable breakdown of one predicted configuration."""
     step = float(result["step_time_s"])
@@ -356,6 +375,12 @@ def breakdown(result: pd.Series) -> str:
         f"{result['sharding']}, recompute {result['recompute']}, {_precision(result)}",
         f"batch: {result['global_batch']} sequences x {result['seq_len']} tokens, micro-batch "
         f"{result['micro_batch']}, gradient accumulation {result['grad_accum']}",
+        f"stack: {result['framework']} on {result['system']} (overlap grad reduce "
+        f"{_yes(result['overlap_grad_reduce'])}, param gather "
+        f"{_yes(result['overlap_param_gather'])}, TP comm {_yes(result['tp_comm_overlap'])}; "
+        "fused kernels "
+        f"{_yes(result['fused_kernels'])}; {result['shard_granularity']} gathers; "
+        f"{result['attention_kernel']} attention)",
         "",
         f"step time            {step:12.4f} s",
         f"  compute            {result['compute_s']:12.4f} s  {_pct(result['compute_s'], step)}",

@@ -37,6 +37,15 @@ _BLOCK_ELEMENTS = {
     "gelu": (10.0, 0.0, 2.0),
     "swiglu": (26.0, 10.0, 5.0),
 }
+#: The same with the framework's fused kernels (``fused_kernels``: Transformer Engine
+#: LayerNormLinear/LayerNormMLP with Megatron's rope and bias-SwiGLU fusions, or torch.compile):
+#: each RMSNorm one pass in bf16 (read + write h: 2h each, 4h), the residual adds unchanged (6h),
+#: rotary one pass (read + write: 2 per Q/K element), SwiGLU one kernel (read 2 ffn, write ffn:
+#: 3 ffn). The GPT family is already counted fused.
+_FUSED_BLOCK_ELEMENTS = {
+    "gelu": (10.0, 0.0, 2.0),
+    "swiglu": (10.0, 2.0, 3.0),
+}
 #: Bytes per attention score when the s×s scores are materialised (no FlashAttention): fp16
 #: scores written (2), read and softmax written (4), dropout read, mask and output (5), read by
 #: the AV product (2) — Korthikanti et al.'s 5·a·s² activation bytes plus their reads.
@@ -105,8 +114,11 @@ def block_work(c: Configs) -> BlockWork:
 
     norm_share = np.where(c.sequence_parallel & (c.tp > 1), 1.0 / tp, 1.0)
     per_hidden, per_rotary, per_ffn = (
-        np.where(c.swiglu, llama, gpt)
-        for llama, gpt in zip(_BLOCK_ELEMENTS["swiglu"], _BLOCK_ELEMENTS["gelu"], strict=True)
+        np.where(c.swiglu, np.where(c.fused_kernels, fused_llama, llama), gpt)
+        for llama, fused_llama, gpt in zip(
+            _BLOCK_ELEMENTS["swiglu"], _FUSED_BLOCK_ELEMENTS["swiglu"], _BLOCK_ELEMENTS["gelu"],
+            strict=True,
+        )
     )
     forward_elements = (
         per_hidden * h * norm_share + per_rotary * (h / tp + kv_local) + per_ffn * ffn_local
@@ -115,7 +127,12 @@ def block_work(c: Configs) -> BlockWork:
     # FP8 linears quantise their inputs and weights on every pass, forward and the two backward
     # GEMMs; the bytes per element depend on the framework's FP8 recipe (delayed scaling: read
     # bf16, write fp8, 3 bytes; current/dynamic scaling adds an amax pass, 5 bytes).
-    cast_elements = sum(m * k + k * n for m, n, k in gemms)
+    # With fused kernels the norm writes the QKV and MLP-in inputs already cast (Transformer
+    # Engine LayerNormLinear / LayerNormMLP; Inductor fuses the cast into the norm likewise): only
+    # their weights are cast.
+    cast_elements = sum(m * k + k * n for m, n, k in gemms) - np.where(
+        c.fused_kernels, gemms[0][0] * gemms[0][2] + gemms[2][0] * gemms[2][2], 0.0
+    )
     elementwise_bytes = elementwise_bytes + np.where(
         c.fp8, 3.0 * c.fp8_cast_bytes * cast_elements, 0.0
     )

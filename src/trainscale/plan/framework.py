@@ -45,7 +45,9 @@ __all__ = [
 DEFAULT_FRAMEWORK = "pytorch"
 """A configuration without a ``framework`` runs PyTorch (DDP/FSDP): the stack of the study that
 trainscale reproduces (Fernandez et al. trained with PyTorch FSDP) and of most published runs."""
-BOOLEAN_BEHAVIOURS = ("overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap")
+BOOLEAN_BEHAVIOURS = (
+    "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap", "fused_kernels",
+)  # fmt: skip
 OVERRIDE_COLUMNS = (*BOOLEAN_BEHAVIOURS, "shard_granularity", "attention_kernel", "fp8_recipe")
 """Configuration columns that override one behaviour of the row's profile (empty: the profile's)."""
 
@@ -90,6 +92,9 @@ class FrameworkProfile:
     """By sharding: parameter all-gathers prefetched under compute (else exposed)."""
     tp_comm_overlap: dict[str, bool]
     """Tensor-parallel collectives pipelined with their GEMMs (one of tp chunks exposed)."""
+    fused_kernels: dict[str, bool]
+    """Normalisation, rotary and activation kernels fused (Transformer Engine LayerNormLinear and
+    LayerNormMLP, Megatron's rope and SwiGLU fusions, torch.compile), else one kernel per op."""
     shard_granularity: str
     """``layer``: one sharded all-gather per block; ``tensor``: one per parameter tensor."""
     attention_kernel: str
