@@ -56,6 +56,11 @@ wildcard_constraints:
     chunk=r"\d+",
 
 
+def study_calibration(study):
+    """The calibration a study is simulated with: its calibration: key, else the shipped one."""
+    return STUDIES[study].calibration or CALIBRATION
+
+
 def study_rows_per_job(study):
     """Rows per simulate job of a study: its own rows_per_job, else the config's."""
     return STUDIES[study].rows_per_job or config["rows_per_job"]

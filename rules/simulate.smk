@@ -12,7 +12,8 @@ checkpoint study_configurations:
     input:
         study="config/studies/{study}.yaml",
         schema=STUDY_SCHEMA,
-        catalogues=[*CATALOGUES, CALIBRATION],
+        catalogues=CATALOGUES,
+        calibration=lambda wildcards: study_calibration(wildcards.study),
     output:
         configurations=directory("results/studies/{study}/configurations"),
         rejects="results/studies/{study}/rejects.parquet",
@@ -33,12 +34,14 @@ checkpoint study_configurations:
         "../workflow/scripts/study_configurations.py"
 
 
-# Simulate one chunk: its own configuration file only (micro_batch "auto" resolved). The chunk
+# Simulate one chunk: its own configuration file only (micro_batch "auto" resolved), with the
+# study's calibration (its calibration: key, else data/calibration.yaml). The chunk
 # is temporary: it is deleted once the study's results table holds it.
 rule simulate_chunk:
     input:
         configurations="results/studies/{study}/configurations/{chunk}.parquet",
-        catalogues=[*CATALOGUES, CALIBRATION],
+        catalogues=CATALOGUES,
+        calibration=lambda wildcards: study_calibration(wildcards.study),
     output:
         chunk=temp("results/studies/{study}/chunks/{chunk}.parquet"),
     log:

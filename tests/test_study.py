@@ -622,3 +622,39 @@ def test_a_ten_million_row_sweep_that_mostly_filters_out_warns_and_plans_from_su
     assert "9,841,000 of 10,000,000 grid rows (98.4 %) were removed, 159,000 remain" in warning
     assert "9,841,000 by filter 'fits_memory'" in warning
     assert chunk_count(summary.kept_rows, 25_000) == 7
+
+
+def test_a_study_may_name_its_calibration_file(tmp_path: Path) -> None:
+    import shutil
+
+    from trainscale.calibration import load_calibration
+    from trainscale.paths import data_dir
+    from trainscale.study import expand_study, simulate_configurations
+
+    mine = tmp_path / "mine.yaml"
+    shutil.copy(data_dir() / "calibration.yaml", mine)
+    key = "  nic_efficiency:\n    value: "
+    mine.write_text(mine.read_text().replace(key, key + "0.7 #"))
+    data = {"description": "one row", "fixed": {**BASE["fixed"], "num_gpus": 64, "tp": 1},
+            "calibration": str(mine)}  # fmt: skip
+    study = load_study(_write(tmp_path, data), schema=SCHEMA)
+    assert study.calibration == str(mine)
+    calibration = load_calibration(study.calibration)
+    configurations, _ = expand_study(study, calibration=calibration)
+    results, _ = simulate_configurations(configurations, study.filters, calibration=calibration)
+    assert (results["calibration_id"] == calibration.calibration_id).all()
+    assert calibration.calibration_id != load_calibration().calibration_id
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [("missing.yaml", r"key 'calibration': no such file 'missing.yaml'"),
+     ("mine.txt", r"key 'calibration'.*does not match")],
+)  # fmt: skip
+def test_a_study_calibration_that_does_not_load_is_refused(
+    tmp_path: Path, value: str, message: str
+) -> None:
+    data = {"description": "one row", "fixed": {**BASE["fixed"], "num_gpus": 8, "tp": 1},
+            "calibration": value}  # fmt: skip
+    with pytest.raises(InputFileError, match=message):
+        load_study(_write(tmp_path, data), schema=SCHEMA)

@@ -20,7 +20,11 @@ Method
 3. Fit ``power_comm_frac`` — the only fitted power parameter — so that the study setup
    reproduces the study's power claim (power per GPU falls 5.87 % from 128 to 2,048 GPUs); the
    published power figures are node-level and only anchor, not fit (see the rejects).
-4. Write ``data/calibration.yaml``: each value with its bounds, prior and meaning, the rows it was
+4. Fit the 80 % prediction intervals (:mod:`trainscale.intervals`): split conformal prediction
+   on the leave-one-source-out residuals (:func:`held_out_predictions`, one refit per source),
+   with their source-out coverage, into the file's ``intervals`` block (not a parameter: it does
+   not enter ``calibration_id``).
+5. Write ``data/calibration.yaml``: each value with its bounds, prior and meaning, the rows it was
    fitted on, the rows that could not be represented (with reasons), the fit's residual error, and
    the content hash ``calibration_id``.
 
@@ -127,12 +131,15 @@ def fit_throughput(
     max_nfev: int = 400,
     pinned: Mapping[str, float] | None = None,
     prior_scale: float = 1.0,
+    prior_centre: Calibration | None = None,
 ) -> FittedCalibration:
     """Fit the throughput parameters; return the fitted calibration and its residual tables.
 
     ``pinned`` holds some fitted parameters at given values (a profile, see
     :mod:`trainscale.sensitivity`); the others are fitted as usual. ``prior_scale`` multiplies
     the width of every parameter's prior (1: the calibration's own; ``inf``: no prior).
+    ``prior_centre`` centres the priors on its values instead of the parameters' defaults (a
+    user calibration centres them on the shipped calibration).
     """
     pinned = dict(pinned or {})
     if not prior_scale > 0:
@@ -140,7 +147,9 @@ def fit_throughput(
     free = _free_parameters(pinned)
     start = replace(start or Calibration.defaults(), **pinned)
     x0 = np.array([getattr(start, p.name) for p in free])
-    prior = np.array([p.default for p in free])
+    prior = np.array(
+        [p.default if prior_centre is None else getattr(prior_centre, p.name) for p in free]
+    )
     lower = np.array([p.lower for p in free])
     upper = np.array([p.upper for p in free])
     prior_sd = prior_scale * np.array(
@@ -227,12 +236,23 @@ def _round(calibration: Calibration) -> Calibration:
 
 
 def calibrate(
-    output: Path | None = None, published: PublishedData | None = None
+    output: Path | None = None,
+    published: PublishedData | None = None,
+    *,
+    held_out: pd.DataFrame | None = None,
 ) -> FittedCalibration:
-    """Run the whole calibration and write ``data/calibration.yaml`` (or ``output``)."""
+    """Run the whole calibration and write ``data/calibration.yaml`` (or ``output``).
+
+    ``held_out``: the leave-one-source-out predictions the intervals are fitted on (default:
+    :func:`held_out_predictions` of ``published``, one refit per source).
+    """
+    from trainscale.intervals import fit_intervals
+
     published = published or load_published()
     fit = fit_throughput(published)
-    final = _round(fit_power(fit.calibration))
+    if held_out is None:
+        held_out = held_out_predictions(published)
+    final = replace(_round(fit_power(fit.calibration)), intervals=fit_intervals(held_out))
     throughput, sim_rejects = throughput_predictions(published, final)
     collectives = collective_predictions(published, final)
     fit = FittedCalibration(

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import cache
 from pathlib import Path
 
@@ -23,6 +23,7 @@ import numpy as np
 import yaml
 
 from trainscale.errors import InputFileError
+from trainscale.intervals import PredictionIntervals
 from trainscale.paths import data_dir
 from trainscale.schema import FRAMEWORKS
 from trainscale.yamlio import load_yaml
@@ -371,6 +372,9 @@ class Calibration:
     overlap_slowdown_offset_megatron: float
     overlap_slowdown_offset_deepspeed: float
     overlap_slowdown_offset_pytorch: float
+    intervals: PredictionIntervals | None = field(default=None, compare=False, repr=False)
+    """The file's ``intervals`` block (:mod:`trainscale.intervals`); not a parameter: it is
+    left out of :meth:`as_dict` and of ``calibration_id``. None: predictions carry no interval."""
 
     @classmethod
     def defaults(cls) -> Calibration:
@@ -386,7 +390,9 @@ class Calibration:
         return np.exp([getattr(self, f"{base}_offset_{fw}") for fw in FRAMEWORKS])
 
     def as_dict(self) -> dict[str, float]:
-        return {f.name: float(getattr(self, f.name)) for f in fields(self)}
+        return {
+            f.name: float(getattr(self, f.name)) for f in fields(self) if f.name != "intervals"
+        }
 
     @property
     def calibration_id(self) -> str:
@@ -422,7 +428,19 @@ def _parse(path: Path, data: dict) -> Calibration:
         raise InputFileError(
             path, f"parameters: unknown key(s) {', '.join(unknown)}; valid: {', '.join(_SPECS)}"
         )
-    return Calibration(**values)
+    return Calibration(**values, intervals=_parse_intervals(path, data.get("intervals")))
+
+
+def _parse_intervals(path: Path, block: object) -> PredictionIntervals | None:
+    if block is None:
+        return None
+    try:
+        return PredictionIntervals.from_dict(block)  # type: ignore[arg-type]
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        raise InputFileError(
+            path, f"intervals: malformed block ({type(error).__name__}: {error}); regenerate it "
+            "with trainscale calibrate"
+        ) from None
 
 
 def parameters_at_bounds(calibration: Calibration) -> list[str]:
@@ -462,6 +480,8 @@ def dump_calibration(calibration: Calibration, path: Path, provenance: dict) -> 
         **provenance,
         "parameters": parameters,
     }
+    if calibration.intervals is not None:
+        document["intervals"] = calibration.intervals.as_dict()
     text = yaml.safe_dump(document, sort_keys=False, width=100, allow_unicode=False)
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(text, encoding="utf-8")

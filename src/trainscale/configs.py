@@ -127,6 +127,8 @@ class Configs:
     host_overhead_s: np.ndarray
     """CPU time to launch one block's kernels (forward + backward, one micro-batch), s."""
     # system
+    gpu_index: np.ndarray
+    """Index into the sorted GPU keys of the hardware catalogue."""
     system: np.ndarray
     """System catalogue key (object array)."""
     peak_flops_per_s: np.ndarray
@@ -547,6 +549,7 @@ def _gpu_attributes(
         "nic_bytes_per_s": by_system([s.nic_bytes_per_s_per_gpu for s in systems]),
         "fabric_factor": by_system([hardware.fabric_efficiency_factor[s.fabric] for s in systems]),
         "system": np.array(system_keys, dtype=object)[system_index],
+        "gpu_index": index,
     }
     return np.array(gpu_keys, dtype=object)[index], attributes
 
@@ -671,6 +674,7 @@ def build_configs(
         "fp8": fp8,
         "sequence_parallel": v["sequence_parallel"],
         **{name: v[name] for name in _FRAMEWORK_FIELDS},
+        "gpu_index": gpu["gpu_index"],
         "system": gpu["system"],
         "peak_flops_per_s": np.where(fp8, gpu["fp8"], gpu["bf16"]),
         "bf16_flops_per_s": gpu["bf16"],

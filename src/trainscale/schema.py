@@ -322,6 +322,31 @@ METRIC_COLUMNS: tuple[Column, ...] = (
     _c("fits_memory", "bool", "1", "mem_gib_per_gpu within the usable fraction of HBM"),
     _c("power_w_per_gpu", "float64", "W", "average power per GPU over a step"),
     _c("energy_j_per_token", "float64", "J/token", "GPU energy per trained token, whole job"),
+    _c(
+        "tokens_per_s_per_gpu_lo",
+        "float64",
+        "tokens/s",
+        "lower end of the 80 % prediction interval of tokens_per_s_per_gpu (split conformal on "
+        "leave-one-source-out errors, trainscale.intervals); NaN without an intervals block",
+    ),
+    _c(
+        "tokens_per_s_per_gpu_hi",
+        "float64",
+        "tokens/s",
+        "upper end of the 80 % prediction interval of tokens_per_s_per_gpu",
+    ),
+    _c(
+        "step_time_s_lo",
+        "float64",
+        "s",
+        "lower end of the 80 % interval of step_time_s (the step time at tokens_per_s_per_gpu_hi)",
+    ),
+    _c(
+        "step_time_s_hi",
+        "float64",
+        "s",
+        "upper end of the 80 % interval of step_time_s (the step time at tokens_per_s_per_gpu_lo)",
+    ),
 )
 
 PROVENANCE_COLUMNS: tuple[Column, ...] = (

@@ -68,6 +68,7 @@ def predict_arrays(c: Configs, cal: Calibration) -> dict[str, np.ndarray]:
         exposed_comm_s=t["exposed_comm_s"], step_time_s=step, tdp_w=c.tdp_w, idle_w=c.idle_w,
         cal=cal,
     )  # fmt: skip
+    lo, hi = _interval_factors(c, cal)
     return {
         "dp": c.dp,
         "grad_accum": c.grad_accum,
@@ -91,7 +92,23 @@ def predict_arrays(c: Configs, cal: Calibration) -> dict[str, np.ndarray]:
         "fits_memory": memory <= cal.memory_usable_fraction * c.hbm_bytes,
         "power_w_per_gpu": power,
         "energy_j_per_token": power * c.num_gpus / tokens_per_s,
+        "tokens_per_s_per_gpu_lo": tokens_per_s / c.num_gpus * lo,
+        "tokens_per_s_per_gpu_hi": tokens_per_s / c.num_gpus * hi,
+        "step_time_s_lo": step / hi,
+        "step_time_s_hi": step / lo,
     }
+
+
+def _interval_factors(c: Configs, cal: Calibration) -> tuple[np.ndarray, np.ndarray]:
+    """``exp(-q·sigma)`` and ``exp(+q·sigma)`` per configuration: the 80 % interval of
+    tokens/s per GPU as factors of the prediction (:mod:`trainscale.intervals`); NaN when the
+    calibration has no ``intervals`` block."""
+    if cal.intervals is None:
+        nan = np.full(len(c), np.nan)
+        return nan, nan
+    half = cal.intervals.log_half_width(c.framework, c.num_gpus, c.gpu_index)
+    hi = np.exp(half)
+    return 1.0 / hi, hi
 
 
 def _strings(codes: np.ndarray, categories: tuple[str, ...] | list[str]) -> pd.Series:

@@ -131,6 +131,8 @@ class Study:
     filters: Filters = field(default_factory=Filters)
     rows_per_job: int | None = None
     """Configurations per simulate job; None means the workflow's default."""
+    calibration: str | None = None
+    """Calibration file to simulate with (``calibration:``); None means data/calibration.yaml."""
 
     @property
     def grid_size(self) -> int:
@@ -298,6 +300,7 @@ def load_study(
         derive = data.get("derive", {})
         problems = _catalogue_problems(fixed, sweep, hardware or load_hardware())
         problems += _completeness_problems(fixed, sweep, derive)
+        problems += _calibration_problems(data.get("calibration"))
     if problems:
         lines = [f"key '{key}': {message}" for key, message in problems]
         raise InputFileError(
@@ -312,7 +315,25 @@ def load_study(
         derive=dict(data.get("derive", {})),
         filters=Filters(**data.get("filters", {})),
         rows_per_job=data.get("rows_per_job"),
+        calibration=data.get("calibration"),
     )
+
+
+def _calibration_problems(calibration: str | None) -> list[tuple[str, str]]:
+    """The study's ``calibration:`` file must exist and load (bounds, intervals block)."""
+    if calibration is None:
+        return []
+    from trainscale.calibration import load_calibration
+    from trainscale.errors import TrainscaleError
+
+    if not Path(calibration).is_file():
+        return [("calibration", f"no such file {calibration!r} (relative to the working "
+                 "directory; write one with trainscale calibrate --measurements FILE -o PATH)")]
+    try:
+        load_calibration(calibration)
+    except TrainscaleError as error:
+        return [("calibration", str(error))]
+    return []
 
 
 # --------------------------------------------------------------------------------------------

@@ -101,3 +101,19 @@ def test_flops_per_gpu_step_is_model_flops_times_tokens_over_gpus(compute_sim):
     )
     expected = per_token * rows["global_batch"] * rows["seq_len"] / rows["num_gpus"]
     assert flops_per_gpu_step(rows).to_numpy() == pytest.approx(expected.to_numpy(), rel=1e-9)
+
+
+def test_fsdp_scaleout_draws_the_interval_from_the_table_as_a_band(scaleout_sim):
+    from matplotlib.collections import PolyCollection
+
+    def bands(sim):
+        fig = plot(sim)
+        return [c for ax in fig.axes for c in ax.collections if isinstance(c, PolyCollection)]
+
+    drawn = bands(scaleout_sim)
+    assert len(drawn) == scaleout_sim["model"].nunique()
+    # the band's top edge is the table's own upper bound (plots take data, they compute nothing)
+    top = max(float(p.get_paths()[0].vertices[:, 1].max()) for p in drawn)
+    assert top == pytest.approx(float(scaleout_sim["tokens_per_s_per_gpu_hi"].max()))
+    # a table without the interval columns draws no band
+    assert bands(scaleout_sim.drop(columns=["tokens_per_s_per_gpu_lo"])) == []

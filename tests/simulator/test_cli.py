@@ -115,6 +115,7 @@ def test_validate_holdout_leads_with_held_out_per_source_then_framework_then_all
     assert order == sorted(order)
     assert "\npytorch " in text
     assert "overall held-out MAPE 50.00 % exceeds --max-mape 20.00 %" in text
+    assert "80 % prediction intervals, source-out" in text
     rows = pd.read_csv(out)
     assert {
         "held_out_predicted_tokens_per_s_per_gpu",

@@ -97,3 +97,16 @@ def test_render_writes_three_files_and_names_both_errors(tmp_path, validation_ro
     assert "held out" in text and "in sample" in text and "not predicted: power" in text
     assert "cal123" in tex.read_text()
     assert len(pd.read_csv(csv)) == len(validation_table(validation_rows, holdout_rows))
+
+
+def test_held_out_blocks_report_source_out_interval_coverage(validation_rows, holdout_rows):
+    from trainscale.intervals import source_out_coverage
+
+    table = validation_table(validation_rows, holdout_rows)
+    held = table[table["error"] == "held out"].set_index("source")
+    rows = source_out_coverage(holdout_rows)
+    expected = 100.0 * rows.groupby("citation")["covered"].mean()
+    assert held.loc["A", "interval_coverage_pct"] == pytest.approx(expected["A"])
+    assert held.loc["B", "interval_coverage_pct"] == pytest.approx(expected["B"])
+    assert held.loc["all", "interval_coverage_pct"] == pytest.approx(100.0 * rows["covered"].mean())
+    assert (held["interval_median_width_pct"] > 0).all()

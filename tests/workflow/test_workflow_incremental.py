@@ -172,3 +172,33 @@ def test_a_failing_job_leaves_no_output_and_its_log_says_why(workflow_copy, run_
     assert "error: config/studies/smoke.yaml: 4 invalid value(s)" in log
     assert "row 1, column 'tp': tp 3 does not divide heads 32" in log
     assert "tp 3 does not divide heads 32" in done.stdout + done.stderr  # show-failed-logs
+
+
+def test_a_study_calibration_file_is_used_and_editing_it_reruns_that_study(
+    workflow_copy, run_snakemake, plan
+) -> None:
+    from trainscale.calibration import load_calibration
+
+    workdir = workflow_copy(studies=("smoke", "other"))
+    studies = workdir / "config" / "studies"
+    mine = workdir / "mine.yaml"
+    key = "  nic_efficiency:\n    value: "
+    shipped = (workdir / "data" / "calibration.yaml").read_text()
+    mine.write_text(shipped.replace(key, key + "0.7 #"))
+    other = yaml.safe_load((studies / "smoke.yaml").read_text())
+    other["calibration"] = "mine.yaml"
+    (studies / "other.yaml").write_text(yaml.safe_dump(other, sort_keys=False))
+    first = run_snakemake(workdir, "--cores", "2")
+    assert first.returncode == 0, first.stderr[-3000:]
+    ids = pq.read_table(workdir / "results/sim/other.parquet", columns=["calibration_id"])
+    assert set(ids.column(0).to_pylist()) == {load_calibration(mine).calibration_id}
+    smoke = pq.read_table(workdir / "results/sim/smoke.parquet", columns=["calibration_id"])
+    assert load_calibration(mine).calibration_id not in set(smoke.column(0).to_pylist())
+
+    mine.write_text(shipped.replace(key, key + "0.75 #"))
+    dry = run_snakemake(workdir, "--dry-run")
+
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    rerun = [("all", ""), ("dataset", ""), ("simulate_study", "study=other")]
+    rerun.append(("study_configurations", "study=other"))
+    assert plan(dry.stdout + dry.stderr) == sorted(rerun)

@@ -4,6 +4,7 @@ import sys
 
 import pandas as pd
 
+from trainscale.calibration import load_calibration
 from trainscale.dataset import config_ids, write_parquet
 from trainscale.errors import TrainscaleError
 from trainscale.schema import RESULT_COLUMNS
@@ -13,7 +14,11 @@ sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 (closed at
 
 configurations = pd.read_parquet(snakemake.input.configurations, dtype_backend="numpy_nullable")
 try:
-    results, dropped = simulate_configurations(configurations, snakemake.params.filters)
+    results, dropped = simulate_configurations(
+        configurations,
+        snakemake.params.filters,
+        calibration=load_calibration(snakemake.input.calibration),
+    )
 except TrainscaleError as error:
     print(f"error: {error}", file=sys.stderr)
     sys.exit(1)

@@ -3,6 +3,7 @@ file per simulate job, its rejects table and the chunk counts the workflow plans
 
 import sys
 
+from trainscale.calibration import load_calibration
 from trainscale.errors import TrainscaleError
 from trainscale.study import load_study, write_study_configurations
 
@@ -24,6 +25,7 @@ try:
         rejects=snakemake.output.rejects,
         counts=snakemake.output.counts,
         rows_per_job=int(snakemake.params.rows_per_job),
+        calibration=load_calibration(snakemake.input.calibration),
     )
 except TrainscaleError as error:
     report(f"error: {error}")

@@ -4,6 +4,14 @@ Writes ``data/calibration.yaml`` (or ``-o``) with each value, its bounds, prior 
 rows it was fitted on, the rows that could not be represented and why, the residual error and
 the content hash ``calibration_id``. See :mod:`trainscale.calibrate` for the method.
 
+``--measurements FILE -o mine.yaml`` calibrates on a user's own cluster instead: it refits only
+what a cluster changes (per-framework efficiency offsets of the frameworks present, NIC and NVLink
+efficiencies, congestion, straggler variation) on the measured tokens/s per GPU in FILE (CSV or
+Parquet: configuration columns plus ``measured_tokens_per_s_per_gpu``), with the shipped
+calibration as the prior, and writes a calibration file of the same format
+(:mod:`trainscale.user_calibration`). Run folders are ingested first (``trainscale ingest``);
+the table it writes is read as is.
+
 ``--profile NAME=V1,V2,...`` and ``--prior-scan [S1,S2,...]`` write nothing to the calibration:
 they print how firmly the published data determine the parameters and the study's claims
 (:mod:`trainscale.sensitivity`), optionally also as CSV (``--table``).
@@ -28,6 +36,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--published", type=Path, help="measurements CSV (default data/published/measurements.csv)"
     )
     mode = parser.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--measurements",
+        type=Path,
+        metavar="FILE",
+        help="calibrate on your own cluster: a CSV/Parquet table of configurations with "
+        "measured_tokens_per_s_per_gpu (needs -o)",
+    )
     mode.add_argument(
         "--profile",
         metavar="NAME=V1,V2,...",
@@ -85,11 +100,36 @@ def _sensitivity(args: argparse.Namespace, published: object) -> int:
     return 0
 
 
+def _user(args: argparse.Namespace) -> int:
+    from trainscale.errors import TrainscaleError
+    from trainscale.user_calibration import calibrate_user
+
+    if args.output is None:
+        raise TrainscaleError(
+            "--measurements needs -o/--output (the shipped data/calibration.yaml is not "
+            "overwritten by a user calibration)"
+        )
+    if args.published is not None or args.table is not None:
+        raise TrainscaleError("--measurements takes neither --published nor --table")
+    result = calibrate_user(args.measurements, args.output)
+    values = result.calibration.as_dict()
+    print(f"calibration_id {result.calibration.calibration_id} -> {args.output}")
+    print(f"refitted on {len(result.rows)} rows of {args.measurements}:")
+    for name in result.refitted:
+        print(f"  {name:<40} {values[name]:.6g}")
+    if result.not_refitted:
+        print(f"not refitted (no row responds to them): {', '.join(result.not_refitted)}")
+    print(f"tokens/s per GPU MAPE on these rows {result.rows['ape_pct'].mean():.2f} %")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from trainscale.calibrate import calibrate
     from trainscale.calibration import PARAMETERS, parameters_at_bounds
     from trainscale.published import load_published
 
+    if args.measurements is not None:
+        return _user(args)
     published = load_published(args.published) if args.published else None
     if args.profile is not None or args.prior_scan is not None:
         return _sensitivity(args, published)

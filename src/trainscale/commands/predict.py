@@ -6,6 +6,8 @@ Two forms:
   (CSV or Parquet by extension). Without ``--skip-invalid`` any invalid row is an error that lists
   every invalid row, its column and the allowed values; with it, valid rows are predicted and the
   rejected ones are written to ``OUT.rejects.csv`` with their reasons.
+- ``--calibration FILE`` predicts with another calibration file (a user calibration written by
+  ``trainscale calibrate --measurements``) instead of ``data/calibration.yaml``.
 - ``trainscale predict --model llama2-7b --gpu h100-sxm-80gb --num-gpus 2048 --sharding fsdp ...``
   — one configuration, printed as a readable breakdown (time by phase and collective, memory,
   power). A configuration that does not fit in memory prints a warning and exits with status
@@ -87,6 +89,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("configs", nargs="?", type=Path, help="configuration table (.csv/.parquet)")
     parser.add_argument("-o", "--output", type=Path, help="result table (.csv/.parquet)")
+    parser.add_argument(
+        "--calibration",
+        type=Path,
+        help="calibration file to predict with (default data/calibration.yaml), e.g. one "
+        "written by trainscale calibrate --measurements",
+    )
     parser.add_argument(
         "--skip-invalid",
         action="store_true",
@@ -394,6 +402,7 @@ def breakdown(result: pd.Series) -> str:
         "",
         f"throughput           {result['tokens_per_s']:12.1f} tokens/s  "
         f"({result['tokens_per_s_per_gpu']:.1f} per GPU)",
+        _interval_line(result),
         f"MFU / HFU            {100 * result['mfu']:11.2f} % / {100 * result['hfu']:.2f} %",
         f"memory per GPU       {result['mem_gib_per_gpu']:12.2f} GiB  "
         f"({'fits' if result['fits_memory'] else 'does NOT fit'})",
@@ -406,11 +415,30 @@ def breakdown(result: pd.Series) -> str:
     return "\n".join(lines)
 
 
+def _interval_line(result: pd.Series) -> str:
+    """The 80 % interval of the prediction, or why there is none."""
+    lo, hi = result.get("tokens_per_s_per_gpu_lo"), result.get("tokens_per_s_per_gpu_hi")
+    if lo is None or hi is None or pd.isna(lo) or pd.isna(hi):
+        return "80 % interval        none (the calibration file has no intervals block)"
+    return (
+        f"80 % interval        {lo:12.1f} .. {hi:.1f} tokens/s per GPU, step time "
+        f"{result['step_time_s_lo']:.4f} .. {result['step_time_s_hi']:.4f} s (split conformal on "
+        "errors on sources left out of the fit)"
+    )
+
+
 def run(args: argparse.Namespace) -> int:
+    from trainscale.calibration import load_calibration
     from trainscale.simulate import predict, predict_with_rejects
 
+    if args.calibration is not None and not args.calibration.is_file():
+        raise InputFileError(args.calibration, "no such calibration file")
+    calibration = load_calibration(args.calibration) if args.calibration else None
     if args.configs is None:
-        result = predict(check_table(_single(args), "command line"), origin="command line")
+        result = predict(
+            check_table(_single(args), "command line"), origin="command line",
+            calibration=calibration,
+        )  # fmt: skip
         row = result.iloc[0]
         print(breakdown(row))
         if args.output:
@@ -424,12 +452,14 @@ def run(args: argparse.Namespace) -> int:
         raise TrainscaleError("a configuration table needs -o/--output")
     table = check_table(read_table(args.configs), str(args.configs))
     if args.skip_invalid:
-        result, rejects = predict_with_rejects(table, origin=str(args.configs))
+        result, rejects = predict_with_rejects(
+            table, origin=str(args.configs), calibration=calibration
+        )
         rejects_path = args.output.with_name(args.output.stem + ".rejects.csv")
         write_table(rejects, rejects_path)
         print(f"{len(result)} predicted, {len(rejects['row'].unique())} rejected -> {rejects_path}")
     else:
-        result = predict(table, origin=str(args.configs))
+        result = predict(table, origin=str(args.configs), calibration=calibration)
         print(f"{len(result)} predicted")
     unfit = int((~result["fits_memory"].astype(bool)).sum()) if len(result) else 0
     if unfit:

@@ -8,6 +8,9 @@ With ``--holdout`` it leads with the error on each source when that source is le
 fit (one refit per source, a minute or two; :func:`trainscale.calibrate.held_out_predictions`):
 per source, then per framework, then overall, each with the in-sample MAPE beside it.
 
+With ``--holdout`` it then reports the 80 % prediction intervals' coverage of the held-out rows,
+measured source-out (:func:`trainscale.intervals.source_out_coverage`), per framework and all.
+
 Both then summarise the nccl-tests bus-bandwidth rows (all sizes, and the rows of 16 MiB and
 more: smaller messages are read from plots to about ±5 GB/s, too coarse to score) and count
 every row that could not be predicted, with its reason. ``-o`` writes the per-row table (CSV or
@@ -105,7 +108,26 @@ def _held_out(throughput: pd.DataFrame, calibration_id: str) -> tuple[pd.DataFra
     print(format_table(frameworks.iloc[:-1]))
     print("\noverall")
     print(format_table(sources.iloc[-1:], label="source"))
+    _coverage(held)
     return held, float(sources["held_out_mape_pct"].iloc[-1])
+
+
+def _coverage(held: pd.DataFrame) -> None:
+    """The 80 % intervals' source-out coverage (trainscale.intervals), per framework and all."""
+    from trainscale.intervals import source_out_coverage
+
+    rows = source_out_coverage(held)
+    print(
+        "\n80 % prediction intervals, source-out (each source against intervals computed "
+        "without it): rows covered, median width (hi - lo) / predicted"
+    )
+    groups = [*rows.groupby("framework", sort=True), ("all", rows)]
+    width = max(len(str(name)) for name, _ in groups)
+    for name, part in groups:
+        print(
+            f"  {name!s:<{width}}  {len(part):4d} rows  {100 * part['covered'].mean():5.1f} % "
+            f"covered  median width {part['width_pct'].median():6.1f} %"
+        )
 
 
 def _collectives(collectives: pd.DataFrame) -> None:

@@ -272,6 +272,28 @@ def plot_series(ax, x, y, rows: pd.DataFrame, color, **kw):
     )
 
 
+def plot_band(ax, x, rows: pd.DataFrame, column: str, color, scale: float = 1.0) -> bool:
+    """The 80 % prediction interval of ``column`` as a band, from the rows' own
+    ``<column>_lo`` and ``<column>_hi`` (the simulated table carries them; nothing is computed
+    here). Returns whether a band was drawn (a table without the columns, or with an empty
+    interval, draws none)."""
+    lo, hi = f"{column}_lo", f"{column}_hi"
+    if lo not in rows.columns or hi not in rows.columns or rows[[lo, hi]].isna().all().all():
+        return False
+    ax.fill_between(
+        x, rows[lo].astype(float) * scale, rows[hi].astype(float) * scale, color=color,
+        alpha=0.15, lw=0, zorder=1,
+    )  # fmt: skip
+    return True
+
+
+def band_handle():
+    """Legend entry explaining the interval bands."""
+    from matplotlib.patches import Patch
+
+    return Patch(facecolor="0.3", alpha=0.15, lw=0, label="80 % prediction interval")
+
+
 def recompute_handle():
     """Legend entry explaining open markers."""
     from matplotlib.lines import Line2D

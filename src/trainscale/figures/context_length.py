@@ -5,6 +5,9 @@ number of tokens (the ``context_length`` study derives ``global_batch = 8,388,60
 so only the shape of the work changes: longer sequences spend more FLOPs in attention per token
 (MFU counts them, ``12·layers·hidden·seq_len`` per token) and need more activation memory.
 
+The throughput panel draws each line's 80 % prediction interval as a band (the simulated rows'
+``tokens_per_s_per_gpu_lo``/``_hi``).
+
 Input: the ``context_length`` study (``results/sim/context_length.parquet``).
 """
 
@@ -19,11 +22,13 @@ from matplotlib.lines import Line2D
 
 from trainscale.figures._common import (
     add_source_note,
+    band_handle,
     fastest_recompute,
     legend_row,
     model_colors,
     model_label,
     model_order,
+    plot_band,
     plot_series,
     readable_log,
     recompute_handle,
@@ -63,6 +68,7 @@ def plot(sim: pd.DataFrame) -> Figure:
     colors = model_colors()
     fig, ax = subplot_mosaic(7.0, 3.3, [["tput", "mfu"], ["legend"] * 2], height_ratios=[1, 0.1])
     handles = []
+    banded = False
     styles = ["-", "--", ":", "-."]
     counts = sorted(data["num_gpus"].unique())
     for model in model_order(data["model"].unique()):
@@ -71,6 +77,9 @@ def plot(sim: pd.DataFrame) -> Figure:
             if rows.empty:
                 continue
             kw = {"ls": styles[i % len(styles)]}
+            banded |= plot_band(
+                ax["tput"], rows["seq_len"], rows, "tokens_per_s_per_gpu", colors[model]
+            )
             plot_series(
                 ax["tput"], rows["seq_len"], rows["tokens_per_s_per_gpu"], rows, colors[model], **kw
             )
@@ -79,6 +88,8 @@ def plot(sim: pd.DataFrame) -> Figure:
             handles.append(Line2D([], [], color=colors[model], marker="o", label=label, **kw))
     if (data["recompute"] != "none").any():
         handles.append(recompute_handle())
+    if banded:
+        handles.append(band_handle())
     lengths = sorted(data["seq_len"].unique()) or [1]
     readable_log(ax["tput"])
     ax["tput"].set_ylabel("Throughput per GPU (tokens/s)")

@@ -6,6 +6,9 @@ share of the step. The study's headline numbers between 128 and 2,048 GPUs (per-
 −37.22 %, power per GPU −5.87 %, both for Llama-2 7B) are drawn as stars where the study puts the
 2,048-GPU value, next to the simulated drop.
 
+The per-GPU throughput panel draws each model's 80 % prediction interval as a band
+(``tokens_per_s_per_gpu_lo``/``_hi`` of the simulated rows; :mod:`trainscale.intervals`).
+
 Input: the ``fsdp_scaleout`` study (``results/sim/fsdp_scaleout.parquet``), one row per model,
 recompute mode and GPU count; each point is the faster of no and full recomputation among those that
 fit in memory (recomputed points open; :func:`~trainscale.figures._common.fastest_recompute`).
@@ -23,11 +26,13 @@ from matplotlib.lines import Line2D
 
 from trainscale.figures._common import (
     add_source_note,
+    band_handle,
     fastest_recompute,
     legend_row,
     model_colors,
     model_label,
     model_order,
+    plot_band,
     plot_series,
     readable_log,
     recompute_handle,
@@ -128,6 +133,7 @@ def plot(sim: pd.DataFrame) -> Figure:
     fig, ax = subplot_mosaic(7.2, 5.6, panels, height_ratios=[1.0, 1.0, 0.13])
     counts = sorted(data["num_gpus"].unique()) or [CLAIM_FROM]
     handles = []
+    banded = False
     used = _significant_collectives(data)
     for model in models:
         rows = data[data["model"] == model].sort_values("num_gpus")
@@ -135,6 +141,7 @@ def plot(sim: pd.DataFrame) -> Figure:
         label = model_label(model)
         n = rows["num_gpus"]
         plot_series(ax["global"], n, rows["tokens_per_s"], rows, color)
+        banded |= plot_band(ax["per_gpu"], n, rows, "tokens_per_s_per_gpu", color)
         plot_series(ax["per_gpu"], n, rows["tokens_per_s_per_gpu"], rows, color)
         plot_series(ax["mfu"], n, 100 * rows["mfu"], rows, color)
         plot_series(ax["power"], n, rows["power_w_per_gpu"], rows, color)
@@ -159,6 +166,8 @@ def plot(sim: pd.DataFrame) -> Figure:
         if column in used
     ]
     handles.append(Line2D([], [], color="black", marker="*", ms=9, ls="", label="study's drop"))
+    if banded:
+        handles.append(band_handle())
     if (data["recompute"] != "none").any():
         handles.append(recompute_handle())
     labels = {

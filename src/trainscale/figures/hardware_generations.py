@@ -6,6 +6,9 @@ communication. Newer GPUs compute faster while the network per GPU grows more sl
 of their step is exposed communication and their MFU falls earlier (the study: 59.67 % on A100
 against 40.77 % on H100).
 
+The throughput panel draws each GPU's 80 % prediction interval as a band (the simulated rows'
+``tokens_per_s_per_gpu_lo``/``_hi``; wider for a GPU without published throughput rows).
+
 Input: the ``hardware_generations`` study (``results/sim/hardware_generations.parquet``); each
 point is the faster of no and full recomputation among those that fit in memory (recomputed
 points open).
@@ -22,12 +25,14 @@ from matplotlib.lines import Line2D
 
 from trainscale.figures._common import (
     add_source_note,
+    band_handle,
     fastest_recompute,
     gpu_colors,
     gpu_label,
     gpu_order,
     legend_row,
     model_label,
+    plot_band,
     plot_series,
     readable_log,
     recompute_handle,
@@ -67,13 +72,18 @@ def plot(sim: pd.DataFrame) -> Figure:
     fig, ax = subplot_mosaic(7.2, 3.5, [keys, ["legend"] * 3], height_ratios=[1.0, 0.1])
     counts = sorted(data["num_gpus"].unique()) or [1]
     handles = []
+    banded = False
     for gpu in gpu_order(data["gpu"].unique()):
         rows = data[data["gpu"] == gpu].sort_values("num_gpus")
+        banded |= plot_band(ax["tokens_per_s_per_gpu"], rows["num_gpus"], rows,
+                            "tokens_per_s_per_gpu", colors[gpu])  # fmt: skip
         for key, _, scale, _ in _PANELS:
             plot_series(ax[key], rows["num_gpus"], rows[key] * scale, rows, colors[gpu], ms=4)
         handles.append(Line2D([], [], color=colors[gpu], marker="o", ms=4, label=gpu_label(gpu)))
     if (data["recompute"] != "none").any():
         handles.append(recompute_handle())
+    if banded:
+        handles.append(band_handle())
     for key, label, _, scale in _PANELS:
         ax[key].set_yscale(scale)
         ax[key].set_ylabel(label)

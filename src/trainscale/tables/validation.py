@@ -9,6 +9,10 @@ bandwidths, which every fit uses, so in sample only: all sizes, and the messages
 more (smaller ones are read from plots to about ±5 GB/s; :func:`trainscale.holdout.
 collective_accuracy`). Last, the sources none of whose rows of a quantity could be predicted
 (power figures, rows without a model shape, ...), under that quantity, with the reasons.
+
+The held-out blocks also report the 80 % prediction intervals' coverage, measured source-out
+(:func:`trainscale.intervals.source_out_coverage` of the held-out rows: each source's rows
+against intervals computed without that source) and their median width.
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ VALIDATION_TABLE_COLUMNS: tuple[str, ...] = (
     "median_ape_pct",
     "max_ape_pct",
     "in_sample_mape_pct",
+    "interval_coverage_pct",
+    "interval_median_width_pct",
     "reason",
 )
 
@@ -108,7 +114,8 @@ def validation_table(
           that source's throughput the simulator cannot represent (all of them on ``all``);
           ``error`` = ``held out``; ``mape_pct``, ``median_ape_pct``, ``max_ape_pct`` of the
           held-out predictions (%); ``in_sample_mape_pct`` of the shipped calibration;
-          ``reason`` of the rejected rows;
+          ``interval_coverage_pct`` and ``interval_median_width_pct``: the 80 % intervals'
+          source-out coverage and median width (%); ``reason`` of the rejected rows;
         - ``nccl-tests bus bandwidth, all sizes`` and ``..., >= 16 MiB``: ``error`` =
           ``in sample`` (every fit uses these rows), errors of GB/s;
         - ``not predicted: <quantity>``: sources of which no row of that quantity (tokens/s
@@ -134,6 +141,7 @@ def validation_table(
         total["reason"] = ""
         frameworks = accuracy(holdout, in_sample, by="framework").iloc[:-1]
         frameworks = frameworks.rename(columns={"framework": "source"}).assign(rejected=0)
+        _add_coverage(holdout, sources, frameworks, total)
         for block, frame in (
             ("per source", sources),
             ("per framework", frameworks),
@@ -187,6 +195,32 @@ def validation_table(
     return table.astype({"rows": "int64", "rejected": "int64"})
 
 
+def _add_coverage(
+    holdout: pd.DataFrame, sources: pd.DataFrame, frameworks: pd.DataFrame, total: pd.DataFrame
+) -> None:
+    """Source-out interval coverage and median width (%) beside each held-out row."""
+    from trainscale.intervals import source_out_coverage
+
+    needed = ("gpu", "num_gpus", "observed_tokens_per_s_per_gpu", "predicted_tokens_per_s_per_gpu")
+    if any(c not in holdout.columns for c in needed):
+        return
+    rows = source_out_coverage(holdout)
+
+    def fill(frame: pd.DataFrame, by: str | None) -> None:
+        groups = dict(tuple(rows.groupby(by))) if by else {"all": rows}
+        keys = frame["source"] if by else ["all"] * len(frame)
+        frame["interval_coverage_pct"] = [
+            100.0 * groups[k]["covered"].mean() if k in groups else float("nan") for k in keys
+        ]
+        frame["interval_median_width_pct"] = [
+            groups[k]["width_pct"].median() if k in groups else float("nan") for k in keys
+        ]
+
+    fill(sources, "citation")
+    fill(frameworks, "framework")
+    fill(total, None)
+
+
 def render(
     stem: str | os.PathLike[str], validation: pd.DataFrame, holdout: pd.DataFrame, published=None
 ) -> tuple[Path, ...]:
@@ -207,12 +241,16 @@ def render(
         "sources, the error a user gets on a run the model has never seen; in sample: the "
         "shipped calibration"
         + (f" ({calibration})" if calibration else "")
-        + ", fitted on every source. Bus bandwidths are in sample (every fit uses them); "
+        + ", fitted on every source. Interval coverage: share of a source's rows inside the 80 % "
+        "prediction interval computed without that source (split conformal); width: (hi - lo) "
+        "/ predicted. Bus bandwidths are in sample (every fit uses them); "
         "below 16 MiB they are read from plots to about 5 GB/s.",
         float_format={
             "mape_pct": ".1f",
             "median_ape_pct": ".1f",
             "max_ape_pct": ".1f",
             "in_sample_mape_pct": ".1f",
+            "interval_coverage_pct": ".1f",
+            "interval_median_width_pct": ".1f",
         },
     )
