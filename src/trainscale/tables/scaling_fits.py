@@ -1,8 +1,9 @@
 """Table ``scaling_fits``: regression models of throughput and power against GPU count.
 
 Per series — rows that share source, model, GPU, plan (``tp×pp``, sharding, recomputation),
-sequence length and batch rule, and differ only in GPU count — three fits (:func:`trainscale.fits.scaling.fit_scaling_series`, shared with the
-per-study fits of :mod:`trainscale.study_report`):
+sequence length and batch rule, and differ only in GPU count — three fits
+(:func:`trainscale.fits.scaling.fit_scaling_series`, shared with the per-study fits of
+:mod:`trainscale.study_report`):
 
 - ``log2(tokens/s per GPU) ~ log2(GPUs)`` and ``log2(power per GPU) ~ log2(GPUs)``: ordinary
   least squares with HC3 errors (:func:`trainscale.fits.fit_loglog`); the slope is the elasticity
