@@ -3,7 +3,9 @@ notes from its own setup; an unknown output name stops the run at start-up."""
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -16,9 +18,9 @@ NAME = "llama2_13b_a100"
 
 #: A study written by a user: nothing in the code names it, its model, GPU or batch.
 STUDY = {
-    "description": "Llama-2 13B with PyTorch FSDP on A100 80GB, 16 to 1,024 GPUs, 512 sequences.",
+    "description": "Llama-2 13B with PyTorch FSDP on A100 80GB, 16 to 1,024 GPUs, 1,024 sequences.",
     "fixed": {
-        "model": "llama2-13b", "seq_len": 4096, "global_batch": 512, "micro_batch": 1,
+        "model": "llama2-13b", "seq_len": 4096, "global_batch": 1024, "micro_batch": 1,
         "gpu": "a100-sxm-80gb", "tp": 1, "pp": 1, "sharding": "fsdp", "recompute": "full",
         "precision": "bf16",
     },
@@ -43,13 +45,16 @@ def test_a_new_study_gets_its_scaling_figure_and_fits(workflow_copy, run_snakema
     done = run_snakemake(
         workdir, "--cores", "2", f"{out}/scaling.png", f"{out}/fits.md", timeout=900
     )
+    keep = os.environ.get("TRAINSCALE_KEEP_STUDY_PNG")  # to look at the figure
+    if keep and (workdir / out / "scaling.png").exists():
+        shutil.copy(workdir / out / "scaling.png", keep)
 
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     for ext in ("pdf", "png", "svg"):
         assert (workdir / out / f"scaling.{ext}").stat().st_size > 0
     text = _svg_text(workdir / out / "scaling.svg")
     assert "A100 80GB" in text and "Llama-2 13B" in text
-    assert "global batch 512 sequences" in text
+    assert "global batch 1,024 sequences" in text
     assert "Simulated" in text and "calibration" in text
     for other in ("H100", "2,048 sequences", "fernandez", "Llama-2 7B", "Llama-2 70B"):
         assert other not in text, f"{other!r} in the notes of {NAME}: {text[-600:]}"
