@@ -21,6 +21,7 @@ include: "rules/ingest.smk"
 include: "rules/dataset.smk"
 include: "rules/figures.smk"
 include: "rules/tables.smk"
+include: "rules/studies.smk"
 include: "rules/bench.smk"
 
 

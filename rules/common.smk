@@ -8,13 +8,17 @@
 # count plans the simulate jobs (rules/simulate.smk).
 import json
 import os
+import re
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from trainscale.errors import TrainscaleError
+from trainscale.figures import FIGURES
 from trainscale.study import load_study
+from trainscale.study_report import report_spec
+from trainscale.tables import TABLES
 from trainscale.yamlio import load_yaml
 
 # Snakemake loads config files with its own YAML loader, where a key given twice silently keeps
@@ -28,6 +32,19 @@ for _configfile in workflow.configfiles or ["config/config.yaml"]:
             raise WorkflowError(f"invalid config: {error}") from None
 
 validate(config, "../workflow/schemas/config.schema.yaml")
+
+# Figure and table names must be known to the registries (trainscale.figures.FIGURES,
+# trainscale.tables.TABLES): an unknown name stops the run here, listing the known ones,
+# instead of a MissingInputException in rule all.
+for _kind, _registry in (("figure", FIGURES), ("table", TABLES)):
+    _unknown = [name for name in config[f"{_kind}s"] if name not in _registry]
+    if _unknown:
+        raise WorkflowError(
+            f"invalid config: unknown {_kind}(s) "
+            + ", ".join(repr(name) for name in _unknown)
+            + f" under '{_kind}s'; known: "
+            + ", ".join(_registry)
+        )
 
 # The catalogues are inputs of the jobs that read them, so editing one reruns those jobs. They
 # are located from the workflow, not the working directory (--directory), and the library reads
@@ -47,8 +64,13 @@ try:
         name: load_study(f"config/studies/{name}.yaml", schema=STUDY_SCHEMA)
         for name in config["studies"]
     }
+    # What each study's per-study outputs show (rules/studies.smk), checked here too.
+    STUDY_REPORTS = {name: report_spec(study) for name, study in STUDIES.items()}
 except TrainscaleError as error:
     raise WorkflowError(f"invalid study: {error}") from None
+
+#: The {study} wildcard of the per-study rules: exactly the configured studies.
+STUDY_NAMES = "|".join(re.escape(name) for name in STUDIES) or "(?!)"
 
 
 wildcard_constraints:
@@ -163,7 +185,29 @@ def get_all_targets(wildcards):
         "results/dataset",
         *get_figure_targets(),
         *get_table_targets(),
+        *get_study_targets(),
     ]
+
+
+def get_study_targets():
+    """reports/studies/<study>/scaling.{pdf,png,svg} and fits.{csv,md,tex} for every study."""
+    return [
+        *expand(
+            "reports/studies/{study}/scaling.{ext}",
+            study=list(STUDIES),
+            ext=("pdf", "png", "svg"),
+        ),
+        *expand(
+            "reports/studies/{study}/fits.{ext}",
+            study=list(STUDIES),
+            ext=("csv", "md", "tex"),
+        ),
+    ]
+
+
+def study_description(wildcards):
+    """The study's description (its file's ``description``), for the report captions."""
+    return " ".join(STUDIES[wildcards.study].description.split())
 
 
 def figure_outputs(name):

@@ -133,6 +133,9 @@ class Study:
     """Configurations per simulate job; None means the workflow's default."""
     calibration: str | None = None
     """Calibration file to simulate with (``calibration:``); None means data/calibration.yaml."""
+    report: Mapping[str, Any] = field(default_factory=dict)
+    """The ``report:`` block (x axis, series, facet, best_of, metrics of the per-study outputs);
+    empty means the defaults of :func:`trainscale.study_report.report_spec`."""
 
     @property
     def grid_size(self) -> int:
@@ -316,6 +319,7 @@ def load_study(
         filters=Filters(**data.get("filters", {})),
         rows_per_job=data.get("rows_per_job"),
         calibration=data.get("calibration"),
+        report=dict(data.get("report", {})),
     )
 
 

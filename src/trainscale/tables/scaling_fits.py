@@ -1,7 +1,9 @@
 """Table ``scaling_fits``: regression models of throughput and power against GPU count.
 
 Per series — rows that share source, model, GPU, plan (``tp×pp``, sharding, recomputation),
-sequence length and batch rule, and differ only in GPU count — three fits:
+sequence length and batch rule, and differ only in GPU count — three fits
+(:func:`trainscale.fits.scaling.fit_scaling_series`, shared with the per-study fits of
+:mod:`trainscale.study_report`):
 
 - ``log2(tokens/s per GPU) ~ log2(GPUs)`` and ``log2(power per GPU) ~ log2(GPUs)``: ordinary
   least squares with HC3 errors (:func:`trainscale.fits.fit_loglog`); the slope is the elasticity
@@ -30,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from trainscale.figures._common import require, study_micro_batch
-from trainscale.fits import fit_loglog, fit_usl_table
+from trainscale.fits.scaling import fit_scaling_series
 from trainscale.model.shape import load_models
 from trainscale.schema import CONFIGURATION_COLUMNS
 
@@ -172,48 +174,9 @@ def scaling_fits(
         head = dict(zip(by, key, strict=True))
         n = pd.to_numeric(series["num_gpus"])
         extent = {"gpus_min": int(n.min()), "gpus_max": int(n.max())}
-        metrics = [
-            m
-            for m in ("tokens_per_s_per_gpu", "power_w_per_gpu")
-            if m in series.columns and series[m].notna().sum() >= min_counts
-        ]
-        for fit in fit_loglog(series, y=metrics).itertuples() if metrics else []:
-            for parameter, column in (
-                ("slope", "slope"),
-                ("pct_per_doubling", "pct_change_per_doubling"),
-            ):
-                out.append(
-                    {
-                        **head,
-                        "metric": fit.metric,
-                        "fit": "loglog_hc3",
-                        "parameter": parameter,
-                        "estimate": getattr(fit, column),
-                        "ci_low": getattr(fit, f"{column}_ci_low"),
-                        "ci_high": getattr(fit, f"{column}_ci_high"),
-                        "r2": fit.r2,
-                        "n": fit.n,
-                        **extent,
-                        "note": fit.note,
-                    }
-                )
-        usl = fit_usl_table(series, x="tokens_per_s").iloc[0]
-        for parameter in ("sigma", "kappa", "n_star"):
-            out.append(
-                {
-                    **head,
-                    "metric": "tokens_per_s",
-                    "fit": "usl",
-                    "parameter": parameter,
-                    "estimate": usl[parameter],
-                    "ci_low": usl[f"{parameter}_ci_low"],
-                    "ci_high": usl[f"{parameter}_ci_high"],
-                    "r2": usl["r2"],
-                    "n": usl["n"],
-                    **extent,
-                    "note": usl["note"],
-                }
-            )
+        for fit in fit_scaling_series(series, min_points=min_counts):
+            note = fit.pop("note")
+            out.append({**head, **fit, **extent, "note": note})
     table = pd.DataFrame(out, columns=list(SCALING_FIT_COLUMNS))
     return table.astype(
         {"n": "int64", "gpus_min": "int64", "gpus_max": "int64", "seq_len": "int64"}

@@ -1,0 +1,79 @@
+# Per-study outputs: reports/studies/<study>/scaling.{pdf,png,svg} and fits.{csv,md,tex} for every
+# study in config["studies"], drawn by trainscale.study_report from the study's partition of
+# results/dataset. What they show (x axis, series, facet, metrics) is the study's report: block,
+# or follows from what it sweeps (checked at start-up, rules/common.smk). The PNG and the CSV go
+# into the report, captioned with the study's description.
+
+
+# Fits first: the figure's legend reads each series' slope from the table.
+rule study_fits:
+    input:
+        dataset="results/dataset",
+        study="config/studies/{study}.yaml",
+        schema=STUDY_SCHEMA,
+        hardware=str(DATA_DIR / "hardware.yaml"),
+        models=str(DATA_DIR / "models.yaml"),
+        calibration=lambda wildcards: study_calibration(wildcards.study),
+    output:
+        csv=report(
+            "reports/studies/{study}/fits.csv",
+            caption="../workflow/report/studies/fits.rst",
+            category="Studies",
+            subcategory="{study}",
+            labels={"study": "{study}", "output": "fits"},
+        ),
+        md="reports/studies/{study}/fits.md",
+        tex="reports/studies/{study}/fits.tex",
+    log:
+        "results/logs/study_fits/{study}.log",
+    benchmark:
+        "results/benchmarks/study_fits/{study}.tsv"
+    wildcard_constraints:
+        study=STUDY_NAMES,
+    conda:
+        "../environment.yml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=5,
+    params:
+        description=study_description,
+    script:
+        "../workflow/scripts/study_fits.py"
+
+
+rule study_scaling:
+    input:
+        dataset="results/dataset",
+        fits="reports/studies/{study}/fits.csv",
+        study="config/studies/{study}.yaml",
+        schema=STUDY_SCHEMA,
+        hardware=str(DATA_DIR / "hardware.yaml"),
+        models=str(DATA_DIR / "models.yaml"),
+        calibration=lambda wildcards: study_calibration(wildcards.study),
+    output:
+        pdf="reports/studies/{study}/scaling.pdf",
+        png=report(
+            "reports/studies/{study}/scaling.png",
+            caption="../workflow/report/studies/scaling.rst",
+            category="Studies",
+            subcategory="{study}",
+            labels={"study": "{study}", "output": "scaling"},
+        ),
+        svg="reports/studies/{study}/scaling.svg",
+    log:
+        "results/logs/study_scaling/{study}.log",
+    benchmark:
+        "results/benchmarks/study_scaling/{study}.tsv"
+    wildcard_constraints:
+        study=STUDY_NAMES,
+    conda:
+        "../environment.yml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=5,
+    params:
+        description=study_description,
+    script:
+        "../workflow/scripts/study_scaling.py"

@@ -1,0 +1,119 @@
+"""Per-series scaling fits: the rows of one series in, the long fit rows out.
+
+:func:`fit_scaling_series` is the one place where a scale-out series (rows that differ only in
+their ``x`` value, usually the GPU count) is fitted: the log-log slopes of per-GPU metrics
+(:func:`trainscale.fits.fit_loglog`) and the Universal Scalability Law of whole-job throughput
+(:func:`trainscale.fits.fit_usl_table`). The ``scaling_fits`` table and the per-study fits
+(:mod:`trainscale.study_report`) both call it, each adding its own series columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from trainscale.fits.loglog import fit_loglog
+from trainscale.fits.usl import fit_usl_table
+
+__all__ = ["FIT_ROW_COLUMNS", "LOGLOG_METRICS", "USL_METRIC", "fit_scaling_series"]
+
+#: Per-GPU metrics whose log-log slope is fitted: tokens/s per GPU (tokens/s) and power per
+#: GPU (W).
+LOGLOG_METRICS: tuple[str, ...] = ("tokens_per_s_per_gpu", "power_w_per_gpu")
+
+#: Whole-job throughput the USL is fitted to (tokens/s).
+USL_METRIC = "tokens_per_s"
+
+#: Keys of each row :func:`fit_scaling_series` returns, in order.
+FIT_ROW_COLUMNS: tuple[str, ...] = (
+    "metric",
+    "fit",
+    "parameter",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "r2",
+    "n",
+    "note",
+)
+
+_LOGLOG_PARAMETERS = (("slope", "slope"), ("pct_per_doubling", "pct_change_per_doubling"))
+_USL_PARAMETERS = ("sigma", "kappa", "n_star")
+
+
+def fit_scaling_series(
+    series: pd.DataFrame,
+    *,
+    x: str = "num_gpus",
+    loglog: Sequence[str] = LOGLOG_METRICS,
+    usl: str | None = USL_METRIC,
+    min_points: int = 1,
+    level: float = 0.95,
+) -> list[dict[str, Any]]:
+    """Fit one series and return its fit rows (keys :data:`FIT_ROW_COLUMNS`).
+
+    Parameters
+    ----------
+    series : pandas.DataFrame
+        The rows of one series, one per ``x`` value (replicates allowed).
+    x : str, default "num_gpus"
+        Scaling variable (GPUs in the job, count; or another positive column).
+    loglog : sequence of str
+        Metrics fitted as ``log2(metric) ~ log2(x)`` with HC3 errors; a metric absent from the
+        table, or with fewer than ``min_points`` non-missing values, is skipped. Two rows per
+        metric: ``slope`` (elasticity, dimensionless) and ``pct_per_doubling`` (% change when
+        ``x`` doubles).
+    usl : str or None, default "tokens_per_s"
+        Whole-job throughput column fitted with the USL against ``x`` (meaningful when ``x`` is
+        the GPU count): three rows, ``sigma`` and ``kappa`` (dimensionless) and ``n_star``
+        (GPUs at peak throughput; ``inf`` when there is no peak). None: no USL rows.
+    min_points : int, default 1
+        Fewest non-missing values a log-log metric needs to be fitted.
+    level : float, default 0.95
+        Confidence level of ``ci_low`` and ``ci_high``.
+
+    Returns
+    -------
+    list of dict
+        ``metric``, ``fit`` (``loglog_hc3`` or ``usl``), ``parameter``, ``estimate``,
+        ``ci_low``, ``ci_high`` (at ``level``), ``r2`` (log scale), ``n`` (points) and
+        ``note`` (why a value is missing, or what was dropped).
+    """
+    out: list[dict[str, Any]] = []
+    metrics = [
+        m for m in loglog if m in series.columns and series[m].notna().sum() >= min_points
+    ]
+    for fit in fit_loglog(series, y=metrics, x=x, level=level).itertuples() if metrics else []:
+        for parameter, column in _LOGLOG_PARAMETERS:
+            out.append(
+                {
+                    "metric": fit.metric,
+                    "fit": "loglog_hc3",
+                    "parameter": parameter,
+                    "estimate": getattr(fit, column),
+                    "ci_low": getattr(fit, f"{column}_ci_low"),
+                    "ci_high": getattr(fit, f"{column}_ci_high"),
+                    "r2": fit.r2,
+                    "n": fit.n,
+                    "note": fit.note,
+                }
+            )
+    if usl is not None and usl in series.columns:
+        row = fit_usl_table(series, n=x, x=usl, level=level).iloc[0]
+        for parameter in _USL_PARAMETERS:
+            out.append(
+                {
+                    "metric": usl,
+                    "fit": "usl",
+                    "parameter": parameter,
+                    "estimate": row[parameter],
+                    "ci_low": row[f"{parameter}_ci_low"],
+                    "ci_high": row[f"{parameter}_ci_high"],
+                    "r2": row["r2"],
+                    "n": row["n"],
+                    "note": row["note"],
+                }
+            )
+    return out

@@ -1,0 +1,25 @@
+"""Rule study_fits: fit every series of one study (trainscale.study_report.render_fits)."""
+
+import sys
+
+from trainscale.dataset import read_dataset
+from trainscale.errors import TrainscaleError
+from trainscale.study import load_study
+from trainscale.study_report import render_fits, report_spec, select_rows
+from trainscale.system.hardware import load_hardware
+
+sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 (closed at exit)
+
+name = snakemake.wildcards.study
+stem = str(snakemake.output.csv).removesuffix(".csv")
+try:
+    hardware = load_hardware(snakemake.input.hardware)
+    study = load_study(snakemake.input.study, schema=snakemake.input.schema, hardware=hardware)
+    spec = report_spec(study)
+    frame = read_dataset(snakemake.input.dataset, sources=(), studies=[name])
+    written = render_fits(stem, select_rows(frame, spec), spec, name)
+except TrainscaleError as error:
+    print(f"error: {error}", file=sys.stderr)
+    sys.exit(1)
+for path in written:
+    print(f"wrote {path}", file=sys.stderr)

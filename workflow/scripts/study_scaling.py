@@ -1,0 +1,36 @@
+"""Rule study_scaling: draw one study's scaling figure (trainscale.study_report)."""
+
+import sys
+
+import matplotlib as mpl
+import pandas as pd
+
+from trainscale.dataset import read_dataset
+from trainscale.errors import TrainscaleError
+from trainscale.plan.framework import DEFAULT_FRAMEWORK
+from trainscale.report import apply_style
+from trainscale.study import load_study
+from trainscale.study_report import render_scaling, report_spec, select_rows, setup_note
+from trainscale.system.hardware import load_hardware
+
+sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 (closed at exit)
+mpl.use("Agg")
+apply_style()
+
+name = snakemake.wildcards.study
+stem = str(snakemake.output.png).removesuffix(".png")
+try:
+    hardware = load_hardware(snakemake.input.hardware)
+    study = load_study(snakemake.input.study, schema=snakemake.input.schema, hardware=hardware)
+    spec = report_spec(study)
+    rows = select_rows(read_dataset(snakemake.input.dataset, sources=(), studies=[name]), spec)
+    fits = pd.read_csv(snakemake.input.fits, keep_default_na=False, na_values=[""])
+    note = setup_note(
+        study, spec, hardware, DEFAULT_FRAMEWORK, dropped_memory=rows.attrs["dropped_memory"]
+    )
+    written = render_scaling(stem, rows, spec, note=note, fits=fits, title=f"Study {name}: scaling")
+except TrainscaleError as error:
+    print(f"error: {error}", file=sys.stderr)
+    sys.exit(1)
+for path in written:
+    print(f"wrote {path}", file=sys.stderr)
