@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -117,3 +118,29 @@ def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     done = snakemake(workdir, "--cores", "2")
     assert done.returncode == 0, done.stderr[-3000:]
     return workdir
+
+
+@pytest.fixture
+def finished_smoke_run(smoke_run: Path, tmp_path: Path) -> Callable[[str], Path]:
+    """Factory: ``finished_smoke_run(name)`` -> a copy of :func:`smoke_run` under tmp_path, to
+    change as a test likes, which Snakemake sees as the same finished run without running it again.
+
+    The copy keeps the workflow, the outputs, every file's modification time (Snakemake compares
+    those of inputs and outputs) and Snakemake's records in .snakemake/metadata, where the
+    catalogues, inputs located from the workflow's folder (rules/common.smk), are absolute paths:
+    those are moved to the copy's folder, as a run there would have recorded them. Snakemake's
+    record format is its own: tests using a copy also check that Snakemake plans none of the
+    finished jobs that their change leaves alone, so a copy seen as unfinished fails them.
+    """
+    old_root = json.dumps(str(smoke_run))[1:-1]
+
+    def make(name: str = "finished") -> Path:
+        workdir = Path(shutil.copytree(smoke_run, tmp_path / name, symlinks=True))
+        new_root = json.dumps(str(workdir))[1:-1]
+        for record in (workdir / ".snakemake" / "metadata").iterdir():
+            text = record.read_text()
+            if old_root in text:
+                record.write_text(text.replace(old_root, new_root))
+        return workdir
+
+    return make

@@ -9,6 +9,19 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from trainscale.simulate import predict  # after __version__: simulate imports it
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from trainscale.simulate import predict
 
 __all__ = ["__version__", "predict"]
+
+
+def __getattr__(name: str) -> Any:
+    """``trainscale.predict``, imported on first use: the simulator pulls in pandas and scipy,
+    which a process that only ingests logs, draws a figure or runs the harness does not need."""
+    if name == "predict":
+        from trainscale.simulate import predict
+
+        return predict
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

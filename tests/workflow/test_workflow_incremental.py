@@ -52,15 +52,20 @@ def test_the_same_inputs_give_byte_identical_parquet(
 
 
 def test_editing_one_study_reruns_that_study_and_what_depends_on_it(
-    workflow_copy, run_snakemake, plan
+    finished_smoke_run, run_snakemake, plan
 ) -> None:
-    workdir = workflow_copy(studies=("smoke", "other"))
+    workdir = finished_smoke_run()  # the smoke study done; a second study joins it
+    config_path = workdir / "config" / "config.yaml"
+    config = yaml.safe_load(config_path.read_text())
+    config["studies"] = ["smoke", "other"]
+    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
     studies = workdir / "config" / "studies"
     other = yaml.safe_load((studies / "smoke.yaml").read_text())
     other["fixed"]["model"] = "llama2-13b"
     (studies / "other.yaml").write_text(yaml.safe_dump(other, sort_keys=False))
     first = run_snakemake(workdir, "--cores", "2")
     assert first.returncode == 0, first.stderr[-3000:]
+    assert not [job for job in plan(first.stdout + first.stderr) if "smoke" in job[1]]
     before = _mtimes(workdir)
 
     other["sweep"]["num_gpus"].append(128)  # 15 grid rows, 10 kept -> 3 jobs of rows_per_job 4
@@ -133,10 +138,9 @@ def test_an_interrupted_run_resumes_and_gives_the_same_outputs(
 
 
 def test_an_output_marked_incomplete_is_rebuilt_by_the_default_profile(
-    workflow_copy, run_snakemake, plan
+    finished_smoke_run, run_snakemake, plan
 ) -> None:
-    workdir = workflow_copy("marked")
-    assert run_snakemake(workdir, "--cores", "2").returncode == 0
+    workdir = finished_smoke_run("marked")
     # What a run killed while writing results/sim/smoke.parquet leaves behind: the file and
     # Snakemake's marker for it (.snakemake/incomplete/<urlsafe base64 of the path>).
     (workdir / "results/sim/smoke.parquet").write_bytes(b"PAR1 truncated")
@@ -149,7 +153,9 @@ def test_an_output_marked_incomplete_is_rebuilt_by_the_default_profile(
     assert without.returncode != 0
     assert "incomplete" in (without.stdout + without.stderr).lower()
     assert with_profile.returncode == 0, with_profile.stderr[-3000:]
-    assert ("simulate_study", "study=smoke") in plan(with_profile.stdout + with_profile.stderr)
+    planned = plan(with_profile.stdout + with_profile.stderr)
+    assert ("simulate_study", "study=smoke") in planned
+    assert ("study_configurations", "study=smoke") not in planned  # upstream of it: complete
 
 
 def test_a_failing_job_leaves_no_output_and_its_log_says_why(workflow_copy, run_snakemake) -> None:

@@ -10,7 +10,6 @@ from collections.abc import Hashable, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from trainscale.errors import TrainscaleError
 
@@ -89,4 +88,6 @@ def t_quantile(level: float, dof: int) -> float:
     """Two-sided Student-t quantile for ``level`` on ``dof`` degrees of freedom (NaN if dof < 1)."""
     if dof < 1:
         return float("nan")
+    from scipy import stats  # here, not at import: figures that draw no fit skip it
+
     return float(stats.t.ppf(0.5 + level / 2.0, dof))

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-import statsmodels.api as sm
 
 from trainscale.fits._series import (
     as_columns,
@@ -141,6 +140,8 @@ def _fit_one(
             why = f"n = {n} <= 2" if n <= 2 else "a point has leverage 1"
             notes.append(f"HC3 undefined ({why}): no standard error or interval")
         else:
+            import statsmodels.api as sm  # here, not at import: it takes seconds
+
             res = sm.OLS(ly, design).fit(cov_type="HC3", use_t=True)
             intercept, slope = float(res.params[0]), float(res.params[1])
             slope_se = float(res.bse[1])

@@ -24,7 +24,6 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
-from scipy import optimize
 
 from trainscale.errors import TrainscaleError
 from trainscale.fits._series import (
@@ -339,6 +338,8 @@ def _least_squares(
     def jacobian(theta: np.ndarray) -> np.ndarray:
         return -_grad_log_x(ns, theta)
 
+    from scipy import optimize  # here, not at import: figures that draw no fit skip it
+
     best = None
     for start in _starts(ns, ly) if starts is None else starts:
         res = optimize.least_squares(
@@ -370,6 +371,8 @@ def _starts(ns: np.ndarray, ly: np.ndarray) -> list[np.ndarray]:
     target = ns * np.exp(ln_x1 - ly) - 1.0
     design = np.column_stack([ns - 1.0, ns * (ns - 1.0)])
     weight = 1.0 / (1.0 + np.abs(target))  # relative scale, like the log residuals
+    from scipy import optimize
+
     coef, _ = optimize.nnls(design * weight[:, None], target * weight)
     linear = np.array([ln_x1, min(coef[0], 1.0), coef[1]])
     return [linear, np.array([ln_x1, 0.0, 0.0]), np.array([ln_x1, 0.1, 0.0])]

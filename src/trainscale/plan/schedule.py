@@ -50,7 +50,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.special import ndtri
 
 from trainscale.calibration import Calibration
 from trainscale.configs import Configs
@@ -74,6 +73,10 @@ _ATTENTION_BACKWARD_RATIO = 2.5
 
 def expected_max_standard_normal(n: ArrayLike) -> np.ndarray:
     """E[max of n independent standard normals] by Blom's approximation (0 for n = 1)."""
+    # scipy.special is imported here, not with the module: it costs about 0.3 s, which every
+    # Snakemake start-up (rules/common.smk imports trainscale.study) would pay without predicting.
+    from scipy.special import ndtri
+
     n = np.asarray(n, dtype=np.float64)
     return np.where(n > 1, ndtri((n - 0.375) / (n + 0.25)), 0.0)
 
