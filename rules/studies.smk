@@ -1,6 +1,7 @@
 # Per-study outputs: reports/studies/<study>/scaling.{pdf,png,svg} and fits.{csv,md,tex} for every
-# study in config["studies"], drawn by trainscale.study_report from the study's partition of
-# results/dataset. What they show (x axis, series, facet, metrics) is the study's report: block,
+# study in config["studies"], drawn by trainscale.study_report from the study's own simulated
+# table (results/sim/<study>.parquet, read as its dataset partition reads), so that editing one
+# study reruns only its outputs. What they show (x axis, series, facet, metrics) is the study's report: block,
 # or follows from what it sweeps (checked at start-up, rules/common.smk). The PNG and the CSV go
 # into the report, captioned with the study's description.
 
@@ -8,7 +9,7 @@
 # Fits first: the figure's legend reads each series' slope from the table.
 rule study_fits:
     input:
-        dataset="results/dataset",
+        simulated="results/sim/{study}.parquet",
         study="config/studies/{study}.yaml",
         schema=STUDY_SCHEMA,
         hardware=str(DATA_DIR / "hardware.yaml"),
@@ -44,7 +45,7 @@ rule study_fits:
 
 rule study_scaling:
     input:
-        dataset="results/dataset",
+        simulated="results/sim/{study}.parquet",
         fits="reports/studies/{study}/fits.csv",
         study="config/studies/{study}.yaml",
         schema=STUDY_SCHEMA,

@@ -64,6 +64,7 @@ __all__ = [
     "published_rows",
     "read_dataset",
     "read_parquet",
+    "read_study_results",
     "remove_stale_temporaries",
     "sort_rows",
     "validation_rows",
@@ -226,6 +227,16 @@ def config_ids(frame: pd.DataFrame) -> pd.Series:
     text = {n: _frame_text(frame, n) if n in frame.columns else null for n in _ID_COLUMNS}
     ids = _config_id_array(text)
     return pd.Series(ids.to_numpy(zero_copy_only=False), dtype="string", index=frame.index)
+
+
+def read_study_results(path: str | Path, study: str) -> pd.DataFrame:
+    """One study's simulated table (``results/sim/<study>.parquet``) as its dataset partition
+    reads: the dataset's columns, typed, ``source`` = ``sim``, ``study`` = ``study``, its
+    ``config_id`` filled, rows in grid order. The per-study outputs read this rather than the
+    whole dataset, so that editing one study reruns only that study's outputs."""
+    frame = conform(pd.read_parquet(path), DATASET_COLUMNS, source="sim", study=study)
+    frame["config_id"] = config_ids(frame)
+    return frame
 
 
 def _fill_config_ids(table: pa.Table) -> pa.Table:

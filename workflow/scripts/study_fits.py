@@ -2,7 +2,7 @@
 
 import sys
 
-from trainscale.dataset import read_dataset
+from trainscale.dataset import read_study_results
 from trainscale.errors import TrainscaleError
 from trainscale.study import load_study
 from trainscale.study_report import render_fits, report_spec, select_rows
@@ -16,7 +16,7 @@ try:
     hardware = load_hardware(snakemake.input.hardware)
     study = load_study(snakemake.input.study, schema=snakemake.input.schema, hardware=hardware)
     spec = report_spec(study)
-    frame = read_dataset(snakemake.input.dataset, sources=(), studies=[name])
+    frame = read_study_results(snakemake.input.simulated, name)
     written = render_fits(stem, select_rows(frame, spec), spec, name)
 except TrainscaleError as error:
     print(f"error: {error}", file=sys.stderr)

@@ -5,7 +5,7 @@ import sys
 import matplotlib as mpl
 import pandas as pd
 
-from trainscale.dataset import read_dataset
+from trainscale.dataset import read_study_results
 from trainscale.errors import TrainscaleError
 from trainscale.plan.framework import DEFAULT_FRAMEWORK
 from trainscale.report import apply_style
@@ -23,7 +23,7 @@ try:
     hardware = load_hardware(snakemake.input.hardware)
     study = load_study(snakemake.input.study, schema=snakemake.input.schema, hardware=hardware)
     spec = report_spec(study)
-    rows = select_rows(read_dataset(snakemake.input.dataset, sources=(), studies=[name]), spec)
+    rows = select_rows(read_study_results(snakemake.input.simulated, name), spec)
     fits = pd.read_csv(snakemake.input.fits, keep_default_na=False, na_values=[""])
     note = setup_note(
         study, spec, hardware, DEFAULT_FRAMEWORK, dropped_memory=rows.attrs["dropped_memory"]
