@@ -22,8 +22,9 @@ from matplotlib.figure import Figure
 from trainscale.calibration import Calibration, load_calibration
 from trainscale.errors import TrainscaleError
 from trainscale.model.shape import load_models
+from trainscale.network import default_network
 from trainscale.report.style import PALETTE
-from trainscale.system.collectives import Network, load_nccl_constants
+from trainscale.system.collectives import Network
 from trainscale.system.hardware import load_hardware
 
 __all__: list[str] = []
@@ -194,25 +195,11 @@ def legend_row(ax, handles: list, labels: list, *, ncols: int, title: str | None
 def network_for(gpu: str, calibration: Calibration | None = None) -> tuple[Network, int]:
     """The calibrated collective network of ``gpu`` in its default system, and GPUs per node.
 
-    Built as :func:`trainscale.simulate._network` builds it for a configuration (achieved NVLink,
-    NIC and NVLS bandwidths; NCCL latencies scaled by the calibration).
+    Built by :func:`trainscale.network.default_network`, the builder ``trainscale predict`` uses
+    (achieved NVLink, NIC and NVLS bandwidths, NCCL latencies, fabric congestion and pipeline
+    fill, all from the calibration), so the collective figures agree with ``predict``.
     """
-    hardware = load_hardware()
-    cal = calibration or load_calibration()
-    if gpu not in hardware.gpus:
-        raise TrainscaleError(f"unknown GPU {gpu!r}; valid: {', '.join(hardware.gpus)}")
-    spec, system = hardware.gpus[gpu], hardware.system_for(gpu)
-    factor = hardware.fabric_efficiency_factor[system.fabric]
-    net = Network(
-        nvlink_bytes_per_s=np.float64(cal.nvlink_efficiency * spec.nvlink_bytes_per_s),
-        nic_bytes_per_s=np.float64(cal.nic_efficiency * factor * system.nic_bytes_per_s_per_gpu),
-        nvls_bytes_per_s=np.float64(
-            cal.nvls_efficiency * spec.nvlink_bytes_per_s if spec.nvls else 0.0
-        ),
-        latency_scale=cal.nccl_latency_scale,
-        constants=load_nccl_constants(),
-    )
-    return net, system.gpus_per_node
+    return default_network(gpu, calibration)
 
 
 def study_micro_batch(df: pd.DataFrame) -> pd.DataFrame:
