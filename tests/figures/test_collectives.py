@@ -98,3 +98,16 @@ def test_published_collective_rows_use_predicts_network():
     net = rows.network(cal)
     assert net.congestion_per_doubling == cal.congestion_per_doubling
     assert net.fill_chunks == cal.nccl_fill_chunks
+
+
+def test_collective_bandwidth_fits_its_axes_to_the_published_points():
+    from trainscale.figures.collective_bandwidth import _view_limits
+
+    points = pd.DataFrame(
+        {"size_bytes": [2.0**20, 2.0**30], "observed_busbw_gbps": [3.0, 400.0],
+         "predicted_busbw_gbps": [3.2, 380.0]}
+    )  # fmt: skip
+    (x0, x1), (y0, y1) = _view_limits(points)
+    assert (x0, x1) == (2.0**16, 2.0**34)
+    assert (y0, y1) == (1.0, 2e3)  # 3.3 decades, not 7
+    assert _view_limits(points.iloc[:0]) == ((2.0**10, 2.0**34), (1e-3, 2e3))

@@ -25,7 +25,7 @@ SPECS = {
     "collective_scaling": (
         {},
         {"GPUs (count)", "Time per layer (ms)"},
-        {"AllGather", "ReduceScatter", "AllReduce", "AllGather latency term"},
+        {"AllGather = ReduceScatter (equal in the model)", "AllReduce", "AllGather latency term"},
         {"Simulated: trainscale", "collective cost model"},
     ),
     "fsdp_scaleout": (
