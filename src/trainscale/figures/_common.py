@@ -1,9 +1,9 @@
 """Shared plumbing of the study's figures: labels, fixed colours, source notes, data selection.
 
-Every figure says where its numbers come from (DESIGN.md, "Honesty rules"): :func:`sim_source`,
-:func:`published_source` and :func:`measured_source` build that sentence from the rows
-themselves (calibration id, citation, run id), and :func:`add_source_note` writes it under the
-figure. Colours are fixed per model and per GPU (:func:`model_colors`, :func:`gpu_colors`) so a
+Every figure says where its numbers come from (simulated, published or measured):
+:func:`sim_source`, :func:`published_source` and :func:`measured_source` build that sentence from
+the rows themselves (calibration id, citation, run id), and :func:`add_source_note` writes it under
+the figure. Colours are fixed per model and per GPU (:func:`model_colors`, :func:`gpu_colors`) so a
 model has the same colour in every figure.
 """
 
