@@ -260,7 +260,7 @@ def render(
         label="tab:claims",
         caption="The study's claims (Fernandez et al. 2024) against the simulator "
         f"(trainscale calibration {calibration.calibration_id}) with the study setup. "
-        "The power drop is a calibration target (power_comm_frac is fitted to it), not a "
+        "The power drop is a calibration target (power\\_comm\\_frac is fitted to it), not a "
         "reproduction; the model-parallel claims compare FSDP plans only.",
         float_format={"study_value": value_text, "reproduced_value": value_text},
     )
