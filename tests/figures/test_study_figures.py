@@ -117,3 +117,19 @@ def test_fsdp_scaleout_draws_the_interval_from_the_table_as_a_band(scaleout_sim)
     assert top == pytest.approx(float(scaleout_sim["tokens_per_s_per_gpu_hi"].max()))
     # a table without the interval columns draws no band
     assert bands(scaleout_sim.drop(columns=["tokens_per_s_per_gpu_lo"])) == []
+
+
+def test_model_parallel_rates_start_at_zero_and_label_only_the_mixed_plans(model_parallel_sim):
+    import matplotlib.pyplot as plt
+
+    from trainscale.figures.model_parallel import plot as plot_model_parallel
+
+    fig = plot_model_parallel(model_parallel_sim)
+    panels = [ax for ax in fig.axes if ax.get_ylabel()]
+    assert panels
+    for ax in panels:
+        assert ax.get_ylim()[0] == 0.0
+        for label in ax.texts:
+            if "×" in label.get_text():  # beside the marker, not above or below it
+                assert label.get_ha() in ("left", "right")
+    plt.close(fig)
