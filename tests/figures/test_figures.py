@@ -82,10 +82,14 @@ SPECS = {
         {"sim": "scaleout_sim"},
         {
             "GPUs (count)",
-            "Added tokens/s per added GPU\n(tokens/s per GPU)",
-            "Added tokens/s per added kW\n(tokens/s per kW)",
+            "Marginal throughput\n(tokens/s per added GPU)",
+            "Marginal throughput\n(tokens/s per added kW)",
         },
-        {"between consecutive GPU counts (data)", "USL fit: dX/dN", "95 % band (delta method)"},
+        {
+            "between consecutive GPU counts (data)",
+            "USL fit: dX/dN",
+            "95 % band of the fit (delta method)",
+        },
         {"Simulated: trainscale"},
     ),
     "sim_vs_published": (
