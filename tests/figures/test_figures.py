@@ -63,7 +63,7 @@ SPECS = {
     "power_efficiency": (
         {"sim": "scaleout_sim"},
         {"GPUs (count)", "Tokens per joule (tokens/J)", "Tokens/J (% of the model's best)"},
-        {"Llama-2 7B", "Llama-2 70B", "open: with full recomputation (fits / faster)"},
+        {"Llama-2 7B", "Llama-2 70B", "open: full recomputation (needed to fit, or faster)"},
         {"Simulated: trainscale"},
     ),
     "context_length": (

@@ -133,3 +133,17 @@ def test_model_parallel_rates_start_at_zero_and_label_only_the_mixed_plans(model
             if "×" in label.get_text():  # beside the marker, not above or below it
                 assert label.get_ha() in ("left", "right")
     plt.close(fig)
+
+
+def test_fsdp_scaleout_power_axis_from_zero_and_micro_batch_switch_marked(scaleout_sim):
+    import matplotlib.pyplot as plt
+
+    from trainscale.figures.fsdp_scaleout import micro_batch_switch
+
+    frame = pd.DataFrame({"num_gpus": [128, 1024, 2048], "micro_batch": [2, 2, 1]})
+    assert micro_batch_switch(frame) == 2048
+    assert micro_batch_switch(frame.assign(micro_batch=2)) is None
+    fig = plot(scaleout_sim)
+    power = next(ax for ax in fig.axes if ax.get_ylabel() == "Power per GPU (W)")
+    assert power.get_ylim()[0] == 0.0
+    plt.close(fig)

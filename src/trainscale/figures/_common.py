@@ -281,8 +281,13 @@ def band_handle():
     return Patch(facecolor="0.3", alpha=0.15, lw=0, label="80 % prediction interval")
 
 
+#: Legend text of open markers (:func:`recompute_handle`).
+RECOMPUTE_LABEL = "open: full recomputation (needed to fit, or faster)"
+
+
 def recompute_handle():
-    """Legend entry explaining open markers."""
+    """Legend entry explaining open markers: the point's plan recomputes activations, because
+    without it the plan does not fit in memory or is slower (:func:`fastest_recompute`)."""
     from matplotlib.lines import Line2D
 
     return Line2D(
@@ -292,7 +297,7 @@ def recompute_handle():
         marker="o",
         mfc="white",
         mec="0.3",
-        label="open: with full recomputation (fits / faster)",
+        label=RECOMPUTE_LABEL,
     )
 
 
