@@ -74,7 +74,7 @@ SPECS = {
     ),
     "compute_per_gpu": (
         {"sim": "compute_sim"},
-        {"Data-parallel degree dp (replicas)", "FLOPs per GPU per step (TFLOP)"},
+        {"Data-parallel degree dp (replicas)", "FLOPs per GPU per step (PFLOP)"},
         {"tp·pp = 1", "tp·pp = 2", "tp·pp = 4"},
         {"Simulated: trainscale"},
     ),
