@@ -1,8 +1,8 @@
 """Held-out accuracy: the rows of ``results/holdout.parquet`` and the summaries built on them.
 
-The headline accuracy is the error on a source when it is left out of the fit (DESIGN.md,
-"Honesty rules"): :func:`trainscale.calibrate.held_out_predictions` refits without each source and
-predicts it. This module turns those predictions into the workflow's table
+The headline accuracy is the error on a source when it is left out of the fit (README,
+"Calibration and accuracy"): :func:`trainscale.calibrate.held_out_predictions` refits without
+each source and predicts it. This module turns those predictions into the workflow's table
 (:func:`holdout_rows`, :data:`HOLDOUT_COLUMNS`) and summarises them beside the in-sample error of
 the shipped calibration, per source or per framework (:func:`accuracy`); it also summarises the
 nccl-tests bus-bandwidth rows, all sizes and the sizes precise enough to score

@@ -1,7 +1,8 @@
 """Where the catalogues and published data live.
 
-The catalogues are data, not code: they sit in ``data/`` at the repository root (DESIGN.md), and
-an installed wheel carries a copy under ``trainscale/_data``. ``TRAINSCALE_DATA`` overrides both.
+The catalogues are data, not code: they sit in ``data/`` at the repository root (README, "Layout"),
+and an installed wheel carries a copy under ``trainscale/_data``. ``TRAINSCALE_DATA`` overrides
+both.
 """
 
 from __future__ import annotations

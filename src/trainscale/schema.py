@@ -1,7 +1,7 @@
-"""The two tables that carry everything: configuration and result (DESIGN.md).
+"""The two tables that carry everything: configuration and result.
 
-Each column is defined once here, with its dtype, unit and meaning, and used by every stage:
-input validation (``trainscale.plan.validate``), the simulator's output, the log ingester, the
+Each column is defined once here, with its dtype, unit and meaning, and used by every stage: input
+validation (:func:`trainscale.configs.build_configs`), the simulator's output, the log ingester, the
 published-measurement normaliser, the Parquet dataset (``arrow_schema``) and the figures.
 
 - **configuration**: one row per training setup.

@@ -8,12 +8,13 @@ published row appears either with its error or with the reason it could not be p
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
 from trainscale.calibration import Calibration, load_calibration
+from trainscale.network import Links, calibrated_network
 from trainscale.published import PublishedData, load_published
 from trainscale.simulate import predict_with_rejects
 from trainscale.system.collectives import (
@@ -21,7 +22,6 @@ from trainscale.system.collectives import (
     allgather_time,
     allreduce_time,
     alltoall_time,
-    load_nccl_constants,
     p2p_time,
     reducescatter_time,
 )
@@ -102,20 +102,19 @@ class CollectiveRows:
         )
 
     def network(self, calibration: Calibration) -> Network:
-        """The achieved links under ``calibration``."""
-        return Network(
-            nvlink_bytes_per_s=calibration.nvlink_efficiency * self.nvlink_bytes_per_s,
-            nic_bytes_per_s=np.maximum(
-                calibration.nic_efficiency * self.fabric_factor * self.nic_line_bytes_per_s, 1.0
+        """The achieved links under ``calibration``, from the builder ``predict`` uses
+        (:func:`trainscale.network.calibrated_network`). A row without a NIC (one node) gets
+        1 B/s, so that the inter-node terms it never uses stay finite."""
+        net = calibrated_network(
+            Links(
+                nvlink_bytes_per_s=self.nvlink_bytes_per_s,
+                nvls=self.nvls,
+                nic_bytes_per_s=self.nic_line_bytes_per_s,
+                fabric_factor=self.fabric_factor,
             ),
-            nvls_bytes_per_s=np.where(
-                self.nvls, calibration.nvls_efficiency * self.nvlink_bytes_per_s, 0.0
-            ),
-            latency_scale=calibration.nccl_latency_scale,
-            constants=load_nccl_constants(),
-            congestion_per_doubling=calibration.congestion_per_doubling,
-            fill_chunks=calibration.nccl_fill_chunks,
+            calibration,
         )
+        return replace(net, nic_bytes_per_s=np.maximum(net.nic_bytes_per_s, 1.0))
 
     def busbw_gbps(self, calibration: Calibration) -> np.ndarray:
         """Predicted nccl-tests bus bandwidth of every row, GB/s, each with its collective's

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
-from trainscale.figures.collective_bandwidth import bandwidth_curves
+from trainscale.calibration import load_calibration
+from trainscale.configs import build_configs
+from trainscale.figures._common import network_for
+from trainscale.figures.collective_bandwidth import COLLECTIVES, bandwidth_curves
 from trainscale.figures.collective_scaling import collective_times, layer_bytes
 from trainscale.model.shape import load_models
+from trainscale.published import load_published
+from trainscale.simulate import _network
+from trainscale.system.collectives import allgather_time
+from trainscale.validation import CollectiveRows
 
 
 def test_bus_bandwidth_follows_the_nccl_tests_definition():
@@ -43,3 +51,63 @@ def test_allgather_splits_into_bandwidth_and_latency_terms():
     # the ring's latency grows with its length while its bandwidth term saturates
     assert wide["allgather_latency_term"].is_monotonic_increasing
     assert wide.loc[4096, "allgather_latency_term"] > wide.loc[4096, "allgather_bandwidth_term"]
+
+
+def _predict_network(num_gpus: int):
+    """The network ``trainscale predict`` builds for a Llama-2 7B FSDP configuration on H100."""
+    row = {
+        "model": "llama2-7b", "seq_len": 4096, "global_batch": 2048, "micro_batch": 1,
+        "gpu": "h100-sxm-80gb", "num_gpus": num_gpus, "tp": 1, "pp": 1, "sharding": "fsdp",
+        "recompute": "none", "precision": "bf16",
+    }  # fmt: skip
+    configs, _, _ = build_configs(pd.DataFrame([row]))
+    return _network(configs, load_calibration()).take(np.array([0]))
+
+
+def test_collective_figures_use_predicts_network_at_256_nodes():
+    """The figures' bus bandwidth is the one ``predict`` would give the same setup, fabric
+    congestion included (user trial item 28)."""
+    cal = load_calibration()
+    assert cal.congestion_per_doubling > 0  # otherwise this test could not tell the two apart
+    nodes, per_node = 256, 8
+    n = float(nodes * per_node)
+    net = _predict_network(int(n))
+    sizes = np.array([2.0**20, 2.0**26, 2.0**30])
+    curves = bandwidth_curves(node_counts=(nodes,), sizes_bytes=sizes, calibration=cal)
+    for key, (_, time_fn, factor) in COLLECTIVES.items():
+        rows = curves[curves["collective"] == key]
+        expected = sizes / np.asarray(time_fn(sizes, n, per_node, net)).ravel() * factor(n) / 1e9
+        assert rows["busbw_gbps"].to_numpy() == pytest.approx(expected, rel=1e-12), key
+    figure_net, figure_per_node = network_for("h100-sxm-80gb", cal)
+    assert figure_per_node == per_node
+    assert figure_net.congestion_per_doubling == net.congestion_per_doubling
+    assert figure_net.fill_chunks == net.fill_chunks
+    assert float(figure_net.nic_at(np.float64(nodes))) == pytest.approx(
+        float(net.nic_at(np.float64(nodes))[0]), rel=1e-12
+    )
+    times = collective_times(("llama2-7b",), gpu_counts=(int(n),), calibration=cal)
+    gather = times[times["series"] == "allgather"]["time_s"].iloc[0]
+    assert gather == pytest.approx(
+        float(allgather_time(layer_bytes("llama2-7b"), n, per_node, net)[0]), rel=1e-12
+    )
+
+
+def test_published_collective_rows_use_predicts_network():
+    cal = load_calibration()
+    rows = CollectiveRows.of(load_published().collectives)
+    net = rows.network(cal)
+    assert net.congestion_per_doubling == cal.congestion_per_doubling
+    assert net.fill_chunks == cal.nccl_fill_chunks
+
+
+def test_collective_bandwidth_fits_its_axes_to_the_published_points():
+    from trainscale.figures.collective_bandwidth import _view_limits
+
+    points = pd.DataFrame(
+        {"size_bytes": [2.0**20, 2.0**30], "observed_busbw_gbps": [3.0, 400.0],
+         "predicted_busbw_gbps": [3.2, 380.0]}
+    )  # fmt: skip
+    (x0, x1), (y0, y1) = _view_limits(points)
+    assert (x0, x1) == (2.0**16, 2.0**34)
+    assert (y0, y1) == (1.0, 2e3)  # 3.3 decades, not 7
+    assert _view_limits(points.iloc[:0]) == ((2.0**10, 2.0**34), (1e-3, 2e3))

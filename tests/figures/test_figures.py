@@ -25,7 +25,7 @@ SPECS = {
     "collective_scaling": (
         {},
         {"GPUs (count)", "Time per layer (ms)"},
-        {"AllGather", "ReduceScatter", "AllReduce", "AllGather latency term"},
+        {"AllGather = ReduceScatter (equal in the model)", "AllReduce", "AllGather latency term"},
         {"Simulated: trainscale", "collective cost model"},
     ),
     "fsdp_scaleout": (
@@ -63,7 +63,7 @@ SPECS = {
     "power_efficiency": (
         {"sim": "scaleout_sim"},
         {"GPUs (count)", "Tokens per joule (tokens/J)", "Tokens/J (% of the model's best)"},
-        {"Llama-2 7B", "Llama-2 70B", "open: with full recomputation (fits / faster)"},
+        {"Llama-2 7B", "Llama-2 70B", "open: full recomputation (needed to fit, or faster)"},
         {"Simulated: trainscale"},
     ),
     "context_length": (
@@ -74,7 +74,7 @@ SPECS = {
     ),
     "compute_per_gpu": (
         {"sim": "compute_sim"},
-        {"Data-parallel degree dp (replicas)", "FLOPs per GPU per step (TFLOP)"},
+        {"Data-parallel degree dp (replicas)", "FLOPs per GPU per step (PFLOP)"},
         {"tp·pp = 1", "tp·pp = 2", "tp·pp = 4"},
         {"Simulated: trainscale"},
     ),
@@ -82,10 +82,14 @@ SPECS = {
         {"sim": "scaleout_sim"},
         {
             "GPUs (count)",
-            "Added tokens/s per added GPU\n(tokens/s per GPU)",
-            "Added tokens/s per added kW\n(tokens/s per kW)",
+            "Marginal throughput\n(tokens/s per added GPU)",
+            "Marginal throughput\n(tokens/s per added kW)",
         },
-        {"between consecutive GPU counts (data)", "USL fit: dX/dN", "95 % band (delta method)"},
+        {
+            "between consecutive GPU counts (data)",
+            "USL fit: dX/dN",
+            "95 % band of the fit (delta method)",
+        },
         {"Simulated: trainscale"},
     ),
     "sim_vs_published": (

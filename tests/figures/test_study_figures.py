@@ -117,3 +117,70 @@ def test_fsdp_scaleout_draws_the_interval_from_the_table_as_a_band(scaleout_sim)
     assert top == pytest.approx(float(scaleout_sim["tokens_per_s_per_gpu_hi"].max()))
     # a table without the interval columns draws no band
     assert bands(scaleout_sim.drop(columns=["tokens_per_s_per_gpu_lo"])) == []
+
+
+def test_model_parallel_rates_start_at_zero_and_label_only_the_mixed_plans(model_parallel_sim):
+    import matplotlib.pyplot as plt
+
+    from trainscale.figures.model_parallel import plot as plot_model_parallel
+
+    fig = plot_model_parallel(model_parallel_sim)
+    panels = [ax for ax in fig.axes if ax.get_ylabel()]
+    assert panels
+    for ax in panels:
+        assert ax.get_ylim()[0] == 0.0
+        for label in ax.texts:
+            if "×" in label.get_text():  # beside the marker, not above or below it
+                assert label.get_ha() in ("left", "right")
+    plt.close(fig)
+
+
+def test_fsdp_scaleout_power_axis_from_zero_and_micro_batch_switch_marked(scaleout_sim):
+    import matplotlib.pyplot as plt
+
+    from trainscale.figures.fsdp_scaleout import micro_batch_switch
+
+    frame = pd.DataFrame({"num_gpus": [128, 1024, 2048], "micro_batch": [2, 2, 1]})
+    assert micro_batch_switch(frame) == 2048
+    assert micro_batch_switch(frame.assign(micro_batch=2)) is None
+    fig = plot(scaleout_sim)
+    power = next(ax for ax in fig.axes if ax.get_ylabel() == "Power per GPU (W)")
+    assert power.get_ylim()[0] == 0.0
+    plt.close(fig)
+
+
+def test_best_plan_colour_bar_fits_the_data_and_dp1_is_short():
+    import numpy as np
+
+    from trainscale.figures.best_plan import mfu_range
+    from trainscale.tables.best_plans import NO_DATA_PARALLEL
+
+    assert mfu_range(np.array([27.3, 44.9, np.nan])) == (25.0, 45.0)
+    assert mfu_range(np.array([np.nan])) == (0.0, 60.0)
+    row = pd.Series({"tp": 2, "pp": 8, "sharding": NO_DATA_PARALLEL, "recompute": "full"})
+    assert cell_label(row) == "tp2×pp8\ndp 1+R"
+
+
+def test_missing_points_are_named_with_their_reason():
+    from trainscale.figures.context_length import missing_lengths
+    from trainscale.figures.global_batch_inference import missing_batches
+
+    # 70B at 32,768 tokens: only micro-batch 1 (off the study's rule) fits
+    sim = pd.DataFrame(
+        {"model": ["llama2-70b"] * 2, "num_gpus": [128, 128], "seq_len": [16384, 32768],
+         "micro_batch": [2, 1], "recompute": ["full", "full"], "fits_memory": [True, True]}
+    )  # fmt: skip
+    shown = sim.iloc[:1]
+    (note,) = missing_lengths(sim, shown, [16384, 32768])
+    assert "Llama-2 70B (128 GPUs) at 32,768 tokens" in note
+    assert "only micro-batch 1 with full recomputation fits" in note
+    assert missing_lengths(sim, sim, [16384, 32768]) == []
+
+    # 6,144 sequences at 2,048 GPUs: local batch 3 does not split into micro-batches of 2
+    rows = pd.DataFrame(
+        {"seq_len": 4096, "global_batch": 6144, "num_gpus": [128, 128, 2048],
+         "dp": [128, 128, 2048], "micro_batch": [1, 2, 1], "fits_memory": True,
+         "tokens_per_s_per_gpu": [1.0, 1.0, 1.0]}
+    )  # fmt: skip
+    (why,) = missing_batches(rows, pd.DataFrame({"seq_len": [], "global_batch": []}))
+    assert why.startswith("6,144 sequences of 4,096 tokens: at 2,048 GPUs the local batch of 3")

@@ -83,3 +83,20 @@ def test_sim_vs_measured_with_no_measured_rows_says_so(scaleout_sim):
 def test_sim_vs_measured_without_source_column_is_an_error():
     with pytest.raises(TrainscaleError, match="missing column"):
         sim_vs_measured.plot(pd.DataFrame({"x": [1]}))
+
+
+def test_sim_vs_measured_reasons_are_one_readable_line():
+    rejects = pd.DataFrame(
+        [(0, "seq_len, global_batch, micro_batch, gpu, layers", "missing column(s)")],
+        columns=["row", "column", "reason"],
+    )
+    reason = sim_vs_measured._reason(rejects)
+    assert reason.startswith("the run records no training configuration")
+    assert "seq_len, global_batch, micro_batch and 2 more" in reason
+    cpu = pd.DataFrame(
+        [(0, "gpu", "unknown GPU 'cpu'; valid: a100-sxm-80gb, h100-sxm-80gb")],
+        columns=["row", "column", "reason"],
+    )
+    assert "valid:" not in sim_vs_measured._reason(cpu)
+    assert sim_vs_measured._run_name("hta", "hta:resnet") == "hta:resnet"
+    assert sim_vs_measured._run_name("run", "l2-h128") == "run l2-h128"

@@ -7,23 +7,38 @@ import pytest
 
 from trainscale.errors import TrainscaleError
 from trainscale.tables import TABLES, render_table
-from trainscale.tables.best_plans import BEST_PLAN_COLUMNS, best_plans
+from trainscale.tables.best_plans import BEST_PLAN_COLUMNS, NO_DATA_PARALLEL, best_plans
 from trainscale.tables.hardware import HARDWARE_COLUMNS, hardware_table
 from trainscale.tables.models import MODEL_COLUMNS, models_table
 
 
-def test_hardware_table_columns_and_growth_over_the_row_above():
+def test_hardware_table_columns_and_growth_over_the_v100():
     table = hardware_table()
     assert tuple(table.columns) == HARDWARE_COLUMNS
     assert table["gpu"].iloc[0] == "v100-sxm-32gb"
-    assert table["bf16_tflops_growth_x"].isna().iloc[0]
-    ratio = table["bf16_tflops"] / table["bf16_tflops"].shift(1)
-    assert table["bf16_tflops_growth_x"].iloc[1:].tolist() == pytest.approx(ratio.iloc[1:].tolist())
+    # growth columns compare every GPU with the V100, not with whatever row is above
+    assert table["bf16_tflops_x_v100"].iloc[0] == 1.0
+    ratio = table["bf16_tflops"] / table["bf16_tflops"].iloc[0]
+    assert table["bf16_tflops_x_v100"].tolist() == pytest.approx(ratio.tolist())
     h100 = table.set_index("gpu").loc["h100-sxm-80gb"]
     # DGX H100 (data/hardware.yaml): 989.4 TFLOP/s dense bf16, 400 Gb/s NIC per GPU, 700 W
-    assert (h100["bf16_tflops"], h100["nic_gbit_per_gpu"], h100["tdp_w"]) == pytest.approx(
+    assert (h100["bf16_tflops"], h100["nic_gbit_per_s_per_gpu"], h100["tdp_w"]) == pytest.approx(
         (989.4, 400.0, 700.0)
     )
+
+
+def test_table_columns_name_their_unit_words_unambiguously():
+    """No printed column says "gbps" (GB/s for HBM and NVLink but Gb/s for the NIC in the
+    catalogue): bytes are "gbytes", bits "gbit" (user trial item 17)."""
+    from trainscale.tables.claims import CLAIMS_COLUMNS
+
+    for columns in (HARDWARE_COLUMNS, BEST_PLAN_COLUMNS, MODEL_COLUMNS, CLAIMS_COLUMNS):
+        assert not [c for c in columns if "gbps" in c]
+    assert {"hbm_gbytes_per_s", "nvlink_gbytes_per_s", "nic_gbit_per_s_per_gpu"} <= set(
+        HARDWARE_COLUMNS
+    )
+    growth = [c for c in HARDWARE_COLUMNS if c.endswith("_x_v100")]
+    assert len(growth) == 5
 
 
 def test_models_table_columns_and_parameter_counts():
@@ -46,6 +61,24 @@ def test_best_plans_picks_the_fastest_fitting_plan(best_sim):
         assert row["tokens_per_s"] == rows["tokens_per_s"].max()
         assert row["plans_fitting"] == len(rows)
     assert table["model"].tolist()[0] == "llama2-7b"
+
+
+def test_best_plans_never_calls_a_single_replica_ddp(best_sim):
+    table = best_plans(best_sim)
+    assert "calibration_id" not in table.columns  # one id for all rows: in the caption
+    assert NO_DATA_PARALLEL not in set(table["sharding"])  # every best plan here has dp > 1
+    single = best_plans(best_sim.assign(dp=1, sharding="ddp"))
+    assert set(single["sharding"]) == {NO_DATA_PARALLEL}
+
+
+def test_best_plans_caption_explains_plans_fitting_and_the_calibration(best_sim, tmp_path):
+    from trainscale.tables.best_plans import render
+
+    _, _, tex = render(tmp_path / "best_plans", best_sim)
+    text = " ".join(tex.read_text().split())
+    assert r"plans\_fitting: how many swept plans fit in memory" in text
+    assert "FSDP plans only" in text
+    assert str(best_sim["calibration_id"].iloc[0]) in text
 
 
 def test_best_plans_leaves_out_counts_where_nothing_fits(best_sim):

@@ -7,7 +7,15 @@ import math
 import pytest
 
 from trainscale.errors import TrainscaleError
-from trainscale.tables.claims import CLAIMS, CLAIMS_COLUMNS, Claim, claims_table
+from trainscale.report import write_table
+from trainscale.tables.claims import (
+    CLAIMS,
+    CLAIMS_COLUMNS,
+    REPRODUCED,
+    Claim,
+    claims_table,
+    value_text,
+)
 
 # Values a reproduction might give; the study's numbers are 37.22, 5.87, 59.67, 40.77 and 2-4.
 INSIDE = {
@@ -36,15 +44,21 @@ def test_columns_and_one_row_per_claim():
         == (
             "claim",
             "study_value",
+            "study_range",
             "reproduced_value",
             "unit",
             "tolerance",
             "holds",
+            "check",
             "setup",
         )
     )
     assert len(table) == len(CLAIMS) == 6
-    assert table["study_value"].tolist() == ["37.22", "5.87", "59.67", "40.77", "2–4", "2–4"]
+    # numbers and ranges in separate columns
+    assert table["study_value"].iloc[:4].tolist() == [37.22, 5.87, 59.67, 40.77]
+    assert table["study_value"].iloc[4:].isna().all()
+    assert table["study_range"].iloc[:4].isna().all()
+    assert table["study_range"].iloc[4:].tolist() == ["2–4", "2–4"]
     assert table["tolerance"].tolist() == [
         "±5 points",
         "±2 points",
@@ -81,3 +95,40 @@ def test_every_claim_needs_a_value():
     del values["power_drop_pct"]
     with pytest.raises(TrainscaleError, match="power_drop_pct"):
         claims_table(values)
+
+
+def test_the_power_drop_says_it_is_fitted_to_the_claim():
+    table = claims_table(INSIDE).set_index("claim")
+    power = table.loc[next(c for c in table.index if c.startswith("Drop of power"))]
+    assert "calibration target" in power.name
+    assert "power_comm_frac is fitted to this value" in power["check"]
+    others = table.drop(index=power.name)
+    assert (others["check"] == REPRODUCED).all()
+
+
+def test_the_model_parallel_claims_say_they_compare_fsdp_plans_only():
+    table = claims_table(INSIDE)
+    degree = table[table["unit"] == "tp*pp"]
+    assert degree["claim"].str.contains("best FSDP plan").all()
+    assert degree["setup"].str.contains("FSDP plans only").all()
+    assert degree["setup"].str.contains("best_plans").all()
+
+
+def test_model_parallel_values_print_as_integers(tmp_path):
+    assert value_text(2.0) == "2"
+    assert value_text(41.3312) == "41.33"
+    _, md, _ = write_table(
+        claims_table(INSIDE),
+        tmp_path / "claims",
+        caption="c",
+        label="tab:c",
+        float_format={"study_value": value_text, "reproduced_value": value_text},
+    )
+    lines = md.read_text().splitlines()
+    degree_rows = [line for line in lines if "tp*pp" in line and "Model-parallel" in line]
+    assert len(degree_rows) == 2
+    for line in degree_rows:
+        cells = [c.strip() for c in line.split("|")]
+        assert "2.00" not in cells and "4.00" not in cells
+        assert "2–4" in cells
+    assert any("| 37.22 |" in line for line in lines)

@@ -1,9 +1,9 @@
 """Shared plumbing of the study's figures: labels, fixed colours, source notes, data selection.
 
-Every figure says where its numbers come from (DESIGN.md, "Honesty rules"): :func:`sim_source`,
-:func:`published_source` and :func:`measured_source` build that sentence from the rows
-themselves (calibration id, citation, run id), and :func:`add_source_note` writes it under the
-figure. Colours are fixed per model and per GPU (:func:`model_colors`, :func:`gpu_colors`) so a
+Every figure says where its numbers come from (simulated, published or measured):
+:func:`sim_source`, :func:`published_source` and :func:`measured_source` build that sentence from
+the rows themselves (calibration id, citation, run id), and :func:`add_source_note` writes it under
+the figure. Colours are fixed per model and per GPU (:func:`model_colors`, :func:`gpu_colors`) so a
 model has the same colour in every figure.
 """
 
@@ -22,8 +22,9 @@ from matplotlib.figure import Figure
 from trainscale.calibration import Calibration, load_calibration
 from trainscale.errors import TrainscaleError
 from trainscale.model.shape import load_models
+from trainscale.network import default_network
 from trainscale.report.style import PALETTE
-from trainscale.system.collectives import Network, load_nccl_constants
+from trainscale.system.collectives import Network
 from trainscale.system.hardware import load_hardware
 
 __all__: list[str] = []
@@ -194,25 +195,11 @@ def legend_row(ax, handles: list, labels: list, *, ncols: int, title: str | None
 def network_for(gpu: str, calibration: Calibration | None = None) -> tuple[Network, int]:
     """The calibrated collective network of ``gpu`` in its default system, and GPUs per node.
 
-    Built as :func:`trainscale.simulate._network` builds it for a configuration (achieved NVLink,
-    NIC and NVLS bandwidths; NCCL latencies scaled by the calibration).
+    Built by :func:`trainscale.network.default_network`, the builder ``trainscale predict`` uses
+    (achieved NVLink, NIC and NVLS bandwidths, NCCL latencies, fabric congestion and pipeline
+    fill, all from the calibration), so the collective figures agree with ``predict``.
     """
-    hardware = load_hardware()
-    cal = calibration or load_calibration()
-    if gpu not in hardware.gpus:
-        raise TrainscaleError(f"unknown GPU {gpu!r}; valid: {', '.join(hardware.gpus)}")
-    spec, system = hardware.gpus[gpu], hardware.system_for(gpu)
-    factor = hardware.fabric_efficiency_factor[system.fabric]
-    net = Network(
-        nvlink_bytes_per_s=np.float64(cal.nvlink_efficiency * spec.nvlink_bytes_per_s),
-        nic_bytes_per_s=np.float64(cal.nic_efficiency * factor * system.nic_bytes_per_s_per_gpu),
-        nvls_bytes_per_s=np.float64(
-            cal.nvls_efficiency * spec.nvlink_bytes_per_s if spec.nvls else 0.0
-        ),
-        latency_scale=cal.nccl_latency_scale,
-        constants=load_nccl_constants(),
-    )
-    return net, system.gpus_per_node
+    return default_network(gpu, calibration)
 
 
 def study_micro_batch(df: pd.DataFrame) -> pd.DataFrame:
@@ -294,8 +281,13 @@ def band_handle():
     return Patch(facecolor="0.3", alpha=0.15, lw=0, label="80 % prediction interval")
 
 
+#: Legend text of open markers (:func:`recompute_handle`).
+RECOMPUTE_LABEL = "open: full recomputation (needed to fit, or faster)"
+
+
 def recompute_handle():
-    """Legend entry explaining open markers."""
+    """Legend entry explaining open markers: the point's plan recomputes activations, because
+    without it the plan does not fit in memory or is slower (:func:`fastest_recompute`)."""
     from matplotlib.lines import Line2D
 
     return Line2D(
@@ -305,7 +297,7 @@ def recompute_handle():
         marker="o",
         mfc="white",
         mec="0.3",
-        label="open: with full recomputation (fits / faster)",
+        label=RECOMPUTE_LABEL,
     )
 
 

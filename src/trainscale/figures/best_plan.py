@@ -27,15 +27,28 @@ from trainscale.figures._common import (
     sim_source,
     subplot_mosaic,
 )
-from trainscale.tables.best_plans import best_plans
+from trainscale.tables.best_plans import NO_DATA_PARALLEL, best_plans
 
-__all__ = ["cell_label", "plot", "render"]
+__all__ = ["cell_label", "mfu_range", "plot", "render"]
 
 
 def cell_label(row: pd.Series) -> str:
-    """``tp2×pp1\\nfsdp`` (``+R`` appended when the plan recomputes activations)."""
+    """``tp2×pp1\\nfsdp`` (``+R`` appended when the plan recomputes activations; ``dp 1`` for a
+    plan with one data-parallel replica, which shards and replicates nothing)."""
     extra = "+R" if row["recompute"] != "none" else ""
-    return f"tp{row['tp']}×pp{row['pp']}\n{row['sharding']}{extra}"
+    sharding = "dp 1" if row["sharding"] == NO_DATA_PARALLEL else row["sharding"]
+    return f"tp{row['tp']}×pp{row['pp']}\n{sharding}{extra}"
+
+
+def mfu_range(values: np.ndarray) -> tuple[float, float]:
+    """Colour-bar range: the data's MFU range widened to whole multiples of 5 %, so the colours
+    spread over the values shown rather than over 0–60 %."""
+    finite = values[np.isfinite(values)]
+    if finite.size == 0:
+        return 0.0, 60.0
+    low = 5.0 * np.floor(finite.min() / 5.0)
+    high = 5.0 * np.ceil(finite.max() / 5.0)
+    return float(low), float(high if high > low else low + 5.0)
 
 
 def plot(sim: pd.DataFrame) -> Figure:
@@ -52,16 +65,11 @@ def plot(sim: pd.DataFrame) -> Figure:
         i, j = models.index(row["model"]), counts.index(row["num_gpus"])
         mfu[i, j] = row["mfu_pct"]
     cmap = plt.get_cmap("viridis").with_extremes(bad="0.92")
-    image = a.imshow(
-        np.ma.masked_invalid(mfu),
-        cmap=cmap,
-        aspect="auto",
-        vmin=0,
-        vmax=max(60.0, float(np.nanmax(mfu)) if best.size else 60.0),
-    )
+    low, high = mfu_range(mfu)
+    image = a.imshow(np.ma.masked_invalid(mfu), cmap=cmap, aspect="auto", vmin=low, vmax=high)
     for _, row in best.iterrows():
         i, j = models.index(row["model"]), counts.index(row["num_gpus"])
-        dark = row["mfu_pct"] < 0.6 * image.norm.vmax
+        dark = row["mfu_pct"] < low + 0.6 * (high - low)
         a.text(
             j,
             i,
@@ -89,7 +97,9 @@ def plot(sim: pd.DataFrame) -> Figure:
         fig,
         sim_source(sim) + f" — {gpus}; best = highest tokens/s among plans that fit in memory "
         "(tp 1–8, pp 1–8, tp·pp ≤ 16; ddp, zero1, fsdp, hsdp; micro-batch 1, 2 or largest that "
-        "fits; +R = full recomputation); seq 4,096, global batch 2,048 sequences.",
+        "fits; +R = full recomputation; dp 1 = one data-parallel replica); seq 4,096, global "
+        "batch 2,048 sequences. Table best_plans lists the same plans; the claims table's "
+        "model-parallel claim compares FSDP plans only, so its best plan can differ.",
     )
 
 

@@ -32,12 +32,18 @@ from trainscale.figures._common import (
     sim_source,
     subplot_mosaic,
 )
+from trainscale.report.style import PALETTE
 from trainscale.system.collectives import allgather_time, allreduce_time, reducescatter_time
 
 __all__ = ["COLLECTIVES", "NODE_COUNTS", "bandwidth_curves", "plot", "render"]
 
-#: Node counts drawn (1 and 2 nodes are where published nccl-tests runs were made).
-NODE_COUNTS: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+#: Node counts drawn: one line per factor of four from 2 nodes (published nccl-tests runs span 1 to
+#: 1,024 nodes), few enough that each line gets a colour of its own.
+NODE_COUNTS: tuple[int, ...] = (1, 2, 8, 32, 128, 512)
+
+#: Palette positions (seaborn "colorblind") of the node-count lines: distinct hues, leaving out
+#: the vermilion of the model's predictions for the published points (C3) and grey.
+_LINE_SLOTS = (0, 1, 2, 4, 5, 6)
 
 #: Collective → (panel title, time function, bus-bandwidth factor f(n): busbw = S/t · f(n)).
 COLLECTIVES = {
@@ -93,12 +99,30 @@ def _size_label(value: float, _pos: int | None = None) -> str:
     return f"{value:g} B"
 
 
-def _size_axis(ax) -> None:
+def _size_axis(ax, limits: tuple[float, float] = (2.0**10, 2.0**34)) -> None:
     ax.set_xscale("log", base=2)
     ax.xaxis.set_major_locator(FixedLocator(2.0 ** np.arange(10, 35, 4)))
     ax.xaxis.set_major_formatter(FuncFormatter(_size_label))
     ax.xaxis.set_minor_locator(NullLocator())
-    ax.set_xlim(2**10, 2**34)
+    ax.set_xlim(*limits)
+
+
+def _view_limits(points: pd.DataFrame) -> tuple[tuple[float, float], tuple[float, float]]:
+    """(x, y) limits: message sizes from four octaves below the smallest published message to
+    16 GiB, bus bandwidth from the decade below the lowest published or predicted point to
+    2,000 GB/s, so the measurements are not squeezed into one corner of a 7-decade axis; the
+    whole modelled range (1 KiB, 10⁻³ GB/s) without published points."""
+    if points.empty:
+        return (2.0**10, 2.0**34), (1e-3, 2e3)
+    low_size = float(points["size_bytes"].min())
+    values = [points["observed_busbw_gbps"]]
+    if "predicted_busbw_gbps" in points.columns:
+        values.append(points["predicted_busbw_gbps"])
+    observed = pd.concat(values).to_numpy(dtype=float)
+    low_bw = float(np.nanmin(observed[observed > 0]))
+    x = (max(2.0**10, 2.0 ** (np.floor(np.log2(low_size)) - 4)), 2.0**34)
+    y = (min(1e0, 10.0 ** np.floor(np.log10(low_bw / 1.5))), 2e3)
+    return x, y
 
 
 def _short(citation: str, width: int = 38) -> str:
@@ -126,6 +150,7 @@ def plot(
         Default ``data/calibration.yaml``.
     """
     curves = bandwidth_curves(gpu, calibration=calibration)
+    per_node = int(curves["num_gpus"].iloc[0] // curves["nodes"].iloc[0])
     points = collectives if collectives is not None else pd.DataFrame(columns=["collective"])
     others = sorted(set(points["collective"]) - set(COLLECTIVES))
     points = points[points["collective"].isin(list(COLLECTIVES))]
@@ -139,7 +164,9 @@ def plot(
     for ax in axes[1:]:
         ax.sharey(axes[0])
         ax.tick_params(labelleft=False)
-    colors = dict(zip(NODE_COUNTS, sns.color_palette("viridis", len(NODE_COUNTS)), strict=True))
+    palette = sns.color_palette(PALETTE)
+    colors = {n: palette[_LINE_SLOTS[i % len(_LINE_SLOTS)]] for i, n in enumerate(NODE_COUNTS)}
+    xlim, ylim = _view_limits(points)
     citations = sorted(points["citation"].unique()) if not points.empty else []
     markers = {c: _MARKERS[i % len(_MARKERS)] for i, c in enumerate(citations)}
     for ax, (key, (title, _, _)) in zip(axes, COLLECTIVES.items(), strict=True):
@@ -176,16 +203,23 @@ def plot(
                 zorder=5,
             )
         ax.set_title(title)
-        _size_axis(ax)
+        _size_axis(ax, xlim)
         ax.set_yscale("log")
-        ax.set_ylim(1e-3, 2e3)
+        ax.set_ylim(*ylim)
+        if mine.empty and not points.empty:
+            ax.text(
+                0.04, 0.96, "no published\nnccl-tests rows", transform=ax.transAxes,
+                ha="left", va="top", fontsize=7, color="0.4",
+            )  # fmt: skip
         ax.set_xlabel("Message size (bytes)")
         ax.tick_params(axis="x", labelrotation=35)
     axes[0].set_ylabel("Bus bandwidth (GB/s)")
     legend_ax = mosaic["legend"]
     legend_ax.set_axis_off()
     handles = [
-        Line2D([], [], color=colors[n], label=f"{n} node{'s' if n > 1 else ''} ({n * 8} GPUs)")
+        Line2D(
+            [], [], color=colors[n], label=f"{n} node{'s' if n > 1 else ''} ({n * per_node} GPUs)"
+        )
         for n in NODE_COUNTS
     ]
     first = legend_ax.legend(
@@ -194,7 +228,8 @@ def plot(
         loc="upper left",
         fontsize=6.5,
         borderaxespad=0,
-        title=f"Collective model: {gpu_label(gpu)},\ndefault system, by node count",
+        title=f"Collective model: {gpu_label(gpu)}, default system,\nfabric congestion included, "
+        "by node count",
     )
     if citations:
         point_handles = [

@@ -100,6 +100,20 @@ def collective_times(
     return pd.concat(rows, ignore_index=True)
 
 
+def _drawn_series(times: pd.DataFrame) -> list[tuple[str, str, object]]:
+    """(series, legend label, line style) of the collectives drawn. In the ring model AllGather
+    and ReduceScatter of the same bytes take the same time; where they do, one line stands for
+    both (two coinciding lines cannot be told apart)."""
+    gather = times[times["series"] == "allgather"]["time_s"].to_numpy()
+    scatter = times[times["series"] == "reducescatter"]["time_s"].to_numpy()
+    if np.allclose(gather, scatter, rtol=1e-9, atol=0.0):
+        return [
+            ("allgather", "AllGather = ReduceScatter (equal in the model)", "-"),
+            ("allreduce", "AllReduce", "-"),
+        ]
+    return [(key, label, style) for key, (label, _, style) in _SERIES.items()]
+
+
 def _crossing(rows: pd.DataFrame) -> float | None:
     """First GPU count at which AllGather's latency term exceeds its bandwidth term."""
     lat = rows[rows["series"] == "allgather_latency_term"].set_index("num_gpus")["time_s"]
@@ -123,7 +137,7 @@ def plot(
     for key, model in zip(keys, models, strict=True):
         ax = mosaic[key]
         rows = times[times["model"] == model]
-        for i, (key, (label, _, style)) in enumerate(_SERIES.items()):
+        for i, (key, label, style) in enumerate(_drawn_series(times)):
             r = rows[rows["series"] == key]
             ax.plot(
                 r["num_gpus"],

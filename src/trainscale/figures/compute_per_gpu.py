@@ -55,7 +55,7 @@ def flops_per_gpu_step(sim: pd.DataFrame) -> pd.Series:
 
 
 def plot(sim: pd.DataFrame) -> Figure:
-    """One panel per model: TFLOP per GPU per step against dp, one line per tp·pp."""
+    """One panel per model: PFLOP per GPU per step against dp, one line per tp·pp."""
     require(sim, _COLUMNS, where="compute_per_gpu")
     data = sim.assign(mp=sim["tp"] * sim["pp"], flops=flops_per_gpu_step(sim))
     data = data.sort_values(["model", "mp", "dp", "pp"]).drop_duplicates(["model", "mp", "dp"])
@@ -71,16 +71,16 @@ def plot(sim: pd.DataFrame) -> Figure:
         rows = data[data["model"] == model]
         for mp in degrees:
             r = rows[rows["mp"] == mp].sort_values("dp")
-            a.plot(r["dp"], r["flops"] / 1e12, marker="o", ms=3.5, color=colors[mp])
+            a.plot(r["dp"], r["flops"] / 1e15, marker="o", ms=3.5, color=colors[mp])
         a.set_yscale("log")
         log2_gpu_axis(a, sorted(rows["dp"].unique()) or [1])
         a.tick_params(axis="x", labelrotation=90)
         a.set_xlabel("Data-parallel degree dp (replicas)")
-        a.set_ylabel("FLOPs per GPU per step (TFLOP)")
+        a.set_ylabel("FLOPs per GPU per step (PFLOP)")
         a.set_title(model_label(model))
         if peak:
             right = a.secondary_yaxis(
-                "right", functions=(lambda t, p=peak: t * 1e12 / p, lambda s, p=peak: s * p / 1e12)
+                "right", functions=(lambda t, p=peak: t * 1e15 / p, lambda s, p=peak: s * p / 1e15)
             )
             right.set_ylabel(f"Time at {gpu_label(gpus[0])} peak (s)")
     handles = [
@@ -97,7 +97,10 @@ def plot(sim: pd.DataFrame) -> Figure:
     return add_source_note(
         fig,
         sim_source(sim) + " — model FLOPs (6N + attention, no recomputation) per GPU per step; "
-        "H100 (DGX H100), FSDP across replicas, seq 4,096, global batch 2,048 sequences.",
+        "H100 (DGX H100), FSDP across replicas, seq 4,096, global batch 2,048 sequences. "
+        "Every line falls with slope −1 by construction (a fixed batch's work split over "
+        "dp·tp·pp GPUs); what the figure gives is the level: the compute, and its time at peak "
+        "(right axis), that one GPU has per step to hide a per-step communication cost behind.",
     )
 
 

@@ -40,7 +40,7 @@ from trainscale.figures._common import (
 )
 from trainscale.report.style import log2_gpu_axis
 
-__all__ = ["plot", "render"]
+__all__ = ["missing_lengths", "plot", "render"]
 
 _COLUMNS = (
     "model",
@@ -106,7 +106,31 @@ def plot(sim: pd.DataFrame) -> Figure:
     return add_source_note(
         fig,
         sim_source(sim) + f" — H100 (DGX H100), {gpus} GPUs, FSDP, {batch}, micro-batch 2 per GPU.",
+        *missing_lengths(sim, data, lengths),
     )
+
+
+def missing_lengths(sim: pd.DataFrame, data: pd.DataFrame, lengths: list) -> list[str]:
+    """Notes naming the sequence lengths a line lacks and why: nothing fits in memory there (the
+    study keeps only configurations that fit), or only a micro-batch other than the study
+    setup's fits (the figure keeps the setup's micro-batch, 2 per GPU)."""
+    notes = []
+    for (model, n), rows in data.groupby(["model", "num_gpus"], sort=True):
+        for length in sorted(set(lengths) - set(rows["seq_len"])):
+            there = sim[
+                (sim["model"] == model) & (sim["num_gpus"] == n) & (sim["seq_len"] == length)
+            ]
+            there = there[there["fits_memory"].astype(bool)]
+            where = f"{model_label(model)} ({int(n):,} GPUs) at {int(length):,} tokens"
+            if there.empty:
+                notes.append(f"{where}: nothing fits in memory, even with full recomputation")
+            else:
+                fits = ", ".join(
+                    f"micro-batch {int(r.micro_batch)} with {r.recompute} recomputation"
+                    for r in there.sort_values(["micro_batch", "recompute"]).itertuples()
+                )
+                notes.append(f"{where}: only {fits} fits, not the study setup's micro-batch of 2")
+    return ["No point for " + "; ".join(notes) + "."] if notes else []
 
 
 def render(stem: str | os.PathLike[str], sim: pd.DataFrame) -> tuple[Path, ...]:

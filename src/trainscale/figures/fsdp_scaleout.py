@@ -50,7 +50,14 @@ from trainscale.study_setup import (
     STUDY_THROUGHPUT_DROP_PCT,
 )
 
-__all__ = ["STUDY_POWER_DROP_PCT", "STUDY_THROUGHPUT_DROP_PCT", "drop_pct", "plot", "render"]
+__all__ = [
+    "STUDY_POWER_DROP_PCT",
+    "STUDY_THROUGHPUT_DROP_PCT",
+    "drop_pct",
+    "micro_batch_switch",
+    "plot",
+    "render",
+]
 
 #: The study's drops from 128 to 2,048 GPUs (Fernandez et al. 2024), percent.
 CLAIM_FROM, CLAIM_TO = STUDY_CLAIM_FROM, STUDY_CLAIM_TO
@@ -123,6 +130,32 @@ def _mark_claim(
     )
 
 
+def micro_batch_switch(data: pd.DataFrame) -> int | None:
+    """The first GPU count at which the study's micro-batch rule drops the micro-batch (2 → 1
+    where the local batch becomes 1), or None if it never changes."""
+    if data.empty or "micro_batch" not in data.columns:
+        return None
+    per_count = data.groupby("num_gpus")["micro_batch"].max().sort_index()
+    smaller = per_count[per_count < per_count.cummax()]
+    return int(smaller.index[0]) if len(smaller) else None
+
+
+def _mark_micro_batch_switch(ax: dict, data: pd.DataFrame) -> None:
+    """A thin line in every panel where the micro-batch changes, named once (MFU panel)."""
+    switch = micro_batch_switch(data)
+    if switch is None:
+        return
+    before = int(data[data["num_gpus"] < switch]["micro_batch"].max())
+    after = int(data[data["num_gpus"] == switch]["micro_batch"].max())
+    for key in ("global", "per_gpu", "mfu", "power", "comm", "exposed"):
+        ax[key].axvline(switch, color="0.6", ls=":", lw=0.9, zorder=1)
+    ax["mfu"].annotate(
+        f"micro-batch {before} → {after}\n(local batch {after})",
+        xy=(switch, 0.97), xycoords=("data", "axes fraction"), xytext=(-3, 0),
+        textcoords="offset points", ha="right", va="top", fontsize=6.5, color="0.3",
+    )  # fmt: skip
+
+
 def plot(sim: pd.DataFrame) -> Figure:
     """Draw the six panels from the ``fsdp_scaleout`` study rows (see module docstring)."""
     require(sim, _COLUMNS, where="fsdp_scaleout")
@@ -190,8 +223,9 @@ def plot(sim: pd.DataFrame) -> Figure:
                            if len(data) else 10)  # fmt: skip
     ax["mfu"].set_ylim(0, max(60.0, float(np.nanmax(100 * data["mfu"])) * 1.1) if len(data) else 60)
     power = data["power_w_per_gpu"]
-    if len(power):
-        ax["power"].set_ylim(power.min() * 0.9, power.max() * 1.03)
+    if len(power):  # from 0, so that a 6 % drop looks like 6 %
+        ax["power"].set_ylim(0, float(power.max()) * 1.1)
+    _mark_micro_batch_switch(ax, data)
     legend_row(ax["legend"], handles, [h.get_label() for h in handles], ncols=3)
     setup = (
         "H100 on the study's cluster (fernandez-h100: 8 x 400 Gb/s per node, inferred), "

@@ -33,7 +33,13 @@ from trainscale.figures.fsdp_scaleout import CLAIM_FROM, CLAIM_TO, STUDY_THROUGH
 from trainscale.report.style import log2_gpu_axis
 from trainscale.study_setup import STUDY_GLOBAL_BATCH, STUDY_SEQ_LEN
 
-__all__ = ["TOLERANCE_POINTS", "drop_by_batch", "plot", "render"]
+__all__ = [
+    "TOLERANCE_POINTS",
+    "drop_by_batch",
+    "missing_batches",
+    "plot",
+    "render",
+]
 
 #: Tolerance of the throughput-drop claim (percentage points), as in the claims table.
 TOLERANCE_POINTS = 5.0
@@ -63,6 +69,38 @@ def drop_by_batch(sim: pd.DataFrame) -> pd.DataFrame:
     out = drop.dropna().rename("drop_pct").reset_index()
     out.insert(2, "global_batch_tokens", out["seq_len"] * out["global_batch"])
     return out
+
+
+def missing_batches(sim: pd.DataFrame, drops: pd.DataFrame) -> list[str]:
+    """Why each swept (sequence length, global batch) without a drop has none: a GPU count
+    whose rows all miss the study's micro-batch rule (the local batch does not split into
+    micro-batches of 2), or one with no row that fits in memory."""
+    from trainscale.study_setup import STUDY_MICRO_BATCH
+
+    shown = set(zip(drops["seq_len"], drops["global_batch"], strict=True))
+    fits = sim[sim["fits_memory"].astype(bool)]
+    kept = study_micro_batch(fits)
+    notes = []
+    for (seq, batch), _ in fits.groupby(["seq_len", "global_batch"], sort=True):
+        if (seq, batch) in shown:
+            continue
+        reasons = []
+        for n in (CLAIM_FROM, CLAIM_TO):
+            here = fits[(fits["seq_len"] == seq) & (fits["global_batch"] == batch)]
+            here = here[here["num_gpus"] == n]
+            if here.empty:
+                reasons.append(f"nothing fits in memory at {n:,} GPUs")
+            elif kept[
+                (kept["seq_len"] == seq) & (kept["global_batch"] == batch) & (kept["num_gpus"] == n)
+            ].empty:
+                local = int(here["global_batch"].iloc[0] // here["dp"].iloc[0])
+                reasons.append(
+                    f"at {n:,} GPUs the local batch of {local} sequences does not split into "
+                    f"micro-batches of {STUDY_MICRO_BATCH} (the study setup's rule)"
+                )
+        if reasons:
+            notes.append(f"{int(batch):,} sequences of {int(seq):,} tokens: " + "; ".join(reasons))
+    return notes
 
 
 def plot(sim: pd.DataFrame) -> Figure:
@@ -124,11 +162,13 @@ def plot(sim: pd.DataFrame) -> Figure:
     a.set_ylabel(f"Drop of tokens/s per GPU,\n{CLAIM_FROM} → {CLAIM_TO:,} GPUs (%)")
     a.set_ylim(bottom=0)
     legend_row(ax["legend"], handles, [h.get_label() for h in handles], ncols=2, fontsize=6.5)
+    missing = missing_batches(sim, drops) if "dp" in sim.columns else []
     return add_source_note(
         fig,
         sim_source(sim) + " — Llama-2 7B, FSDP, H100 (DGX H100), no recomputation, "
         "micro-batch 2 per GPU (1 where the local batch is 1). A batch below "
         f"{CLAIM_TO:,} sequences cannot give each of {CLAIM_TO:,} data-parallel GPUs a sequence.",
+        *(["No point for " + ". ".join(missing) + "."] if missing else []),
     )
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.legend_handler import HandlerTuple
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
@@ -45,13 +46,13 @@ _PANELS = (
         "gpu",
         "added_tokens_per_s_per_gpu",
         "marginal_tokens_per_s_per_gpu",
-        "Added tokens/s per added GPU\n(tokens/s per GPU)",
+        "Marginal throughput\n(tokens/s per added GPU)",
     ),
     (
         "kw",
         "added_tokens_per_s_per_kw",
         "marginal_tokens_per_s_per_kw",
-        "Added tokens/s per added kW\n(tokens/s per kW)",
+        "Marginal throughput\n(tokens/s per added kW)",
     ),
 )
 
@@ -67,7 +68,7 @@ def plot(sim: pd.DataFrame) -> Figure:
         7.0,
         2.5 * max(len(models), 1) + 0.6,
         [*names, ["legend"] * 2],
-        height_ratios=[1.0] * len(names) + [0.1],
+        height_ratios=[1.0] * len(names) + [0.16],
     )
     secants = marginal_returns(data, by="model", usl=False) if len(data) else pd.DataFrame()
     for model in models:
@@ -100,22 +101,34 @@ def plot(sim: pd.DataFrame) -> Figure:
             a.set_xlabel("GPUs (count)")
             log2_gpu_axis(a, n)
             a.tick_params(axis="x", labelrotation=90)
-            star = f", N* = {fit.n_star:,.0f}" if np.isfinite(fit.n_star) else ", no peak (κ = 0)"
+            star = f"N* = {fit.n_star:,.0f}" if np.isfinite(fit.n_star) else "no peak (κ = 0)"
             a.set_title(
-                f"{model_label(model)}: USL σ = {fit.sigma:.3g}, κ = {fit.kappa:.2g}{star}"
-                if key == "gpu"
-                else model_label(model),
-                fontsize=8,
+                f"{model_label(model)}, per added {'GPU' if key == 'gpu' else 'kW'}", fontsize=8
             )
+            # the fit behind both panels of the model, in the empty lower left of each
+            a.text(
+                0.03, 0.05, f"USL fit: σ = {fit.sigma:.3g}, κ = {fit.kappa:.2g}\n{star}",
+                transform=a.transAxes, ha="left", va="bottom", fontsize=6.5, color="0.25",
+                bbox={"boxstyle": "round,pad=0.25", "fc": "white", "ec": "0.8", "lw": 0.5},
+            )  # fmt: skip
+    # each swatch shows every model's colour, as the panels draw them
+    shown = [colors[m] for m in models] or ["0.3"]
     handles = [
-        Line2D(
-            [], [], ls="", marker="o", color="0.3", label="between consecutive GPU counts (data)"
-        ),
-        Line2D([], [], color="0.3", label="USL fit: dX/dN"),
-        Patch(color="0.3", alpha=0.2, label="95 % band (delta method)"),
-        Line2D([], [], color="0.5", ls=":", label="first step's value"),
+        tuple(Line2D([], [], ls="", marker="o", color=c) for c in shown),
+        tuple(Line2D([], [], color=c, lw=1.2) for c in shown),
+        tuple(Patch(color=c, alpha=0.2, lw=0) for c in shown),
+        Line2D([], [], color="0.5", ls=":"),
     ]
-    legend_row(ax["legend"], handles, [h.get_label() for h in handles], ncols=4, fontsize=6.5)
+    labels = [
+        "between consecutive GPU counts (data)",
+        "USL fit: dX/dN",
+        "95 % band of the fit (delta method)",
+        "first step's value",
+    ]
+    legend_row(
+        ax["legend"], handles, labels, ncols=2, fontsize=6.5,
+        handler_map={tuple: HandlerTuple(ndivide=None, pad=0.0)},
+    )  # fmt: skip
     return add_source_note(
         fig,
         sim_source(sim) + " — whole-job throughput X and GPU power of the fsdp_scaleout study "

@@ -35,7 +35,7 @@ from trainscale.figures._common import (
 )
 from trainscale.report.style import log2_gpu_axis
 
-__all__ = ["plot", "render"]
+__all__ = ["plot", "recompute_notes", "render"]
 
 _COLUMNS = ("model", "num_gpus", "recompute", "fits_memory", "energy_j_per_token")
 
@@ -71,8 +71,41 @@ def plot(sim: pd.DataFrame) -> Figure:
     return add_source_note(
         fig,
         sim_source(sim) + " — GPU energy only (no CPU, network or cooling); H100 (DGX H100), "
-        "FSDP, seq 4,096, global batch 2,048, micro-batch 2 per GPU.",
+        "FSDP, seq 4,096, global batch 2,048, micro-batch 2 per GPU (1 where the local batch "
+        "is 1).",
+        *recompute_notes(sim, data),
     )
+
+
+def recompute_notes(sim: pd.DataFrame, data: pd.DataFrame) -> list[str]:
+    """Why a model's line jumps where it switches to full recomputation: the points (open)
+    where the plan without recomputation does not fit in memory, which then pays an extra
+    forward pass per step."""
+    forced = []
+    for model in model_order(data["model"].unique()):
+        rows = data[(data["model"] == model) & (data["recompute"] != "none")]
+        if rows.empty or (data[data["model"] == model]["recompute"] != "none").all():
+            continue
+        setup = study_micro_batch(sim)
+        plain = setup[(setup["model"] == model) & (setup["recompute"] == "none")]
+        counts = [
+            int(n)
+            for n in rows["num_gpus"]
+            if not plain[(plain["num_gpus"] == n) & plain["fits_memory"].astype(bool)].size
+        ]
+        if counts:
+            where = ", ".join(f"{n:,}" for n in sorted(counts))
+            forced.append(f"{model_label(model)} on {where} GPUs")
+    if not forced:
+        return []
+    return [
+        "Open points recompute activations (one extra forward pass per step, so fewer "
+        "tokens/J). At the study's micro-batch, "
+        + "; ".join(forced)
+        + (" fit" if len(forced) > 1 else " fits")
+        + " in memory only with recomputation, hence the step in "
+        + ("those lines." if len(forced) > 1 else "that line.")
+    ]
 
 
 def render(stem: str | os.PathLike[str], sim: pd.DataFrame) -> tuple[Path, ...]:

@@ -26,6 +26,7 @@ from trainscale.calibration import Calibration
 from trainscale.errors import ConfigurationError
 from trainscale.figures._common import (
     add_source_note,
+    gpu_label,
     legend_row,
     measured_source,
     readable_log,
@@ -118,17 +119,48 @@ def predict_measured(
 
 
 def _reason(rejects: pd.DataFrame) -> str:
-    """Why a measured row has no prediction, from the validator's problems."""
+    """Why a measured row has no prediction, in a line: the configuration columns the run does
+    not record (named up to three), or the first problem the validator found, without its list
+    of valid values."""
     if rejects.empty:
         return "not predictable"
-    parts = []
-    for problem in rejects.drop_duplicates("column").head(2).itertuples():
-        message = str(problem.reason)
-        if message.startswith("missing column"):
-            parts.append(f"configuration lacks {problem.column}")
-        else:
-            parts.append(f"{problem.column}: {message}")
-    return "; ".join(parts)
+    missing = [
+        name.strip()
+        for p in rejects.drop_duplicates("column").itertuples()
+        if str(p.reason).startswith("missing column")
+        for name in str(p.column).split(",")
+        if name.strip()
+    ]
+    if missing:
+        more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+        return (
+            "the run records no training configuration to simulate (lacks "
+            + ", ".join(missing[:3])
+            + more
+            + ")"
+        )
+    problem = next(rejects.itertuples())
+    message = str(problem.reason).split("; valid:")[0].split("; allowed")[0]
+    if "unknown GPU 'cpu'" in message:
+        message += " (a CPU run: the simulator models the catalogue's GPUs only)"
+    return f"{problem.column}: {message}"
+
+
+def _run_name(run_id: str, config_id: str) -> str:
+    """``run config`` once: a config id that already starts with the run id stands alone."""
+    return config_id if config_id.startswith(run_id) else f"{run_id} {config_id}".strip()
+
+
+def _tick_label(row) -> str:
+    """The run, and the hardware it ran on when the manifest says (not the raw config id)."""
+    if row.config_id.startswith(row.run_id):
+        return row.config_id
+    n = pd.to_numeric(row.num_gpus, errors="coerce")
+    if not row.gpu or pd.isna(n):
+        return row.run_id
+    if row.gpu == "cpu":
+        return f"{row.run_id}\nCPU, {int(n)} processes"
+    return f"{row.run_id}\n{gpu_label(row.gpu)} × {int(n)}"
 
 
 def _short(text: str, width: int = 240) -> str:
@@ -141,10 +173,7 @@ def plot(dataset: pd.DataFrame, *, calibration: Calibration | None = None) -> Fi
     require(dataset, ["source"], where="sim_vs_measured")
     measured = dataset[dataset["source"] == "measured"].reset_index(drop=True)
     table = predict_measured(measured, calibration)
-    labels = [
-        r.config_id if r.config_id.startswith(r.run_id) else f"{r.run_id}\n{r.config_id}"
-        for r in table.itertuples()
-    ]
+    labels = [_tick_label(r) for r in table.itertuples()]
     height = 1.6 + 0.42 * max(len(table), 2)
     fig, ax = subplot_mosaic(
         7.2,
@@ -172,6 +201,13 @@ def plot(dataset: pd.DataFrame, *, calibration: Calibration | None = None) -> Fi
         )
         for i in np.flatnonzero(has & np.isfinite(measured_values)):
             a.plot([measured_values[i], predicted[i]], [y[i], y[i]], color="C3", lw=0.8, zorder=3)
+            if metric == "tokens_per_s_per_gpu" and measured_values[i] > 0:
+                a.annotate(
+                    f"predicted {predicted[i] / measured_values[i]:.1f}× measured",
+                    (np.sqrt(predicted[i] * measured_values[i]), y[i]),
+                    xytext=(0, 4), textcoords="offset points", ha="center", va="bottom",
+                    fontsize=6, color="C3",
+                )  # fmt: skip
         readable_log(a, "x")
         a.set_xlabel(label)
         a.set_yticks(y, labels if metric == "step_time_s" else [""] * len(y))
@@ -214,7 +250,7 @@ def plot(dataset: pd.DataFrame, *, calibration: Calibration | None = None) -> Fi
         sim_source(predicted_rows) if len(predicted_rows) else "Simulated: no predictable run",
     ]
     notes += [
-        _short(f"No prediction for {r.run_id} {r.config_id}: {r.reason}")
+        _short(f"No prediction for {_run_name(r.run_id, r.config_id)}: {r.reason}")
         for r in table[table["reason"] != ""].itertuples()
     ]
     return add_source_note(fig, *notes)

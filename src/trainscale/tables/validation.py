@@ -1,8 +1,8 @@
 """Table ``validation``: the simulator's error against every published source, held out first.
 
-The headline is the error on a source when it is left out of the fit (DESIGN.md, "Honesty
-rules"): for tokens/s per GPU, each source's rows as predicted by a fit to all the other sources
-(``results/holdout.parquet``), with the in-sample MAPE of the shipped calibration
+The headline is the error on a source when it is left out of the fit (README, "Calibration and
+accuracy"): for tokens/s per GPU, each source's rows as predicted by a fit to all the other
+sources (``results/holdout.parquet``), with the in-sample MAPE of the shipped calibration
 (``results/validation.parquet``, fitted on every source) beside it; per source, then per
 framework, then over all rows (:func:`trainscale.holdout.accuracy`). Then the nccl-tests bus
 bandwidths, which every fit uses, so in sample only: all sizes, and the messages of 16 MiB and
