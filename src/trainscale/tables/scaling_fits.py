@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from trainscale.figures._common import require, study_micro_batch
-from trainscale.fits.scaling import fit_scaling_series
+from trainscale.fits.scaling import FIT_ROW_COLUMNS, fit_scaling_series
 from trainscale.model.shape import load_models
 from trainscale.schema import CONFIGURATION_COLUMNS
 
@@ -56,14 +56,7 @@ SERIES_COLUMNS: tuple[str, ...] = ("source", "origin", "model", "gpu", "plan", "
 #: Columns of :func:`scaling_fits`, in order.
 SCALING_FIT_COLUMNS: tuple[str, ...] = (
     *SERIES_COLUMNS,
-    "metric",
-    "fit",
-    "parameter",
-    "estimate",
-    "ci_low",
-    "ci_high",
-    "r2",
-    "n",
+    *(name for name in FIT_ROW_COLUMNS if name != "note"),
     "gpus_min",
     "gpus_max",
     "note",
