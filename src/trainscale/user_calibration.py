@@ -80,16 +80,20 @@ def _rows(index: object) -> str:
 
 def read_measurements(path: Path) -> pd.DataFrame:
     """The measurement table, checked: columns, numbers, measured values (rows 1-based)."""
-    from trainscale.commands.predict import _REQUIRED, _SHAPE, check_table, read_table
+    from trainscale.commands.predict import (
+        _REQUIRED,
+        _SHAPE,
+        check_table,
+        missing_configuration_columns,
+        read_table,
+    )
 
     table = read_table(path)
     if MEASURED not in table.columns and "tokens_per_s_per_gpu" in table.columns and (
         "source" in table.columns and (table["source"] == "measured").all()
     ):
         table = table.rename(columns={"tokens_per_s_per_gpu": MEASURED})
-    missing = [c for c in (*_REQUIRED, MEASURED) if c not in table.columns]
-    if "model" not in table.columns:
-        missing += [c for c in _SHAPE if c not in table.columns]
+    missing = missing_configuration_columns(table, also=(MEASURED,))
     if missing:
         raise InputFileError(
             path,

@@ -53,6 +53,7 @@ __all__ = [
     "NAME",
     "add_arguments",
     "check_table",
+    "missing_configuration_columns",
     "read_table",
     "run",
     "write_table",
@@ -146,6 +147,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def missing_configuration_columns(table: pd.DataFrame, also: tuple[str, ...] = ()) -> list[str]:
+    """The required configuration columns (and ``also``) that ``table`` lacks; the shape columns
+    count only without a ``model`` column."""
+    missing = [name for name in (*_REQUIRED, *also) if name not in table.columns]
+    if "model" not in table.columns:
+        missing += [name for name in _SHAPE if name not in table.columns]
+    return missing
+
+
 def _csv_header(path: Path) -> list[str]:
     try:
         with path.open(newline="", encoding="utf-8") as handle:
@@ -220,9 +230,7 @@ def check_table(table: pd.DataFrame, origin: str) -> pd.DataFrame:
         A number column holds text that is not a number, or ``num_gpus`` is above
         :data:`MAX_GPUS` (row and column named).
     """
-    missing = [name for name in _REQUIRED if name not in table.columns]
-    if "model" not in table.columns:
-        missing += [name for name in _SHAPE if name not in table.columns]
+    missing = missing_configuration_columns(table)
     if missing:
         raise InputFileError(
             origin,
