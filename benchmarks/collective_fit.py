@@ -3,10 +3,10 @@
     python benchmarks/collective_fit.py
 
 Bounded robust least squares (scipy ``least_squares``, trust-region reflective, soft_l1 loss with
-scale 0.1 as in :mod:`trainscale.calibrate`) on log(pred/obs), each
+scale 0.1 as in :mod:`trainscale.calibrate.fit`) on log(pred/obs), each
 source weighted equally (weight 1/rows of that source, as a residual weight of 1/sqrt(rows)),
 with the calibration's weak Gaussian prior on each parameter (its default, standard deviation
-half its bound range, as in :mod:`trainscale.calibrate`; the weights are scaled to sum to the
+half its bound range, as in :mod:`trainscale.calibrate.fit`; the weights are scaled to sum to the
 row count, so the prior weighs as it does there). Prints the fitted values, the MAPE per
 source for rows of 16 MiB and more and for all rows, and Fernandez et al.'s scan, predicted
 against observed (message size x nodes).
@@ -20,9 +20,9 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
 
-from trainscale.calibration import PARAMETERS, Calibration, load_calibration
-from trainscale.published import load_published
-from trainscale.validation import collective_predictions
+from trainscale.published.accuracy import collective_predictions
+from trainscale.published.measurements import load_published
+from trainscale.sim.calibration import PARAMETERS, Calibration, load_calibration
 
 NETWORK = (
     "nvlink_efficiency",
@@ -43,7 +43,7 @@ def fit(published, start: Calibration) -> Calibration:
     prior_sd = 0.5 * (upper - lower)
     rows = published.collectives
     # 1/rows of its source per squared residual, rescaled so the weights sum to the row count
-    # (the prior then weighs against the data as in trainscale.calibrate, one unit per row).
+    # (the prior then weighs against the data as in trainscale.calibrate.fit, one unit per row).
     per_source = rows.groupby("citation")["citation"].transform("size").to_numpy()
     weight = np.sqrt(len(rows) / (rows["citation"].nunique() * per_source))
 

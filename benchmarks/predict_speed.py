@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from trainscale import predict
-from trainscale.calibration import load_calibration
+from trainscale.sim.calibration import load_calibration
 
 
 def configurations(rows: int, seed: int = 0) -> pd.DataFrame:

@@ -16,10 +16,10 @@ from snakemake.utils import validate
 
 from trainscale.errors import TrainscaleError
 from trainscale.figures import FIGURES
-from trainscale.study import load_study
-from trainscale.study_report import report_spec
+from trainscale.study.sweep import load_study
+from trainscale.study.report import report_spec
 from trainscale.tables import TABLES
-from trainscale.yamlio import load_yaml
+from trainscale.io.yaml import load_yaml
 
 # Snakemake loads config files with its own YAML loader, where a key given twice silently keeps
 # its last value: read each config file again with the project's loader, which rejects a

@@ -1,5 +1,5 @@
 # Per-study outputs: reports/studies/<study>/scaling.{pdf,png,svg} and fits.{csv,md,tex} for every
-# study in config["studies"], drawn by trainscale.study_report from the study's own simulated
+# study in config["studies"], drawn by trainscale.figures.study_scaling and trainscale.tables.study_fits from the study's own simulated
 # table (results/sim/<study>.parquet, read as its dataset partition reads), so that editing one
 # study reruns only its outputs. What they show (x axis, series, facet, metrics) is the study's report: block,
 # or follows from what it sweeps (checked at start-up, rules/common.smk). The PNG and the CSV go

@@ -43,7 +43,7 @@ rule table_models:
         "../workflow/scripts/table_render.py"
 
 
-# The claims are recomputed with trainscale.study_setup (not read from a study's results).
+# The claims are recomputed with trainscale.paper.setup (not read from a study's results).
 rule table_claims:
     input:
         catalogues=[*CATALOGUES, CALIBRATION],

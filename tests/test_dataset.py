@@ -12,7 +12,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from trainscale import __version__
-from trainscale.calibration import load_calibration
 from trainscale.dataset import (
     VALIDATION_COLUMNS,
     config_ids,
@@ -28,10 +27,11 @@ from trainscale.dataset import (
     write_parquet,
 )
 from trainscale.paths import data_dir
-from trainscale.published import load_published
+from trainscale.published.accuracy import validate_published
+from trainscale.published.measurements import load_published
 from trainscale.schema import DATASET_COLUMNS, RESULT_COLUMNS, column, names
-from trainscale.simulate import predict
-from trainscale.validation import validate_published
+from trainscale.sim.calibration import load_calibration
+from trainscale.sim.simulate import predict
 
 CONFIGS = pd.DataFrame(
     {

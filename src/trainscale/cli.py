@@ -13,8 +13,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from trainscale import __version__
 from trainscale.errors import TrainscaleError
+from trainscale.version import __version__
 
 __all__ = ["COMMANDS", "main"]
 

@@ -1,15 +1,5 @@
-"""Parquet in and out: the result tables, the published and validation tables, and the dataset.
+"""The one dataset of every source: simulated studies, published measurements, measured runs.
 
-Every table is written with an explicit pyarrow schema built from :mod:`trainscale.schema`
-(dtypes, and each field's unit and description in its metadata), zstd compression, columns in
-schema order and no pandas metadata, so the same rows give the same bytes on every run.
-
-- :func:`conform` gives any result-like frame exactly the columns of a schema, typed;
-- :func:`write_parquet` / :func:`read_parquet` write and read one table (written to a temporary
-  file and renamed, so a failed job leaves no partial file; read back with the types
-  :func:`pandas.read_parquet` gives, so missing values are NaN or None, never ``pd.NA``);
-  :class:`ParquetStream` writes one table batch by batch (one row group per batch), so a table
-  of millions of rows is never held in memory at once;
 - :func:`dataset_frame` gathers simulated, published and measured rows into the one dataset
   schema (:data:`trainscale.schema.DATASET_COLUMNS`), in the dataset's row order: partitions
   by source and study; a simulated study's rows in its own (grid) order; published and measured
@@ -19,8 +9,12 @@ schema order and no pandas metadata, so the same rows give the same bytes on eve
   calibration id) in each file's metadata; :func:`write_dataset_parts` writes the same files
   one partition at a time, a study streamed batch by batch (the workflow's ``dataset`` rule),
   so memory holds one batch, not one study; :func:`read_dataset` reads it back sorted;
+- :func:`read_study_results` reads one study's simulated table as its partition reads;
 - :func:`published_rows` and :func:`validation_rows` turn the published measurements and their
   predictions into tables.
+
+Single tables are written and read by :mod:`trainscale.io.parquet`, whose names this module
+re-exports for the workflow's scripts (``conform``, ``read_parquet``, ``write_parquet`` …).
 """
 
 from __future__ import annotations
@@ -31,7 +25,6 @@ import secrets
 import shutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
 
 import numpy as np
 import pandas as pd
@@ -40,19 +33,29 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from trainscale import __version__
-from trainscale.configs import build_configs
-from trainscale.published import PublishedData
+from trainscale.io.parquet import (
+    COMPRESSION,
+    ParquetStream,
+    as_pandas_reads,
+    config_ids,
+    conform,
+    fill_config_ids,
+    is_missing,
+    read_parquet,
+    sort_rows,
+    write_parquet,
+)
+from trainscale.published.measurements import PublishedData
 from trainscale.schema import (
-    CONFIGURATION_COLUMNS,
     DATASET_COLUMNS,
     PRECISIONS,
     RECOMPUTE_MODES,
     SHARDINGS,
-    Column,
+    VALIDATION_COLUMNS,
     arrow_schema,
-    column,
 )
+from trainscale.sim.configs import build_configs
+from trainscale.version import __version__
 
 __all__ = [
     "PARTITION_COLUMNS",
@@ -74,159 +77,8 @@ __all__ = [
 ]
 
 #: Hive partition columns of ``results/dataset``, outermost first.
+#: Hive partition columns of ``results/dataset``, outermost first.
 PARTITION_COLUMNS = ("source", "study")
-
-_COMPRESSION = "zstd"
-
-
-def _c(name: str, dtype: str, unit: str, description: str) -> Column:
-    return Column(name=name, dtype=dtype, unit=unit, description=description)  # type: ignore[arg-type]
-
-
-#: Columns of ``results/validation.parquet``: one row per line of the published CSV.
-VALIDATION_COLUMNS: tuple[Column, ...] = (
-    _c("csv_row", "int64", "1", "line of the published CSV (the header is line 1)"),
-    _c("status", "string", "1", "predicted, or rejected (the simulator cannot represent it)"),
-    _c("kind", "string", "1", "throughput or collective (nccl-tests); null if rejected"),
-    column("citation"),
-    column("url"),
-    column("table_or_figure"),
-    _c("model_name", "string", "1", "the source's own model name"),
-    column("published_metric"),
-    _c("published_value_text", "string", "1", "the source's number as printed"),
-    *CONFIGURATION_COLUMNS,
-    _c("quantity", "string", "1", "what is compared: tokens_per_s_per_gpu or busbw_gbps"),
-    _c("unit", "string", "1", "unit of observed and predicted: tokens/s or GB/s"),
-    _c("observed", "float64", "see unit", "the published number converted to quantity"),
-    _c("predicted", "float64", "see unit", "the simulator's prediction of quantity"),
-    _c("error_pct", "float64", "%", "100 * (predicted - observed) / observed"),
-    _c("ape_pct", "float64", "%", "absolute value of error_pct"),
-    _c("flop_convention", "string", "1", "FLOP count the source used to report throughput"),
-    _c("assumptions", "string", "1", "what trainscale assumed where the source is silent"),
-    _c("reason", "string", "1", "why a rejected row cannot be predicted"),
-    column("simulator_version"),
-    column("calibration_id"),
-)
-
-
-# --------------------------------------------------------------------------------------------
-# Conforming frames to a schema
-
-
-def _missing(value: object) -> bool:
-    return value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value))
-
-
-def _typed(values: pd.Series, col: Column) -> pd.Series:
-    if col.dtype == "int64":
-        numbers = pd.to_numeric(values.astype(object).where(values.notna(), None))
-        return pd.array(numbers, dtype="Int64") if len(values) else pd.array([], dtype="Int64")
-    if col.dtype == "float64":
-        return pd.to_numeric(values.astype(object).where(values.notna(), np.nan)).astype(float)
-    if col.dtype == "bool":
-        return values.astype(object).where(values.notna(), None).astype("boolean")
-    if isinstance(values.dtype, pd.StringDtype):
-        return values.astype("string")
-    # str() of every value, missing ones (None, NaN, pd.NA) null: vectorised by pandas
-    return values.astype(object).astype("string")
-
-
-def conform(
-    frame: pd.DataFrame, columns: Sequence[Column] = DATASET_COLUMNS, **constants: object
-) -> pd.DataFrame:
-    """Return ``frame`` with exactly ``columns``, in order, typed by the schema.
-
-    Integers become nullable ``Int64``, floats ``float64`` (NaN for missing), flags nullable
-    ``boolean``, text nullable ``string``. Missing columns are null; extra columns are dropped.
-    ``constants`` set a column to one value on every row (for example ``study="smoke"``).
-
-    Raises
-    ------
-    TypeError or ValueError
-        If a value cannot be represented in its column's type (a bug upstream, not user input).
-    """
-    frame = frame.reset_index(drop=True)
-    out = {}
-    for col in columns:
-        if col.name in constants:
-            values = pd.Series([constants[col.name]] * len(frame), dtype=object)
-        elif col.name in frame.columns:
-            values = frame[col.name]
-        else:
-            values = pd.Series([None] * len(frame), dtype=object)
-        out[col.name] = _typed(values, col)
-    return pd.DataFrame(out, index=pd.RangeIndex(len(frame)))
-
-
-def sort_rows(frame: pd.DataFrame, first: Sequence[str] = ()) -> pd.DataFrame:
-    """Sort rows by ``first``, then by every other column in order (nulls last); stable."""
-    keys = [*first, *(c for c in frame.columns if c not in first)]
-    if frame.empty:
-        return frame.reset_index(drop=True)
-    return frame.sort_values(keys, kind="mergesort", na_position="last").reset_index(drop=True)
-
-
-def _text(value: object, default: str = "na") -> str:
-    return default if _missing(value) or value == "" else str(value)
-
-
-def _id_text(values: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """Arrow values as text (null where missing or empty; integers without a decimal)."""
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks()
-    if pa.types.is_floating(values.type):
-        values = pc.cast(values, pa.int64())
-    if values.type != pa.string():
-        values = pc.cast(values, pa.string())
-    return pc.if_else(pc.equal(values, ""), pa.scalar(None, pa.string()), values)
-
-
-def _frame_text(frame: pd.DataFrame, name: str) -> pa.Array:
-    series = frame[name]
-    if series.dtype == object:  # mixed values (e.g. micro_batch "auto"): as str() writes them
-        return _id_text(pa.array([None if _missing(v) else str(v) for v in series], pa.string()))
-    return _id_text(pa.Array.from_pandas(series))
-
-
-_ID_COLUMNS = (
-    "model", "layers", "hidden", "gpu", "num_gpus", "sharding", "tp", "pp", "cp", "vpp",
-    "seq_len", "global_batch", "micro_batch", "recompute", "precision",
-)  # fmt: skip
-
-
-def _config_id_array(text: Mapping[str, pa.Array]) -> pa.Array:
-    """:func:`config_ids` from the id columns as text (:func:`_id_text`; absent ones null)."""
-
-    def required(name: str, prefix: str = "") -> pa.Array:
-        return pc.binary_join_element_wise(prefix, pc.fill_null(text[name], "na"), "")
-
-    none = pa.scalar(None, pa.string())
-    custom = pc.binary_join_element_wise(required("layers", "l"), required("hidden", "h"), "-")
-    parts = [pc.coalesce(text["model"], custom), required("gpu"), required("num_gpus", "n"),
-             required("sharding"), required("tp", "tp"), required("pp", "pp")]  # fmt: skip
-    for name in ("cp", "vpp"):
-        above = pc.fill_null(pc.greater(pc.cast(text[name], pa.int64()), 1), False)
-        parts.append(pc.if_else(above, required(name, name), none))
-    parts += [required("seq_len", "s"), required("global_batch", "gb"),
-              required("micro_batch", "mb")]  # fmt: skip
-    for name, default in (("recompute", "none"), ("precision", "bf16")):
-        shown = pc.fill_null(pc.not_equal(text[name], default), False)
-        parts.append(pc.if_else(shown, text[name], none))
-    return pc.binary_join_element_wise(*parts, "_", null_handling="skip")
-
-
-def config_ids(frame: pd.DataFrame) -> pd.Series:
-    """Readable configuration names, e.g. ``llama2-7b_h100-sxm-80gb_n2048_fsdp_tp1_pp1_s4096_
-    gb2048_mb1``: model (or ``l<layers>-h<hidden>`` for a custom shape), GPU, GPU count,
-    sharding, tp, pp, cp and vpp when above 1, sequence length, global and micro batch, then
-    recomputation and precision when not the defaults (none, bf16). A missing value reads
-    ``na``. Vectorised (Arrow string kernels, no Python per row)."""
-    if len(frame) == 0:
-        return pd.Series([], dtype="string", index=frame.index)
-    null = pa.nulls(len(frame), pa.string())
-    text = {n: _frame_text(frame, n) if n in frame.columns else null for n in _ID_COLUMNS}
-    ids = _config_id_array(text)
-    return pd.Series(ids.to_numpy(zero_copy_only=False), dtype="string", index=frame.index)
 
 
 def read_study_results(path: str | Path, study: str) -> pd.DataFrame:
@@ -239,127 +91,6 @@ def read_study_results(path: str | Path, study: str) -> pd.DataFrame:
     return frame
 
 
-def _fill_config_ids(table: pa.Table) -> pa.Table:
-    """``table`` with its null or empty ``config_id`` values filled (:func:`config_ids`)."""
-    index = table.schema.get_field_index("config_id")
-    current = table.column(index).combine_chunks()
-    empty = pc.fill_null(pc.equal(current, ""), True)
-    if not pc.any(empty).as_py():
-        return table
-    null = pa.nulls(len(table), pa.string())
-    names = set(table.column_names)
-    text = {n: _id_text(table.column(n)) if n in names else null for n in _ID_COLUMNS}
-    filled = pc.if_else(empty, _config_id_array(text), current)
-    return table.set_column(index, table.schema.field(index), filled)
-
-
-# --------------------------------------------------------------------------------------------
-# Single tables
-
-
-def _table(frame: pd.DataFrame, columns: Sequence[Column], metadata: Mapping[str, str]) -> pa.Table:
-    schema = arrow_schema(tuple(columns), **dict(metadata))
-    table = pa.Table.from_pandas(conform(frame, columns), schema=schema, preserve_index=False)
-    return table.replace_schema_metadata(schema.metadata)
-
-
-def _write_table(table: pa.Table, path: Path) -> None:
-    """Write to a temporary file in the target folder, then rename onto ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-    try:
-        pq.write_table(table, temp, compression=_COMPRESSION)
-        os.replace(temp, path)
-    finally:
-        temp.unlink(missing_ok=True)
-
-
-def write_parquet(
-    frame: pd.DataFrame,
-    path: str | Path,
-    columns: Sequence[Column],
-    metadata: Mapping[str, str] | None = None,
-) -> None:
-    """Write ``frame`` conformed to ``columns`` as one Parquet file, deterministically.
-
-    Row order is kept; ``metadata`` goes into the file (schema) metadata. The file appears only
-    when complete (temporary file, then rename).
-    """
-    _write_table(_table(frame, columns, metadata or {}), Path(path))
-
-
-class ParquetStream:
-    """Write one Parquet file batch by batch: ``with ParquetStream(path, columns) as out:
-    out.write(frame)``.
-
-    Each :meth:`write` conforms its frame to ``columns`` (or takes a :class:`pyarrow.Table` with
-    the same fields) and appends it as row groups, so memory holds one batch, not the table. The
-    file is written to a temporary name and renamed onto ``path`` only when the ``with`` block
-    ends without an exception; on an exception nothing is left behind. The same batches give the
-    same bytes.
-    """
-
-    def __init__(
-        self,
-        path: str | Path,
-        columns: Sequence[Column],
-        metadata: Mapping[str, str] | None = None,
-    ) -> None:
-        self.path = Path(path)
-        self.columns = tuple(columns)
-        self.metadata = dict(metadata or {})
-        self.schema = arrow_schema(self.columns, **self.metadata)
-        self.rows = 0
-        self._temp = self.path.with_name(f".{self.path.name}.{secrets.token_hex(6)}.tmp")
-        self._writer: pq.ParquetWriter | None = None
-
-    def __enter__(self) -> ParquetStream:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._writer = pq.ParquetWriter(self._temp, self.schema, compression=_COMPRESSION)
-        return self
-
-    def write(self, batch: pd.DataFrame | pa.Table) -> None:
-        """Append ``batch`` (rows in order); an empty batch adds nothing."""
-        assert self._writer is not None, "use ParquetStream in a with block"
-        if len(batch) == 0:
-            return
-        if isinstance(batch, pa.Table):
-            table = batch.select([c.name for c in self.columns]).cast(self.schema)
-        else:
-            table = _table(batch, self.columns, self.metadata)
-        self._writer.write_table(table.replace_schema_metadata(self.schema.metadata))
-        self.rows += len(batch)
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        try:
-            if self._writer is not None:
-                self._writer.close()
-            if kind is None:
-                os.replace(self._temp, self.path)
-        finally:
-            self._temp.unlink(missing_ok=True)
-
-
-def _as_pandas_reads(frame: pd.DataFrame, columns: Sequence[Column]) -> pd.DataFrame:
-    """``frame`` (conformed) with the types :func:`pandas.read_parquet` gives: int64 (float64
-    with NaN where a column has nulls), float64, str, bool (object where a column has nulls)."""
-    schema = arrow_schema(tuple(columns))
-    table = pa.Table.from_pandas(frame, schema=schema, preserve_index=False)
-    return table.replace_schema_metadata(None).to_pandas()  # no pandas metadata: default types
-
-
-def read_parquet(path: str | Path, columns: Sequence[Column]) -> pd.DataFrame:
-    """Read one Parquet file with exactly ``columns``, in order (missing ones null).
-
-    Types are those :func:`pandas.read_parquet` gives (no ``pd.NA``); :func:`conform` turns
-    the frame back into nullable types.
-    """
-    return _as_pandas_reads(conform(pd.read_parquet(path), columns), columns)
 
 
 # --------------------------------------------------------------------------------------------
@@ -367,7 +98,7 @@ def read_parquet(path: str | Path, columns: Sequence[Column]) -> pd.DataFrame:
 
 
 def _provenance(values: Iterable[object]) -> str:
-    return ",".join(sorted({str(v) for v in values if not _missing(v) and v != ""}))
+    return ",".join(sorted({str(v) for v in values if not is_missing(v) and v != ""}))
 
 
 #: Rows per row group of a dataset file: fixed, so the files do not depend on how the rows
@@ -465,7 +196,7 @@ def _partition_table(
              for f in schema],
             schema=schema.remove_metadata(),
         )  # fmt: skip
-    return _fill_config_ids(table.replace_schema_metadata(None))
+    return fill_config_ids(table.replace_schema_metadata(None))
 
 
 class _RowGroups:
@@ -536,7 +267,7 @@ def _write_partition(load: Loader, source: str, study: str, schema: pa.Schema, p
     schema = schema.with_metadata({**(schema.metadata or {}), **{
         k.encode(): v.encode() for k, v in metadata.items()}})  # fmt: skip
     path.parent.mkdir(parents=True, exist_ok=True)
-    out = _RowGroups(pq.ParquetWriter(path, schema, compression=_COMPRESSION))
+    out = _RowGroups(pq.ParquetWriter(path, schema, compression=COMPRESSION))
     try:
         for table in batches:
             out.write(table.replace_schema_metadata(schema.metadata))
@@ -624,7 +355,7 @@ def read_dataset(
         ).isin(pa.array(list(studies or []), pa.string()))
     table = dataset.to_table(filter=keep)
     frame = sort_rows(conform(table.to_pandas()), first=("source", "study", "config_id"))
-    return _as_pandas_reads(frame, DATASET_COLUMNS)
+    return as_pandas_reads(frame, DATASET_COLUMNS)
 
 
 # --------------------------------------------------------------------------------------------
@@ -664,7 +395,8 @@ def published_rows(published: PublishedData) -> pd.DataFrame:
     Configuration columns are resolved as the simulator would (catalogue shapes, the GPU's
     default system where the source gives no network). Metrics: ``tokens_per_s_per_gpu`` is the
     published number converted to tokens/s per GPU with the source's FLOP convention
-    (:func:`trainscale.published.observed_tokens_per_s_per_gpu`), ``tokens_per_s`` that times
+    (:func:`trainscale.published.measurements.observed_tokens_per_s_per_gpu`), ``tokens_per_s``
+    that times
     ``num_gpus``, ``step_time_s`` the published step time where the source gives one; the other
     metrics are null. ``published_value`` is the source's own number in its own unit.
     """
@@ -685,7 +417,8 @@ def published_rows(published: PublishedData) -> pd.DataFrame:
 def validation_rows(
     validated: Mapping[str, pd.DataFrame], *, calibration_id: str, simulator_version: str
 ) -> pd.DataFrame:
-    """One row per line of the published CSV from :func:`trainscale.validation.validate_published`.
+    """One row per line of the published CSV from
+    :func:`trainscale.published.accuracy.validate_published`.
 
     Throughput rows compare tokens/s per GPU, collective rows nccl-tests bus bandwidth (GB/s);
     rows the simulator cannot represent are kept with status ``rejected`` and their reason.

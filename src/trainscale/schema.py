@@ -1,7 +1,8 @@
 """The two tables that carry everything: configuration and result.
 
 Each column is defined once here, with its dtype, unit and meaning, and used by every stage: input
-validation (:func:`trainscale.configs.build_configs`), the simulator's output, the log ingester, the
+validation (:func:`trainscale.sim.configs.build_configs`), the simulator's output, the log
+ingester, the
 published-measurement normaliser, the Parquet dataset (``arrow_schema``) and the figures.
 
 - **configuration**: one row per training setup.
@@ -35,6 +36,7 @@ __all__ = [
     "SHARDINGS",
     "SHARD_GRANULARITIES",
     "SOURCES",
+    "VALIDATION_COLUMNS",
     "Column",
     "Recompute",
     "Sharding",
@@ -327,7 +329,7 @@ METRIC_COLUMNS: tuple[Column, ...] = (
         "float64",
         "tokens/s",
         "lower end of the 80 % prediction interval of tokens_per_s_per_gpu (split conformal on "
-        "leave-one-source-out errors, trainscale.intervals); NaN without an intervals block",
+        "leave-one-source-out errors, trainscale.sim.intervals); NaN without an intervals block",
     ),
     _c(
         "tokens_per_s_per_gpu_hi",
@@ -430,3 +432,29 @@ def arrow_schema(columns: tuple[Column, ...] = DATASET_COLUMNS, **metadata: str)
         for c in columns
     ]
     return pa.schema(fields, metadata={k: str(v) for k, v in metadata.items()} or None)
+
+
+#: Columns of ``results/validation.parquet``: one row per line of the published CSV.
+VALIDATION_COLUMNS: tuple[Column, ...] = (
+    _c("csv_row", "int64", "1", "line of the published CSV (the header is line 1)"),
+    _c("status", "string", "1", "predicted, or rejected (the simulator cannot represent it)"),
+    _c("kind", "string", "1", "throughput or collective (nccl-tests); null if rejected"),
+    column("citation"),
+    column("url"),
+    column("table_or_figure"),
+    _c("model_name", "string", "1", "the source's own model name"),
+    column("published_metric"),
+    _c("published_value_text", "string", "1", "the source's number as printed"),
+    *CONFIGURATION_COLUMNS,
+    _c("quantity", "string", "1", "what is compared: tokens_per_s_per_gpu or busbw_gbps"),
+    _c("unit", "string", "1", "unit of observed and predicted: tokens/s or GB/s"),
+    _c("observed", "float64", "see unit", "the published number converted to quantity"),
+    _c("predicted", "float64", "see unit", "the simulator's prediction of quantity"),
+    _c("error_pct", "float64", "%", "100 * (predicted - observed) / observed"),
+    _c("ape_pct", "float64", "%", "absolute value of error_pct"),
+    _c("flop_convention", "string", "1", "FLOP count the source used to report throughput"),
+    _c("assumptions", "string", "1", "what trainscale assumed where the source is silent"),
+    _c("reason", "string", "1", "why a rejected row cannot be predicted"),
+    column("simulator_version"),
+    column("calibration_id"),
+)

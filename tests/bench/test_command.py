@@ -22,7 +22,7 @@ def _python(code: str) -> subprocess.CompletedProcess[str]:
 
 def test_trainscale_and_its_cli_do_not_import_torch():
     done = _python(
-        "import sys, trainscale, trainscale.runs, trainscale.bench, trainscale.bench.sweep\n"
+        "import sys, trainscale, trainscale.ingest.runs, trainscale.bench, trainscale.bench.sweep\n"
         "from trainscale.cli import _build_parser\n"
         "_build_parser().parse_args(['bench', '--seq-len', '8', '--out', 'x'])\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch'))"

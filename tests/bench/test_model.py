@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from trainscale.model.shape import total_params
+from trainscale.sim.model.shape import total_params
 
 pytestmark = pytest.mark.bench
 

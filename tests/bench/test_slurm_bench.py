@@ -14,7 +14,7 @@ import sys
 import pandas as pd
 import pytest
 
-from trainscale.runs import load_manifest
+from trainscale.ingest.runs import load_manifest
 
 from .conftest import REPO, env_with_source
 

@@ -19,8 +19,8 @@ import pytest
 
 from trainscale import predict
 from trainscale.dataset import conform
+from trainscale.paper.setup import STUDY_MICRO_BATCH
 from trainscale.schema import DATASET_COLUMNS
-from trainscale.study_setup import STUDY_MICRO_BATCH
 
 BASE = {
     "seq_len": 4096,
@@ -177,7 +177,7 @@ def holdout_rows() -> pd.DataFrame:
 
 @pytest.fixture(scope="session")
 def collectives() -> pd.DataFrame:
-    """nccl-tests rows as trainscale.validation.collective_predictions returns them."""
+    """nccl-tests rows as trainscale.published.accuracy.collective_predictions returns them."""
     return pd.DataFrame(
         {
             "citation": ["nccl source", "nccl source", "p2p source"],

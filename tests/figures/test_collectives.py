@@ -6,16 +6,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from trainscale.calibration import load_calibration
-from trainscale.configs import build_configs
 from trainscale.figures._common import network_for
 from trainscale.figures.collective_bandwidth import COLLECTIVES, bandwidth_curves
 from trainscale.figures.collective_scaling import collective_times, layer_bytes
-from trainscale.model.shape import load_models
-from trainscale.published import load_published
-from trainscale.simulate import _network
-from trainscale.system.collectives import allgather_time
-from trainscale.validation import CollectiveRows
+from trainscale.published.accuracy import CollectiveRows
+from trainscale.published.measurements import load_published
+from trainscale.sim.calibration import load_calibration
+from trainscale.sim.configs import build_configs
+from trainscale.sim.model.shape import load_models
+from trainscale.sim.simulate import _network
+from trainscale.sim.system.collectives import allgather_time
 
 
 def test_bus_bandwidth_follows_the_nccl_tests_definition():

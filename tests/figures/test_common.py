@@ -12,13 +12,12 @@ from trainscale.figures._common import (
     compact_number,
     fastest_recompute,
     gpu_colors,
-    gpu_label,
     model_colors,
-    model_label,
     model_order,
     network_for,
     sim_source,
 )
+from trainscale.names import gpu_label, model_label
 
 
 def test_labels_of_catalogue_keys_and_unknown_keys():

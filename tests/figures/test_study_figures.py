@@ -10,7 +10,7 @@ from trainscale.figures.compute_per_gpu import flops_per_gpu_step
 from trainscale.figures.fsdp_scaleout import drop_pct, plot
 from trainscale.figures.global_batch_inference import drop_by_batch
 from trainscale.figures.model_parallel import plan_kind
-from trainscale.model.flops import model_flops_per_token
+from trainscale.sim.model.flops import model_flops_per_token
 
 
 def test_drop_pct_between_128_and_2048_gpus():

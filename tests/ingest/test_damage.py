@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 
 from tests.ingest._traces import synthetic_trace, write_trace
 from trainscale.errors import InputFileError
-from trainscale.runs import ingest_run, write_ingested
-from trainscale.yamlio import load_yaml
+from trainscale.ingest.runs import ingest_run, write_ingested
+from trainscale.io.yaml import load_yaml
 
 REPO = Path(__file__).resolve().parents[2]
 STEPS = 12

@@ -100,7 +100,7 @@ def test_render_writes_three_files_and_names_both_errors(tmp_path, validation_ro
 
 
 def test_held_out_blocks_report_source_out_interval_coverage(validation_rows, holdout_rows):
-    from trainscale.intervals import source_out_coverage
+    from trainscale.sim.intervals import source_out_coverage
 
     table = validation_table(validation_rows, holdout_rows)
     held = table[table["error"] == "held out"].set_index("source")

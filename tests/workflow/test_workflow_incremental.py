@@ -184,7 +184,7 @@ def test_a_failing_job_leaves_no_output_and_its_log_says_why(workflow_copy, run_
 def test_a_study_calibration_file_is_used_and_editing_it_reruns_that_study(
     workflow_copy, run_snakemake, plan
 ) -> None:
-    from trainscale.calibration import load_calibration
+    from trainscale.sim.calibration import load_calibration
 
     workdir = workflow_copy(studies=("smoke", "other"))
     studies = workdir / "config" / "studies"

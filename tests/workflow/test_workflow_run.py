@@ -12,10 +12,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from trainscale import __version__
-from trainscale.calibration import load_calibration
 from trainscale.dataset import VALIDATION_COLUMNS, conform, read_dataset, read_parquet
 from trainscale.schema import DATASET_COLUMNS, RESULT_COLUMNS, names
-from trainscale.study import expand_study, load_study, simulate_configurations
+from trainscale.sim.calibration import load_calibration
+from trainscale.study.sweep import expand_study, load_study, simulate_configurations
 
 pytestmark = pytest.mark.workflow
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from trainscale.system.hardware import load_hardware
+from trainscale.sim.system.hardware import load_hardware
 
 pytestmark = pytest.mark.workflow
 

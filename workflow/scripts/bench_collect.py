@@ -6,7 +6,7 @@ import warnings
 import pandas as pd
 
 from trainscale.dataset import write_parquet
-from trainscale.runs import ingest_run
+from trainscale.ingest.runs import ingest_run
 from trainscale.schema import DATASET_COLUMNS
 
 sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 (closed at exit)

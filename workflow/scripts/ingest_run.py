@@ -11,7 +11,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from trainscale.runs import write_ingested
+from trainscale.ingest.runs import write_ingested
 
 log = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 (closed at exit, below)
 sys.stderr = log

@@ -3,12 +3,12 @@
 import sys
 
 from trainscale import __version__
-from trainscale.calibrate import held_out_predictions
-from trainscale.calibration import load_calibration
+from trainscale.calibrate.fit import held_out_predictions
 from trainscale.dataset import write_parquet
 from trainscale.errors import TrainscaleError
-from trainscale.holdout import HOLDOUT_COLUMNS, holdout_rows
-from trainscale.published import load_published
+from trainscale.published.holdout import HOLDOUT_COLUMNS, holdout_rows
+from trainscale.published.measurements import load_published
+from trainscale.sim.calibration import load_calibration
 
 sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 (closed at exit)
 

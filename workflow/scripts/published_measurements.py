@@ -4,7 +4,7 @@ import sys
 
 from trainscale.dataset import published_rows, write_parquet
 from trainscale.errors import TrainscaleError
-from trainscale.published import load_published
+from trainscale.published.measurements import load_published
 from trainscale.schema import DATASET_COLUMNS
 
 sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 (closed at exit)

@@ -3,11 +3,11 @@
 import sys
 
 from trainscale import __version__
-from trainscale.calibration import load_calibration
 from trainscale.dataset import VALIDATION_COLUMNS, validation_rows, write_parquet
 from trainscale.errors import TrainscaleError
-from trainscale.published import load_published
-from trainscale.validation import validate_published
+from trainscale.published.accuracy import validate_published
+from trainscale.published.measurements import load_published
+from trainscale.sim.calibration import load_calibration
 
 sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 (closed at exit)
 

@@ -4,11 +4,11 @@ import sys
 
 import pandas as pd
 
-from trainscale.calibration import load_calibration
 from trainscale.dataset import config_ids, write_parquet
 from trainscale.errors import TrainscaleError
 from trainscale.schema import RESULT_COLUMNS
-from trainscale.study import simulate_configurations
+from trainscale.sim.calibration import load_calibration
+from trainscale.study.sweep import simulate_configurations
 
 sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 (closed at exit)
 

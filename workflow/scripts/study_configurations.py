@@ -3,9 +3,9 @@ file per simulate job, its rejects table and the chunk counts the workflow plans
 
 import sys
 
-from trainscale.calibration import load_calibration
 from trainscale.errors import TrainscaleError
-from trainscale.study import load_study, write_study_configurations
+from trainscale.sim.calibration import load_calibration
+from trainscale.study.sweep import load_study, write_study_configurations
 
 console = sys.stderr
 sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 (closed at exit)

@@ -1,12 +1,13 @@
-"""Rule study_fits: fit every series of one study (trainscale.study_report.render_fits)."""
+"""Rule study_fits: fit every series of one study (trainscale.tables.study_fits.render_fits)."""
 
 import sys
 
 from trainscale.dataset import read_study_results
 from trainscale.errors import TrainscaleError
-from trainscale.study import load_study
-from trainscale.study_report import render_fits, report_spec, select_rows
-from trainscale.system.hardware import load_hardware
+from trainscale.sim.system.hardware import load_hardware
+from trainscale.study.report import report_spec, select_rows
+from trainscale.study.sweep import load_study
+from trainscale.tables.study_fits import render_fits
 
 sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 (closed at exit)
 

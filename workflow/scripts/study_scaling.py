@@ -1,4 +1,4 @@
-"""Rule study_scaling: draw one study's scaling figure (trainscale.study_report)."""
+"""Rule study_scaling: draw one study's scaling figure (trainscale.figures.study_scaling)."""
 
 import sys
 
@@ -7,11 +7,12 @@ import pandas as pd
 
 from trainscale.dataset import read_study_results
 from trainscale.errors import TrainscaleError
-from trainscale.plan.framework import DEFAULT_FRAMEWORK
+from trainscale.figures.study_scaling import render_scaling, setup_note
 from trainscale.report import apply_style
-from trainscale.study import load_study
-from trainscale.study_report import render_scaling, report_spec, select_rows, setup_note
-from trainscale.system.hardware import load_hardware
+from trainscale.sim.frameworks import DEFAULT_FRAMEWORK
+from trainscale.sim.system.hardware import load_hardware
+from trainscale.study.report import report_spec, select_rows
+from trainscale.study.sweep import load_study
 
 sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 (closed at exit)
 mpl.use("Agg")

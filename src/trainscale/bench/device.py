@@ -77,7 +77,7 @@ def describe_device(device: torch.device, *, peak_tflops: float | None) -> Devic
         key = catalogue_gpu_key(props.name, props.total_memory / _GIB)
         peak = peak_tflops * 1e12 if peak_tflops else None
         if peak is None and key is not None:
-            from trainscale.system.hardware import load_hardware
+            from trainscale.sim.system.hardware import load_hardware
 
             peak = load_hardware().gpus[key].bf16_flops_per_s
         return DeviceInfo(

@@ -20,7 +20,7 @@ What a step is, and how it is timed:
 The harness's own summary (manifest ``harness_timing``) is computed on rank 0 from that window:
 ``tokens_per_s`` = tokens trained by the job ÷ the window's wall time. The logged per-step
 ``tps`` come from the same clock, step by step, so the ingested median and the harness's total
-agree when the steps are steady; :func:`trainscale.runs.ingest_run` recovers the former from
+agree when the steps are steady; :func:`trainscale.ingest.runs.ingest_run` recovers the former from
 the log alone.
 """
 
@@ -41,7 +41,6 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from trainscale import __version__
 from trainscale.bench.config import BenchConfig, BenchPlan, plan_bench
 from trainscale.bench.device import DeviceInfo, describe_device, peak_memory
 from trainscale.bench.logging import StepLogger
@@ -57,7 +56,8 @@ from trainscale.bench.parallel import (
 from trainscale.bench.power import PowerSampler, open_nvml
 from trainscale.bench.profile import TraceWindow
 from trainscale.errors import TrainscaleError
-from trainscale.model.flops import model_flops_per_token
+from trainscale.sim.model.flops import model_flops_per_token
+from trainscale.version import __version__
 
 __all__ = ["BenchResult", "DistEnv", "run_bench"]
 
@@ -429,7 +429,7 @@ def _gather_files(
 
 
 def _shape_matches_catalogue(config: BenchConfig) -> bool:
-    from trainscale.model.shape import load_models
+    from trainscale.sim.model.shape import load_models
 
     model = load_models().get(config.model)
     return (

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from trainscale.runs import MANIFEST_NAME, validate_manifest
+from trainscale.ingest.runs import MANIFEST_NAME, validate_manifest
 
 __all__ = ["write_manifest"]
 

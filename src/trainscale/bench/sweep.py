@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from trainscale.errors import InputFileError, TrainscaleError
-from trainscale.yamlio import load_yaml
+from trainscale.io.yaml import load_yaml
 
 __all__ = [
     "BenchPoint",

@@ -113,7 +113,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _shape(args: argparse.Namespace) -> dict[str, int]:
     """The model shape: catalogue values, overridden by the explicit options."""
-    from trainscale.model.shape import load_models
+    from trainscale.sim.model.shape import load_models
 
     shape: dict[str, int] = {}
     if args.model:

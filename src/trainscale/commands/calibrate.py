@@ -2,19 +2,19 @@
 
 Writes ``data/calibration.yaml`` (or ``-o``) with each value, its bounds, prior and meaning, the
 rows it was fitted on, the rows that could not be represented and why, the residual error and
-the content hash ``calibration_id``. See :mod:`trainscale.calibrate` for the method.
+the content hash ``calibration_id``. See :mod:`trainscale.calibrate.fit` for the method.
 
 ``--measurements FILE -o mine.yaml`` calibrates on a user's own cluster instead: it refits only
 what a cluster changes (per-framework efficiency offsets of the frameworks present, NIC and NVLink
 efficiencies, congestion, straggler variation) on the measured tokens/s per GPU in FILE (CSV or
 Parquet: configuration columns plus ``measured_tokens_per_s_per_gpu``), with the shipped
 calibration as the prior, and writes a calibration file of the same format
-(:mod:`trainscale.user_calibration`). Run folders are ingested first (``trainscale ingest``);
+(:mod:`trainscale.calibrate.user`). Run folders are ingested first (``trainscale ingest``);
 the table it writes is read as is.
 
 ``--profile NAME=V1,V2,...`` and ``--prior-scan [S1,S2,...]`` write nothing to the calibration:
 they print how firmly the published data determine the parameters and the study's claims
-(:mod:`trainscale.sensitivity`), optionally also as CSV (``--table``).
+(:mod:`trainscale.calibrate.sensitivity`), optionally also as CSV (``--table``).
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def _numbers(text: str, option: str) -> list[float]:
 def _sensitivity(args: argparse.Namespace, published: object) -> int:
     import pandas as pd
 
-    from trainscale import sensitivity
+    from trainscale.calibrate import sensitivity
     from trainscale.errors import TrainscaleError
 
     if args.profile is not None:
@@ -101,8 +101,8 @@ def _sensitivity(args: argparse.Namespace, published: object) -> int:
 
 
 def _user(args: argparse.Namespace) -> int:
+    from trainscale.calibrate.user import calibrate_user
     from trainscale.errors import TrainscaleError
-    from trainscale.user_calibration import calibrate_user
 
     if args.output is None:
         raise TrainscaleError(
@@ -124,9 +124,9 @@ def _user(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from trainscale.calibrate import calibrate
-    from trainscale.calibration import PARAMETERS, parameters_at_bounds
-    from trainscale.published import load_published
+    from trainscale.calibrate.fit import calibrate
+    from trainscale.published.measurements import load_published
+    from trainscale.sim.calibration import PARAMETERS, parameters_at_bounds
 
     if args.measurements is not None:
         return _user(args)

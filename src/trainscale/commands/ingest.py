@@ -2,7 +2,8 @@
 
 Validates ``RUN_DIR/run.yaml`` (``workflow/schemas/run.schema.yaml``), parses every log it
 lists and writes one row per job in the dataset schema; ``--steps`` also writes the per-step
-table. Both files appear only when the whole run was read. See :func:`trainscale.runs.ingest_run`.
+table. Both files appear only when the whole run was read. See
+:func:`trainscale.ingest.runs.ingest_run`.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ def _cell(value: object, fmt: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Ingest, print a summary per job, write the Parquet file(s). Returns the exit status."""
-    from trainscale.runs import ingest_run, write_ingested
+    from trainscale.ingest.runs import ingest_run, write_ingested
 
     if args.output is not None:
         results = write_ingested(args.run_dir, args.output, args.steps, strict=args.strict)

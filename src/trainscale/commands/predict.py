@@ -24,24 +24,21 @@ renamed, so two runs writing one file never mix and an unwritable ``-o`` is a on
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
-from trainscale.errors import ConfigurationError, InputFileError, TrainscaleError
-from trainscale.plan.framework import DEFAULT_FRAMEWORK
+from trainscale.errors import InputFileError, TrainscaleError
+from trainscale.io.tables import read_table, write_table
 from trainscale.schema import (
-    CONFIGURATION_COLUMNS,
     FRAMEWORKS,
-    MODEL_SHAPE_COLUMNS,
     PRECISIONS,
     RECOMPUTE_MODES,
     SHARDINGS,
-    column,
 )
+from trainscale.sim.frameworks import DEFAULT_FRAMEWORK
+from trainscale.sim.inputs import MAX_GPUS, check_table, missing_configuration_columns
 
 NAME = "predict"
 HELP = "predict step time, throughput, MFU, communication, memory and power"
@@ -59,20 +56,10 @@ __all__ = [
     "write_table",
 ]
 
-#: The most GPUs one configuration may have: 2^20 = 1,048,576, several times any cluster
-#: built or announced; above it the simulator's integer arithmetic (dp, batches) is meaningless
-#: (from 2^53 a float64 cannot even hold the count).
-MAX_GPUS = 2**20
 #: Exit status of a single-configuration prediction that does not fit in GPU memory.
 EXIT_DOES_NOT_FIT = 3
 #: GPUs without bf16 tensor cores: their "bf16" is fp16 mixed precision (data/hardware.yaml).
 _FP16_ONLY = ("v100",)
-_REQUIRED = (
-    "seq_len", "global_batch", "micro_batch", "gpu", "num_gpus", "tp", "pp", "sharding",
-    "recompute", "precision",
-)  # fmt: skip
-_SHAPE = tuple(c.name for c in MODEL_SHAPE_COLUMNS)
-_CONFIG_NAMES = {c.name for c in CONFIGURATION_COLUMNS}
 
 
 class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
@@ -145,173 +132,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=FRAMEWORKS,
         help=f"software stack profile (data/frameworks.yaml; default: {DEFAULT_FRAMEWORK})",
     )
-
-
-def missing_configuration_columns(table: pd.DataFrame, also: tuple[str, ...] = ()) -> list[str]:
-    """The required configuration columns (and ``also``) that ``table`` lacks; the shape columns
-    count only without a ``model`` column."""
-    missing = [name for name in (*_REQUIRED, *also) if name not in table.columns]
-    if "model" not in table.columns:
-        missing += [name for name in _SHAPE if name not in table.columns]
-    return missing
-
-
-def _csv_header(path: Path) -> list[str]:
-    try:
-        with path.open(newline="", encoding="utf-8") as handle:
-            return next(csv.reader(handle), [])
-    except (OSError, UnicodeDecodeError, csv.Error) as error:
-        raise InputFileError(path, f"cannot read table: {error}") from None
-
-
-def _parquet_columns(path: Path) -> list[tuple[str, object]]:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    try:
-        schema = pq.read_schema(path)
-    except (OSError, pa.ArrowException) as error:
-        raise InputFileError(path, f"cannot read table: {error}") from None
-    return [(field.name, field.type) for field in schema]
-
-
-def _refuse_duplicates(path: Path, names: list[str]) -> None:
-    seen: set[str] = set()
-    repeated = [n for n in names if n in seen or seen.add(n)]  # type: ignore[func-returns-value]
-    if repeated:
-        raise InputFileError(
-            path,
-            f"line 1: column(s) {', '.join(map(repr, dict.fromkeys(repeated)))} appear more "
-            "than once in the header; each column may appear once",
-        )
-
-
-def read_table(path: Path) -> pd.DataFrame:
-    """Read a CSV or Parquet table; errors name the file.
-
-    Refused: a header naming a column twice (pandas would silently rename the second to
-    ``name.1``), and Parquet columns of nested type (lists, structs, maps).
-    """
-    if not path.is_file():
-        raise InputFileError(path, "no such file")
-    suffix = path.suffix.lower()
-    if suffix not in (".csv", ".parquet"):
-        raise InputFileError(path, "unknown extension; use .csv or .parquet")
-    if suffix == ".csv":
-        _refuse_duplicates(path, _csv_header(path))
-    else:
-        import pyarrow as pa
-
-        fields = _parquet_columns(path)
-        _refuse_duplicates(path, [name for name, _ in fields])
-        nested = [name for name, kind in fields if pa.types.is_nested(kind)]
-        if nested:
-            raise InputFileError(
-                path,
-                f"column(s) {', '.join(map(repr, nested))} hold lists or structs; every column "
-                "must hold one number or text per row",
-            )
-    try:
-        if suffix == ".parquet":
-            return pd.read_parquet(path)
-        return pd.read_csv(path)
-    except Exception as error:  # pandas raises many types for malformed files
-        raise InputFileError(path, f"cannot read table: {error}") from error
-
-
-def check_table(table: pd.DataFrame, origin: str) -> pd.DataFrame:
-    """The table with schema number columns converted from text, after the input checks.
-
-    Raises
-    ------
-    InputFileError
-        A required column is missing (the file is named).
-    ConfigurationError
-        A number column holds text that is not a number, or ``num_gpus`` is above
-        :data:`MAX_GPUS` (row and column named).
-    """
-    missing = missing_configuration_columns(table)
-    if missing:
-        raise InputFileError(
-            origin,
-            f"missing column(s) {', '.join(missing)}; the input needs "
-            f"{', '.join(_REQUIRED)} and either 'model' or all of {', '.join(_SHAPE)}",
-        )
-    table = table.copy()
-    problems: list[tuple[int, str, str]] = []
-    for name in table.columns:
-        if name not in _CONFIG_NAMES or column(name).dtype not in ("int64", "float64"):
-            continue
-        values = table[name]
-        if values.dtype.kind in "iufb":
-            continue
-        text = values.astype("string").str.strip()
-        numbers = pd.to_numeric(text.str.replace(",", "", regex=False), errors="coerce")
-        bad = numbers.isna() & text.notna() & (text != "")
-        problems += [
-            (int(i), name, f"{values.iloc[i]!r} is not a number")
-            for i in np.flatnonzero(bad.to_numpy())
-        ]
-        table[name] = numbers
-    if "num_gpus" in table.columns and table["num_gpus"].dtype.kind in "iuf":
-        gpus = table["num_gpus"].to_numpy(dtype=float)
-        for i in np.flatnonzero(gpus > MAX_GPUS):
-            problems.append(
-                (
-                    int(i),
-                    "num_gpus",
-                    f"{table['num_gpus'].iloc[i]:.6g} is above the limit of {MAX_GPUS:,} GPUs "
-                    "(2^20, more than any cluster); allowed: 1 to 1,048,576",
-                )
-            )
-    if problems:
-        raise ConfigurationError(sorted(problems), origin=origin)
-    return table
-
-
-def _schema_typed(frame: pd.DataFrame) -> pd.DataFrame:
-    """Schema columns in the schema's dtypes (nullable); other columns as they are."""
-    from trainscale.dataset import _typed
-    from trainscale.schema import DATASET_COLUMNS
-
-    out = frame.copy()
-    for col in DATASET_COLUMNS:
-        if col.name in out.columns:
-            out[col.name] = _typed(out[col.name], col)
-    return out
-
-
-def write_table(frame: pd.DataFrame, path: Path) -> None:
-    """Write CSV or Parquet by extension, atomically (a temporary file with a random name in the
-    same folder, then a rename): two runs writing one file never mix, a failure leaves nothing.
-
-    Raises
-    ------
-    TrainscaleError
-        Unknown extension, the file or folder cannot be written, or a column cannot be stored.
-    """
-    import pyarrow as pa
-
-    from trainscale.report._atomic import atomic_paths
-
-    suffix = path.suffix.lower()
-    if suffix not in (".csv", ".parquet"):
-        raise TrainscaleError(f"{path}: unknown extension; use .csv or .parquet")
-    frame = _schema_typed(frame)
-    try:
-        with atomic_paths([path]) as (temp,):
-            if suffix == ".csv":
-                frame.to_csv(temp, index=False)
-            else:
-                frame.to_parquet(temp, index=False)
-    except OSError as error:
-        raise TrainscaleError(
-            f"{path}: cannot write: {error.strerror or error}"
-            + (f" ({error.filename})" if error.filename else "")
-        ) from None
-    except (pa.ArrowException, ValueError, TypeError) as error:
-        first = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise TrainscaleError(f"{path}: cannot write as {suffix[1:]}: {first}") from None
 
 
 def _single(args: argparse.Namespace) -> pd.DataFrame:
@@ -436,8 +256,8 @@ def _interval_line(result: pd.Series) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from trainscale.calibration import load_calibration
-    from trainscale.simulate import predict, predict_with_rejects
+    from trainscale.sim.calibration import load_calibration
+    from trainscale.sim.simulate import predict, predict_with_rejects
 
     if args.calibration is not None and not args.calibration.is_file():
         raise InputFileError(args.calibration, "no such calibration file")

@@ -5,11 +5,11 @@ source, so it flatters the model): per published source, how many rows were pred
 mean, median and largest absolute percentage error of tokens/s per GPU, then ``all``.
 
 With ``--holdout`` it leads with the error on each source when that source is left out of the
-fit (one refit per source, a minute or two; :func:`trainscale.calibrate.held_out_predictions`):
+fit (one refit per source, a minute or two; :func:`trainscale.calibrate.fit.held_out_predictions`):
 per source, then per framework, then overall, each with the in-sample MAPE beside it.
 
 With ``--holdout`` it then reports the 80 % prediction intervals' coverage of the held-out rows,
-measured source-out (:func:`trainscale.intervals.source_out_coverage`), per framework and all.
+measured source-out (:func:`trainscale.sim.intervals.source_out_coverage`), per framework and all.
 
 Both then summarise the nccl-tests bus-bandwidth rows (all sizes, and the rows of 16 MiB and
 more: smaller messages are read from plots to about ±5 GB/s, too coarse to score) and count
@@ -58,8 +58,9 @@ def _number(value: float, width: int, digits: int) -> str:
 
 
 def format_table(summary: pd.DataFrame, *, label: str | None = None) -> str:
-    """Aligned text of a summary: :func:`trainscale.validation.summarise` (``rows``,
-    ``mape_pct``, ``median_ape_pct``, ``max_ape_pct``) or :func:`trainscale.holdout.accuracy`
+    """Aligned text of a summary: :func:`trainscale.published.accuracy.summarise` (``rows``,
+    ``mape_pct``, ``median_ape_pct``, ``max_ape_pct``) or
+    :func:`trainscale.published.holdout.accuracy`
     (held-out columns, then ``in_sample_mape_pct``). ``label`` names the first column (default:
     the frame's own first column name)."""
     first = summary.columns[0]
@@ -90,8 +91,8 @@ def format_table(summary: pd.DataFrame, *, label: str | None = None) -> str:
 
 def _held_out(throughput: pd.DataFrame, calibration_id: str) -> tuple[pd.DataFrame, float]:
     """Print the held-out block; return the held-out rows and the overall held-out MAPE."""
-    from trainscale.calibrate import held_out_predictions
-    from trainscale.holdout import accuracy
+    from trainscale.calibrate.fit import held_out_predictions
+    from trainscale.published.holdout import accuracy
 
     start = time.perf_counter()
     held = held_out_predictions()
@@ -113,8 +114,8 @@ def _held_out(throughput: pd.DataFrame, calibration_id: str) -> tuple[pd.DataFra
 
 
 def _coverage(held: pd.DataFrame) -> None:
-    """The 80 % intervals' source-out coverage (trainscale.intervals), per framework and all."""
-    from trainscale.intervals import source_out_coverage
+    """The 80 % intervals' source-out coverage (trainscale.sim.intervals), per framework and all."""
+    from trainscale.sim.intervals import source_out_coverage
 
     rows = source_out_coverage(held)
     print(
@@ -131,7 +132,7 @@ def _coverage(held: pd.DataFrame) -> None:
 
 
 def _collectives(collectives: pd.DataFrame) -> None:
-    from trainscale.holdout import collective_accuracy
+    from trainscale.published.holdout import collective_accuracy
 
     table = collective_accuracy(collectives)
     if table.empty:
@@ -151,9 +152,9 @@ def _collectives(collectives: pd.DataFrame) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from trainscale.calibration import load_calibration
     from trainscale.commands.predict import write_table
-    from trainscale.validation import summarise, validate_published
+    from trainscale.published.accuracy import summarise, validate_published
+    from trainscale.sim.calibration import load_calibration
 
     calibration = load_calibration()
     tables = validate_published(calibration)
@@ -181,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         rows = throughput
         if held is not None:
-            from trainscale.holdout import with_held_out
+            from trainscale.published.holdout import with_held_out
 
             rows = with_held_out(throughput, held)
         write_table(rows, args.output)

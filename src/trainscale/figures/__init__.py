@@ -22,7 +22,7 @@ import pandas as pd
 from trainscale.errors import TrainscaleError
 
 if TYPE_CHECKING:
-    from trainscale.published import PublishedData
+    from trainscale.published.measurements import PublishedData
 
 __all__ = ["FIGURES", "load_input", "render_figure", "render_registered"]
 
@@ -52,9 +52,10 @@ def load_input(kind: str, path: str | os.PathLike[str]) -> pd.DataFrame | Publis
     folder (``dataset_measured``: its measured partitions only; ``dataset_scaling``: the
     measured and published partitions and the scale-out studies of the ``scaling_fits`` table);
     ``published_collectives``: the published measurements CSV, whose nccl-tests rows
-    are predicted with the collective model (:func:`trainscale.validation.validate_published`);
+    are predicted with the collective model
+    (:func:`trainscale.published.accuracy.validate_published`);
     ``published``: the published measurements CSV, normalised
-    (:class:`trainscale.published.PublishedData`).
+    (:class:`trainscale.published.measurements.PublishedData`).
     """
     if kind == "parquet":
         return pd.read_parquet(path)
@@ -72,12 +73,12 @@ def load_input(kind: str, path: str | os.PathLike[str]) -> pd.DataFrame | Publis
 
         return read_dataset(path, sources=("measured", "published"), studies=SCALING_STUDIES)
     if kind == "published_collectives":
-        from trainscale.published import load_published
-        from trainscale.validation import validate_published
+        from trainscale.published.accuracy import validate_published
+        from trainscale.published.measurements import load_published
 
         return validate_published(published=load_published(path))["collectives"]
     if kind == "published":
-        from trainscale.published import load_published
+        from trainscale.published.measurements import load_published
 
         return load_published(path)
     raise TrainscaleError(f"unknown input kind {kind!r}")

@@ -9,7 +9,6 @@ model has the same colour in every figure.
 
 from __future__ import annotations
 
-import re
 import textwrap
 from collections.abc import Iterable, Sequence
 
@@ -19,42 +18,18 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
 
-from trainscale.calibration import Calibration, load_calibration
 from trainscale.errors import TrainscaleError
-from trainscale.model.shape import load_models
-from trainscale.network import default_network
 from trainscale.report.style import PALETTE
-from trainscale.system.collectives import Network
-from trainscale.system.hardware import load_hardware
+from trainscale.sim.calibration import Calibration, load_calibration
+from trainscale.sim.model.shape import load_models
+from trainscale.sim.network import default_network
+from trainscale.sim.system.collectives import Network
+from trainscale.sim.system.hardware import load_hardware
 
 __all__: list[str] = []
 
 #: Font size (pt) of the source note under each figure.
 NOTE_FONTSIZE = 6.5
-
-_GPU_LABELS = {
-    "v100-sxm-32gb": "V100 32GB",
-    "a100-sxm-40gb": "A100 40GB",
-    "a100-sxm-80gb": "A100 80GB",
-    "h100-sxm-80gb": "H100 80GB",
-    "h200-sxm-141gb": "H200 141GB",
-    "b200": "B200",
-}
-_MODEL_FAMILIES = {"llama2": "Llama-2", "llama3": "Llama-3", "gpt3": "GPT-3", "mpt": "MPT"}
-
-
-def model_label(key: str) -> str:
-    """Readable model name: ``llama2-7b`` → ``Llama-2 7B``; unknown keys are returned as given."""
-    match = re.fullmatch(r"([a-z]+\d*)-(\d+(?:\.\d+)?)([bm])", str(key))
-    if not match or match.group(1) not in _MODEL_FAMILIES:
-        return str(key)
-    return f"{_MODEL_FAMILIES[match.group(1)]} {match.group(2)}{match.group(3).upper()}"
-
-
-def gpu_label(key: str) -> str:
-    """Readable GPU name: ``h100-sxm-80gb`` → ``H100 80GB``; unknown keys are returned as given."""
-    return _GPU_LABELS.get(str(key), str(key))
-
 
 # Palette positions (seaborn "colorblind") of the keys the figures feature, chosen so that keys
 # shown together are easy to tell apart; other keys get the remaining positions in name order.
@@ -127,7 +102,7 @@ def sim_source(df: pd.DataFrame | None = None, calibration: Calibration | None =
         versions = ", ".join(_unique(df.get("simulator_version", pd.Series(dtype=str))))
         return f"Simulated: trainscale {versions}, calibration {ids}".replace("trainscale ,", "")
     cal = calibration or load_calibration()
-    from trainscale import __version__
+    from trainscale.version import __version__
 
     return f"Simulated: trainscale {__version__}, calibration {cal.calibration_id}"
 
@@ -195,7 +170,7 @@ def legend_row(ax, handles: list, labels: list, *, ncols: int, title: str | None
 def network_for(gpu: str, calibration: Calibration | None = None) -> tuple[Network, int]:
     """The calibrated collective network of ``gpu`` in its default system, and GPUs per node.
 
-    Built by :func:`trainscale.network.default_network`, the builder ``trainscale predict`` uses
+    Built by :func:`trainscale.sim.network.default_network`, the builder ``trainscale predict`` uses
     (achieved NVLink, NIC and NVLS bandwidths, NCCL latencies, fabric congestion and pipeline
     fill, all from the calibration), so the collective figures agree with ``predict``.
     """
@@ -205,9 +180,9 @@ def network_for(gpu: str, calibration: Calibration | None = None) -> tuple[Netwo
 def study_micro_batch(df: pd.DataFrame) -> pd.DataFrame:
     """The rows that follow the study setup's micro-batch rule: ``min(STUDY_MICRO_BATCH, local
     batch)`` sequences per GPU, with local batch = ``global_batch / dp``
-    (:mod:`trainscale.study_setup`). Studies sweep ``micro_batch: [1, 2]`` (a study file cannot
+    (:mod:`trainscale.paper.setup`). Studies sweep ``micro_batch: [1, 2]`` (a study file cannot
     write the minimum) and the figures keep these rows."""
-    from trainscale.study_setup import STUDY_MICRO_BATCH
+    from trainscale.paper.setup import STUDY_MICRO_BATCH
 
     require(df, ["micro_batch", "global_batch", "dp"], where="study_micro_batch")
     local = pd.to_numeric(df["global_batch"]) // pd.to_numeric(df["dp"])

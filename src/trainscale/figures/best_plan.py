@@ -20,13 +20,12 @@ from matplotlib.figure import Figure
 
 from trainscale.figures._common import (
     add_source_note,
-    gpu_label,
-    model_label,
     model_order,
     save_styled,
     sim_source,
     subplot_mosaic,
 )
+from trainscale.names import gpu_label, model_label
 from trainscale.tables.best_plans import NO_DATA_PARALLEL, best_plans
 
 __all__ = ["cell_label", "mfu_range", "plot", "render"]

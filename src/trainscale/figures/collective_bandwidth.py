@@ -1,10 +1,10 @@
 """Figure ``collective_bandwidth``: NCCL bus bandwidth against message size, per node count.
 
-Curves come straight from the collective cost model (:mod:`trainscale.system.collectives`) for
+Curves come straight from the collective cost model (:mod:`trainscale.sim.system.collectives`) for
 one GPU in its default system (DGX H100 by default), with the calibrated link efficiencies and
 latencies: AllReduce, AllGather and ReduceScatter, one line per node count. Published
 nccl-tests measurements (the ``collectives`` table of
-:func:`trainscale.validation.validate_published`) are overlaid on the panel of their
+:func:`trainscale.published.accuracy.validate_published`) are overlaid on the panel of their
 collective, each with the model's prediction for its own system (GPU, GPUs per node, NIC) as an
 open marker.
 """
@@ -22,18 +22,18 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-from trainscale.calibration import Calibration
 from trainscale.figures._common import (
     add_source_note,
-    gpu_label,
     network_for,
     published_source,
     save_styled,
     sim_source,
     subplot_mosaic,
 )
+from trainscale.names import gpu_label
 from trainscale.report.style import PALETTE
-from trainscale.system.collectives import allgather_time, allreduce_time, reducescatter_time
+from trainscale.sim.calibration import Calibration
+from trainscale.sim.system.collectives import allgather_time, allreduce_time, reducescatter_time
 
 __all__ = ["COLLECTIVES", "NODE_COUNTS", "bandwidth_curves", "plot", "render"]
 

@@ -3,7 +3,7 @@
 FSDP gathers one transformer block's parameters (AllGather) before using them and scatters its
 gradients (ReduceScatter) after; DDP would AllReduce the same bytes. For Llama-2 7B and 70B in
 bf16 the block is ~405 MB and ~1.7 GB. The times come straight from the collective cost model
-(:mod:`trainscale.system.collectives`, calibrated), for H100 in DGX H100 nodes by default. Two
+(:mod:`trainscale.sim.system.collectives`, calibrated), for H100 in DGX H100 nodes by default. Two
 thin reference lines split AllGather into its bandwidth term (the same collective with zero
 latency) and the rest, its latency term (NCCL's per-step latencies of the protocol chosen): the
 ring's bandwidth term flattens as GPUs are added while its
@@ -21,20 +21,19 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from trainscale.calibration import Calibration
 from trainscale.figures._common import (
     add_source_note,
-    gpu_label,
     legend_row,
-    model_label,
     network_for,
     save_styled,
     sim_source,
     subplot_mosaic,
 )
-from trainscale.model.shape import attention_params_per_layer, load_models, mlp_params_per_layer
+from trainscale.names import gpu_label, model_label
 from trainscale.report.style import log2_gpu_axis
-from trainscale.system.collectives import allgather_time, allreduce_time, reducescatter_time
+from trainscale.sim.calibration import Calibration
+from trainscale.sim.model.shape import attention_params_per_layer, load_models, mlp_params_per_layer
+from trainscale.sim.system.collectives import allgather_time, allreduce_time, reducescatter_time
 
 __all__ = ["GPU_COUNTS", "collective_times", "layer_bytes", "plot", "render"]
 

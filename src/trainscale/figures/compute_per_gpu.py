@@ -25,17 +25,16 @@ from matplotlib.lines import Line2D
 
 from trainscale.figures._common import (
     add_source_note,
-    gpu_label,
     legend_row,
-    model_label,
     model_order,
     require,
     save_styled,
     sim_source,
     subplot_mosaic,
 )
+from trainscale.names import gpu_label, model_label
 from trainscale.report.style import log2_gpu_axis
-from trainscale.system.hardware import load_hardware
+from trainscale.sim.system.hardware import load_hardware
 
 __all__ = ["flops_per_gpu_step", "plot", "render"]
 

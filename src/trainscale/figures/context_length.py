@@ -26,7 +26,6 @@ from trainscale.figures._common import (
     fastest_recompute,
     legend_row,
     model_colors,
-    model_label,
     model_order,
     plot_band,
     plot_series,
@@ -38,6 +37,7 @@ from trainscale.figures._common import (
     study_micro_batch,
     subplot_mosaic,
 )
+from trainscale.names import model_label
 from trainscale.report.style import log2_gpu_axis
 
 __all__ = ["missing_lengths", "plot", "render"]

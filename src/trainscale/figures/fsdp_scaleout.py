@@ -7,7 +7,7 @@ share of the step. The study's headline numbers between 128 and 2,048 GPUs (per-
 2,048-GPU value, next to the simulated drop.
 
 The per-GPU throughput panel draws each model's 80 % prediction interval as a band
-(``tokens_per_s_per_gpu_lo``/``_hi`` of the simulated rows; :mod:`trainscale.intervals`).
+(``tokens_per_s_per_gpu_lo``/``_hi`` of the simulated rows; :mod:`trainscale.sim.intervals`).
 
 Input: the ``fsdp_scaleout`` study (``results/sim/fsdp_scaleout.parquet``), one row per model,
 recompute mode and GPU count; each point is the faster of no and full recomputation among those that
@@ -30,7 +30,6 @@ from trainscale.figures._common import (
     fastest_recompute,
     legend_row,
     model_colors,
-    model_label,
     model_order,
     plot_band,
     plot_series,
@@ -42,13 +41,14 @@ from trainscale.figures._common import (
     study_micro_batch,
     subplot_mosaic,
 )
-from trainscale.report.style import log2_gpu_axis
-from trainscale.study_setup import (
+from trainscale.names import model_label
+from trainscale.paper.setup import (
     STUDY_CLAIM_FROM,
     STUDY_CLAIM_TO,
     STUDY_POWER_DROP_PCT,
     STUDY_THROUGHPUT_DROP_PCT,
 )
+from trainscale.report.style import log2_gpu_axis
 
 __all__ = [
     "STUDY_POWER_DROP_PCT",

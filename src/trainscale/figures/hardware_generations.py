@@ -28,10 +28,8 @@ from trainscale.figures._common import (
     band_handle,
     fastest_recompute,
     gpu_colors,
-    gpu_label,
     gpu_order,
     legend_row,
-    model_label,
     plot_band,
     plot_series,
     readable_log,
@@ -42,6 +40,7 @@ from trainscale.figures._common import (
     study_micro_batch,
     subplot_mosaic,
 )
+from trainscale.names import gpu_label, model_label
 from trainscale.report.style import log2_gpu_axis
 
 __all__ = ["plot", "render"]

@@ -27,7 +27,6 @@ from trainscale.figures._common import (
     fastest_recompute,
     legend_row,
     model_colors,
-    model_label,
     model_order,
     require,
     save_styled,
@@ -36,6 +35,7 @@ from trainscale.figures._common import (
     subplot_mosaic,
 )
 from trainscale.fits import fit_usl, marginal_returns, usl_marginal
+from trainscale.names import model_label
 from trainscale.report.style import log2_gpu_axis
 
 __all__ = ["plot", "render"]

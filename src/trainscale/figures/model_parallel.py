@@ -23,13 +23,13 @@ from trainscale.figures._common import (
     add_source_note,
     best_rows,
     legend_row,
-    model_label,
     model_order,
     require,
     save_styled,
     sim_source,
     subplot_mosaic,
 )
+from trainscale.names import model_label
 from trainscale.report.style import log2_gpu_axis
 
 __all__ = ["KINDS", "plan_kind", "plot", "render"]

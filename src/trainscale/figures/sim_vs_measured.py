@@ -22,11 +22,9 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from trainscale.calibration import Calibration
 from trainscale.errors import ConfigurationError
 from trainscale.figures._common import (
     add_source_note,
-    gpu_label,
     legend_row,
     measured_source,
     readable_log,
@@ -35,8 +33,10 @@ from trainscale.figures._common import (
     sim_source,
     subplot_mosaic,
 )
+from trainscale.names import gpu_label
 from trainscale.schema import CONFIGURATION_COLUMNS
-from trainscale.simulate import predict_with_rejects
+from trainscale.sim.calibration import Calibration
+from trainscale.sim.simulate import predict_with_rejects
 
 __all__ = ["METRICS", "plot", "predict_measured", "render"]
 

@@ -1,7 +1,8 @@
 """Figure ``sim_vs_published``: the held-out error of tokens/s per GPU against every published run.
 
 Each published throughput row the simulator can represent is predicted by a fit that left its
-whole source out (``results/holdout.parquet``; :func:`trainscale.calibrate.held_out_predictions`)
+whole source out (``results/holdout.parquet``;
+:func:`trainscale.calibrate.fit.held_out_predictions`)
 — the error a user gets on a run the model has never seen. The figure plots that error,
 ``100 * (predicted - published) / published``, against the GPU count (left) and the published
 tokens/s per GPU (right), on a linear axis with ±10 % and ±20 % bands, so errors of 10–40 % are
@@ -24,8 +25,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from trainscale.figures._common import add_source_note, legend_row, require, save_styled
-from trainscale.holdout import accuracy, in_sample_throughput
-from trainscale.validation import summarise
+from trainscale.published.accuracy import summarise
+from trainscale.published.holdout import accuracy, in_sample_throughput
 
 __all__ = ["plot", "plot_errors", "render", "source_styles", "throughput_rows"]
 
@@ -160,7 +161,7 @@ def plot(holdout: pd.DataFrame, validation: pd.DataFrame) -> Figure:
     Parameters
     ----------
     holdout : pandas.DataFrame
-        ``results/holdout.parquet`` (:data:`trainscale.holdout.HOLDOUT_COLUMNS`).
+        ``results/holdout.parquet`` (:data:`trainscale.published.holdout.HOLDOUT_COLUMNS`).
     validation : pandas.DataFrame
         ``results/validation.parquet``: the shipped calibration's (in-sample) predictions, for
         the in-sample MAPE in the note.

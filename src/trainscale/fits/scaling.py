@@ -4,7 +4,7 @@
 their ``x`` value, usually the GPU count) is fitted: the log-log slopes of per-GPU metrics
 (:func:`trainscale.fits.fit_loglog`) and the Universal Scalability Law of whole-job throughput
 (:func:`trainscale.fits.fit_usl_table`). The ``scaling_fits`` table and the per-study fits
-(:mod:`trainscale.study_report`) both call it, each adding its own series columns.
+(:mod:`trainscale.tables.study_fits`) both call it, each adding its own series columns.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ Checked (:func:`_check_samples`): a negative power reading, or timestamps that g
 file (a clock that jumped back), is an :class:`~trainscale.errors.InputFileError` naming the
 file and line; polls that lack some GPU, and gaps in the sampling longer than 1.5 times the
 usual interval, are kept with a warning (:attr:`PowerLog.warnings`). Power above the GPU's TDP
-is checked where the GPU is known (:mod:`trainscale.runs`).
+is checked where the GPU is known (:mod:`trainscale.ingest.runs`).
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from trainscale.errors import TrainscaleError
-from trainscale.report._atomic import atomic_paths, with_suffix
+from trainscale.io.atomic import atomic_paths, with_suffix
 
 __all__ = [
     "FIGURE_FORMATS",

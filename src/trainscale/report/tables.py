@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from trainscale.errors import TrainscaleError
-from trainscale.report._atomic import atomic_paths, with_suffix
+from trainscale.io.atomic import atomic_paths, with_suffix
 
 __all__ = ["TABLE_FORMATS", "format_value", "write_table"]
 

@@ -5,8 +5,10 @@ rings of 2,047 steps whose time is mostly NCCL's per-step latency, so the headli
 moves with ``nccl_latency_scale``. The published measurements barely constrain that parameter
 (their nccl-tests rows span at most 16 GPUs and large messages; their FSDP runs stop at 512 GPUs
 where the rings stay hidden): this table pins it at each value of
-:data:`trainscale.sensitivity.LATENCY_SCALE_GRID` and at its calibrated value, refits every
-other parameter (:func:`trainscale.sensitivity.profile`) and lists the fit's error beside the
+:data:`trainscale.calibrate.sensitivity.LATENCY_SCALE_GRID` and at its calibrated value, refits
+every
+other parameter (:func:`trainscale.calibrate.sensitivity.profile`) and lists the fit's error beside
+the
 claims. ``calibrated`` marks the row of ``data/calibration.yaml``'s value.
 """
 
@@ -17,10 +19,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from trainscale.calibration import Calibration
-from trainscale.published import PublishedData
-from trainscale.sensitivity import LATENCY_SCALE_GRID, profile
-from trainscale.study_setup import STUDY_THROUGHPUT_DROP_PCT
+from trainscale.calibrate.sensitivity import LATENCY_SCALE_GRID, profile
+from trainscale.paper.setup import STUDY_THROUGHPUT_DROP_PCT
+from trainscale.published.measurements import PublishedData
+from trainscale.sim.calibration import Calibration
 from trainscale.tables.claims import CLAIMS
 
 __all__ = ["COLUMNS", "render", "sensitivity_table"]
@@ -58,8 +60,8 @@ def render(
     calibration: Calibration | None = None,
 ) -> tuple[Path, ...]:
     """Compute the profile and write ``stem.{csv,md,tex}``."""
-    from trainscale.calibration import load_calibration
     from trainscale.report import write_table
+    from trainscale.sim.calibration import load_calibration
 
     calibration = calibration or load_calibration()
     table = sensitivity_table(published, calibration)

@@ -1,6 +1,6 @@
 """Table ``claims``: the study's headline numbers, reproduced with the study setup.
 
-Each claim of Fernandez et al. (2024) is recomputed with :mod:`trainscale.study_setup` (sequence
+Each claim of Fernandez et al. (2024) is recomputed with :mod:`trainscale.paper.setup` (sequence
 4,096, global batch 2,048 sequences, micro-batch 2 per GPU, PyTorch FSDP, no recomputation,
 H100 on the study's own cluster as its nccl-tests figure shows it; the MFU comparison at 128
 GPUs) and checked against the study's value with a stated tolerance. :func:`reproduce_claims`
@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from trainscale.calibration import Calibration
 from trainscale.errors import TrainscaleError
-from trainscale.study_setup import (
+from trainscale.paper.setup import (
     STUDY_BEST_DEGREE,
     STUDY_MFU_PCT,
     STUDY_POWER_DROP_PCT,
     STUDY_THROUGHPUT_DROP_PCT,
 )
+from trainscale.sim.calibration import Calibration
 
 __all__ = [
     "CLAIMS",
@@ -174,8 +174,8 @@ CLAIMS: tuple[Claim, ...] = (
 
 
 def reproduce_claims(calibration: Calibration | None = None) -> dict[str, float]:
-    """Recompute every claim's value with the study setup (:mod:`trainscale.study_setup`)."""
-    from trainscale import study_setup
+    """Recompute every claim's value with the study setup (:mod:`trainscale.paper.setup`)."""
+    from trainscale.paper import setup as study_setup
 
     best = {
         model: study_setup.best_model_parallel(model, 2048, calibration)
@@ -249,8 +249,8 @@ def render(
     stem: str | os.PathLike[str], *, calibration: Calibration | None = None
 ) -> tuple[Path, ...]:
     """Reproduce the claims and write ``stem.{csv,md,tex}``."""
-    from trainscale.calibration import load_calibration
     from trainscale.report import write_table
+    from trainscale.sim.calibration import load_calibration
 
     calibration = calibration or load_calibration()
     table = claims_table(reproduce_claims(calibration))

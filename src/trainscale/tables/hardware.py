@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from trainscale.system.hardware import HardwareCatalog, load_hardware
+from trainscale.sim.system.hardware import HardwareCatalog, load_hardware
 
 __all__ = ["GROWTH_SUFFIX", "HARDWARE_COLUMNS", "REFERENCE_GPU", "hardware_table", "render"]
 

@@ -1,7 +1,7 @@
 """Table ``models``: the model catalogue's shapes and parameter counts.
 
 One row per model of ``data/models.yaml``, smallest first. Parameter counts are derived from the
-shape (:mod:`trainscale.model.shape`), never stored: ``params_b`` counts every weight (blocks,
+shape (:mod:`trainscale.sim.model.shape`), never stored: ``params_b`` counts every weight (blocks,
 final norm, embeddings), ``layer_params_m`` one transformer block's matrices — what FSDP gathers
 per layer.
 """
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from trainscale.model.shape import (
+from trainscale.sim.model.shape import (
     attention_params_per_layer,
     load_models,
     mlp_params_per_layer,

@@ -3,7 +3,7 @@
 Per series — rows that share source, model, GPU, plan (``tp×pp``, sharding, recomputation),
 sequence length and batch rule, and differ only in GPU count — three fits
 (:func:`trainscale.fits.scaling.fit_scaling_series`, shared with the per-study fits of
-:mod:`trainscale.study_report`):
+:mod:`trainscale.tables.study_fits`):
 
 - ``log2(tokens/s per GPU) ~ log2(GPUs)`` and ``log2(power per GPU) ~ log2(GPUs)``: ordinary
   least squares with HC3 errors (:func:`trainscale.fits.fit_loglog`); the slope is the elasticity
@@ -33,8 +33,8 @@ import pandas as pd
 
 from trainscale.figures._common import require, study_micro_batch
 from trainscale.fits.scaling import FIT_ROW_COLUMNS, fit_scaling_series
-from trainscale.model.shape import load_models
 from trainscale.schema import CONFIGURATION_COLUMNS
+from trainscale.sim.model.shape import load_models
 
 __all__ = [
     "MIN_COUNTS",

@@ -4,14 +4,15 @@ The headline is the error on a source when it is left out of the fit (README, "C
 accuracy"): for tokens/s per GPU, each source's rows as predicted by a fit to all the other
 sources (``results/holdout.parquet``), with the in-sample MAPE of the shipped calibration
 (``results/validation.parquet``, fitted on every source) beside it; per source, then per
-framework, then over all rows (:func:`trainscale.holdout.accuracy`). Then the nccl-tests bus
+framework, then over all rows (:func:`trainscale.published.holdout.accuracy`). Then the nccl-tests
+bus
 bandwidths, which every fit uses, so in sample only: all sizes, and the messages of 16 MiB and
-more (smaller ones are read from plots to about ±5 GB/s; :func:`trainscale.holdout.
+more (smaller ones are read from plots to about ±5 GB/s; :func:`trainscale.published.holdout.
 collective_accuracy`). Last, the sources none of whose rows of a quantity could be predicted
 (power figures, rows without a model shape, ...), under that quantity, with the reasons.
 
 The held-out blocks also report the 80 % prediction intervals' coverage, measured source-out
-(:func:`trainscale.intervals.source_out_coverage` of the held-out rows: each source's rows
+(:func:`trainscale.sim.intervals.source_out_coverage` of the held-out rows: each source's rows
 against intervals computed without that source) and their median width.
 """
 
@@ -24,7 +25,7 @@ from pathlib import Path
 import pandas as pd
 
 from trainscale.figures._common import require
-from trainscale.holdout import accuracy, collective_accuracy, in_sample_throughput
+from trainscale.published.holdout import accuracy, collective_accuracy, in_sample_throughput
 
 __all__ = ["VALIDATION_TABLE_COLUMNS", "readable_reason", "render", "validation_table"]
 
@@ -98,9 +99,9 @@ def validation_table(
         ``observed``, ``predicted``, ``ape_pct``, ``published_metric``, ``reason``): the shipped
         calibration's predictions of every published row, or its rejection.
     holdout : pandas.DataFrame
-        ``results/holdout.parquet`` (:data:`trainscale.holdout.HOLDOUT_COLUMNS`): each
+        ``results/holdout.parquet`` (:data:`trainscale.published.holdout.HOLDOUT_COLUMNS`): each
         throughput row predicted by a fit without its source.
-    published : trainscale.published.PublishedData, optional
+    published : trainscale.published.measurements.PublishedData, optional
         The normalised published CSV; gives the nccl-tests message sizes (``size_bytes``)
         unless ``validation`` has them.
 
@@ -199,7 +200,7 @@ def _add_coverage(
     holdout: pd.DataFrame, sources: pd.DataFrame, frameworks: pd.DataFrame, total: pd.DataFrame
 ) -> None:
     """Source-out interval coverage and median width (%) beside each held-out row."""
-    from trainscale.intervals import source_out_coverage
+    from trainscale.sim.intervals import source_out_coverage
 
     needed = ("gpu", "num_gpus", "observed_tokens_per_s_per_gpu", "predicted_tokens_per_s_per_gpu")
     if any(c not in holdout.columns for c in needed):

@@ -1,0 +1,143 @@
+"""How firmly the calibration data determine the study's claims.
+
+A calibrated parameter can be *pinned down by measurements* or *decided by its prior* (the weak
+Gaussian prior of :mod:`trainscale.calibrate.fit`). The two look the same in ``calibration.yaml``;
+this module tells them apart, with the calibration's own method:
+
+- :func:`profile` pins one fitted parameter at each of several values, refits all the others to
+  ``data/published/measurements.csv`` and reports the fit's error next to every claim of the
+  study. A flat error along the profile means the data cannot tell those values apart, so any
+  claim that moves along it is set by the prior, not by measurements.
+- :func:`prior_width_scan` refits with every prior's width multiplied by a factor and reports the
+  leave-one-source-out error (each source predicted by a fit that never saw it) next to the
+  claims: the out-of-sample check of how much the prior should weigh.
+
+Neither changes ``data/calibration.yaml``. Results are deterministic (the fit is).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import pandas as pd
+
+from trainscale.calibrate.fit import _round, fit_power, fit_throughput, leave_one_source_out
+from trainscale.paper.setup import headline_claims
+from trainscale.published.accuracy import collective_predictions, throughput_predictions
+from trainscale.published.measurements import PublishedData, load_published
+from trainscale.sim.calibration import Calibration, parameters_at_bounds
+
+__all__ = [
+    "LATENCY_SCALE_GRID",
+    "PRIOR_SCALE_GRID",
+    "PRIOR_SCAN_COLUMNS",
+    "PROFILE_COLUMNS",
+    "prior_width_scan",
+    "profile",
+]
+
+#: Values of ``nccl_latency_scale`` profiled by the workflow's ``claim_sensitivity`` table:
+#: NCCL's tuning-table latencies from a fifth to three times their value (the parameter's bounds
+#: are 0.1 and 3).
+LATENCY_SCALE_GRID: tuple[float, ...] = (0.2, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0)
+
+#: Prior widths scanned by ``trainscale calibrate --prior-scan`` when no list is given
+#: (1 is the calibration's own; ``inf`` drops the prior).
+PRIOR_SCALE_GRID: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0, 8.0, math.inf)
+
+_CLAIMS = ("throughput_drop_pct", "power_drop_pct", "mfu_a100_pct", "mfu_h100_pct")
+
+#: Columns of :func:`profile`.
+PROFILE_COLUMNS: tuple[str, ...] = (
+    "parameter",
+    "value",
+    "throughput_mape_pct",
+    "throughput_median_ape_pct",
+    "busbw_mape_pct",
+    *_CLAIMS,
+    "calibration_id",
+)
+
+#: Columns of :func:`prior_width_scan`.
+PRIOR_SCAN_COLUMNS: tuple[str, ...] = (
+    "prior_scale",
+    "throughput_mape_pct",
+    "heldout_mape_pct",
+    "heldout_median_ape_pct",
+    "parameters_at_bounds",
+    *_CLAIMS,
+    "calibration_id",
+)
+
+
+def _refit(published: PublishedData, **kw: object) -> tuple[Calibration, pd.DataFrame]:
+    fit = fit_throughput(published, **kw)  # type: ignore[arg-type]
+    calibration = _round(fit_power(fit.calibration))
+    rows, _ = throughput_predictions(published, calibration)
+    return calibration, rows
+
+
+def profile(
+    parameter: str, values: Sequence[float], published: PublishedData | None = None
+) -> pd.DataFrame:
+    """Pin ``parameter`` at each of ``values``, refit the rest, report error and claims.
+
+    Returns one row per value with :data:`PROFILE_COLUMNS`: the fit's MAPE and median absolute
+    percentage error of tokens/s per GPU over the published rows, the MAPE of nccl-tests bus
+    bandwidth, the study setup's claims (percent; ``power_comm_frac`` is re-solved to the
+    study's power drop at every point, as ``trainscale calibrate`` does) and the refitted
+    calibration's id. Raises :class:`~trainscale.errors.TrainscaleError` for a parameter that is
+    not fitted or a value outside its bounds. Costs one fit (a few seconds) per value.
+    """
+    published = published or load_published()
+    rows = []
+    for value in values:
+        calibration, fitted = _refit(published, pinned={parameter: float(value)})
+        collectives = collective_predictions(published, calibration)
+        rows.append(
+            {
+                "parameter": parameter,
+                "value": float(value),
+                "throughput_mape_pct": float(fitted["ape_pct"].mean()),
+                "throughput_median_ape_pct": float(fitted["ape_pct"].median()),
+                "busbw_mape_pct": float(collectives["ape_pct"].mean())
+                if not collectives.empty
+                else float("nan"),
+                **headline_claims(calibration),
+                "calibration_id": calibration.calibration_id,
+            }
+        )
+    return pd.DataFrame(rows, columns=list(PROFILE_COLUMNS))
+
+
+def prior_width_scan(
+    scales: Sequence[float] = PRIOR_SCALE_GRID, published: PublishedData | None = None
+) -> pd.DataFrame:
+    """Refit with each prior width ``scale`` (1 = the calibration's; ``inf`` = no prior).
+
+    Returns one row per scale with :data:`PRIOR_SCAN_COLUMNS`: in-sample MAPE; the
+    leave-one-source-out MAPE and median error
+    (:func:`trainscale.calibrate.fit.leave_one_source_out`);
+    which fitted parameters end on a bound (comma-separated; such a parameter is held by its
+    bound, not by the data); the claims; the calibration id. Costs one fit per source plus one
+    per scale (about 30 s per scale here).
+    """
+    published = published or load_published()
+    rows = []
+    for scale in scales:
+        calibration, fitted = _refit(published, prior_scale=float(scale))
+        held_out = leave_one_source_out(published, prior_scale=float(scale))
+        overall = held_out[held_out["source"] == "all"].iloc[0]
+        rows.append(
+            {
+                "prior_scale": float(scale),
+                "throughput_mape_pct": float(fitted["ape_pct"].mean()),
+                "heldout_mape_pct": float(overall["mape_pct"]),
+                "heldout_median_ape_pct": float(overall["median_ape_pct"]),
+                "parameters_at_bounds": ", ".join(parameters_at_bounds(calibration)),
+                **headline_claims(calibration),
+                "calibration_id": calibration.calibration_id,
+            }
+        )
+    return pd.DataFrame(rows, columns=list(PRIOR_SCAN_COLUMNS))

@@ -1,0 +1,286 @@
+"""Figure ``reports/studies/<study>/scaling``: a study's metrics against its x axis.
+
+One panel per metric of the :class:`~trainscale.study.report.ReportSpec` (by default global
+tokens/s, tokens/s per GPU, MFU, power per GPU and exposed communication, against the GPU
+count), one line per series, one row of panels per facet value. The per-GPU and global
+throughput panels draw each series' 80 % prediction interval as a band from the simulated rows'
+``tokens_per_s_per_gpu_lo``/``_hi`` (times the GPU count for the global panel). Without facets
+the legend gives each series' change of tokens/s per GPU per doubling, read from the study's
+fits table. The note under the panels is built from the study file's own fixed values, the
+catalogues (GPU, system) and the rows' provenance (simulated, trainscale version, calibration):
+nothing in it is a constant.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import seaborn as sns
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from trainscale.figures._common import (
+    add_source_note,
+    band_handle,
+    gpu_colors,
+    legend_row,
+    model_colors,
+    plot_band,
+    plot_series,
+    readable_log,
+    recompute_handle,
+    save_styled,
+    sim_source,
+    subplot_mosaic,
+)
+from trainscale.report.style import PALETTE, log2_gpu_axis
+from trainscale.sim.system.hardware import HardwareCatalog
+from trainscale.study.report import METRICS, ReportSpec, format_value
+from trainscale.study.sweep import Study
+
+__all__ = ["plot_scaling", "render_scaling", "setup_note"]
+
+_X_LABELS = {
+    "num_gpus": "GPUs (count)",
+    "seq_len": "Sequence length (tokens)",
+    "global_batch": "Global batch (sequences)",
+    "micro_batch": "Micro-batch (sequences per GPU)",
+    "nic_gbps_per_gpu": "NIC per GPU (Gb/s)",
+}
+
+# How a fixed column reads in the note: a format with {v} (the readable value).
+_FIXED = {
+    "model": "{v}",
+    "gpu": "{v}",
+    "seq_len": "sequence {v} tokens",
+    "global_batch": "global batch {v} sequences",
+    "micro_batch": "micro-batch {v} per GPU",
+    "num_gpus": "{v} GPUs",
+    "sharding": "{v} sharding",
+    "recompute": "recompute {v}",
+    "precision": "{v}",
+    "framework": "framework {v}",
+}
+
+
+def setup_note(
+    study: Study,
+    spec: ReportSpec,
+    hardware: HardwareCatalog,
+    framework_default: str,
+    *,
+    dropped_memory: int = 0,
+) -> str:
+    """The study's setup in words, from its own file and the catalogues.
+
+    Parameters
+    ----------
+    study : Study
+        The study (its ``fixed``, ``sweep`` and ``derive`` values).
+    spec : ReportSpec
+        What the figure shows (which swept columns are x, series, facet or collapsed).
+    hardware : HardwareCatalog
+        GPU and system catalogue (``data/hardware.yaml``), for the system the study runs on.
+    framework_default : str
+        The framework profile a study without ``framework`` gets (``data/frameworks.yaml``).
+    dropped_memory : int
+        Simulated rows left out because they do not fit in memory.
+
+    Returns
+    -------
+    str
+        ``Study <name> setup: Llama-2 13B, A100 80GB on dgx-a100 (8 GPUs per node, 200 Gb/s NIC
+        per GPU), ...; swept: ...``.
+    """
+    fixed = dict(study.fixed)
+    fixed.update({k: v[0] for k, v in study.sweep.items() if len(v) == 1})
+    parts = []
+    for key, value in fixed.items():
+        if key == "system":
+            continue
+        shown = format_value(key, value)
+        parts.append(_FIXED.get(key, f"{key} {{v}}").format(v=shown))
+        if key == "gpu":
+            parts[-1] += _system_words(hardware, str(value), fixed.get("system"))
+    if "framework" not in fixed:
+        parts.append(f"framework {framework_default} (default)")
+    for key, value in study.derive.items():
+        if key == "global_batch_tokens":
+            parts.append(f"global batch {value:,} tokens (global_batch = tokens / seq_len)")
+        else:
+            parts.append(f"global batch {value:,} sequences per data-parallel rank")
+    swept = []
+    for key, values in study.sweep.items():
+        if len(values) < 2:
+            continue
+        role = (
+            "x" if key == spec.x else "facet" if key == spec.facet
+            else "fastest kept" if key in spec.best_of else "series"
+        )  # fmt: skip
+        shown = ", ".join(format_value(key, v) for v in values)
+        swept.append(f"{key} {shown} ({role})")
+    text = f"Study {study.name} setup: " + ", ".join(parts)
+    if "gpu" not in fixed:
+        text += "; each GPU on its catalogue default system"
+    if swept:
+        text += "; swept: " + "; ".join(swept)
+    if spec.best_of:
+        text += (
+            ". Each point is the fastest (tokens/s) of "
+            + " × ".join(spec.best_of)
+            + " that fits in memory (open markers: with recomputation)"
+        )
+    if dropped_memory:
+        text += f"; {dropped_memory:,} simulated configurations that do not fit in memory left out"
+    return text + "."
+
+
+def _system_words(hardware: HardwareCatalog, gpu: str, system: str | None) -> str:
+    if gpu not in hardware.gpus:
+        return ""
+    default = system is None
+    key = hardware.default_system.get(gpu) if default else system
+    if key not in hardware.systems:
+        return f" on {key}" if key else ""
+    node = hardware.systems[key]
+    nic = node.nic_bytes_per_s_per_gpu * 8 / 1e9
+    words = f" on {key} ({node.gpus_per_node} GPUs per node, {nic:g} Gb/s NIC per GPU"
+    return words + (", the GPU's default system)" if default else ")")
+
+
+def _colors(rows: pd.DataFrame, spec: ReportSpec) -> dict[str, tuple]:
+    """Colour per series label: fixed per model or GPU when that is the only series column."""
+    labels = list(dict.fromkeys(rows["series_label"]))
+    if spec.series in (("model",), ("gpu",)):
+        fixed = model_colors() if spec.series == ("model",) else gpu_colors()
+        key = spec.series[0]
+        first = rows.drop_duplicates("series_label").set_index("series_label")[key]
+        return {label: fixed.get(first[label], (0.3, 0.3, 0.3)) for label in labels}
+    palette = sns.color_palette(PALETTE, max(len(labels), 1))
+    return {label: tuple(palette[i % len(palette)]) for i, label in enumerate(labels)}
+
+
+def _slopes(fits: pd.DataFrame | None) -> dict[tuple[str, str], float]:
+    """(facet, series) → % change of tokens/s per GPU per doubling, from the fits table."""
+    if fits is None or fits.empty:
+        return {}
+    chosen = fits[
+        (fits["metric"] == "tokens_per_s_per_gpu") & (fits["parameter"] == "pct_per_doubling")
+    ]
+    facet = (
+        chosen["facet"].fillna("").astype(str)
+        if "facet" in chosen.columns
+        else pd.Series("", index=chosen.index)
+    )
+    return dict(zip(zip(facet, chosen["series"].astype(str), strict=True),
+                    chosen["estimate"].astype(float), strict=True))  # fmt: skip
+
+
+def plot_scaling(
+    rows: pd.DataFrame,
+    spec: ReportSpec,
+    *,
+    note: str,
+    fits: pd.DataFrame | None = None,
+    title: str = "",
+) -> Figure:
+    """Draw the panels from the selected rows (:func:`~trainscale.study.report.select_rows`).
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        One row per facet, series and x value, with ``facet_label`` and ``series_label``.
+    spec : ReportSpec
+        What to show.
+    note : str
+        The setup note (:func:`setup_note`); the source line is added from the rows.
+    fits : pandas.DataFrame, optional
+        The study's fits table (:func:`~trainscale.tables.study_fits.study_fits`), for the legend.
+    title : str
+        Figure title.
+    """
+    metrics = list(spec.metrics)
+    facets = list(dict.fromkeys(rows["facet_label"])) or [""]
+    ncols = min(3, len(metrics))
+    per_facet = math.ceil(len(metrics) / ncols)
+    mosaic: list[list[str]] = []
+    for f in range(len(facets)):
+        names = [f"{f}:{m}" for m in metrics]
+        names += ["." if f < len(facets) - 1 else "legend"] * (per_facet * ncols - len(names))
+        mosaic += [names[r * ncols : (r + 1) * ncols] for r in range(per_facet)]
+    legend_in_grid = "legend" in mosaic[-1]
+    heights = [1.0] * len(mosaic)
+    if not legend_in_grid:
+        mosaic.append(["legend"] * ncols)
+        heights.append(0.28)
+    width = 7.2 if ncols == 3 else 2.6 * ncols + 0.6
+    height = 2.2 * (len(mosaic) - (0 if legend_in_grid else 1)) + (0 if legend_in_grid else 0.7)
+    fig, ax = subplot_mosaic(width, height + 0.6, mosaic, height_ratios=heights)
+    colors = _colors(rows, spec)
+    slopes = _slopes(fits)
+    xs = pd.to_numeric(rows[spec.x]).to_numpy(dtype=float) if len(rows) else np.array([1.0])
+    banded = False
+    for f, facet in enumerate(facets):
+        in_facet = rows[rows["facet_label"] == facet]
+        for label, series in in_facet.groupby("series_label", sort=False):
+            x = pd.to_numeric(series[spec.x]).astype(float).to_numpy()
+            for metric in metrics:
+                axis = ax[f"{f}:{metric}"]
+                _ylabel, _log, factor, band = METRICS[metric]
+                if band is not None and band[0] in series.columns:
+                    scale = x if metric == "tokens_per_s" else 1.0
+                    banded |= plot_band(axis, x, series, band[0].rsplit("_lo", 1)[0],
+                                        colors[label], scale=scale)  # fmt: skip
+                y = pd.to_numeric(series[metric]).astype(float) * factor
+                plot_series(axis, x, y, series, colors[label])
+    for f, facet in enumerate(facets):
+        for metric in metrics:
+            axis = ax[f"{f}:{metric}"]
+            ylabel, log, factor, _band = METRICS[metric]
+            axis.set_ylabel(ylabel)
+            axis.set_xlabel(_X_LABELS.get(spec.x, spec.x))
+            log2_gpu_axis(axis, xs)
+            axis.tick_params(axis="x", labelrotation=90)
+            if facet:
+                axis.set_title(facet, fontsize=8)
+            values = pd.to_numeric(rows.loc[rows["facet_label"] == facet, metric]) * factor
+            if log:
+                readable_log(axis)
+            elif len(values.dropna()):
+                top = float(values.max())
+                low = 0.0 if metric != "power_w_per_gpu" else float(values.min()) * 0.9
+                axis.set_ylim(low, max(top * 1.15, low + 1.0))
+    handles = []
+    for label, color in colors.items():
+        slope = slopes.get(("", label)) if len(facets) == 1 else None
+        text = label if slope is None or not np.isfinite(slope) else (
+            f"{label}: {slope:+.1f} % tokens/s per GPU per doubling"
+        )  # fmt: skip
+        handles.append(Line2D([], [], color=color, marker="o", label=text))
+    if banded:
+        handles.append(band_handle())
+    if "recompute" in rows.columns and (rows["recompute"].astype(str) != "none").any():
+        handles.append(recompute_handle())
+    ncols_legend = 1 if legend_in_grid else (2 if len(handles) > 3 else len(handles))
+    legend_row(ax["legend"], handles, [h.get_label() for h in handles], ncols=ncols_legend,
+               fontsize=6.5)  # fmt: skip
+    if title:
+        fig.suptitle(title, fontsize=9)
+    return add_source_note(fig, sim_source(rows) + ".", note)
+
+
+def render_scaling(
+    stem: str | os.PathLike[str],
+    rows: pd.DataFrame,
+    spec: ReportSpec,
+    *,
+    note: str,
+    fits: pd.DataFrame | None = None,
+    title: str = "",
+) -> tuple[Path, ...]:
+    """Draw :func:`plot_scaling` and save ``stem.{pdf,png,svg}`` byte-reproducibly."""
+    return save_styled(lambda: plot_scaling(rows, spec, note=note, fits=fits, title=title), stem)

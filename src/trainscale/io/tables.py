@@ -1,0 +1,123 @@
+"""A user's table in and out: CSV or Parquet chosen by the file's extension.
+
+:func:`read_table` refuses what pandas would silently change (a header naming a column twice,
+which pandas renames ``name.1``; Parquet columns of nested type); :func:`write_table` writes the
+schema's columns in the schema's dtypes, atomically. Errors name the file.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pandas as pd
+
+from trainscale.errors import InputFileError, TrainscaleError
+from trainscale.io.atomic import atomic_paths
+from trainscale.io.parquet import typed_column
+from trainscale.schema import DATASET_COLUMNS
+
+__all__ = ["read_table", "write_table"]
+
+
+def _csv_header(path: Path) -> list[str]:
+    try:
+        with path.open(newline="", encoding="utf-8") as handle:
+            return next(csv.reader(handle), [])
+    except (OSError, UnicodeDecodeError, csv.Error) as error:
+        raise InputFileError(path, f"cannot read table: {error}") from None
+
+
+def _parquet_columns(path: Path) -> list[tuple[str, object]]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        schema = pq.read_schema(path)
+    except (OSError, pa.ArrowException) as error:
+        raise InputFileError(path, f"cannot read table: {error}") from None
+    return [(field.name, field.type) for field in schema]
+
+
+def _refuse_duplicates(path: Path, names: list[str]) -> None:
+    seen: set[str] = set()
+    repeated = [n for n in names if n in seen or seen.add(n)]  # type: ignore[func-returns-value]
+    if repeated:
+        raise InputFileError(
+            path,
+            f"line 1: column(s) {', '.join(map(repr, dict.fromkeys(repeated)))} appear more "
+            "than once in the header; each column may appear once",
+        )
+
+
+def read_table(path: Path) -> pd.DataFrame:
+    """Read a CSV or Parquet table; errors name the file.
+
+    Refused: a header naming a column twice (pandas would silently rename the second to
+    ``name.1``), and Parquet columns of nested type (lists, structs, maps).
+    """
+    if not path.is_file():
+        raise InputFileError(path, "no such file")
+    suffix = path.suffix.lower()
+    if suffix not in (".csv", ".parquet"):
+        raise InputFileError(path, "unknown extension; use .csv or .parquet")
+    if suffix == ".csv":
+        _refuse_duplicates(path, _csv_header(path))
+    else:
+        import pyarrow as pa
+
+        fields = _parquet_columns(path)
+        _refuse_duplicates(path, [name for name, _ in fields])
+        nested = [name for name, kind in fields if pa.types.is_nested(kind)]
+        if nested:
+            raise InputFileError(
+                path,
+                f"column(s) {', '.join(map(repr, nested))} hold lists or structs; every column "
+                "must hold one number or text per row",
+            )
+    try:
+        if suffix == ".parquet":
+            return pd.read_parquet(path)
+        return pd.read_csv(path)
+    except Exception as error:  # pandas raises many types for malformed files
+        raise InputFileError(path, f"cannot read table: {error}") from error
+
+
+def _schema_typed(frame: pd.DataFrame) -> pd.DataFrame:
+    """Schema columns in the schema's dtypes (nullable); other columns as they are."""
+    out = frame.copy()
+    for col in DATASET_COLUMNS:
+        if col.name in out.columns:
+            out[col.name] = typed_column(out[col.name], col)
+    return out
+
+
+def write_table(frame: pd.DataFrame, path: Path) -> None:
+    """Write CSV or Parquet by extension, atomically (a temporary file with a random name in the
+    same folder, then a rename): two runs writing one file never mix, a failure leaves nothing.
+
+    Raises
+    ------
+    TrainscaleError
+        Unknown extension, the file or folder cannot be written, or a column cannot be stored.
+    """
+    import pyarrow as pa
+
+    suffix = path.suffix.lower()
+    if suffix not in (".csv", ".parquet"):
+        raise TrainscaleError(f"{path}: unknown extension; use .csv or .parquet")
+    frame = _schema_typed(frame)
+    try:
+        with atomic_paths([path]) as (temp,):
+            if suffix == ".csv":
+                frame.to_csv(temp, index=False)
+            else:
+                frame.to_parquet(temp, index=False)
+    except OSError as error:
+        raise TrainscaleError(
+            f"{path}: cannot write: {error.strerror or error}"
+            + (f" ({error.filename})" if error.filename else "")
+        ) from None
+    except (pa.ArrowException, ValueError, TypeError) as error:
+        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise TrainscaleError(f"{path}: cannot write as {suffix[1:]}: {first}") from None

@@ -1,0 +1,202 @@
+"""Predict every published measurement and report the error, row by row and per source.
+
+The comparison is made in tokens/s per GPU (the issue's gate), after converting each published
+number with its own source's FLOP convention
+(:func:`trainscale.published.measurements.flops_per_token`);
+nccl-tests bus bandwidths are compared in GB/s. Accuracy is reported, never hidden: every
+published row appears either with its error or with the reason it could not be predicted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+
+from trainscale.published.measurements import PublishedData, load_published
+from trainscale.sim.calibration import Calibration, load_calibration
+from trainscale.sim.network import Links, calibrated_network
+from trainscale.sim.simulate import predict_with_rejects
+from trainscale.sim.system.collectives import (
+    Network,
+    allgather_time,
+    allreduce_time,
+    alltoall_time,
+    p2p_time,
+    reducescatter_time,
+)
+from trainscale.sim.system.hardware import load_hardware
+
+__all__ = [
+    "BUSBW_FACTOR",
+    "CollectiveRows",
+    "collective_network",
+    "collective_predictions",
+    "summarise",
+    "throughput_predictions",
+    "validate_published",
+]
+
+
+def throughput_predictions(
+    published: PublishedData, calibration: Calibration
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Predict the throughput rows; return (rows with prediction and error, simulator rejects)."""
+    results, rejects = predict_with_rejects(
+        published.throughput, calibration=calibration, origin="data/published/measurements.csv"
+    )
+    predicted = results["tokens_per_s_per_gpu"].to_numpy()
+    observed = results["observed_tokens_per_s_per_gpu"].to_numpy()
+    results["predicted_tokens_per_s_per_gpu"] = predicted
+    results["error_pct"] = 100.0 * (predicted - observed) / observed
+    results["ape_pct"] = np.abs(results["error_pct"])
+    return results, rejects
+
+
+#: nccl-tests bus-bandwidth factor per collective (nccl-tests doc/PERFORMANCE.md): busbw = algbw
+#: x factor(n).
+BUSBW_FACTOR = {
+    "allreduce": lambda n: 2 * (n - 1) / n,
+    "allgather": lambda n: (n - 1) / n,
+    "reducescatter": lambda n: (n - 1) / n,
+    "alltoall": lambda n: (n - 1) / n,
+    "sendrecv": lambda n: np.ones_like(n),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class CollectiveRows:
+    """The normalised nccl-tests rows as arrays: everything their prediction needs that does not
+    depend on the calibration (sizes, ranks, kinds, forced algorithms, line rates)."""
+
+    size: np.ndarray
+    n: np.ndarray
+    g: np.ndarray
+    kind: np.ndarray
+    algorithm: np.ndarray
+    nvlink_bytes_per_s: np.ndarray
+    nvls: np.ndarray
+    nic_line_bytes_per_s: np.ndarray
+    fabric_factor: np.ndarray
+
+    @classmethod
+    def of(cls, rows: pd.DataFrame) -> CollectiveRows:
+        hardware = load_hardware()
+        gpus = [hardware.gpus[key] for key in rows["gpu"]]
+        return cls(
+            size=rows["size_bytes"].to_numpy(np.float64),
+            n=rows["num_gpus"].to_numpy(np.float64),
+            g=rows["gpus_per_node"].to_numpy(np.float64),
+            kind=rows["collective"].to_numpy(),
+            algorithm=(
+                rows["algorithm"].fillna("").to_numpy(object)
+                if "algorithm" in rows
+                else np.full(len(rows), "", dtype=object)
+            ),
+            nvlink_bytes_per_s=np.array([g.nvlink_bytes_per_s for g in gpus]),
+            nvls=np.array([g.nvls for g in gpus]) & rows["nvls"].to_numpy(bool),
+            nic_line_bytes_per_s=rows["nic_gbps_per_gpu"].to_numpy(np.float64) * 1e9 / 8,
+            fabric_factor=rows["fabric"].map(hardware.fabric_efficiency_factor).to_numpy(
+                np.float64
+            ),
+        )
+
+    def network(self, calibration: Calibration) -> Network:
+        """The achieved links under ``calibration``, from the builder ``predict`` uses
+        (:func:`trainscale.sim.network.calibrated_network`). A row without a NIC (one node) gets
+        1 B/s, so that the inter-node terms it never uses stay finite."""
+        net = calibrated_network(
+            Links(
+                nvlink_bytes_per_s=self.nvlink_bytes_per_s,
+                nvls=self.nvls,
+                nic_bytes_per_s=self.nic_line_bytes_per_s,
+                fabric_factor=self.fabric_factor,
+            ),
+            calibration,
+        )
+        return replace(net, nic_bytes_per_s=np.maximum(net.nic_bytes_per_s, 1.0))
+
+    def busbw_gbps(self, calibration: Calibration) -> np.ndarray:
+        """Predicted nccl-tests bus bandwidth of every row, GB/s, each with its collective's
+        busbw factor and, where the row forces one, its algorithm."""
+        net = self.network(calibration)
+        size, n, g = self.size, self.n, self.g
+        times = {
+            "allreduce": lambda: allreduce_time(size, n, g, net, algorithm=self.algorithm),
+            "allgather": lambda: allgather_time(size, n, g, net),
+            "reducescatter": lambda: reducescatter_time(size, n, g, net),
+            "alltoall": lambda: alltoall_time(size, n, g, net),
+            "sendrecv": lambda: p2p_time(size, n <= g, net),
+        }
+        busbw = np.full(len(size), np.nan)
+        for name, time in times.items():
+            here = self.kind == name
+            if here.any():
+                busbw = np.where(here, size / time() * BUSBW_FACTOR[name](n) / 1e9, busbw)
+        return busbw
+
+
+def collective_network(rows: pd.DataFrame, calibration: Calibration) -> Network:
+    """The achieved links of each normalised nccl-tests row (see :func:`collective_predictions`)."""
+    return CollectiveRows.of(rows).network(calibration)
+
+
+def collective_predictions(published: PublishedData, calibration: Calibration) -> pd.DataFrame:
+    """Predict the nccl-tests rows (bus bandwidth, GB/s), each with its collective's busbw factor
+    and, where the row forces one, its algorithm."""
+    rows = published.collectives.copy()
+    if rows.empty:
+        return rows
+    busbw = CollectiveRows.of(rows).busbw_gbps(calibration)
+    rows["predicted_busbw_gbps"] = busbw
+    rows["error_pct"] = 100.0 * (busbw - rows["observed_busbw_gbps"]) / rows["observed_busbw_gbps"]
+    rows["ape_pct"] = np.abs(rows["error_pct"])
+    return rows
+
+
+def summarise(rows: pd.DataFrame, by: str = "citation") -> pd.DataFrame:
+    """Per source (or per value of ``by``, e.g. ``framework``): rows, MAPE, median and maximum
+    absolute percentage error, then overall (``all``). The first column is named ``source`` when
+    grouping by citation, else ``by``."""
+    label = "source" if by == "citation" else by
+    grouped = rows.groupby(by, sort=True)["ape_pct"]
+    table = pd.DataFrame(
+        {
+            "rows": grouped.size(),
+            "mape_pct": grouped.mean(),
+            "median_ape_pct": grouped.median(),
+            "max_ape_pct": grouped.max(),
+        }
+    ).reset_index(names=label)
+    overall = pd.DataFrame(
+        [{
+            label: "all",
+            "rows": len(rows),
+            "mape_pct": rows["ape_pct"].mean(),
+            "median_ape_pct": rows["ape_pct"].median(),
+            "max_ape_pct": rows["ape_pct"].max(),
+        }]
+    )  # fmt: skip
+    return pd.concat([table, overall], ignore_index=True)
+
+
+def validate_published(
+    calibration: Calibration | None = None, published: PublishedData | None = None
+) -> dict[str, pd.DataFrame]:
+    """Predict all published rows; return ``throughput``, ``collectives``, ``rejects`` tables."""
+    calibration = calibration or load_calibration()
+    published = published or load_published()
+    throughput, sim_rejects = throughput_predictions(published, calibration)
+    rejects = published.rejects
+    if not sim_rejects.empty:
+        extra = sim_rejects.assign(published_value_text=sim_rejects["published_value_text"])
+        rejects = pd.concat(
+            [rejects, extra[[c for c in rejects.columns if c in extra.columns]]],
+            ignore_index=True,
+        )
+    return {
+        "throughput": throughput,
+        "collectives": collective_predictions(published, calibration),
+        "rejects": rejects,
+    }

@@ -1,0 +1,196 @@
+"""Framework profiles: what a software stack does with a given model, plan and hardware.
+
+The same plan (tp, pp, dp, sharding) runs differently under Megatron-Core, DeepSpeed and PyTorch
+FSDP: which communication is overlapped with compute, how finely sharded collectives are split, how
+FP8 scales are computed, how many kernels a block launches. ``data/frameworks.yaml`` states each
+profile's behaviours with the framework's own documentation or code as source; a configuration
+names its profile in the ``framework`` column (default :data:`DEFAULT_FRAMEWORK`) and may override
+single behaviours with the columns of :data:`OVERRIDE_COLUMNS`, named as the frameworks name them.
+
+What a profile does *not* hold are efficiencies: each framework's offsets on the shared GEMM,
+attention, memory-traffic, FP8 and overlap efficiencies are calibrated parameters
+(:mod:`trainscale.sim.calibration`), so the hardware physics stays shared across stacks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from trainscale.errors import InputFileError
+from trainscale.io.yaml import load_yaml, require_keys
+from trainscale.paths import data_dir
+from trainscale.schema import (
+    ATTENTION_KERNELS,
+    FP8_RECIPES,
+    FRAMEWORKS,
+    SHARD_GRANULARITIES,
+    SHARDINGS,
+)
+
+__all__ = [
+    "BOOLEAN_BEHAVIOURS",
+    "DEFAULT_FRAMEWORK",
+    "FP8_RECIPES",
+    "FRAMEWORKS",
+    "OVERRIDE_COLUMNS",
+    "SHARD_GRANULARITIES",
+    "TRITON_ATTENTION_RELATIVE_SPEED",
+    "FrameworkProfile",
+    "fp8_cast_bytes_per_element",
+    "load_frameworks",
+]
+
+DEFAULT_FRAMEWORK = "pytorch"
+"""A configuration without a ``framework`` runs PyTorch (DDP/FSDP): the stack of the study that
+trainscale reproduces (Fernandez et al. trained with PyTorch FSDP) and of most published runs."""
+BOOLEAN_BEHAVIOURS = (
+    "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap", "fused_kernels",
+)  # fmt: skip
+OVERRIDE_COLUMNS = (*BOOLEAN_BEHAVIOURS, "shard_granularity", "attention_kernel", "fp8_recipe")
+"""Configuration columns that override one behaviour of the row's profile (empty: the profile's)."""
+
+# Bytes moved per element of an FP8 GEMM input by its quantisation: delayed scaling casts with the
+# scale of earlier steps (read bf16 2 + write fp8 1); current/dynamic scaling first reduces the
+# input's amax (read bf16 2 more) — Transformer Engine's Float8CurrentScaling, torchao tensorwise
+# and rowwise.
+_CAST_BYTES = {"delayed": 3.0, "current": 5.0, "tensorwise": 5.0, "rowwise": 5.0}
+_PROFILE_KEYS = (
+    "description", "aliases", *BOOLEAN_BEHAVIOURS, "shard_granularity", "attention_kernel",
+    "fp8_recipe",
+    "ddp_bucket_params", "ddp_bucket_params_per_dp_rank", "host_overhead_per_layer_s", "sources",
+)  # fmt: skip
+
+
+#: Speed of FlashAttention written in Triton relative to FlashAttention-2 on the same GPU:
+#: "FlashAttention-2 is ... 1.3-2.5x faster than FlashAttention in Triton" (Dao 2023,
+#: arXiv 2307.08691, section 4.1, forward and backward on A100); the geometric mean of the range.
+TRITON_ATTENTION_RELATIVE_SPEED = 1.0 / (1.3 * 2.5) ** 0.5
+
+#: Behaviours whose source ``data/frameworks.yaml`` must give.
+_DOCUMENTED = (
+    *BOOLEAN_BEHAVIOURS, "shard_granularity", "attention_kernel", "fp8_recipe", "ddp_bucket_params",
+)  # fmt: skip
+
+
+def fp8_cast_bytes_per_element(recipe: str) -> float:
+    """HBM bytes per FP8 GEMM input element spent quantising it under ``recipe``."""
+    return _CAST_BYTES[recipe]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FrameworkProfile:
+    """One software stack's documented behaviours (see ``data/frameworks.yaml``)."""
+
+    key: str
+    description: str
+    aliases: tuple[str, ...]
+    overlap_grad_reduce: dict[str, bool]
+    """By sharding: data-parallel gradient reduction in buckets during backward (else after it)."""
+    overlap_param_gather: dict[str, bool]
+    """By sharding: parameter all-gathers prefetched under compute (else exposed)."""
+    tp_comm_overlap: dict[str, bool]
+    """Tensor-parallel collectives pipelined with their GEMMs (one of tp chunks exposed)."""
+    fused_kernels: dict[str, bool]
+    """Normalisation, rotary and activation kernels fused (Transformer Engine LayerNormLinear and
+    LayerNormMLP, Megatron's rope and SwiGLU fusions, torch.compile), else one kernel per op."""
+    shard_granularity: str
+    """``layer``: one sharded all-gather per block; ``tensor``: one per parameter tensor."""
+    attention_kernel: str
+    """One of :data:`~trainscale.schema.ATTENTION_KERNELS`."""
+    fp8_recipe: str
+    """One of :data:`FP8_RECIPES`."""
+    ddp_bucket_params: float
+    """Smallest gradient bucket, parameters."""
+    ddp_bucket_params_per_dp_rank: float
+    """Bucket growth with the data-parallel degree: bucket = max(min, this × dp), parameters."""
+    host_overhead_per_layer_s: float
+    """CPU time to launch one block's kernels for forward and backward of one micro-batch, s."""
+    sources: dict[str, str]
+    """Where each behaviour is documented."""
+
+
+def _bool(path: Path, where: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise InputFileError(path, f"{where}: expected true or false, got {value!r}")
+    return value
+
+
+def _by_sharding(path: Path, where: str, value: object) -> dict[str, bool]:
+    """A behaviour given once, or per sharding (every one of SHARDINGS named)."""
+    if not isinstance(value, dict):
+        flag = _bool(path, where, value)
+        return dict.fromkeys(SHARDINGS, flag)
+    if set(value) != set(SHARDINGS):
+        raise InputFileError(
+            path, f"{where}: a mapping by sharding must name exactly {', '.join(SHARDINGS)}"
+        )
+    return {s: _bool(path, f"{where}.{s}", value[s]) for s in SHARDINGS}
+
+
+def _number(path: Path, where: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise InputFileError(path, f"{where}: expected a number >= 0, got {value!r}")
+    return float(value)
+
+
+def _choice(path: Path, where: str, value: object, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise InputFileError(
+            path, f"{where}: {value!r} is not allowed; allowed: {', '.join(allowed)}"
+        )
+    return str(value)
+
+
+def _parse(path: Path, key: str, entry: dict) -> FrameworkProfile:
+    where = f"profiles.{key}"
+    require_keys(path, where, entry, _PROFILE_KEYS)
+    sources = entry["sources"]
+    if not isinstance(sources, dict):
+        raise InputFileError(path, f"{where}.sources: expected a mapping behaviour -> source")
+    undocumented = [b for b in _DOCUMENTED if b not in sources]
+    if undocumented:
+        raise InputFileError(
+            path, f"{where}.sources: no source for {', '.join(undocumented)}"
+        )
+    return FrameworkProfile(
+        key=key,
+        description=str(entry["description"]),
+        aliases=tuple(str(a) for a in entry["aliases"]),
+        **{b: _by_sharding(path, f"{where}.{b}", entry[b]) for b in BOOLEAN_BEHAVIOURS},
+        shard_granularity=_choice(
+            path, f"{where}.shard_granularity", entry["shard_granularity"], SHARD_GRANULARITIES
+        ),
+        attention_kernel=_choice(
+            path, f"{where}.attention_kernel", entry["attention_kernel"], ATTENTION_KERNELS
+        ),
+        fp8_recipe=_choice(path, f"{where}.fp8_recipe", entry["fp8_recipe"], FP8_RECIPES),
+        ddp_bucket_params=_number(path, f"{where}.ddp_bucket_params", entry["ddp_bucket_params"]),
+        ddp_bucket_params_per_dp_rank=_number(
+            path, f"{where}.ddp_bucket_params_per_dp_rank", entry["ddp_bucket_params_per_dp_rank"]
+        ),
+        host_overhead_per_layer_s=_number(
+            path, f"{where}.host_overhead_per_layer_s", entry["host_overhead_per_layer_s"]
+        ),
+        sources={str(k): str(v) for k, v in sources.items()},
+    )
+
+
+@cache
+def _load(path: Path) -> dict[str, FrameworkProfile]:
+    data = load_yaml(path)
+    require_keys(path, "top level", data, ("profiles",))
+    profiles = data["profiles"]
+    if not isinstance(profiles, dict) or set(profiles) != set(FRAMEWORKS):
+        found = ", ".join(profiles) if isinstance(profiles, dict) else type(profiles).__name__
+        raise InputFileError(
+            path, f"profiles: expected exactly {', '.join(FRAMEWORKS)}; found {found}"
+        )
+    return {key: _parse(path, key, profiles[key]) for key in FRAMEWORKS}
+
+
+def load_frameworks(path: str | Path | None = None) -> dict[str, FrameworkProfile]:
+    """Load (and cache) ``data/frameworks.yaml``: profile key -> :class:`FrameworkProfile`, in the
+    order of :data:`FRAMEWORKS`."""
+    return _load(Path(path) if path is not None else data_dir() / "frameworks.yaml")

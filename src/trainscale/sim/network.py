@@ -1,0 +1,71 @@
+"""The one builder of the calibrated collective network, for every caller.
+
+``trainscale predict`` builds each configuration's achieved links in
+:func:`trainscale.sim.simulate._network` (NVLink, NIC and NVLS bandwidths times their fitted
+efficiencies and the fabric's factor; NCCL latencies scaled; the fitted fabric congestion
+``congestion_per_doubling`` and pipeline fill ``nccl_fill_chunks``). The collective figures and
+the nccl-tests comparison need the same network for links that are not a full configuration; they
+describe those links with :class:`Links` and call :func:`calibrated_network`, which hands them to
+that same function, so no caller can drop a calibrated parameter that ``predict`` uses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
+
+import numpy as np
+
+from trainscale.errors import TrainscaleError
+from trainscale.sim.calibration import Calibration, load_calibration
+from trainscale.sim.system.collectives import Network
+from trainscale.sim.system.hardware import load_hardware
+
+if TYPE_CHECKING:
+    from trainscale.sim.configs import Configs
+
+__all__ = ["Links", "calibrated_network", "default_links", "default_network"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Links:
+    """Line-rate links of one or more setups: the fields of :class:`~trainscale.sim.configs.Configs`
+    that the network is built from (bytes/s per GPU per direction; arrays or scalars)."""
+
+    nvlink_bytes_per_s: np.ndarray
+    nvls: np.ndarray
+    """Whether NVLS AllReduce is available (and enabled)."""
+    nic_bytes_per_s: np.ndarray
+    """Line rate of one GPU's share of the scale-out NICs."""
+    fabric_factor: np.ndarray
+    """Efficiency factor of the fabric (``fabric_efficiency_factor`` in data/hardware.yaml)."""
+
+
+def calibrated_network(links: Links | Configs, calibration: Calibration) -> Network:
+    """The achieved network of ``links`` under ``calibration``, built exactly as ``predict``
+    builds it (:func:`trainscale.sim.simulate._network`)."""
+    from trainscale.sim.simulate import _network
+
+    return _network(cast("Configs", links), calibration)
+
+
+def default_links(gpu: str) -> tuple[Links, int]:
+    """The line-rate links of ``gpu`` in its default system, and its GPUs per node."""
+    hardware = load_hardware()
+    if gpu not in hardware.gpus:
+        raise TrainscaleError(f"unknown GPU {gpu!r}; valid: {', '.join(hardware.gpus)}")
+    spec, system = hardware.gpus[gpu], hardware.system_for(gpu)
+    links = Links(
+        nvlink_bytes_per_s=np.float64(spec.nvlink_bytes_per_s),
+        nvls=np.bool_(spec.nvls),
+        nic_bytes_per_s=np.float64(system.nic_bytes_per_s_per_gpu),
+        fabric_factor=np.float64(hardware.fabric_efficiency_factor[system.fabric]),
+    )
+    return links, int(system.gpus_per_node)
+
+
+def default_network(gpu: str, calibration: Calibration | None = None) -> tuple[Network, int]:
+    """The calibrated network of ``gpu`` in its default system (as ``predict`` builds it for a
+    configuration on that GPU with no NIC override), and its GPUs per node."""
+    links, per_node = default_links(gpu)
+    return calibrated_network(links, calibration or load_calibration()), per_node

@@ -1,0 +1,234 @@
+"""``predict``: the simulator's entry point, DataFrame in, DataFrame out, vectorised.
+
+Pipeline per call: validate and resolve the configurations (:mod:`trainscale.sim.configs`), derive
+one
+GPU's work per micro-batch (:mod:`trainscale.sim.model.work`), place the parallel groups on nodes
+(:mod:`trainscale.sim.plan.layout`), schedule compute and communication
+(:mod:`trainscale.sim.plan.schedule`), then memory (:mod:`trainscale.sim.model.memory`) and power
+(:mod:`trainscale.sim.system.power`). Every step works on numpy arrays over all configurations at
+once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from trainscale.schema import (
+    ATTENTION_KERNELS,
+    CONFIGURATION_COLUMNS,
+    FP8_RECIPES,
+    FRAMEWORKS,
+    PRECISIONS,
+    RECOMPUTE_MODES,
+    SHARDINGS,
+)
+from trainscale.sim.calibration import Calibration, load_calibration
+from trainscale.sim.configs import Configs, build_configs
+from trainscale.sim.model.flops import hardware_flops_per_token, model_flops_per_token
+from trainscale.sim.model.memory import memory_bytes_per_gpu
+from trainscale.sim.model.work import block_work
+from trainscale.sim.plan.layout import layout
+from trainscale.sim.plan.schedule import step_times
+from trainscale.sim.system.collectives import Network, load_nccl_constants
+from trainscale.sim.system.power import power_per_gpu
+from trainscale.version import __version__
+
+__all__ = ["predict", "predict_arrays", "predict_with_rejects"]
+
+_GIB = 2.0**30
+
+
+def _network(c: Configs, cal: Calibration) -> Network:
+    return Network(
+        nvlink_bytes_per_s=cal.nvlink_efficiency * c.nvlink_bytes_per_s,
+        nic_bytes_per_s=cal.nic_efficiency * c.fabric_factor * c.nic_bytes_per_s,
+        nvls_bytes_per_s=np.where(c.nvls, cal.nvls_efficiency * c.nvlink_bytes_per_s, 0.0),
+        latency_scale=cal.nccl_latency_scale,
+        constants=load_nccl_constants(),
+        congestion_per_doubling=cal.congestion_per_doubling,
+        fill_chunks=cal.nccl_fill_chunks,
+    )
+
+
+def predict_arrays(c: Configs, cal: Calibration) -> dict[str, np.ndarray]:
+    """Predict every metric for validated configurations; arrays of shape ``(len(c),)``."""
+    work = block_work(c)
+    place = layout(c)
+    t = step_times(c, work, place, _network(c, cal), cal)
+    step = t["step_time_s"]
+    tokens_per_step = (c.global_batch * c.seq_len).astype(np.float64)
+    tokens_per_s = tokens_per_step / step
+    shape = (c.layers, c.hidden, c.heads, c.kv_heads, c.ffn, c.vocab, c.swiglu, c.seq_len)
+    model_flops = model_flops_per_token(*shape)
+    hardware_flops = hardware_flops_per_token(*shape, c.recompute)
+    peak_total = c.num_gpus * c.peak_flops_per_s
+    memory = memory_bytes_per_gpu(c, work, place, cal)
+    power = power_per_gpu(
+        dense_s=t["dense_s"], memory_bound_s=t["memory_bound_s"],
+        exposed_comm_s=t["exposed_comm_s"], step_time_s=step, tdp_w=c.tdp_w, idle_w=c.idle_w,
+        cal=cal,
+    )  # fmt: skip
+    lo, hi = _interval_factors(c, cal)
+    return {
+        "dp": c.dp,
+        "grad_accum": c.grad_accum,
+        "step_time_s": step,
+        "tokens_per_s": tokens_per_s,
+        "tokens_per_s_per_gpu": tokens_per_s / c.num_gpus,
+        "mfu": model_flops * tokens_per_s / peak_total,
+        "hfu": hardware_flops * tokens_per_s / peak_total,
+        "compute_s": t["compute_s"],
+        "comm_s": t["comm_s"],
+        "allgather_s": t["allgather_s"],
+        "reducescatter_s": t["reducescatter_s"],
+        "allreduce_s": t["allreduce_s"],
+        "p2p_s": t["p2p_s"],
+        "straggler_s": t["straggler_s"],
+        "exposed_comm_s": t["exposed_comm_s"],
+        "exposed_comm_frac": t["exposed_comm_s"] / step,
+        "bubble_s": t["bubble_s"],
+        "host_stall_s": t["host_stall_s"],
+        "mem_gib_per_gpu": memory / _GIB,
+        "fits_memory": memory <= cal.memory_usable_fraction * c.hbm_bytes,
+        "power_w_per_gpu": power,
+        "energy_j_per_token": power * c.num_gpus / tokens_per_s,
+        "tokens_per_s_per_gpu_lo": tokens_per_s / c.num_gpus * lo,
+        "tokens_per_s_per_gpu_hi": tokens_per_s / c.num_gpus * hi,
+        "step_time_s_lo": step / hi,
+        "step_time_s_hi": step / lo,
+    }
+
+
+def _interval_factors(c: Configs, cal: Calibration) -> tuple[np.ndarray, np.ndarray]:
+    """``exp(-q·sigma)`` and ``exp(+q·sigma)`` per configuration: the 80 % interval of
+    tokens/s per GPU as factors of the prediction (:mod:`trainscale.sim.intervals`); NaN when the
+    calibration has no ``intervals`` block."""
+    if cal.intervals is None:
+        nan = np.full(len(c), np.nan)
+        return nan, nan
+    half = cal.intervals.log_half_width(c.framework, c.num_gpus, c.gpu_index)
+    hi = np.exp(half)
+    return 1.0 / hi, hi
+
+
+def _strings(codes: np.ndarray, categories: tuple[str, ...] | list[str]) -> pd.Series:
+    """A pandas ``str`` column from category codes, built by Arrow (several times faster than
+    from an object array of Python strings)."""
+    arrow = pa.DictionaryArray.from_arrays(
+        pa.array(np.asarray(codes, dtype=np.int32)), pa.array(list(categories), pa.large_string())
+    ).cast(pa.large_string())
+    return pd.Series(pd.array(arrow, dtype=pd.StringDtype("pyarrow", na_value=np.nan)))
+
+
+def _resolved_configuration(c: Configs) -> dict[str, np.ndarray | pd.Series]:
+    """Configuration columns as resolved (catalogue shape, defaults) for rows in ``c``."""
+    return {
+        "layers": c.layers,
+        "hidden": c.hidden,
+        "heads": c.heads,
+        "kv_heads": c.kv_heads,
+        "ffn": c.ffn,
+        "vocab": c.vocab,
+        "mlp": _strings(np.where(c.swiglu, 0, 1), ("swiglu", "gelu")),
+        "gpus_per_node": c.gpus_per_node,
+        "nic_gbps_per_gpu": c.nic_bytes_per_s * 8 / 1e9,
+        "cp": c.cp,
+        "vpp": c.vpp,
+        "sharding": _strings(c.sharding, SHARDINGS),
+        "recompute": _strings(c.recompute, RECOMPUTE_MODES),
+        "precision": _strings(c.fp8.astype(np.int32), PRECISIONS),
+        "sequence_parallel": c.sequence_parallel,
+        "system": c.system,
+        "framework": _strings(c.framework, FRAMEWORKS),
+        "overlap_grad_reduce": c.overlap_grad_reduce,
+        "overlap_param_gather": c.overlap_param_gather,
+        "tp_comm_overlap": c.tp_comm_overlap,
+        "fused_kernels": c.fused_kernels,
+        "shard_granularity": _strings(c.per_tensor_gather.astype(np.int32), ("layer", "tensor")),
+        "attention_kernel": _strings(c.attention_kernel, ATTENTION_KERNELS),
+        "fp8_recipe": _strings(np.where(c.fp8, c.fp8_recipe, len(FP8_RECIPES)), [*FP8_RECIPES, ""]),
+    }
+
+
+#: Columns written as the simulator resolved them even when the input had them: the framework's
+#: effective behaviours (an empty override means the profile's value, which the output shows).
+_EFFECTIVE = (
+    "system", "framework", "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap",
+    "fused_kernels", "shard_granularity", "attention_kernel", "fp8_recipe",
+)  # fmt: skip
+
+
+def _assemble(frame: pd.DataFrame, valid: np.ndarray, c: Configs, cal: Calibration) -> pd.DataFrame:
+    out = frame.iloc[valid].reset_index(drop=True).copy()
+    resolved = _resolved_configuration(c)
+    for column in CONFIGURATION_COLUMNS:
+        if column.name in resolved and (
+            column.name not in out.columns or column.name in _EFFECTIVE
+        ):
+            out[column.name] = resolved[column.name]
+    metrics = predict_arrays(c, cal)
+    for name, values in metrics.items():
+        out[name] = values
+    out["source"] = "sim"
+    out["simulator_version"] = __version__
+    out["calibration_id"] = cal.calibration_id
+    return out
+
+
+def predict_with_rejects(
+    configurations: pd.DataFrame,
+    *,
+    calibration: Calibration | None = None,
+    origin: str = "input",
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Predict the valid rows; return ``(results, rejects)``.
+
+    ``rejects`` holds every invalid row's input columns with ``row`` (0-based position in the
+    input), ``column`` and ``reason`` — one line per problem.
+    """
+    cal = calibration or load_calibration()
+    configs, valid, rejects = build_configs(configurations, origin=origin, skip_invalid=True)
+    return _assemble(configurations.reset_index(drop=True), valid, configs, cal), rejects
+
+
+def predict(
+    configurations: pd.DataFrame,
+    *,
+    calibration: Calibration | None = None,
+    origin: str = "input",
+) -> pd.DataFrame:
+    """Predict step time, throughput, MFU, communication, memory and power per configuration.
+
+    Parameters
+    ----------
+    configurations
+        One row per configuration with the columns of
+        :data:`trainscale.schema.CONFIGURATION_COLUMNS` (``model`` or the shape columns,
+        ``seq_len``, ``global_batch``, ``micro_batch``, ``gpu``, ``num_gpus``, ``tp``, ``pp``,
+        ``sharding``, ``recompute``, ``precision``; optional ``cp``, ``vpp``,
+        ``sequence_parallel``, ``gpus_per_node``, ``nic_gbps_per_gpu``). Other columns are
+        carried through untouched.
+    calibration
+        Parameter values; default ``data/calibration.yaml``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The input columns, any configuration column the input left out (as resolved), then
+        ``dp``, ``grad_accum``, ``step_time_s``, ``tokens_per_s``, ``tokens_per_s_per_gpu``,
+        ``mfu``, ``hfu``, ``compute_s``, ``comm_s``, ``allgather_s``, ``reducescatter_s``,
+        ``allreduce_s``, ``p2p_s``, ``straggler_s``, ``exposed_comm_s``, ``exposed_comm_frac``,
+        ``bubble_s``, ``host_stall_s``, ``mem_gib_per_gpu``, ``fits_memory``, ``power_w_per_gpu``,
+        ``energy_j_per_token``, ``source`` (``"sim"``), ``simulator_version``,
+        ``calibration_id``. Units are in the names (see :mod:`trainscale.schema`).
+
+    Raises
+    ------
+    trainscale.errors.ConfigurationError
+        Listing every invalid row, its column and the allowed values.
+    """
+    cal = calibration or load_calibration()
+    configs, valid, _ = build_configs(configurations, origin=origin)
+    return _assemble(configurations.reset_index(drop=True), valid, configs, cal)

@@ -1,0 +1,204 @@
+"""The hardware catalogue: GPUs and systems (``data/hardware.yaml``).
+
+Units are converted to SI once, here: FLOP/s, bytes, bytes/s, watts. The YAML keys carry the
+catalogue's units (``bf16_tflops``, ``hbm_gbps``, ``nic_gbit_per_gpu``); the dataclass fields carry
+SI units in their names (``bf16_flops_per_s``, ``hbm_bytes_per_s``, ``nic_bytes_per_s_per_gpu``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from trainscale.errors import InputFileError
+from trainscale.io.yaml import load_yaml, require_keys
+from trainscale.paths import data_dir
+
+__all__ = ["FABRICS", "Gpu", "HardwareCatalog", "System", "load_hardware"]
+
+FABRICS = ("infiniband", "roce", "efa", "ethernet", "slingshot")
+
+_GIB = 2**30
+_GPU_KEYS = (
+    "description", "bf16_tflops", "fp8_tflops", "hbm_gib", "hbm_gbps",
+    "nvlink_gbps_per_direction", "nvls", "tdp_w", "idle_w", "gemm_efficiency_max",
+    "gemm_half_efficiency_dim", "flash_attention", "attention_efficiency_max", "sources",
+)  # fmt: skip
+_SYSTEM_KEYS = (
+    "description", "gpu", "gpus_per_node", "nic_gbit_per_gpu", "fabric", "nvswitch", "sources",
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Gpu:
+    """One GPU model."""
+
+    key: str
+    """Catalogue key, e.g. ``h100-sxm-80gb``."""
+    description: str
+    bf16_flops_per_s: float
+    """Dense BF16/FP16 tensor-core peak, FLOP/s."""
+    fp8_flops_per_s: float | None
+    """Dense FP8 tensor-core peak, FLOP/s; None where the GPU has no FP8."""
+    hbm_bytes: float
+    """HBM capacity, bytes."""
+    hbm_bytes_per_s: float
+    """HBM bandwidth, bytes/s."""
+    nvlink_bytes_per_s: float
+    """NVLink bandwidth per GPU per direction, bytes/s."""
+    nvls: bool
+    """NVLink SHARP (in-switch reduction) available."""
+    tdp_w: float
+    idle_w: float
+    """Power with a CUDA context held and nothing running, watts."""
+    gemm_efficiency_max: float
+    """Best achievable fraction of the BF16 peak on large GEMMs (MAMF / peak)."""
+    fp8_gemm_efficiency_max: float | None
+    gemm_half_efficiency_dim: float
+    """GEMM size (smallest dimension) at which efficiency is half of the maximum."""
+    flash_attention: bool
+    """FlashAttention runs on this GPU; without it attention materialises the s×s scores."""
+    attention_efficiency_max: float
+    """Best FlashAttention-2 forward+backward throughput as a fraction of the BF16 peak."""
+    fused_attention_efficiency_max: float
+    """The same for the fused attention kernels Transformer Engine selects (cuDNN fused
+    attention, FlashAttention-3 on Hopper); equal to ``attention_efficiency_max`` where the
+    catalogue gives no separate figure."""
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class System:
+    """A node design plus its scale-out network."""
+
+    key: str
+    description: str
+    gpu: str
+    gpus_per_node: int
+    nic_bytes_per_s_per_gpu: float
+    """Scale-out NIC line rate per GPU, bytes/s."""
+    fabric: str
+    """One of :data:`FABRICS`."""
+    nvswitch: bool
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HardwareCatalog:
+    """Everything in ``data/hardware.yaml``."""
+
+    gpus: dict[str, Gpu]
+    systems: dict[str, System]
+    default_system: dict[str, str]
+    """GPU key → the system assumed when a configuration names only its GPU."""
+    fabric_efficiency_factor: dict[str, float]
+    path: str
+
+    def system_for(self, gpu: str) -> System:
+        """Return the default system of a GPU."""
+        return self.systems[self.default_system[gpu]]
+
+
+def _positive(path: Path, where: str, value: object) -> float:
+    if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
+        raise InputFileError(path, f"{where}: expected a positive number, got {value!r}")
+    return float(value)
+
+
+def _parse_gpu(path: Path, key: str, entry: dict) -> Gpu:
+    where = f"gpus.{key}"
+    require_keys(path, where, entry, _GPU_KEYS)
+    fp8 = entry["fp8_tflops"]
+    fp8_eff = entry.get("fp8_gemm_efficiency_max")
+    for name in (
+        "gemm_efficiency_max", "fp8_gemm_efficiency_max", "attention_efficiency_max",
+        "fused_attention_efficiency_max",
+    ):  # fmt: skip
+        value = entry.get(name)
+        if value is not None and not 0 < float(value) <= 1:
+            raise InputFileError(path, f"{where}.{name}: must be in (0, 1], got {value!r}")
+    return Gpu(
+        key=key,
+        description=str(entry["description"]),
+        bf16_flops_per_s=_positive(path, f"{where}.bf16_tflops", entry["bf16_tflops"]) * 1e12,
+        fp8_flops_per_s=None if fp8 is None else _positive(path, f"{where}.fp8_tflops", fp8) * 1e12,
+        hbm_bytes=_positive(path, f"{where}.hbm_gib", entry["hbm_gib"]) * _GIB,
+        hbm_bytes_per_s=_positive(path, f"{where}.hbm_gbps", entry["hbm_gbps"]) * 1e9,
+        nvlink_bytes_per_s=_positive(
+            path, f"{where}.nvlink_gbps_per_direction", entry["nvlink_gbps_per_direction"]
+        )
+        * 1e9,
+        nvls=bool(entry["nvls"]),
+        tdp_w=_positive(path, f"{where}.tdp_w", entry["tdp_w"]),
+        idle_w=_positive(path, f"{where}.idle_w", entry["idle_w"]),
+        gemm_efficiency_max=float(entry["gemm_efficiency_max"]),
+        fp8_gemm_efficiency_max=None if fp8_eff is None else float(fp8_eff),
+        gemm_half_efficiency_dim=_positive(
+            path, f"{where}.gemm_half_efficiency_dim", entry["gemm_half_efficiency_dim"]
+        ),
+        flash_attention=bool(entry["flash_attention"]),
+        attention_efficiency_max=float(entry["attention_efficiency_max"]),
+        fused_attention_efficiency_max=float(
+            entry.get("fused_attention_efficiency_max", entry["attention_efficiency_max"])
+        ),
+        sources=tuple(entry["sources"]),
+    )
+
+
+def _parse_system(path: Path, key: str, entry: dict, gpus: dict[str, Gpu]) -> System:
+    where = f"systems.{key}"
+    require_keys(path, where, entry, _SYSTEM_KEYS)
+    if entry["gpu"] not in gpus:
+        raise InputFileError(
+            path, f"{where}.gpu: unknown GPU {entry['gpu']!r}; valid: {', '.join(sorted(gpus))}"
+        )
+    if entry["fabric"] not in FABRICS:
+        raise InputFileError(
+            path, f"{where}.fabric: {entry['fabric']!r} is not one of {', '.join(FABRICS)}"
+        )
+    return System(
+        key=key,
+        description=str(entry["description"]),
+        gpu=str(entry["gpu"]),
+        gpus_per_node=int(_positive(path, f"{where}.gpus_per_node", entry["gpus_per_node"])),
+        nic_bytes_per_s_per_gpu=_positive(
+            path, f"{where}.nic_gbit_per_gpu", entry["nic_gbit_per_gpu"]
+        )
+        * 1e9
+        / 8,
+        fabric=str(entry["fabric"]),
+        nvswitch=bool(entry["nvswitch"]),
+        sources=tuple(entry["sources"]),
+    )
+
+
+@cache
+def _load(path: Path) -> HardwareCatalog:
+    data = load_yaml(path)
+    require_keys(path, "top level", data, ("gpus", "systems", "default_system"))
+    gpus = {key: _parse_gpu(path, key, entry) for key, entry in data["gpus"].items()}
+    systems = {key: _parse_system(path, key, e, gpus) for key, e in data["systems"].items()}
+    defaults = {str(k): str(v) for k, v in data["default_system"].items()}
+    for gpu in gpus:
+        if gpu not in defaults:
+            raise InputFileError(path, f"default_system: no default system for GPU {gpu!r}")
+    for gpu, system in defaults.items():
+        if system not in systems:
+            raise InputFileError(path, f"default_system.{gpu}: unknown system {system!r}")
+    factors = {str(k): float(v) for k, v in data.get("fabric_efficiency_factor", {}).items()}
+    missing = [fabric for fabric in FABRICS if fabric not in factors]
+    if missing:
+        raise InputFileError(path, f"fabric_efficiency_factor: missing {', '.join(missing)}")
+    return HardwareCatalog(
+        gpus=gpus,
+        systems=systems,
+        default_system=defaults,
+        fabric_efficiency_factor=factors,
+        path=str(path),
+    )
+
+
+def load_hardware(path: str | Path | None = None) -> HardwareCatalog:
+    """Load (and cache) the hardware catalogue; default ``data/hardware.yaml``."""
+    return _load(Path(path) if path is not None else data_dir() / "hardware.yaml")

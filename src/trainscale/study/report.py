@@ -1,0 +1,265 @@
+"""What a study's per-study outputs show, and which simulated rows they show.
+
+A study's swept columns (those with more than one value) each take one role:
+
+- ``x``: the x axis (log 2 scale); default ``num_gpus`` when swept, else the first swept numeric
+  column;
+- ``best_of``: collapsed to the best value, per series and x the row with the highest tokens/s
+  among those that fit in memory; default the swept :data:`CHOICE_KEYS` (micro-batch and
+  recomputation: settings one picks the fastest of);
+- ``series``: one line (and one fit) per combination; default every other swept column, except
+  that the :data:`PLAN_KEYS` join ``best_of`` when the series would number more than
+  :data:`MAX_SERIES`;
+- ``facet``: one row of panels per value; default none, unless the series still number more
+  than :data:`MAX_SERIES`, then the series column with the fewest values.
+
+A ``report:`` block in the study file sets any of these (and ``metrics``); what it leaves out
+follows the defaults. :func:`report_spec` checks the result, so a mistake stops the workflow at
+start-up naming the study file and the key.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from trainscale.errors import InputFileError
+from trainscale.study.sweep import Study
+
+__all__ = [
+    "CHOICE_KEYS",
+    "DEFAULT_METRICS",
+    "MAX_SERIES",
+    "METRICS",
+    "PLAN_KEYS",
+    "ReportSpec",
+    "format_value",
+    "report_spec",
+    "select_rows",
+    "series_label",
+]
+
+#: Metric column → (axis label, log scale?, factor to the plotted unit, interval columns or None).
+#: The interval of the global throughput is that of tokens/s per GPU times the GPU count.
+METRICS: dict[str, tuple[str, bool, float, tuple[str, str] | None]] = {
+    "tokens_per_s": ("Global tokens/s", True, 1.0,
+                     ("tokens_per_s_per_gpu_lo", "tokens_per_s_per_gpu_hi")),
+    "tokens_per_s_per_gpu": ("Tokens/s per GPU", True, 1.0,
+                             ("tokens_per_s_per_gpu_lo", "tokens_per_s_per_gpu_hi")),
+    "mfu": ("MFU (%)", False, 100.0, None),
+    "power_w_per_gpu": ("Power per GPU (W)", False, 1.0, None),
+    "exposed_comm_frac": ("Exposed comm. (% of step)", False, 100.0, None),
+    "step_time_s": ("Step time (s)", True, 1.0, ("step_time_s_lo", "step_time_s_hi")),
+}  # fmt: skip
+
+#: Panels drawn when the study's ``report:`` block names no metrics.
+DEFAULT_METRICS: tuple[str, ...] = (
+    "tokens_per_s",
+    "tokens_per_s_per_gpu",
+    "mfu",
+    "power_w_per_gpu",
+    "exposed_comm_frac",
+)
+
+#: Swept columns collapsed to their fastest value by default (settings, not setups).
+CHOICE_KEYS: tuple[str, ...] = ("micro_batch", "recompute")
+
+#: Plan columns collapsed to their fastest value when they would give too many series.
+PLAN_KEYS: tuple[str, ...] = ("tp", "pp", "cp", "vpp", "sharding", "sequence_parallel")
+
+#: Most series one figure shows before the defaults collapse plan columns or add a facet.
+MAX_SERIES = 10
+
+
+@dataclass(frozen=True, slots=True)
+class ReportSpec:
+    """What one study's outputs show (see the module docstring)."""
+
+    x: str
+    """Column on the x axis (GPUs by default)."""
+    series: tuple[str, ...]
+    """Columns whose combinations are the series."""
+    facet: str | None
+    """Column with one row of panels per value; None for one row."""
+    best_of: tuple[str, ...]
+    """Columns collapsed to the fastest row that fits in memory."""
+    metrics: tuple[str, ...]
+    """Metric columns, one panel each (keys of :data:`METRICS`)."""
+    levels: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    """Swept column → its values in the study file's order (the order of series and facets)."""
+    single_label: str = "all rows"
+    """Name of the one series of a study with no series column (its fixed model and GPU)."""
+
+
+def _is_numeric(values: Sequence[Any]) -> bool:
+    return all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+
+
+def report_spec(study: Study) -> ReportSpec:
+    """The :class:`ReportSpec` of ``study``: its ``report:`` block, defaults for the rest.
+
+    Raises
+    ------
+    trainscale.errors.InputFileError
+        Naming the study file and the ``report.*`` key: a column that is not swept, a swept
+        column with no role or with two, or a non-numeric x axis.
+    """
+    block: Mapping[str, Any] = study.report or {}
+    varying = [key for key, values in study.sweep.items() if len(values) > 1]
+    sizes = {key: len(study.sweep[key]) for key in varying}
+    problems: list[str] = []
+
+    def swept(key: str, where: str) -> None:
+        if key not in varying:
+            problems.append(
+                f"key '{where}': {key!r} is not a swept column with more than one value; "
+                f"swept: {', '.join(varying) or 'none'}"
+            )
+
+    if "x" in block:
+        x = block["x"]
+        swept(x, "report.x")
+        if x in study.sweep and not _is_numeric(study.sweep[x]):
+            problems.append(f"key 'report.x': {x!r} is not numeric; the x axis needs numbers")
+    elif "num_gpus" in varying:
+        x = "num_gpus"
+    else:
+        numeric = [k for k in varying if k not in CHOICE_KEYS and _is_numeric(study.sweep[k])]
+        x = numeric[0] if numeric else "num_gpus"
+    best_of = list(block.get("best_of", [k for k in CHOICE_KEYS if k in varying and k != x]))
+    facet = block.get("facet")
+    if "series" in block:
+        series = list(block["series"])
+    else:
+        taken = {x, facet, *best_of}
+        series = [k for k in varying if k not in taken]
+        if "best_of" not in block and _count(series, sizes) > MAX_SERIES:
+            best_of += [k for k in series if k in PLAN_KEYS]
+            series = [k for k in series if k not in PLAN_KEYS]
+        if "facet" not in block and _count(series, sizes) > MAX_SERIES and len(series) > 1:
+            facet = min(series, key=lambda k: (sizes[k], series.index(k)))
+            series.remove(facet)
+    for key in series:
+        swept(key, "report.series")
+    for key in best_of:
+        swept(key, "report.best_of")
+    if facet is not None:
+        swept(facet, "report.facet")
+    roles = [x, *series, *best_of, *([facet] if facet else [])]
+    twice = sorted({k for k in roles if roles.count(k) > 1})
+    if twice:
+        problems.append(f"key 'report': {', '.join(twice)} given more than one role")
+    missing = [k for k in varying if k not in roles]
+    if missing:
+        problems.append(
+            f"key 'report': swept column(s) {', '.join(missing)} have no role; name each under "
+            "report.series, report.facet or report.best_of"
+        )
+    if problems:
+        raise InputFileError(
+            study.path,
+            problems[0] if len(problems) == 1 else "invalid report:\n  " + "\n  ".join(problems),
+        )
+    metrics = tuple(block.get("metrics", DEFAULT_METRICS))
+    levels = {key: tuple(values) for key, values in study.sweep.items()}
+    fixed = {**study.fixed, **{k: v[0] for k, v in study.sweep.items() if len(v) == 1}}
+    single = ", ".join(format_value(k, fixed[k]) for k in ("model", "gpu") if k in fixed)
+    return ReportSpec(
+        x, tuple(series), facet, tuple(best_of), metrics, levels, single or "all rows"
+    )
+
+
+def _count(keys: Sequence[str], sizes: Mapping[str, int]) -> int:
+    return math.prod(sizes[k] for k in keys)
+
+
+def format_value(key: str, value: Any) -> str:
+    """One column value for people: catalogue names readable, whole numbers without ``.0`` and
+    with thousands separators (``llama2-13b`` → ``Llama-2 13B``, ``2048.0`` → ``2,048``)."""
+    from trainscale.names import gpu_label, model_label
+
+    if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
+        return "—"
+    if key == "model":
+        return model_label(str(value))
+    if key == "gpu":
+        return gpu_label(str(value))
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int | float) or hasattr(value, "__index__"):
+        number = float(value)
+        return f"{int(number):,}" if number.is_integer() else f"{number:g}"
+    return str(value)
+
+
+def series_label(keys: Sequence[str], values: Sequence[Any]) -> str:
+    """``Llama-2 7B, tp 2`` for series columns ``keys`` and their ``values`` (model and GPU by
+    their readable names, other columns as ``<column> <value>``); ``all rows`` when none."""
+    parts = [
+        format_value(k, v) if k in ("model", "gpu") else f"{k} {format_value(k, v)}"
+        for k, v in zip(keys, values, strict=True)
+    ]
+    return ", ".join(parts) or "all rows"
+
+
+def select_rows(frame: pd.DataFrame, spec: ReportSpec) -> pd.DataFrame:
+    """The rows a study's figure and fits show: simulated rows that fit in memory, one per
+    facet, series and x value (the fastest, by ``tokens_per_s``, over the ``best_of`` columns;
+    ties go to the first in grid order), with ``facet_label`` and ``series_label`` added and
+    sorted by facet, series and x.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        One study's rows in the dataset schema (``results/dataset``, ``source=sim``).
+    spec : ReportSpec
+        What the outputs show.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The kept rows; ``attrs["dropped_memory"]`` counts the rows left out because they do
+        not fit in memory.
+    """
+    rows = frame[frame["source"] == "sim"] if "source" in frame.columns else frame
+    fits = (
+        rows["fits_memory"].fillna(False).astype(bool)
+        if "fits_memory" in rows.columns
+        else pd.Series(True, index=rows.index)
+    )
+    dropped = int((~fits).sum())
+    rows = rows[fits].reset_index(drop=True)
+    group = [*([spec.facet] if spec.facet else []), *spec.series, spec.x]
+    group = [k for k in group if k in rows.columns]
+    if spec.best_of and len(rows):
+        order = rows.assign(_neg=-pd.to_numeric(rows["tokens_per_s"]), _pos=range(len(rows)))
+        order = order.sort_values([*group, "_neg", "_pos"], kind="stable")
+        rows = order.drop_duplicates(group).drop(columns=["_neg", "_pos"])
+    rows = rows.copy()
+    rows["facet_label"] = (
+        [f"{spec.facet} {format_value(spec.facet, v)}"
+         if spec.facet not in ("model", "gpu") else format_value(spec.facet, v)
+         for v in rows[spec.facet]]
+        if spec.facet else ""
+    )  # fmt: skip
+    keys = [k for k in spec.series if k in rows.columns]
+    rows["series_label"] = [
+        series_label(keys, values) for values in rows[keys].itertuples(index=False, name=None)
+    ] if keys else spec.single_label  # fmt: skip
+    rows = rows.sort_values(group, key=lambda c: _order(spec, c), kind="stable")
+    rows = rows.reset_index(drop=True)
+    rows.attrs["dropped_memory"] = dropped
+    return rows
+
+
+def _order(spec: ReportSpec, column: pd.Series) -> pd.Series:
+    """Sort key of a series or facet column: the position of each value in the study file."""
+    levels = list(spec.levels.get(str(column.name), ()))
+    if column.name == spec.x or not levels:
+        return pd.to_numeric(column, errors="coerce") if column.name == spec.x else column
+    position = {v: i for i, v in enumerate(levels)}
+    return column.map(lambda v: position.get(v, len(levels)))

@@ -1,0 +1,809 @@
+"""Studies: one sweep of training configurations per file (``config/studies/<name>.yaml``).
+
+A study file holds ``description``, ``fixed`` (configuration column -> value), ``sweep``
+(configuration column -> list of values; the grid is the cartesian product of the lists, last
+axis fastest), and optionally ``derive``, ``filters`` and ``rows_per_job``. The format is the
+JSON Schema ``workflow/schemas/study.schema.yaml``; column names are those of
+:data:`trainscale.schema.CONFIGURATION_COLUMNS`, units in the names.
+
+- :func:`load_study` reads a file and checks it against the schema and the catalogues (GPU and
+  model names); any problem raises :class:`~trainscale.errors.InputFileError` naming the file,
+  the key and what is allowed. The workflow calls it at start-up, so an invalid study stops the
+  run before any job starts.
+- :func:`grid_blocks` yields the grid in blocks of :data:`BLOCK_ROWS` rows by index arithmetic
+  over the sweep lists (the full grid is never built); :func:`expand_block` applies ``derive``,
+  the filters, the simulator's validator and ``fits_memory`` (a prediction of the block) to one
+  block; :func:`write_study_configurations` streams a study into one configuration file per
+  simulate job (``rows_per_job`` kept rows each), a rejects table (every dropped row with its
+  reason) and a small JSON of counts, in bounded memory whatever the grid size.
+  :func:`expand_study` does the same in memory for small studies and tests.
+- A study with no row left is an error naming the file and what removed the rows; one that
+  loses more than half of its rows gets a warning with the counts
+  (:meth:`ExpansionSummary.check`).
+- :func:`chunk_count` and :func:`simulate_configurations` size and simulate one chunk.
+
+In the configuration table ``micro_batch`` is a nullable integer: null stands for ``"auto"``,
+resolved per row by :func:`trainscale.study.micro_batch.resolve_micro_batch` when the chunk is
+simulated (so a large sweep resolves in parallel jobs).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import secrets
+import shutil
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
+
+from trainscale.errors import ConfigurationError, InputFileError
+from trainscale.io.parquet import ParquetStream, write_parquet
+from trainscale.io.yaml import load_yaml
+from trainscale.schema import CONFIGURATION_COLUMNS, MODEL_SHAPE_COLUMNS, Column, names
+from trainscale.sim.calibration import Calibration
+from trainscale.sim.configs import build_configs
+from trainscale.sim.model.shape import load_models
+from trainscale.sim.simulate import predict
+from trainscale.sim.system.hardware import HardwareCatalog, load_hardware
+from trainscale.study.micro_batch import resolve_micro_batch
+
+__all__ = [
+    "AUTO",
+    "BLOCK_ROWS",
+    "REJECT_COLUMNS",
+    "ExpansionSummary",
+    "Filters",
+    "Study",
+    "chunk_count",
+    "configuration_columns",
+    "expand_block",
+    "expand_blocks",
+    "expand_study",
+    "grid_blocks",
+    "load_study",
+    "simulate_configurations",
+    "write_study_configurations",
+]
+
+#: The ``micro_batch`` value that asks for the largest local-batch divisor that fits in memory.
+AUTO = "auto"
+
+#: Columns the simulator cannot do without (besides ``model`` or all shape columns).
+_REQUIRED = (
+    "seq_len", "global_batch", "micro_batch", "gpu", "num_gpus", "tp", "pp", "sharding",
+    "recompute", "precision",
+)  # fmt: skip
+_SHAPE = tuple(names(MODEL_SHAPE_COLUMNS))
+_COLUMNS = {c.name: c for c in CONFIGURATION_COLUMNS}
+
+#: Columns of a study's rejects table after the configuration columns it gives.
+REJECT_COLUMNS: tuple[Column, ...] = (
+    Column(name="row", dtype="int64", unit="1", description="0-based row of the study's grid"),
+    Column(
+        name="column",
+        dtype="string",
+        unit="1",
+        description="configuration column at fault, or the study key (derive.*, filters.*) "
+        "that dropped the row",
+    ),
+    Column(name="reason", dtype="string", unit="1", description="why the row was dropped"),
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Filters:
+    """Rules that drop rows of a study's grid (``filters`` in the study file)."""
+
+    drop_invalid: bool = True
+    """Rows the validator rejects go to the rejects table (True) or fail the job (False)."""
+    fits_memory: bool = False
+    """Drop rows whose predicted memory per GPU exceeds the usable HBM (after simulation)."""
+    max_model_parallel: int | None = None
+    """Drop rows where tp·pp·cp exceeds this; None means no limit."""
+    max_tp_per_node: bool = False
+    """Drop rows whose tensor-parallel group spans nodes (tp > GPUs per node)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Study:
+    """A validated study file."""
+
+    name: str
+    """File name without ``.yaml``; names results/sim/<name>.parquet."""
+    path: str
+    """The file, as given to :func:`load_study` (used in messages)."""
+    description: str
+    fixed: Mapping[str, Any]
+    """Configuration column -> value for every row."""
+    sweep: Mapping[str, list[Any]] = field(default_factory=dict)
+    """Configuration column -> values; the grid is their cartesian product."""
+    derive: Mapping[str, int] = field(default_factory=dict)
+    """``global_batch_tokens`` (tokens) or ``sequences_per_dp_rank`` (sequences)."""
+    filters: Filters = field(default_factory=Filters)
+    rows_per_job: int | None = None
+    """Configurations per simulate job; None means the workflow's default."""
+    calibration: str | None = None
+    """Calibration file to simulate with (``calibration:``); None means data/calibration.yaml."""
+    report: Mapping[str, Any] = field(default_factory=dict)
+    """The ``report:`` block (x axis, series, facet, best_of, metrics of the per-study outputs);
+    empty means the defaults of :func:`trainscale.study.report.report_spec`."""
+
+    @property
+    def grid_size(self) -> int:
+        """Rows of the grid before derive and filters drop any (the product of sweep lengths)."""
+        return math.prod(len(values) for values in self.sweep.values())
+
+
+# --------------------------------------------------------------------------------------------
+# Loading and checking
+
+
+@cache
+def _validator(schema_path: str) -> tuple[Draft202012Validator, dict[str, Any]]:
+    schema = load_yaml(Path(schema_path))
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(schema), schema
+
+
+def _deref(root: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
+    """Follow local ``$ref``s; sibling keys (a ``description``) win over the target's."""
+    while isinstance(node, dict) and str(node.get("$ref", "")).startswith("#/"):
+        target: Any = root
+        for part in node["$ref"][2:].split("/"):
+            target = target[part]
+        node = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+    return node
+
+
+def _subschema(root: dict[str, Any], path: list[str | int]) -> dict[str, Any]:
+    node = _deref(root, root)
+    for part in path:
+        key = "items" if isinstance(part, int) else "properties"
+        child = node.get(key, {})
+        node = _deref(root, child if isinstance(part, int) else child.get(part, {}))
+    return node
+
+
+def _key(path: list[str | int]) -> str:
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "(top level)"
+
+
+def _schema_problem(error: ValidationError, root: dict[str, Any]) -> tuple[str, str]:
+    """``(key, message)`` for one schema violation, with what is allowed."""
+    path = list(error.absolute_path)
+    if error.validator == "additionalProperties":
+        allowed = list(error.schema.get("properties", {}))
+        unknown = sorted(set(error.instance) - set(allowed))
+        key = _key([*path, unknown[0]]) if len(unknown) == 1 else _key(path)
+        what = "unknown key" if len(unknown) == 1 else f"unknown keys {', '.join(unknown)}"
+        return key, f"{what}; allowed: {', '.join(allowed)}"
+    if error.validator == "required":
+        missing = error.message.split("'")[1] if "'" in error.message else error.message
+        return _key([*path, missing]), "required key is missing"
+    if error.validator == "enum":
+        allowed = ", ".join(str(v) for v in error.validator_value)
+        return _key(path), f"{error.instance!r} is not allowed; allowed: {allowed}"
+    meaning = _subschema(root, path).get("description", "")
+    message = error.message
+    if error.validator in ("oneOf", "anyOf"):
+        message = f"{error.instance!r} is not allowed"
+    return _key(path), f"{message} ({' '.join(meaning.split())})" if meaning else message
+
+
+def _catalogue_problems(
+    fixed: Mapping[str, Any], sweep: Mapping[str, list[Any]], hardware: HardwareCatalog
+) -> list[tuple[str, str]]:
+    valid = {
+        "gpu": ("GPU", sorted(hardware.gpus)),
+        "model": ("model", sorted(load_models())),
+    }
+    problems = []
+    for column, (kind, allowed) in valid.items():
+        places = [(f"fixed.{column}", fixed[column])] if column in fixed else []
+        places += [(f"sweep.{column}[{i}]", v) for i, v in enumerate(sweep.get(column, []))]
+        for key, value in places:
+            if value not in allowed and not (column == "model" and value == ""):
+                problems.append((key, f"unknown {kind} {value!r}; valid: {', '.join(allowed)}"))
+    return problems
+
+
+def _finite_problems(data: Mapping[str, Any], root: dict[str, Any]) -> list[tuple[str, str]]:
+    """Numbers that are not finite (YAML ``.inf``, ``.nan``): JSON Schema's ``exclusiveMinimum``
+    lets infinity through, and NaN passes every comparison."""
+    problems = []
+    for section in ("fixed", "sweep", "derive"):
+        for key, value in (data.get(section) or {}).items():
+            places = (
+                [(f"{section}.{key}[{i}]", [section, key, i], v) for i, v in enumerate(value)]
+                if isinstance(value, list)
+                else [(f"{section}.{key}", [section, key], value)]
+            )
+            for name, path, number in places:
+                if isinstance(number, float) and not math.isfinite(number):
+                    meaning = " ".join(_subschema(root, path).get("description", "").split())
+                    problems.append(
+                        (name, f"{number} is not a finite positive number"
+                         + (f" ({meaning})" if meaning else ""))
+                    )  # fmt: skip
+    return problems
+
+
+def _completeness_problems(
+    fixed: Mapping[str, Any], sweep: Mapping[str, list[Any]], derive: Mapping[str, int]
+) -> list[tuple[str, str]]:
+    problems = [
+        (f"sweep.{c}", "also given under 'fixed'; give each column in one place")
+        for c in sweep
+        if c in fixed
+    ]
+    for key in derive:
+        for section, given in (("fixed", fixed), ("sweep", sweep)):
+            if "global_batch" in given:
+                problems.append(
+                    (f"derive.{key}", f"derives global_batch, which is also given under "
+                     f"'{section}'; give one of them")
+                )  # fmt: skip
+    given = set(fixed) | set(sweep) | ({"global_batch"} if derive else set())
+    missing = [c for c in _REQUIRED if c not in given]
+    if missing:
+        problems.append(
+            ("fixed", f"missing configuration column(s) {', '.join(missing)}: give them under "
+             "'fixed' or 'sweep' (global_batch may come from 'derive')")
+        )  # fmt: skip
+    models = [fixed["model"]] if "model" in fixed else list(sweep.get("model", []))
+    if (not models or "" in models) and not all(c in given for c in _SHAPE):
+        problems.append(
+            ("fixed.model", "give a model catalogue key, or all of " + ", ".join(_SHAPE))
+        )
+    return problems
+
+
+def load_study(
+    path: str | Path, *, schema: str | Path, hardware: HardwareCatalog | None = None
+) -> Study:
+    """Read and check one study file; return the :class:`Study`.
+
+    Parameters
+    ----------
+    path
+        ``config/studies/<name>.yaml``; the name is the file name without ``.yaml``.
+    schema
+        ``workflow/schemas/study.schema.yaml`` (JSON Schema 2020-12).
+    hardware
+        GPU catalogue for the name check; default ``data/hardware.yaml``.
+
+    Raises
+    ------
+    trainscale.errors.InputFileError
+        Naming the file, then one line per problem with the key (``fixed.gpu``,
+        ``sweep.num_gpus[2]``) and what is allowed (for GPUs and models: the valid names).
+    """
+    path = Path(path)
+    data = load_yaml(path)
+    validator, root = _validator(str(Path(schema).resolve()))
+    errors = sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
+    problems = [_schema_problem(error, root) for error in errors]
+    if isinstance(data, dict):
+        finite = _finite_problems(data, root)
+        problems = finite + [p for p in problems if p[0] not in {k for k, _ in finite}]
+    if not problems:
+        fixed, sweep = data["fixed"], data.get("sweep", {})
+        derive = data.get("derive", {})
+        problems = _catalogue_problems(fixed, sweep, hardware or load_hardware())
+        problems += _completeness_problems(fixed, sweep, derive)
+        problems += _calibration_problems(data.get("calibration"))
+    if problems:
+        lines = [f"key '{key}': {message}" for key, message in problems]
+        raise InputFileError(
+            path, lines[0] if len(lines) == 1 else "invalid study:\n  " + "\n  ".join(lines)
+        )
+    return Study(
+        name=path.stem,
+        path=str(path),
+        description=data["description"],
+        fixed=dict(data["fixed"]),
+        sweep={key: list(values) for key, values in data.get("sweep", {}).items()},
+        derive=dict(data.get("derive", {})),
+        filters=Filters(**data.get("filters", {})),
+        rows_per_job=data.get("rows_per_job"),
+        calibration=data.get("calibration"),
+        report=dict(data.get("report", {})),
+    )
+
+
+def _calibration_problems(calibration: str | None) -> list[tuple[str, str]]:
+    """The study's ``calibration:`` file must exist and load (bounds, intervals block)."""
+    if calibration is None:
+        return []
+    from trainscale.errors import TrainscaleError
+    from trainscale.sim.calibration import load_calibration
+
+    if not Path(calibration).is_file():
+        return [("calibration", f"no such file {calibration!r} (relative to the working "
+                 "directory; write one with trainscale calibrate --measurements FILE -o PATH)")]
+    try:
+        load_calibration(calibration)
+    except TrainscaleError as error:
+        return [("calibration", str(error))]
+    return []
+
+
+# --------------------------------------------------------------------------------------------
+# Expansion
+
+
+def configuration_columns(study: Study) -> tuple[Column, ...]:
+    """The configuration columns a study's table holds (those it gives or derives), in order."""
+    given = set(study.fixed) | set(study.sweep) | ({"global_batch"} if study.derive else set())
+    return tuple(c for c in CONFIGURATION_COLUMNS if c.name in given)
+
+
+def _typed(values: np.ndarray, column: Column) -> pd.Series:
+    series = pd.Series(values, dtype=object)
+    if column.name == "micro_batch":
+        series = series.where(series != AUTO, None)
+    if column.dtype == "int64":
+        return pd.to_numeric(series).astype("Int64")
+    if column.dtype == "float64":
+        return pd.to_numeric(series).astype("float64")
+    if column.dtype == "bool":
+        return series.astype("boolean")
+    return series.astype("string")
+
+
+#: Grid rows expanded, filtered and written at a time: memory holds one block, never the grid.
+BLOCK_ROWS = 1 << 16
+
+
+def grid_blocks(study: Study, block_rows: int = BLOCK_ROWS) -> Iterator[tuple[int, pd.DataFrame]]:
+    """Yield ``(first grid row, block)``: the grid in order, at most ``block_rows`` rows a block.
+
+    The grid is the cartesian product of the sweep axes (last axis fastest) plus the fixed
+    values. Each block is built from its row numbers by index arithmetic over the sweep lists
+    (:func:`numpy.unravel_index`), so the full grid is never materialised: a sweep of 10^7 rows
+    costs the memory of one block. Each axis's values are typed once; a block column is a
+    ``take`` of them.
+    """
+    if block_rows < 1:
+        raise ValueError(f"block_rows must be at least 1, got {block_rows}")
+    columns = configuration_columns(study)
+    axes = list(study.sweep)
+    sizes = [len(study.sweep[key]) for key in axes]
+    typed: dict[str, Any] = {}
+    for c in columns:
+        if c.name in study.sweep:
+            values = study.sweep[c.name]
+        elif c.name in study.fixed:
+            values = [study.fixed[c.name]]
+        else:  # global_batch, filled by derive
+            values = [0]
+        typed[c.name] = _typed(np.array(values, dtype=object), c).array
+    total = study.grid_size
+    for first in range(0, total, block_rows):
+        positions = np.arange(first, min(first + block_rows, total), dtype=np.int64)
+        index = dict(zip(axes, np.unravel_index(positions, sizes), strict=True)) if axes else {}
+        zeros = np.zeros(len(positions), dtype=np.int64)
+        block = pd.DataFrame(
+            {name: values.take(index.get(name, zeros)) for name, values in typed.items()},
+            index=pd.RangeIndex(len(positions)),
+        )
+        yield first, block
+
+
+def _grid(study: Study) -> pd.DataFrame:
+    """The whole grid in one frame (small studies and tests; the workflow streams blocks)."""
+    blocks = [block for _, block in grid_blocks(study, max(study.grid_size, 1))]
+    return blocks[0]
+
+
+def _int_column(frame: pd.DataFrame, name: str, default: int) -> np.ndarray:
+    if name not in frame.columns:
+        return np.full(len(frame), default, dtype=np.int64)
+    return frame[name].fillna(default).to_numpy(dtype=np.int64)
+
+
+def _derive(study: Study, grid: pd.DataFrame) -> list[tuple[int, str, str]]:
+    """Fill ``global_batch`` from ``derive``; return the rows that cannot be derived."""
+    problems: list[tuple[int, str, str]] = []
+    if not study.derive:
+        return problems
+    ((key, value),) = study.derive.items()
+    if key == "global_batch_tokens":
+        seq_len = grid["seq_len"].to_numpy(dtype=np.int64)
+        ok = value % seq_len == 0
+        grid["global_batch"] = pd.array(np.where(ok, value // seq_len, 0), dtype="Int64")
+        problems += [
+            (int(r), "derive.global_batch_tokens",
+             f"global_batch_tokens {value} is not divisible by seq_len {seq_len[r]}")
+            for r in np.flatnonzero(~ok)
+        ]  # fmt: skip
+    else:  # sequences_per_dp_rank
+        num_gpus = grid["num_gpus"].to_numpy(dtype=np.int64)
+        tp, pp = grid["tp"].to_numpy(dtype=np.int64), grid["pp"].to_numpy(dtype=np.int64)
+        cp = _int_column(grid, "cp", 1)
+        model_parallel = tp * pp * cp
+        ok = num_gpus % model_parallel == 0
+        grid["global_batch"] = pd.array(
+            np.where(ok, value * (num_gpus // model_parallel), 0), dtype="Int64"
+        )
+        problems += [
+            (int(r), "derive.sequences_per_dp_rank",
+             f"dp = num_gpus / (tp·pp·cp) = {num_gpus[r]} / ({tp[r]}·{pp[r]}·{cp[r]}) is not a "
+             "whole number")
+            for r in np.flatnonzero(~ok)
+        ]  # fmt: skip
+    return problems
+
+
+def _filter(
+    study: Study, grid: pd.DataFrame, candidates: np.ndarray, hardware: HardwareCatalog
+) -> list[tuple[int, str, str]]:
+    """Rows among ``candidates`` that a filter drops, with the reason."""
+    problems: list[tuple[int, str, str]] = []
+    tp = grid["tp"].to_numpy(dtype=np.int64)
+    limit = study.filters.max_model_parallel
+    if limit is not None:
+        pp, cp = grid["pp"].to_numpy(dtype=np.int64), _int_column(grid, "cp", 1)
+        degree = tp * pp * cp
+        problems += [
+            (int(r), "filters.max_model_parallel",
+             f"tp·pp·cp = {tp[r]}·{pp[r]}·{cp[r]} = {degree[r]} exceeds max_model_parallel "
+             f"{limit}")
+            for r in candidates[degree[candidates] > limit]
+        ]  # fmt: skip
+    if study.filters.max_tp_per_node:
+        names, where = np.unique(grid["gpu"].astype(str).to_numpy(), return_inverse=True)
+        default = np.array([hardware.system_for(g).gpus_per_node for g in names],
+                           dtype=np.int64)[where]  # fmt: skip
+        per_node = _int_column(grid, "gpus_per_node", 0)
+        per_node = np.where(per_node > 0, per_node, default)
+        problems += [
+            (int(r), "filters.max_tp_per_node",
+             f"tp {tp[r]} exceeds the {per_node[r]} GPUs per node (tensor parallelism would "
+             "span nodes)")
+            for r in candidates[tp[candidates] > per_node[candidates]]
+        ]  # fmt: skip
+    return problems
+
+
+def _fits_memory(
+    study: Study, kept: pd.DataFrame, hardware: HardwareCatalog, calibration: Calibration | None
+) -> list[tuple[int, str, str]]:
+    """Rows of ``kept`` (valid rows) whose predicted memory per GPU does not fit, with the
+    reason: the block is simulated as its chunk will be (``"auto"`` resolved first)."""
+    if not study.filters.fits_memory or kept.empty:
+        return []
+    frame = kept.copy()
+    if "micro_batch" in frame.columns:
+        micro = frame["micro_batch"].astype(object)
+        frame["micro_batch"] = micro.where(micro.notna(), AUTO)
+    results = predict(resolve_micro_batch(frame, calibration), calibration=calibration)
+    fits = results["fits_memory"].to_numpy(dtype=bool)
+    memory = results["mem_gib_per_gpu"].to_numpy(dtype=float)
+    names, where = np.unique(results["gpu"].astype(str).to_numpy(), return_inverse=True)
+    hbm = {g: hardware.gpus[g].hbm_bytes / 2**30 for g in names}
+    gpus = names[where]
+    return [
+        (int(r), "filters.fits_memory",
+         f"predicted {memory[r]:.1f} GiB per GPU does not fit in the usable memory of "
+         f"{gpus[r]} ({hbm[gpus[r]]:.0f} GiB)")
+        for r in np.flatnonzero(~fits).tolist()
+    ]  # fmt: skip
+
+
+def expand_block(
+    study: Study,
+    block: pd.DataFrame,
+    *,
+    first: int = 0,
+    hardware: HardwareCatalog | None = None,
+    calibration: Calibration | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Derive and filter one block of the grid (from :func:`grid_blocks`); return
+    ``(configurations, rejects)`` as :func:`expand_study` does, ``row`` = ``first`` + position.
+
+    Rows are dropped, in this order, by ``derive``, the cheap filters (``max_model_parallel``,
+    ``max_tp_per_node``), the simulator's validator (``"auto"`` checked as 1) and, with
+    ``filters.fits_memory``, by a prediction of the block's memory per GPU.
+    """
+    hardware = hardware or load_hardware()
+    grid = block.reset_index(drop=True)
+    invalid = _derive(study, grid)
+    candidates = np.setdiff1d(np.arange(len(grid)), [r for r, _, _ in invalid])
+    filtered = _filter(study, grid, candidates, hardware)
+    candidates = np.setdiff1d(candidates, [r for r, _, _ in filtered])
+    check = grid.iloc[candidates].reset_index(drop=True)
+    if "micro_batch" in check.columns:
+        check["micro_batch"] = check["micro_batch"].fillna(1)
+    _, _, rejected = build_configs(check, origin=study.path, skip_invalid=True, hardware=hardware)
+    invalid += [
+        (int(candidates[row]), str(column), str(reason))
+        for row, column, reason in zip(rejected["row"].tolist(), rejected["column"].tolist(),
+                                       rejected["reason"].tolist(), strict=True)
+    ]  # fmt: skip
+    if invalid and not study.filters.drop_invalid:
+        problems = sorted(((r + first, c, m) for r, c, m in invalid), key=lambda p: p[0])
+        raise ConfigurationError(problems, origin=study.path)
+    candidates = np.setdiff1d(candidates, [r for r, _, _ in invalid])
+    memory = _fits_memory(study, grid.iloc[candidates].reset_index(drop=True), hardware,
+                          calibration)  # fmt: skip
+    filtered += [(int(candidates[r]), column, reason) for r, column, reason in memory]
+    problems = sorted(invalid + filtered, key=lambda p: p[0])
+    dropped = np.zeros(len(grid), dtype=bool)
+    dropped[[row for row, _, _ in problems]] = True
+    configurations = grid[~dropped].reset_index(drop=True)
+    rejects = grid.iloc[[row for row, _, _ in problems]].reset_index(drop=True)
+    rejects["row"] = pd.array([row + first for row, _, _ in problems], dtype="Int64")
+    rejects["column"] = pd.array([column for _, column, _ in problems], dtype="string")
+    rejects["reason"] = pd.array([reason for _, _, reason in problems], dtype="string")
+    return configurations, rejects
+
+
+def _step(column: str) -> str:
+    """What dropped a row, for messages: ``filter 'fits_memory'``, ``derive '...'``, ``the
+    validator ('tp')``."""
+    if column.startswith("filters."):
+        return f"filter '{column.removeprefix('filters.')}'"
+    if column.startswith("derive."):
+        return f"derive '{column.removeprefix('derive.')}'"
+    return f"the validator ('{column}')"
+
+
+@dataclass(slots=True)
+class ExpansionSummary:
+    """Row counts of one study's expansion: what survived and what dropped how many rows."""
+
+    study: Study
+    grid_rows: int = 0
+    kept_rows: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)
+    """Study key or column that dropped a row (its first problem) -> rows, in order of first
+    appearance."""
+    examples: dict[str, str] = field(default_factory=dict)
+    """The same keys -> the reason given for the first row each dropped."""
+
+    def add(self, block_rows: int, configurations: pd.DataFrame, rejects: pd.DataFrame) -> None:
+        """Count one block's outcome."""
+        self.grid_rows += block_rows
+        self.kept_rows += len(configurations)
+        if rejects.empty:
+            return
+        rows = rejects["row"].to_numpy(dtype=np.int64)
+        first = np.ones(len(rows), dtype=bool)  # each row's first problem (rows are sorted)
+        first[1:] = rows[1:] != rows[:-1]
+        columns = rejects["column"].to_numpy(dtype=object)[first]
+        reasons = rejects["reason"].to_numpy(dtype=object)[first]
+        names, where, counts = np.unique(columns.astype(str), return_index=True,
+                                         return_counts=True)  # fmt: skip
+        for at in np.argsort(where, kind="stable"):  # in order of first appearance
+            column = str(names[at])
+            self.dropped[column] = self.dropped.get(column, 0) + int(counts[at])
+            self.examples.setdefault(column, str(reasons[where[at]]))
+
+    @property
+    def dropped_rows(self) -> int:
+        return self.grid_rows - self.kept_rows
+
+    def _breakdown(self) -> str:
+        parts = [
+            f"{rows:,} by {_step(column)} (e.g. {self.examples[column]})"
+            for column, rows in sorted(self.dropped.items(), key=lambda item: -item[1])
+        ]
+        return "; ".join(parts)
+
+    def check(self) -> str | None:
+        """Raise if no row survived; return a warning when more than half were dropped.
+
+        Raises
+        ------
+        trainscale.errors.InputFileError
+            Naming the study file and every filter or rule that removed rows, with counts, e.g.
+            ``config/studies/x.yaml: every one of the 12 grid rows was removed: 12 by filter
+            'fits_memory' (e.g. predicted 1101.4 GiB per GPU does not fit ...)``.
+        """
+        if self.kept_rows == 0:
+            raise InputFileError(
+                self.study.path,
+                f"the study has no rows left: every one of the {self.grid_rows:,} grid rows "
+                f"was removed: {self._breakdown()}",
+            )
+        if 2 * self.dropped_rows > self.grid_rows:
+            share = 100 * self.dropped_rows / self.grid_rows
+            return (
+                f"warning: {self.study.path}: {self.dropped_rows:,} of {self.grid_rows:,} grid "
+                f"rows ({share:.1f} %) were removed, {self.kept_rows:,} remain: "
+                f"{self._breakdown()}"
+            )
+        return None
+
+
+def expand_blocks(
+    study: Study,
+    *,
+    hardware: HardwareCatalog | None = None,
+    calibration: Calibration | None = None,
+    block_rows: int = BLOCK_ROWS,
+    summary: ExpansionSummary | None = None,
+) -> Iterator[tuple[pd.DataFrame, pd.DataFrame]]:
+    """Yield ``(configurations, rejects)`` block by block, in grid order (see
+    :func:`expand_block`); ``summary`` (if given) counts every block."""
+    hardware = hardware or load_hardware()
+    for first, block in grid_blocks(study, block_rows):
+        configurations, rejects = expand_block(
+            study, block, first=first, hardware=hardware, calibration=calibration
+        )
+        if summary is not None:
+            summary.add(len(block), configurations, rejects)
+        yield configurations, rejects
+
+
+def expand_study(
+    study: Study,
+    *,
+    hardware: HardwareCatalog | None = None,
+    calibration: Calibration | None = None,
+    block_rows: int = BLOCK_ROWS,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Expand a study into ``(configurations, rejects)``, held in memory (small studies; the
+    workflow streams with :func:`write_study_configurations`).
+
+    ``configurations`` has one row per kept grid row (grid order) and the columns of
+    :func:`configuration_columns`; ``micro_batch`` null means ``"auto"``. ``rejects`` has the
+    same columns for every dropped row plus :data:`REJECT_COLUMNS` (``row``, ``column``,
+    ``reason``), one line per problem. Rows are dropped, in this order, by ``derive`` (derived
+    value not a whole number), ``filters`` (``max_model_parallel``, ``max_tp_per_node``), the
+    simulator's validator (checked with ``micro_batch`` 1 for ``"auto"`` rows: the resolved
+    value is a divisor of the local batch that passes the same checks) and ``fits_memory``.
+
+    Raises
+    ------
+    trainscale.errors.ConfigurationError
+        With ``filters.drop_invalid: false``, listing every row of the first block that
+        ``derive`` or the validator rejects (row = position in the grid).
+    trainscale.errors.InputFileError
+        When no row survives (see :meth:`ExpansionSummary.check`).
+    """
+    summary = ExpansionSummary(study)
+    parts = list(expand_blocks(study, hardware=hardware, calibration=calibration,
+                               block_rows=block_rows, summary=summary))  # fmt: skip
+    summary.check()
+    configurations = pd.concat([c for c, _ in parts], ignore_index=True)
+    rejects = pd.concat([r for _, r in parts], ignore_index=True)
+    return configurations, rejects
+
+
+def write_study_configurations(
+    study: Study,
+    *,
+    directory: str | Path,
+    rejects: str | Path,
+    counts: str | Path,
+    rows_per_job: int,
+    hardware: HardwareCatalog | None = None,
+    calibration: Calibration | None = None,
+    block_rows: int = BLOCK_ROWS,
+) -> tuple[ExpansionSummary, str | None]:
+    """Expand a study block by block and write its tables; return the summary and warning.
+
+    - ``directory``/``<i>.parquet``: chunk ``i`` of the kept rows (grid order), ``rows_per_job``
+      rows each, the last one fewer; one file per simulate job, so a job reads only its rows;
+    - ``rejects``: every dropped row with its reason (:data:`REJECT_COLUMNS`);
+    - ``counts``: JSON with ``chunks`` (the number of files), ``rows``, ``grid_rows``,
+      ``rows_per_job`` and ``dropped`` (study key or column -> rows), which the workflow's
+      checkpoint reads to plan one job per chunk.
+
+    Memory holds one block and at most one chunk of kept rows. Nothing is left behind when it
+    fails: the chunk folder is built next to ``directory`` and renamed onto it at the end, and
+    ``counts`` is written last.
+
+    Raises
+    ------
+    trainscale.errors.InputFileError
+        When no row survives (no file is written); see :meth:`ExpansionSummary.check`.
+    trainscale.errors.ConfigurationError
+        With ``filters.drop_invalid: false`` and an invalid row.
+    """
+    if rows_per_job < 1:
+        raise ValueError(f"rows_per_job must be at least 1, got {rows_per_job}")
+    directory, counts = Path(directory), Path(counts)
+    columns = configuration_columns(study)
+    metadata = {"study": study.name}
+    summary = ExpansionSummary(study)
+    temp = directory.with_name(f".{directory.name}.{secrets.token_hex(6)}.tmp")
+    temp.mkdir(parents=True)
+    chunks = 0
+    pending: list[pd.DataFrame] = []
+    pending_rows = 0
+
+    def flush(final: bool) -> None:
+        nonlocal chunks, pending, pending_rows
+        if not pending:
+            return
+        frame = pd.concat(pending, ignore_index=True) if len(pending) > 1 else pending[0]
+        start = 0
+        while len(frame) - start >= rows_per_job or (final and start < len(frame)):
+            part = frame.iloc[start : start + rows_per_job]
+            write_parquet(part, temp / f"{chunks}.parquet", columns, metadata)
+            chunks += 1
+            start += len(part)
+        pending = [frame.iloc[start:].reset_index(drop=True)] if start < len(frame) else []
+        pending_rows = len(frame) - start
+
+    try:
+        with ParquetStream(rejects, (*columns, *REJECT_COLUMNS), metadata) as out:
+            for configurations, block_rejects in expand_blocks(
+                study, hardware=hardware, calibration=calibration, block_rows=block_rows,
+                summary=summary,
+            ):  # fmt: skip
+                out.write(block_rejects)
+                if len(configurations):
+                    pending.append(configurations)
+                    pending_rows += len(configurations)
+                if pending_rows >= rows_per_job:
+                    flush(final=False)
+            flush(final=True)
+            warning = summary.check()  # raises before the rejects file is renamed into place
+        if directory.exists():
+            shutil.rmtree(directory)
+        os.replace(temp, directory)
+    finally:
+        if temp.exists():
+            shutil.rmtree(temp)
+    record = {
+        "study": study.name,
+        "grid_rows": summary.grid_rows,
+        "rows": summary.kept_rows,
+        "rows_per_job": rows_per_job,
+        "chunks": chunks,
+        "dropped": summary.dropped,
+    }
+    counts.parent.mkdir(parents=True, exist_ok=True)
+    counts_temp = counts.with_name(f".{counts.name}.{secrets.token_hex(6)}.tmp")
+    counts_temp.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+    os.replace(counts_temp, counts)
+    return summary, warning
+
+
+# --------------------------------------------------------------------------------------------
+# Chunks and simulation
+
+
+def chunk_count(rows: int, rows_per_job: int) -> int:
+    """Jobs for ``rows`` configurations at ``rows_per_job`` each: ceil(rows / rows_per_job) ≥ 1."""
+    if rows_per_job < 1:
+        raise ValueError(f"rows_per_job must be at least 1, got {rows_per_job}")
+    return max(1, math.ceil(rows / rows_per_job))
+
+
+def simulate_configurations(
+    configurations: pd.DataFrame, filters: Filters, *, calibration: Calibration | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Simulate a (chunk of a) configuration table; return ``(results, dropped)``.
+
+    ``micro_batch`` null (``"auto"``) is resolved first. ``results`` has the columns of
+    :func:`trainscale.predict`; with ``filters.fits_memory`` the rows that do not fit are moved
+    to ``dropped`` (same columns), otherwise ``dropped`` is empty.
+    """
+    frame = configurations.reset_index(drop=True).copy()
+    if frame.empty:
+        return frame, frame
+    if "micro_batch" in frame.columns:
+        micro = frame["micro_batch"].astype(object)
+        frame["micro_batch"] = micro.where(micro.notna(), AUTO)
+    results = predict(resolve_micro_batch(frame, calibration), calibration=calibration)
+    if not filters.fits_memory:
+        return results, results.iloc[0:0]
+    fits = results["fits_memory"].to_numpy(dtype=bool)
+    return results[fits].reset_index(drop=True), results[~fits].reset_index(drop=True)

@@ -1,8 +1,0 @@
-"""The *system*: GPUs, nodes and networks, and what they cost in time and power (Calculon's split).
-
-- :mod:`~trainscale.system.hardware` — the hardware catalogue (``data/hardware.yaml``);
-- :mod:`~trainscale.system.compute` — GEMM roofline with a size-dependent efficiency curve,
-  FlashAttention, memory-bound kernels;
-- :mod:`~trainscale.system.collectives` — the NCCL-like cost model of collectives;
-- :mod:`~trainscale.system.power` — power per GPU from time per phase.
-"""

@@ -1,0 +1,213 @@
+"""Framework profiles: each documented behaviour moves the step the way the framework's docs say.
+
+Every test compares two predictions that differ in one behaviour only (the calibration is the
+defaults, so the tests do not move when the stored calibration is refitted).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from trainscale import predict
+from trainscale.errors import ConfigurationError
+from trainscale.schema import FRAMEWORKS
+from trainscale.sim.calibration import Calibration
+from trainscale.sim.configs import build_configs
+from trainscale.sim.frameworks import DEFAULT_FRAMEWORK, OVERRIDE_COLUMNS, load_frameworks
+from trainscale.sim.simulate import _network
+from trainscale.sim.system.collectives import allgather_time
+
+CAL = Calibration.defaults()
+
+
+def _row(**overrides: object) -> dict:
+    row = {
+        "model": "llama2-7b", "seq_len": 4096, "global_batch": 512, "micro_batch": 1,
+        "gpu": "h100-sxm-80gb", "num_gpus": 256, "tp": 1, "pp": 1, "sharding": "fsdp",
+        "recompute": "none", "precision": "bf16",
+    }  # fmt: skip
+    row.update(overrides)
+    return row
+
+
+def _predict(*rows: dict) -> pd.DataFrame:
+    return predict(pd.DataFrame(list(rows)), calibration=CAL)
+
+
+def test_every_profile_behaviour_has_a_source() -> None:
+    profiles = load_frameworks()
+    assert tuple(profiles) == FRAMEWORKS
+    for profile in profiles.values():
+        for behaviour in ("overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap",
+                          "fused_kernels", "shard_granularity", "fp8_recipe",
+                          "ddp_bucket_params"):  # fmt: skip
+            assert len(profile.sources[behaviour]) > 20, (profile.key, behaviour)
+
+
+def test_default_framework_is_pytorch_and_is_written_out() -> None:
+    out = _predict(_row())
+    assert DEFAULT_FRAMEWORK == "pytorch"
+    assert out["framework"].iloc[0] == "pytorch"
+    assert out["shard_granularity"].iloc[0] == "layer"
+    assert bool(out["overlap_grad_reduce"].iloc[0])
+
+
+def test_zero3_per_tensor_all_gathers_are_latency_bound_at_1024_ranks() -> None:
+    """DeepSpeed ZeRO-3 gathers each of a Llama block's 9 tensors separately: at 1,024 ranks the
+    ring's latency, paid 9 times, dominates the bytes, so the gather time is several times that
+    of one flat per-layer gather of the same bytes."""
+    fsdp, zero3 = _predict(
+        _row(num_gpus=1024, global_batch=1024, framework="pytorch"),
+        _row(num_gpus=1024, global_batch=1024, framework="deepspeed"),
+    ).itertuples()
+    assert zero3.shard_granularity == "tensor" and fsdp.shard_granularity == "layer"
+    assert zero3.allgather_s > 3.0 * fsdp.allgather_s
+    assert zero3.tokens_per_s_per_gpu < 0.8 * fsdp.tokens_per_s_per_gpu
+    # The same effect from the collective model alone: one tensor's gather is latency, not bytes.
+    configs, _, _ = build_configs(pd.DataFrame([_row(num_gpus=1024, global_batch=1024)]))
+    net = _network(configs, CAL)
+    layer_bytes = 2 * 202e6  # one Llama-2 7B block in bf16
+    whole = allgather_time(layer_bytes, 1024, 8, net)
+    per_tensor = allgather_time(layer_bytes / 9, 1024, 8, net)
+    bandwidth_only = layer_bytes / 9 / (8 * net.nic_bytes_per_s)
+    assert per_tensor > 5 * bandwidth_only
+    assert 9 * per_tensor > 3 * whole
+
+
+def test_gradient_all_reduce_without_overlap_adds_its_time_to_the_step() -> None:
+    base = _row(sharding="ddp", model="llama2-1b", num_gpus=64, global_batch=64)
+    overlapped, serial = _predict(
+        {**base, "overlap_grad_reduce": True}, {**base, "overlap_grad_reduce": False}
+    ).itertuples()
+    assert serial.allreduce_s == pytest.approx(overlapped.allreduce_s, rel=1e-9)
+    assert serial.exposed_comm_s - serial.straggler_s == pytest.approx(
+        serial.allreduce_s, rel=1e-6
+    )
+    assert serial.step_time_s - overlapped.step_time_s > 0.5 * serial.allreduce_s
+
+
+def test_deepspeed_ddp_reduces_after_backward_megatron_and_pytorch_overlap() -> None:
+    base = _row(sharding="ddp", model="llama2-1b", num_gpus=64, global_batch=64)
+    out = _predict(*({**base, "framework": f} for f in FRAMEWORKS))
+    by = out.set_index("framework")
+    assert not by.loc["deepspeed", "overlap_grad_reduce"]
+    assert by.loc["megatron", "overlap_grad_reduce"] and by.loc["pytorch", "overlap_grad_reduce"]
+    assert by.loc["deepspeed", "exposed_comm_s"] > 2 * by.loc["pytorch", "exposed_comm_s"]
+
+
+def test_param_gather_prefetch_hides_fsdp_gathers() -> None:
+    prefetched, serial = _predict(
+        _row(overlap_param_gather=True), _row(overlap_param_gather=False)
+    ).itertuples()
+    assert serial.allgather_s == pytest.approx(prefetched.allgather_s, rel=1e-9)
+    assert serial.exposed_comm_s > prefetched.exposed_comm_s + 0.5 * serial.allgather_s
+
+
+def test_zero1_param_gather_overlap_hides_the_step_gather() -> None:
+    base = _row(sharding="zero1", model="llama2-1b", num_gpus=64, global_batch=128, micro_batch=2)
+    overlapped, serial = _predict(
+        {**base, "overlap_param_gather": True}, {**base, "overlap_param_gather": False}
+    ).itertuples()
+    assert serial.exposed_comm_s > overlapped.exposed_comm_s
+
+
+def test_tp_comm_overlap_hides_tensor_parallel_collectives() -> None:
+    base = _row(model="llama2-70b", num_gpus=64, global_batch=64, tp=8, pp=1)
+    plain, overlapped = _predict(
+        {**base, "tp_comm_overlap": False}, {**base, "tp_comm_overlap": True}
+    ).itertuples()
+    tp_busy = plain.allgather_s + plain.reducescatter_s  # TP and FSDP collectives
+    assert overlapped.exposed_comm_s < plain.exposed_comm_s
+    assert overlapped.step_time_s < plain.step_time_s
+    # at least one of tp chunks stays exposed: the overlap cannot hide everything
+    assert plain.exposed_comm_s - overlapped.exposed_comm_s < tp_busy
+
+
+def test_fp8_current_scaling_costs_more_casts_than_delayed() -> None:
+    base = _row(precision="fp8", num_gpus=8, global_batch=8)
+    delayed, current = _predict(
+        {**base, "fp8_recipe": "delayed"}, {**base, "fp8_recipe": "current"}
+    ).itertuples()
+    assert current.step_time_s > delayed.step_time_s
+    assert current.fp8_recipe == "current" and delayed.fp8_recipe == "delayed"
+
+
+def test_fused_kernels_cut_the_memory_bound_time_of_a_llama_block_only() -> None:
+    """Transformer Engine's LayerNormLinear with Megatron's rope and SwiGLU fusions (the megatron
+    profile) or torch.compile: one HBM pass per norm, rotary and SwiGLU, and FP8 inputs written
+    by the norm. A GPT block is already counted fused, so the flag does not move it."""
+    llama = _row(num_gpus=8, global_batch=8)
+    eager, fused = _predict(
+        {**llama, "fused_kernels": False}, {**llama, "fused_kernels": True}
+    ).itertuples()
+    assert eager.compute_s > 1.05 * fused.compute_s
+    assert eager.allgather_s == pytest.approx(fused.allgather_s, rel=1e-12)
+    fp8 = {**llama, "precision": "fp8"}
+    eager8, fused8 = _predict(
+        {**fp8, "fused_kernels": False}, {**fp8, "fused_kernels": True}
+    ).itertuples()
+    assert eager8.compute_s - fused8.compute_s > eager.compute_s - fused.compute_s
+    gpt = _row(model="gpt3-175b", num_gpus=64, tp=8, pp=8, global_batch=64, recompute="full")
+    gpt_eager, gpt_fused = _predict(
+        {**gpt, "fused_kernels": False}, {**gpt, "fused_kernels": True}
+    ).itertuples()
+    assert gpt_eager.step_time_s == pytest.approx(gpt_fused.step_time_s, rel=1e-12)
+    megatron, pytorch = _predict(
+        {**llama, "framework": "megatron"}, {**llama, "framework": "pytorch"}
+    ).itertuples()
+    assert bool(megatron.fused_kernels) and not bool(pytorch.fused_kernels)
+
+
+def test_an_override_beats_its_profile() -> None:
+    out = _predict(
+        _row(framework="deepspeed"),
+        _row(framework="deepspeed", shard_granularity="layer"),
+        _row(framework="pytorch"),
+    )
+    assert list(out["shard_granularity"]) == ["tensor", "layer", "layer"]
+    np.testing.assert_allclose(out["allgather_s"].iloc[1], out["allgather_s"].iloc[2], rtol=1e-9)
+
+
+def test_framework_offsets_move_only_their_framework() -> None:
+    cal = CAL.with_values(gemm_efficiency_offset_megatron=-0.2)
+    frame = pd.DataFrame([_row(framework=f) for f in FRAMEWORKS])
+    base, shifted = predict(frame, calibration=CAL), predict(frame, calibration=cal)
+    ratio = (shifted["step_time_s"] / base["step_time_s"]).to_numpy()
+    assert ratio[0] > 1.05
+    np.testing.assert_allclose(ratio[1:], 1.0)
+
+
+def test_unknown_framework_is_a_named_error() -> None:
+    with pytest.raises(ConfigurationError, match=r"unknown framework 'jax'; valid: megatron"):
+        _predict(_row(framework="jax"))
+
+
+@pytest.mark.parametrize(
+    ("overrides", "column", "message"),
+    [
+        ({"sharding": "ddp", "model": "llama2-1b", "shard_granularity": "tensor"},
+         "shard_granularity", "applies to sharded parameters"),
+        ({"fp8_recipe": "delayed"}, "fp8_recipe", "needs precision fp8"),
+        ({"sharding": "ddp", "model": "llama2-1b", "overlap_param_gather": True},
+         "overlap_param_gather", "ddp gathers no parameters"),
+        ({"tp_comm_overlap": True}, "tp_comm_overlap", "needs tp > 1"),
+        ({"overlap_grad_reduce": "sometimes"}, "overlap_grad_reduce", "allowed: true, false"),
+        ({"fp8_recipe": "mxfp8", "precision": "fp8"}, "fp8_recipe", "allowed: delayed"),
+    ],
+)  # fmt: skip
+def test_contradictory_or_invalid_overrides_are_named_errors(
+    overrides: dict, column: str, message: str
+) -> None:
+    with pytest.raises(ConfigurationError) as error:
+        _predict(_row(**overrides))
+    assert f"column '{column}'" in str(error.value)
+    assert message in str(error.value)
+
+
+def test_override_columns_are_configuration_columns() -> None:
+    from trainscale.schema import CONFIGURATION_COLUMNS
+
+    names = {c.name for c in CONFIGURATION_COLUMNS}
+    assert {"framework", "system", *OVERRIDE_COLUMNS} <= names
