@@ -34,12 +34,14 @@ for _configfile in workflow.configfiles or ["config/config.yaml"]:
 validate(config, "../workflow/schemas/config.schema.yaml")
 
 # Figure and table names must be known to the registries (trainscale.figures.FIGURES,
-# trainscale.tables.TABLES): an unknown name stops the run here, listing the known ones,
-# instead of a MissingInputException in rule all.
+# trainscale.tables.TABLES), and every listed study must be valid: each problem is collected
+# and all of them stop the run here together, naming the file, the key and what is allowed (an
+# unknown name lists the known ones, instead of a MissingInputException in rule all).
+_problems = []
 for _kind, _registry in (("figure", FIGURES), ("table", TABLES)):
     _unknown = [name for name in config[f"{_kind}s"] if name not in _registry]
     if _unknown:
-        raise WorkflowError(
+        _problems.append(
             f"invalid config: unknown {_kind}(s) "
             + ", ".join(repr(name) for name in _unknown)
             + f" under '{_kind}s'; known: "
@@ -59,15 +61,17 @@ CATALOGUES = [
 CALIBRATION = str(DATA_DIR / "calibration.yaml")
 STUDY_SCHEMA = str(Path(workflow.basedir, "workflow", "schemas", "study.schema.yaml"))
 
-try:
-    STUDIES = {
-        name: load_study(f"config/studies/{name}.yaml", schema=STUDY_SCHEMA)
-        for name in config["studies"]
-    }
-    # What each study's per-study outputs show (rules/studies.smk), checked here too.
-    STUDY_REPORTS = {name: report_spec(study) for name, study in STUDIES.items()}
-except TrainscaleError as error:
-    raise WorkflowError(f"invalid study: {error}") from None
+STUDIES = {}
+# What each study's per-study outputs show (rules/studies.smk), checked here too.
+STUDY_REPORTS = {}
+for _name in config["studies"]:
+    try:
+        STUDIES[_name] = load_study(f"config/studies/{_name}.yaml", schema=STUDY_SCHEMA)
+        STUDY_REPORTS[_name] = report_spec(STUDIES[_name])
+    except TrainscaleError as error:
+        _problems.append(f"invalid study: {error}")
+if _problems:
+    raise WorkflowError("\n".join(_problems))
 
 #: The {study} wildcard of the per-study rules: exactly the configured studies.
 STUDY_NAMES = "|".join(re.escape(name) for name in STUDIES) or "(?!)"

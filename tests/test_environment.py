@@ -56,3 +56,17 @@ def test_conda_python_satisfies_requires_python() -> None:
     version = tuple(int(p) for p in python.split("=")[1].split("."))
     assert version >= tuple(int(p) for p in minimum[2:].split("."))
     assert "pip" in conda
+
+
+def test_the_slurm_executor_plugin_is_an_extra_not_a_dependency() -> None:
+    """User trial item 4: Snakemake imports every installed executor plugin on each call, and
+    the SLURM plugin then runs `scontrol show config` (snakemake-executor-plugin-slurm 2.8.0,
+    the help text of its status_command setting), which waits about 9 s for a controller that
+    does not answer. A local install leaves it out; the slurm and test extras carry it."""
+    project = _pyproject()["project"]
+    plugin = "snakemake-executor-plugin-slurm"
+
+    assert plugin not in _pins(project["dependencies"], "pyproject.toml dependencies")
+    slurm = _pins(project["optional-dependencies"]["slurm"], "pyproject.toml slurm extra")
+    test = _pins(project["optional-dependencies"]["test"], "pyproject.toml test extra")
+    assert slurm[plugin] == test[plugin]

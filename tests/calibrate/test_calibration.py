@@ -40,3 +40,27 @@ def test_out_of_bounds_value_is_rejected_with_file_and_key(tmp_path: Path) -> No
 def test_the_id_changes_with_any_value() -> None:
     base = Calibration.defaults()
     assert base.calibration_id != base.with_values(nic_efficiency=0.9).calibration_id
+
+
+def test_cli_refit_without_output_writes_nothing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """User trial item 6: `trainscale calibrate` with no option overwrote the shipped
+    data/calibration.yaml. A refit now needs -o; without it nothing is fitted or written."""
+    import trainscale.calibrate.fit
+    from trainscale.cli import main
+
+    calls = []
+    monkeypatch.setattr(trainscale.calibrate.fit, "calibrate", lambda *a, **k: calls.append(a))
+    shipped = data_dir() / "calibration.yaml"
+    before = shipped.stat().st_mtime_ns
+
+    assert main(["calibrate"]) == 2
+
+    err = capsys.readouterr().err
+    assert "a refit needs -o FILE" in err
+    assert "-o data/calibration.yaml replaces the shipped calibration" in err
+    assert calls == []
+    assert shipped.stat().st_mtime_ns == before
+    assert main(["calibrate", "--published", "data/published/measurements.csv"]) == 2
+    assert calls == []

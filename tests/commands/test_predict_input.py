@@ -182,3 +182,89 @@ def test_help_shows_defaults_and_what_global_batch_does(capsys):
     assert "(default: 4096)" in text and "(default: fsdp)" in text and "(default: none)" in text
     assert "dp x micro-batch" in text and "default: num_gpus" not in text
     assert "Exit status" in text and "3 the one configuration does not fit" in text
+
+
+def test_help_shows_no_empty_defaults(capsys):
+    with pytest.raises(SystemExit):
+        main(["predict", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "(default: None)" not in text and "(default: False)" not in text
+    for name, value in predict_command.DEFAULTS.items():
+        flag = "--" + name.replace("_", "-")
+        assert f"{flag} " in text and f"(default: {value})" in text
+
+
+_TRIAL_PLAN = ["predict", "--model", "llama2-70b", "--gpu", "a100-sxm-80gb", "--num-gpus", "512",
+               "--tp", "4", "--pp", "2"]  # fmt: skip
+
+
+def test_a_large_pipeline_bubble_is_warned_with_a_batch_that_shrinks_it(capsys):
+    """User trial item 7: without --global-batch this plan runs one micro-batch per step, its
+    bubble is about half the step, and nothing said so."""
+    assert main(_TRIAL_PLAN) == 0
+    captured = capsys.readouterr()
+    assert "pipeline bubble" in captured.out
+    warning = next(line for line in captured.err.splitlines() if "pipeline bubble is" in line)
+    assert "1 micro-batch per step (global batch 64 = dp 64 x micro-batch 1 x 1)" in warning
+    assert "--global-batch 512 gives 8 (4 per stage)" in warning
+    share = float(warning.split("pipeline bubble is ")[1].split(" %")[0])
+    assert share > 100 * predict_command.BUBBLE_WARNING_FRAC
+
+    assert main([*_TRIAL_PLAN, "--global-batch", "512"]) == 0  # the suggestion
+    captured = capsys.readouterr()
+    assert "pipeline bubble is" not in captured.err
+    bubble = next(line for line in captured.out.splitlines() if "pipeline bubble" in line)
+    assert float(bubble.split()[-2]) < 100 * predict_command.BUBBLE_WARNING_FRAC
+
+
+def test_a_table_counts_its_rows_with_a_large_bubble(tmp_path, capsys):
+    path = _table_csv(tmp_path, model="llama2-70b", gpu="a100-sxm-80gb", num_gpus=512, tp=4,
+                      pp=2, global_batch=64)  # fmt: skip
+    assert main(["predict", str(path), "-o", str(tmp_path / "out.csv")]) == 0
+    assert "1 of them spend more than 25 % of the step in the pipeline bubble" in (
+        capsys.readouterr().out
+    )
+
+
+def test_study_setup_reproduces_the_claims_tables_configuration(tmp_path, capsys):
+    """User trial item 8: the defaults do not reproduce the study setup (MFU 37.26 % at 128 H100
+    against the claims table's 38.38 % then); --study-setup does, the defaults stay as shown."""
+    from trainscale.paper.setup import scaleout
+
+    out = tmp_path / "out.csv"
+    args = ["predict", "--model", "llama2-7b", "--gpu", "h100-sxm-80gb", "--num-gpus", "128"]
+    assert main([*args, "--study-setup", "-o", str(out)]) == 0
+    got = pd.read_csv(out).iloc[0]
+    want = scaleout(gpu_counts=(128,)).iloc[0]
+    for name in ("seq_len", "global_batch", "micro_batch", "sharding", "recompute", "precision",
+                 "framework", "system", "tp", "pp"):  # fmt: skip
+        assert got[name] == want[name], name
+    assert got["mfu"] == pytest.approx(want["mfu"], rel=1e-9)
+    mfu = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("MFU"))
+    assert mfu.split()[3] == f"{100 * want['mfu']:.2f}"
+
+    assert main([*args, "--study-setup", "--micro-batch", "1", "-o", str(out)]) == 0
+    assert pd.read_csv(out).loc[0, "micro_batch"] == 1  # an option given wins
+    assert main([*args, "--study-setup", "--num-gpus", "2048", "-o", str(out)]) == 0
+    assert pd.read_csv(out).loc[0, "micro_batch"] == 1  # the local batch is 1 there
+    assert main([*args, "-o", str(out)]) == 0
+    plain = pd.read_csv(out).iloc[0]
+    assert (plain["global_batch"], plain["micro_batch"]) == (128, 1)  # the documented defaults
+
+
+def test_study_setup_help_states_the_study_setup_values(capsys):
+    from trainscale.paper.setup import (
+        STUDY_FRAMEWORK,
+        STUDY_GLOBAL_BATCH,
+        STUDY_MICRO_BATCH,
+        STUDY_SEQ_LEN,
+        STUDY_SYSTEMS,
+    )
+
+    with pytest.raises(SystemExit):
+        main(["predict", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"sequence {STUDY_SEQ_LEN:,}, global batch {STUDY_GLOBAL_BATCH:,} sequences" in text
+    assert f"micro-batch {STUDY_MICRO_BATCH} (or the local batch" in text
+    assert f"framework {STUDY_FRAMEWORK}" in text
+    assert f"(system {STUDY_SYSTEMS['h100-sxm-80gb']})" in text

@@ -229,3 +229,30 @@ def test_docstring_example_runs():
     result = doctest.testmod(usl_module)
     assert result.attempted > 0
     assert result.failed == 0
+
+
+def test_r2_is_that_of_per_gpu_throughput():
+    """User trial item 16: every USL row showed r² 1.000, because whole-job throughput grows
+    with the GPU count whatever the fit. R² is now that of ln(X / N), the per-GPU throughput."""
+    rng = np.random.default_rng(3)
+    flat = usl_model(GPUS, X1, 0.0, 0.0) * np.exp(rng.normal(0.0, 0.02, GPUS.size))
+    fit = fit_usl(GPUS, flat)  # nothing to explain but noise: per-GPU throughput is flat
+    per_gpu = np.log(flat / GPUS)
+    resid = np.log(flat) - np.log(fit.predict(GPUS))
+    by_hand = 1.0 - np.sum(resid**2) / np.sum((per_gpu - per_gpu.mean()) ** 2)
+    assert fit.r2 == pytest.approx(by_hand, rel=1e-9)
+    assert fit.r2 < 0.9
+    falling = fit_usl(GPUS, noisy(np.random.default_rng(3)))  # sigma, kappa > 0: explained
+    assert falling.r2 > 0.99
+
+
+def test_n_star_interval_does_not_reach_below_one_gpu():
+    """User trial item 16: a delta interval read `n_star 2509 [0.001267, ∞]`; a peak cannot be
+    below 1 GPU, so the lower end is clipped there, like sigma's and kappa's at their bounds."""
+    ns = np.array([64.0, 128.0, 256.0, 512.0])
+    x = usl_model(ns, 1000.0, 0.0, 2e-7) * np.exp(np.random.default_rng(0).normal(0, 0.03, 4))
+    fit = fit_usl(ns, x)
+    assert np.isfinite(fit.n_star) and fit.n_star > 512
+    assert fit.n_star_ci_low == 1.0 and fit.n_star_ci_high == np.inf
+    boot = fit_usl(ns, x, n_star_ci="bootstrap", rng=np.random.default_rng(1), n_boot=200)
+    assert boot.n_star_ci_low >= 1.0

@@ -189,8 +189,8 @@ def test_negative_zero_and_fractional_counts_are_rejected(
 def test_negative_count_message_says_what_the_key_is(tmp_path: Path) -> None:
     message = _load_error(tmp_path, _with("fixed", num_gpus=-8))
 
-    assert message.endswith(
-        "key 'fixed.num_gpus': -8 is less than the minimum of 1 (GPUs in the job.)"
+    assert "\n  key 'fixed.num_gpus': -8 is less than the minimum of 1 (GPUs in the job.)\n" in (
+        message + "\n"
     )
 
 
@@ -233,6 +233,20 @@ def test_every_problem_is_listed(tmp_path: Path) -> None:
 
     assert "invalid study:\n" in message
     assert "key 'fixed.num_gpus'" in message and "key 'fixed.sharding'" in message
+
+
+def test_schema_and_catalogue_problems_are_listed_together(tmp_path: Path) -> None:
+    """User trial item 2: a study with an unknown GPU and a bad sharding showed only the
+    sharding error; the catalogue check ran only once the schema passed."""
+    data = _with("fixed", gpu="h300", sharding="fsdp3")
+    data["sweep"]["model"] = ["llama2-7b", "llama9-1t"]
+    del data["fixed"]["model"]
+
+    message = _load_error(tmp_path, data)
+
+    assert "key 'fixed.sharding': 'fsdp3' is not allowed; allowed: ddp" in message
+    assert "key 'fixed.gpu': unknown GPU 'h300'; valid: a100-sxm-40gb" in message
+    assert "key 'sweep.model[1]': unknown model 'llama9-1t'; valid:" in message
 
 
 @pytest.mark.parametrize(

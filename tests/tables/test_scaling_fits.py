@@ -113,3 +113,34 @@ def test_published_series_keep_their_micro_batch_and_citation():
     assert set(table["batch"]) == {"micro 4 per GPU"}
     assert set(table["model"]) == {"llama2-7b"}  # named from its catalogue shape
     assert set(table["metric"]) == {"tokens_per_s_per_gpu", "tokens_per_s"}  # no power data
+
+
+def test_labels_print_integers_and_say_simulated():
+    """User trial item 16: the dataset holds these columns as floats, and the table printed
+    "12.0L h768.0", "tp1.0×pp1.0", "global 2048.0 (fixed)"; its source read "sim"."""
+    x = 1000.0 * GPUS[:5] ** 0.95
+    floats = {"tp": 1.0, "pp": 1.0, "global_batch": 2048.0, "num_gpus": GPUS[:5]}
+    sim = _series("law-model", "fsdp_scaleout", x, np.full(5, 600.0)).assign(**floats)
+    published = _series("", "published", x, np.full(5, np.nan), citation="Paper 2024")
+    published = published.assign(
+        source="published", layers=12.0, hidden=768.0, heads=12.0, ffn=3072.0, vocab=50368.0,
+        micro_batch=26.0, tp=1.0, pp=1.0, global_batch=np.nan, num_gpus=GPUS[:5],
+    )  # fmt: skip
+    table = scaling_fits(pd.concat([sim, published], ignore_index=True))
+    assert set(table["source"]) == {"simulated", "published"}
+    assert set(table["plan"]) == {"tp1×pp1 fsdp, recompute none"}
+    assert set(table["batch"]) == {"global 2048 (fixed)", "micro 26 per GPU"}
+    assert set(table["model"]) == {"law-model", "12L h768"}
+
+
+def test_usl_rows_explain_an_infinite_peak_and_r2_is_per_gpu(synthetic):
+    table = scaling_fits(synthetic).set_index(["model", "parameter"])
+    law = table.loc[("law-model", "n_star")]  # a power law never peaks
+    assert law["estimate"] == np.inf
+    assert "no peak: throughput still rises at the largest count" in law["note"]
+    assert table.loc[("law-model", "sigma"), "note"] == table.loc[("law-model", "kappa"), "note"]
+    assert "no peak" not in table.loc[("law-model", "sigma"), "note"]
+    # R² of log tokens/s per GPU, which a USL fits poorly for a power law (about 0.72 here),
+    # where R² of log whole-job tokens/s read 0.997, as every USL row did ("1.000")
+    assert table.loc[("law-model", "n_star"), "r2"] < 0.9
+    assert table.loc[("usl-model", "n_star"), "r2"] > 0.95  # a USL series is explained

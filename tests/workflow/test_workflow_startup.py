@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from trainscale.figures import FIGURES
 from trainscale.sim.system.hardware import load_hardware
+from trainscale.tables import TABLES
 
 pytestmark = pytest.mark.workflow
 
@@ -199,4 +201,33 @@ def test_a_duplicate_key_in_a_study_stops_the_run(workflow_copy, run_snakemake) 
     output = done.stdout + done.stderr
     assert done.returncode != 0
     assert "config/studies/smoke.yaml" in output and "duplicate key 'filters'" in output
+    assert not (workdir / "results").exists()
+
+
+def test_every_start_up_problem_is_reported_in_one_run(workflow_copy, run_snakemake) -> None:
+    """User trial item 2: unknown names under `figures:` gave a raw MissingInputException, and
+    start-up problems came one run at a time. Two invalid studies, an unknown figure and an
+    unknown table are now all named by one run."""
+    workdir = workflow_copy(studies=("smoke", "other"))
+    other = workdir / "config" / "studies" / "other.yaml"
+    other.write_text((workdir / "config" / "studies" / "smoke.yaml").read_text())
+    _edit_smoke(workdir, _unknown_gpu)
+    data = yaml.safe_load(other.read_text())
+    data["fixed"]["sharding"] = "fsdp3"
+    other.write_text(yaml.safe_dump(data, sort_keys=False))
+    config_path = workdir / "config" / "config.yaml"
+    config = yaml.safe_load(config_path.read_text())
+    config.update(figures=["fsdp_scaleout", "no_such_figure"], tables=["no_such_table"])
+    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+
+    done = run_snakemake(workdir, "--dry-run")
+
+    output = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert "MissingInputException" not in output
+    figures = "unknown figure(s) 'no_such_figure' under 'figures'; known: " + ", ".join(FIGURES)
+    assert figures in output, output[-3000:]
+    assert "unknown table(s) 'no_such_table' under 'tables'; known: " + ", ".join(TABLES) in output
+    assert "config/studies/smoke.yaml: key 'sweep.gpu[1]': unknown GPU 'h300-sxm-999gb'" in output
+    assert "config/studies/other.yaml: key 'fixed.sharding': 'fsdp3' is not allowed" in output
     assert not (workdir / "results").exists()

@@ -269,7 +269,7 @@ def calibrate(
         "per-framework offsets); power_comm_frac solved so the "
         "study setup reproduces the study's 5.87 % power-per-GPU drop (128 -> 2,048 GPUs); the "
         "published power figures are node-level and were not fitted (see not_represented)",
-        "command": "trainscale calibrate",
+        "command": "trainscale calibrate -o data/calibration.yaml",
         "data": "data/published/measurements.csv",
         "fitted_on": {
             "throughput_csv_lines": _ranges(throughput["csv_row"]),

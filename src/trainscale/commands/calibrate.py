@@ -1,8 +1,12 @@
 """``trainscale calibrate``: refit the simulator's parameters to the published measurements.
 
-Writes ``data/calibration.yaml`` (or ``-o``) with each value, its bounds, prior and meaning, the
-rows it was fitted on, the rows that could not be represented and why, the residual error and
-the content hash ``calibration_id``. See :mod:`trainscale.calibrate.fit` for the method.
+Writes the file given with ``-o`` with each value, its bounds, prior and meaning, the rows it
+was fitted on, the rows that could not be represented and why, the residual error and the content
+hash ``calibration_id``. See :mod:`trainscale.calibrate.fit` for the method. ``-o`` is required:
+``-o data/calibration.yaml`` replaces the shipped calibration, which every simulated row and the
+workflow use, so that is never done by a command given without an option (a new user's
+``trainscale calibrate`` once overwrote it; user trial item 6). The refit is deterministic, so
+``-o data/calibration.yaml`` on unchanged data rewrites the same file byte for byte.
 
 ``--measurements FILE -o mine.yaml`` calibrates on a user's own cluster instead: it refits only
 what a cluster changes (per-framework efficiency offsets of the frameworks present, NIC and NVLink
@@ -23,14 +27,18 @@ import argparse
 from pathlib import Path
 
 NAME = "calibrate"
-HELP = "fit the simulator's free parameters to data/published/measurements.csv"
+HELP = "fit the simulator's free parameters to data/published/measurements.csv (-o FILE)"
 
 __all__ = ["HELP", "NAME", "add_arguments", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "-o", "--output", type=Path, help="where to write (default data/calibration.yaml)"
+        "-o",
+        "--output",
+        type=Path,
+        help="calibration file to write (required to refit; -o data/calibration.yaml replaces "
+        "the shipped calibration)",
     )
     parser.add_argument(
         "--published", type=Path, help="measurements CSV (default data/published/measurements.csv)"
@@ -76,7 +84,7 @@ def _numbers(text: str, option: str) -> list[float]:
 def _sensitivity(args: argparse.Namespace, published: object) -> int:
     import pandas as pd
 
-    from trainscale.calibrate import sensitivity
+    from trainscale.calibrate.fit import sensitivity
     from trainscale.errors import TrainscaleError
 
     if args.profile is not None:
@@ -133,10 +141,17 @@ def run(args: argparse.Namespace) -> int:
     published = load_published(args.published) if args.published else None
     if args.profile is not None or args.prior_scan is not None:
         return _sensitivity(args, published)
-    if args.table is not None:
-        from trainscale.errors import TrainscaleError
+    from trainscale.errors import TrainscaleError
 
+    if args.table is not None:
         raise TrainscaleError("--table needs --profile or --prior-scan")
+    if args.output is None:
+        raise TrainscaleError(
+            "a refit needs -o FILE, the calibration file to write; -o data/calibration.yaml "
+            "replaces the shipped calibration that every simulated row and the workflow use "
+            "(deterministic: the same data give the same file); predict with another file with "
+            "trainscale predict --calibration FILE"
+        )
     fit = calibrate(args.output, published=published)
     values = fit.calibration.as_dict()
     on_bound = parameters_at_bounds(fit.calibration)

@@ -11,7 +11,11 @@ Two forms:
 - ``trainscale predict --model llama2-7b --gpu h100-sxm-80gb --num-gpus 2048 --sharding fsdp ...``
   — one configuration, printed as a readable breakdown (time by phase and collective, memory,
   power). A configuration that does not fit in memory prints a warning and exits with status
-  :data:`EXIT_DOES_NOT_FIT` (3).
+  :data:`EXIT_DOES_NOT_FIT` (3); one that spends more than :data:`BUBBLE_WARNING_FRAC` of its
+  step in the pipeline bubble prints a warning naming a batch that shrinks it (exit 0).
+  ``--study-setup`` fills every option not given with the study setup of
+  :mod:`trainscale.paper.setup`, which the ``claims`` table uses, so that the breakdown
+  reproduces the table's numbers.
 
 Input checks made here, before the simulator runs (each a one-line error naming the file and the
 row, column or key): a header naming a column twice; a missing required column; a Parquet
@@ -44,11 +48,14 @@ NAME = "predict"
 HELP = "predict step time, throughput, MFU, communication, memory and power"
 
 __all__ = [
+    "BUBBLE_WARNING_FRAC",
+    "DEFAULTS",
     "EXIT_DOES_NOT_FIT",
     "HELP",
     "MAX_GPUS",
     "NAME",
     "add_arguments",
+    "bubble_warning",
     "check_table",
     "missing_configuration_columns",
     "read_table",
@@ -58,15 +65,38 @@ __all__ = [
 
 #: Exit status of a single-configuration prediction that does not fit in GPU memory.
 EXIT_DOES_NOT_FIT = 3
+#: Share of the step in the pipeline bubble above which one configuration gets a warning.
+BUBBLE_WARNING_FRAC = 0.25
+#: Micro-batches per pipeline stage that the bubble warning suggests: with ``m = 4·pp``
+#: micro-batches per step, 1F1B's bubble is (pp−1)/(5pp−1) of the step, under 20 %.
+_MICRO_BATCHES_PER_STAGE = 4
+#: Defaults of the one-configuration options (shown in ``--help``); ``--global-batch`` has none:
+#: without it the batch is dp × micro-batch (see its help).
+DEFAULTS: dict[str, object] = {
+    "seq_len": 4096, "micro_batch": 1, "tp": 1, "pp": 1, "cp": 1, "vpp": 1, "sharding": "fsdp",
+    "recompute": "none", "precision": "bf16",
+}  # fmt: skip
 #: GPUs without bf16 tensor cores: their "bf16" is fp16 mixed precision (data/hardware.yaml).
 _FP16_ONLY = ("v100",)
 
 
-class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
-    """Defaults shown in ``--help``; the description keeps its line breaks."""
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """The description keeps its line breaks; help lines never break inside a hyphenated word
+    (``micro-batch``, ``fernandez-h100``)."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        import textwrap
+
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+
+def _default(name: str) -> str:
+    return f" (default: {DEFAULTS[name]})"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    # Each default is written into its help (DEFAULTS): the options' argparse defaults are None,
+    # so that --study-setup can tell an option given from one left out.
     parser.formatter_class = _Formatter
     parser.description = (
         f"{HELP}.\n\nA table in (CONFIGS -o OUT), or one configuration (--model, --gpu, "
@@ -92,28 +122,42 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     one.add_argument("--model", help="model catalogue key, e.g. llama2-7b")
     one.add_argument("--gpu", help="GPU catalogue key, e.g. h100-sxm-80gb")
     one.add_argument("--num-gpus", type=int, help=f"GPUs in the job, 1 to {MAX_GPUS:,}")
-    one.add_argument("--seq-len", type=int, default=4096, help="tokens per sequence")
+    one.add_argument(
+        "--study-setup",
+        action="store_true",
+        help="fill every option not given with the study setup that the claims table uses "
+        "(src/trainscale/paper/setup.py): sequence 4,096, global batch 2,048 sequences, "
+        "micro-batch 2 (or the local batch when smaller), fsdp, no recomputation, bf16, "
+        "framework pytorch, and on H100 the study's cluster (system fernandez-h100)",
+    )
+    one.add_argument("--seq-len", type=int, help="tokens per sequence" + _default("seq_len"))
     one.add_argument(
         "--global-batch",
         type=int,
-        help="sequences per optimizer step; if not given, dp x micro-batch (one micro-batch "
-        "per step, no gradient accumulation; dp = num_gpus / (tp x pp x cp)) — small at high "
-        "pp, so the pipeline bubble is large: give the study's batch to compare with it",
+        help="sequences per optimizer step (default: dp x micro-batch, dp = num_gpus / (tp x pp "
+        "x cp): one micro-batch per step, no gradient accumulation, so with pp > 1 the "
+        "pipeline bubble is large and a warning names a batch that shrinks it)",
     )
-    one.add_argument("--micro-batch", type=int, default=1, help="sequences per micro-batch")
-    one.add_argument("--tp", type=int, default=1, help="tensor-parallel degree")
-    one.add_argument("--pp", type=int, default=1, help="pipeline-parallel degree")
-    one.add_argument("--cp", type=int, default=1, help="context-parallel degree")
-    one.add_argument("--vpp", type=int, default=1, help="virtual pipeline stages per GPU")
-    one.add_argument("--sharding", choices=SHARDINGS, default="fsdp", help="data-parallel sharding")
     one.add_argument(
-        "--recompute", choices=RECOMPUTE_MODES, default="none", help="activation recomputation"
+        "--micro-batch", type=int, help="sequences per micro-batch" + _default("micro_batch")
+    )
+    one.add_argument("--tp", type=int, help="tensor-parallel degree" + _default("tp"))
+    one.add_argument("--pp", type=int, help="pipeline-parallel degree" + _default("pp"))
+    one.add_argument("--cp", type=int, help="context-parallel degree" + _default("cp"))
+    one.add_argument("--vpp", type=int, help="virtual pipeline stages per GPU" + _default("vpp"))
+    one.add_argument(
+        "--sharding", choices=SHARDINGS, help="data-parallel sharding" + _default("sharding")
+    )
+    one.add_argument(
+        "--recompute",
+        choices=RECOMPUTE_MODES,
+        help="activation recomputation" + _default("recompute"),
     )
     one.add_argument(
         "--precision",
         choices=PRECISIONS,
-        default="bf16",
-        help="bf16 mixed precision (fp16 on V100, which has no bf16), or fp8 (H100 and later)",
+        help="bf16 mixed precision (fp16 on V100, which has no bf16), or fp8 (H100 and later)"
+        + _default("precision"),
     )
     one.add_argument(
         "--gpus-per-node", type=int, help="GPUs per node (default: the GPU's catalogue system)"
@@ -134,6 +178,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _study_setup(args: argparse.Namespace) -> dict[str, object]:
+    """The study setup's value of every one-configuration option (``--study-setup``)."""
+    from trainscale.paper.setup import (
+        STUDY_FRAMEWORK,
+        STUDY_GLOBAL_BATCH,
+        STUDY_MICRO_BATCH,
+        STUDY_SEQ_LEN,
+        STUDY_SYSTEMS,
+    )
+
+    degree = (args.tp or 1) * (args.pp or 1) * (args.cp or 1)
+    global_batch = args.global_batch or STUDY_GLOBAL_BATCH
+    local = global_batch // max(args.num_gpus // degree, 1)
+    setup: dict[str, object] = {
+        "seq_len": STUDY_SEQ_LEN, "global_batch": global_batch,
+        "micro_batch": max(1, min(STUDY_MICRO_BATCH, local)), "sharding": "fsdp",
+        "recompute": "none", "precision": "bf16", "framework": STUDY_FRAMEWORK,
+    }  # fmt: skip
+    if args.gpu in STUDY_SYSTEMS:
+        setup["system"] = STUDY_SYSTEMS[args.gpu]
+    return setup
+
+
 def _single(args: argparse.Namespace) -> pd.DataFrame:
     required = (("--model", args.model), ("--gpu", args.gpu), ("--num-gpus", args.num_gpus))
     missing = [flag for flag, value in required if value is None]
@@ -141,30 +208,18 @@ def _single(args: argparse.Namespace) -> pd.DataFrame:
         raise TrainscaleError(
             f"give a configuration table, or at least {', '.join(missing)} for one configuration"
         )
-    row = {
-        "model": args.model,
-        "gpu": args.gpu,
-        "num_gpus": args.num_gpus,
-        "seq_len": args.seq_len,
-        "global_batch": args.global_batch
-        or args.num_gpus * args.micro_batch // (args.tp * args.pp * args.cp),
-        "micro_batch": args.micro_batch,
-        "tp": args.tp,
-        "pp": args.pp,
-        "cp": args.cp,
-        "vpp": args.vpp,
-        "sharding": args.sharding,
-        "recompute": args.recompute,
-        "precision": args.precision,
+    given = {name: value for name, value in vars(args).items() if value is not None}
+    values: dict = {**DEFAULTS, **(_study_setup(args) if args.study_setup else {}), **given}
+    if "global_batch" not in values:  # one micro-batch per step
+        degree = max(values["tp"] * values["pp"] * values["cp"], 1)  # 0 is refused below
+        values["global_batch"] = args.num_gpus * values["micro_batch"] // degree
+    columns = ("model", "gpu", "num_gpus", "seq_len", "global_batch", *DEFAULTS)
+    row = {name: values[name] for name in dict.fromkeys(columns)}
+    row |= {
+        name: values[name]
+        for name in ("gpus_per_node", "nic_gbps_per_gpu", "system", "framework")
+        if values.get(name)
     }
-    if args.gpus_per_node:
-        row["gpus_per_node"] = args.gpus_per_node
-    if args.nic_gbps_per_gpu:
-        row["nic_gbps_per_gpu"] = args.nic_gbps_per_gpu
-    if args.system:
-        row["system"] = args.system
-    if args.framework:
-        row["framework"] = args.framework
     return pd.DataFrame([row])
 
 
@@ -187,6 +242,34 @@ def fit_warning(result: pd.Series) -> str | None:
         f"warning: this configuration does NOT fit in GPU memory ({result['mem_gib_per_gpu']:.1f}"
         " GiB needed per GPU): it cannot run, its numbers are what it would take if it could; "
         "try more GPUs, fsdp, recomputation, or a larger tp/pp"
+    )
+
+
+def bubble_warning(result: pd.Series) -> str | None:
+    """The warning line for a configuration that spends more than :data:`BUBBLE_WARNING_FRAC`
+    of its step in the pipeline bubble, with a global batch that shrinks it; else None.
+
+    1F1B's bubble costs about (pp − 1) micro-batch times per step whatever the number of
+    micro-batches ``m``, so its share falls as ``m`` grows; ``m = 4·pp`` puts it under 20 %.
+    """
+    step, bubble = float(result["step_time_s"]), float(result["bubble_s"])
+    if not step > 0 or bubble / step <= BUBBLE_WARNING_FRAC:
+        return None
+    pp, dp, micro = int(result["pp"]), int(result["dp"]), int(result["micro_batch"])
+    micro_batches = int(result["grad_accum"])
+    wanted = _MICRO_BATCHES_PER_STAGE * pp
+    suggestion = (
+        f": --global-batch {dp * micro * wanted} gives {wanted} ({_MICRO_BATCHES_PER_STAGE} per "
+        "stage)"
+        if micro_batches < wanted
+        else ""
+    )
+    plural = "" if micro_batches == 1 else "es"
+    return (
+        f"warning: the pipeline bubble is {100 * bubble / step:.1f} % of the step: "
+        f"{micro_batches} micro-batch{plural} per step (global batch "
+        f"{int(result['global_batch'])} = dp {dp} x micro-batch {micro} x {micro_batches}) for "
+        f"{pp} pipeline stages; more micro-batches per step shrink its share{suggestion}"
     )
 
 
@@ -271,6 +354,9 @@ def run(args: argparse.Namespace) -> int:
         print(breakdown(row))
         if args.output:
             write_table(result, args.output)
+        bubble = bubble_warning(row)
+        if bubble is not None:
+            print(f"trainscale predict: {bubble}", file=sys.stderr)
         warning = fit_warning(row)
         if warning is not None:
             print(f"trainscale predict: {warning}", file=sys.stderr)
@@ -292,5 +378,12 @@ def run(args: argparse.Namespace) -> int:
     unfit = int((~result["fits_memory"].astype(bool)).sum()) if len(result) else 0
     if unfit:
         print(f"{unfit} of them do not fit in GPU memory (fits_memory = false)")
+    if len(result):
+        bubbly = int((result["bubble_s"] > BUBBLE_WARNING_FRAC * result["step_time_s"]).sum())
+        if bubbly:
+            print(
+                f"{bubbly} of them spend more than {100 * BUBBLE_WARNING_FRAC:.0f} % of the step "
+                "in the pipeline bubble (bubble_s): too few micro-batches per step for their pp"
+            )
     write_table(result, args.output)
     return 0

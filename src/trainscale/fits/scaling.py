@@ -9,6 +9,7 @@ their ``x`` value, usually the GPU count) is fitted: the log-log slopes of per-G
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -78,13 +79,13 @@ def fit_scaling_series(
     -------
     list of dict
         ``metric``, ``fit`` (``loglog_hc3`` or ``usl``), ``parameter``, ``estimate``,
-        ``ci_low``, ``ci_high`` (at ``level``), ``r2`` (log scale), ``n`` (points) and
-        ``note`` (why a value is missing, or what was dropped).
+        ``ci_low``, ``ci_high`` (at ``level``), ``r2`` (of the log per-GPU metric; for the USL
+        of ``ln(tokens/s / x)``, :attr:`trainscale.fits.usl.UslFit.r2`), ``n`` (points) and
+        ``note`` (why a value is missing, what was dropped, and for ``n_star`` what an
+        infinite value or interval end means).
     """
     out: list[dict[str, Any]] = []
-    metrics = [
-        m for m in loglog if m in series.columns and series[m].notna().sum() >= min_points
-    ]
+    metrics = [m for m in loglog if m in series.columns and series[m].notna().sum() >= min_points]
     for fit in fit_loglog(series, y=metrics, x=x, level=level).itertuples() if metrics else []:
         for parameter, column in _LOGLOG_PARAMETERS:
             out.append(
@@ -103,6 +104,7 @@ def fit_scaling_series(
     if usl is not None and usl in series.columns:
         row = fit_usl_table(series, n=x, x=usl, level=level).iloc[0]
         for parameter in _USL_PARAMETERS:
+            extra = _n_star_note(row) if parameter == "n_star" else ""
             out.append(
                 {
                     "metric": usl,
@@ -113,7 +115,19 @@ def fit_scaling_series(
                     "ci_high": row[f"{parameter}_ci_high"],
                     "r2": row["r2"],
                     "n": row["n"],
-                    "note": row["note"],
+                    "note": "; ".join(text for text in (row["note"], extra) if text),
                 }
             )
     return out
+
+
+def _n_star_note(row: pd.Series) -> str:
+    """What an infinite ``n_star`` or interval end means, in words."""
+    estimate, low, high = row["n_star"], row["n_star_ci_low"], row["n_star_ci_high"]
+    if estimate == math.inf:
+        return "no peak: throughput still rises at the largest count (kappa 0 fits best)" + (
+            f"; a peak at {low:.4g} GPUs or more is not excluded" if math.isfinite(low) else ""
+        )
+    if high == math.inf:
+        return "no upper end: the data do not exclude no peak (kappa's interval reaches 0)"
+    return ""

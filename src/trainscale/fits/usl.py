@@ -13,7 +13,8 @@ Fits minimise *relative* (log) residuals ``ln X_obs - ln X(N)`` with
 throughput is largest) do not dominate. Parameters are estimated internally as
 ``theta = (ln x1, sigma, kappa)``; standard errors come from ``s² (JᵀJ)⁻¹`` with ``s²`` the
 residual variance on ``n - 3`` degrees of freedom, and intervals are Student-t Wald intervals
-(on the log scale for ``x1``) clipped to the parameter bounds.
+(on the log scale for ``x1``) clipped to the parameter bounds (``N*``'s at 1 GPU). R² is that of
+the per-GPU throughput ``ln(X / N)`` (see :attr:`UslFit.r2`).
 """
 
 from __future__ import annotations
@@ -81,7 +82,10 @@ class UslFit:
     n_star_ci_method: str
     """How the ``n_star`` interval was made: ``"delta"`` or ``"bootstrap"``."""
     r2: float
-    """R² of ``ln X`` (the fitted scale)."""
+    """R² of ``ln(X / N)``, the per-GPU throughput, which the fit explains: residuals are those
+    of the fitted ``ln X``, the total variance that of ``ln(X / N)`` about its mean. On ``ln X``
+    itself every series scores about 1 (whole-job throughput grows with N whatever the fit);
+    this compares the fit with flat per-GPU throughput, as the log-log fits' R² does."""
     residual_sd_log: float
     """Residual standard deviation of ``ln X`` (≈ relative error of one point)."""
     n: int
@@ -184,7 +188,8 @@ def fit_usl(
         when ``kappa`` is estimated at 0, ``N* = inf`` and the lower end is
         ``sqrt((1 - sigma) / kappa_ci_high)``. ``"bootstrap"``: parametric bootstrap of
         ``n_boot`` refits to ``X̂(N)·exp(ε)``, ``ε ~ Normal(0, residual_sd_log²)``, percentile
-        interval (refits with ``kappa = 0`` give ``N* = inf``); needs ``rng``.
+        interval (refits with ``kappa = 0`` give ``N* = inf``); needs ``rng``. Either lower
+        end is clipped at 1 GPU.
     rng : numpy.random.Generator, optional
         Random generator for the bootstrap, e.g. ``numpy.random.default_rng(seed)``.
     n_boot : int, default 500
@@ -297,7 +302,7 @@ def _fit(
         n_star_ci_low=n_star_ci_vals[0],
         n_star_ci_high=n_star_ci_vals[1],
         n_star_ci_method=n_star_ci,
-        r2=r_squared(ly, ly - resid),
+        r2=r_squared(ly - np.log(ns), ly - resid - np.log(ns)),
         residual_sd_log=s,
         n=m,
         dof=dof,
@@ -387,20 +392,26 @@ def _n_star(sigma: float, kappa: float) -> float:
 def _delta_n_star(
     sigma: float, kappa: float, cov: np.ndarray, tq: float, kappa_ci: tuple[float, float]
 ) -> tuple[float, float]:
-    """Delta-method interval of N* on the log scale (see :func:`fit_usl`)."""
+    """Delta-method interval of N* on the log scale (see :func:`fit_usl`); the lower end is
+    clipped at 1 GPU, the smallest count a peak can be at."""
     nan = float("nan")
     if not np.isfinite(tq) or not np.all(np.isfinite(cov)):
         return nan, nan
     if kappa <= 0.0:
         low = _n_star(sigma, kappa_ci[1]) if kappa_ci[1] > 0 else nan
-        return low, float("inf")
+        return _at_least_one(low), float("inf")
     if sigma >= 1.0:
         return nan, nan
     n_star = _n_star(sigma, kappa)
     grad = np.array([0.0, -0.5 / (1.0 - sigma), -0.5 / kappa])  # d ln N* / d theta
     se_log = float(np.sqrt(max(grad @ cov @ grad, 0.0)))
     high = float("inf") if kappa_ci[0] <= 0.0 else n_star * float(np.exp(tq * se_log))
-    return n_star * float(np.exp(-tq * se_log)), high
+    return _at_least_one(n_star * float(np.exp(-tq * se_log))), high
+
+
+def _at_least_one(n: float) -> float:
+    """``n`` clipped at 1 GPU (NaN stays NaN)."""
+    return float(np.clip(n, 1.0, None))
 
 
 def _bootstrap_n_star(
@@ -433,7 +444,7 @@ def _bootstrap_n_star(
         return nan, nan
     tail = (1.0 - level) / 2.0
     low, high = np.quantile(np.array(draws), [tail, 1.0 - tail], method="inverted_cdf")
-    return float(low), float(high)
+    return _at_least_one(float(low)), _at_least_one(float(high))
 
 
 def fit_usl_table(

@@ -298,12 +298,7 @@ def load_study(
     if isinstance(data, dict):
         finite = _finite_problems(data, root)
         problems = finite + [p for p in problems if p[0] not in {k for k, _ in finite}]
-    if not problems:
-        fixed, sweep = data["fixed"], data.get("sweep", {})
-        derive = data.get("derive", {})
-        problems = _catalogue_problems(fixed, sweep, hardware or load_hardware())
-        problems += _completeness_problems(fixed, sweep, derive)
-        problems += _calibration_problems(data.get("calibration"))
+        problems += _semantic_problems(data, {key for key, _ in problems}, hardware)
     if problems:
         lines = [f"key '{key}': {message}" for key, message in problems]
         raise InputFileError(
@@ -323,6 +318,27 @@ def load_study(
     )
 
 
+def _semantic_problems(
+    data: dict[str, Any], reported: set[str], hardware: HardwareCatalog | None
+) -> list[tuple[str, str]]:
+    """The catalogue, completeness and calibration checks, made beside the schema's, so that
+    every problem of a study is listed at once (an unknown GPU and a bad sharding together);
+    only on the sections of the right shape, and not again for a key the schema reported."""
+
+    def section(name: str) -> dict[str, Any]:
+        value = data.get(name)
+        return value if isinstance(value, dict) else {}
+
+    fixed = section("fixed")
+    sweep = {key: value for key, value in section("sweep").items() if isinstance(value, list)}
+    problems = _catalogue_problems(fixed, sweep, hardware or load_hardware())
+    problems += _completeness_problems(fixed, sweep, section("derive"))
+    calibration = data.get("calibration")
+    if isinstance(calibration, str) and "calibration" not in reported:
+        problems += _calibration_problems(calibration)
+    return [(key, message) for key, message in problems if key not in reported]
+
+
 def _calibration_problems(calibration: str | None) -> list[tuple[str, str]]:
     """The study's ``calibration:`` file must exist and load (bounds, intervals block)."""
     if calibration is None:
@@ -331,8 +347,13 @@ def _calibration_problems(calibration: str | None) -> list[tuple[str, str]]:
     from trainscale.sim.calibration import load_calibration
 
     if not Path(calibration).is_file():
-        return [("calibration", f"no such file {calibration!r} (relative to the working "
-                 "directory; write one with trainscale calibrate --measurements FILE -o PATH)")]
+        return [
+            (
+                "calibration",
+                f"no such file {calibration!r} (relative to the working "
+                "directory; write one with trainscale calibrate --measurements FILE -o PATH)",
+            )
+        ]
     try:
         load_calibration(calibration)
     except TrainscaleError as error:

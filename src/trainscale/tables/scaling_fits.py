@@ -40,6 +40,7 @@ __all__ = [
     "MIN_COUNTS",
     "SCALING_FIT_COLUMNS",
     "SCALING_STUDIES",
+    "SOURCE_LABELS",
     "render",
     "scaling_fits",
     "scaling_series",
@@ -65,8 +66,21 @@ SCALING_FIT_COLUMNS: tuple[str, ...] = (
 _CONFIG = [c.name for c in CONFIGURATION_COLUMNS]
 
 
+#: How the table names each ``source`` value of the dataset (``sim`` is the dataset's).
+SOURCE_LABELS = {"sim": "simulated"}
+
+
+def _number(value: object) -> str:
+    """A value as text: an integral number without ``.0`` (tp 1, not 1.0), missing as ``""``."""
+    if value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)):
+        return ""
+    if isinstance(value, float | np.floating) and float(value).is_integer():
+        return str(int(value))
+    return str(value)
+
+
 def _text(series: pd.Series) -> pd.Series:
-    return series.astype(object).where(series.notna(), "").astype(str)
+    return series.astype(object).map(_number).astype(str)
 
 
 def scaling_series(frame: pd.DataFrame, studies: Sequence[str] = SCALING_STUDIES) -> pd.DataFrame:
@@ -122,6 +136,7 @@ def scaling_series(frame: pd.DataFrame, studies: Sequence[str] = SCALING_STUDIES
         "global " + _text(rows["global_batch"]) + " (fixed)",
         "micro " + _text(rows["micro_batch"]) + " per GPU",
     )
+    rows["source"] = rows["source"].astype(object).replace(SOURCE_LABELS)
     return rows
 
 
@@ -131,7 +146,7 @@ def _shape_name(row: pd.Series) -> str:
     for key, m in load_models().items():
         if shape == (m.layers, m.hidden, m.heads, m.ffn, m.vocab):
             return key
-    return f"{row.get('layers')}L h{row.get('hidden')}"
+    return f"{_number(row.get('layers'))}L h{_number(row.get('hidden'))}"
 
 
 def scaling_fits(
@@ -155,8 +170,9 @@ def scaling_fits(
         ``power_w_per_gpu`` (``fit`` = ``loglog_hc3``; ``parameter`` = ``slope`` or
         ``pct_per_doubling``), or ``tokens_per_s`` (``fit`` = ``usl``; ``parameter`` =
         ``sigma``, ``kappa`` or ``n_star``); ``estimate``, ``ci_low``, ``ci_high`` (95 %);
-        ``r2`` of the fit (log scale); ``n`` points; ``gpus_min``, ``gpus_max``; ``note`` from
-        the fit.
+        ``r2`` of the fit (log per-GPU scale, for the USL too: see
+        :attr:`trainscale.fits.usl.UslFit.r2`); ``n`` points; ``gpus_min``, ``gpus_max``;
+        ``note`` from the fit.
     """
     rows = scaling_series(frame, studies)
     by = list(SERIES_COLUMNS)
@@ -186,7 +202,8 @@ def render(stem: str | os.PathLike[str], dataset: pd.DataFrame) -> tuple[Path, .
         stem,
         label="tab:scaling_fits",
         caption="Scaling fits per series: log-log slope of tokens/s and power per GPU against "
-        "GPU count (OLS, HC3, 95\\% CI) and the USL of whole-job tokens/s (95\\% CI).",
+        "GPU count (OLS, HC3, 95\\% CI) and the USL of whole-job tokens/s (95\\% CI); r2 of "
+        "log tokens/s per GPU for every fit.",
         float_format={"estimate": _compact, "ci_low": _compact, "ci_high": _compact, "r2": ".3f"},
     )
 

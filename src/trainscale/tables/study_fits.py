@@ -45,8 +45,8 @@ def study_fits(rows: pd.DataFrame, spec: ReportSpec, *, level: float = 0.95) -> 
         labels (as in the
         figure's legend), ``source`` ("simulated"), ``calibration_id``, ``x`` (the column
         fitted against), ``metric``, ``fit`` (``loglog_hc3`` or ``usl``), ``parameter``,
-        ``estimate``, ``ci_low``, ``ci_high`` (``level``), ``r2`` (log scale), ``n`` (points),
-        ``x_min``, ``x_max`` (range of x) and ``note``.
+        ``estimate``, ``ci_low``, ``ci_high`` (``level``), ``r2`` (log per-GPU scale), ``n``
+        (points), ``x_min``, ``x_max`` (range of x) and ``note``.
     """
     keys = [*([spec.facet] if spec.facet else []), *spec.series]
     out = []
