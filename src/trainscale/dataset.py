@@ -19,9 +19,6 @@ re-exports for the workflow's scripts (``conform``, ``read_parquet``, ``write_pa
 
 from __future__ import annotations
 
-import os
-import re
-import secrets
 import shutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -33,6 +30,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from trainscale.io.atomic import atomic_directory, is_temporary_of
 from trainscale.io.parquet import (
     COMPRESSION,
     ParquetStream,
@@ -294,20 +292,12 @@ def write_dataset_parts(
     remove_stale_temporaries(directory)
     columns = tuple(c for c in DATASET_COLUMNS if c.name not in PARTITION_COLUMNS)
     schema = arrow_schema(columns)
-    temp = directory.with_name(f".{directory.name}.{secrets.token_hex(6)}.tmp")
     written = []
-    try:
+    with atomic_directory(directory) as temp:
         for source, study in sorted(parts):
             relative = Path(f"source={source}", f"study={study}", "part-0.parquet")
             if _write_partition(parts[(source, study)], source, study, schema, temp / relative):
                 written.append(directory / relative)
-        temp.mkdir(parents=True, exist_ok=True)
-        if directory.exists():
-            shutil.rmtree(directory)
-        os.replace(temp, directory)
-    finally:
-        if temp.exists():
-            shutil.rmtree(temp)
     return written
 
 
@@ -319,13 +309,12 @@ def remove_stale_temporaries(directory: str | Path) -> list[Path]:
     Snakemake locks the working folder), so every such folder is stale.
     """
     directory = Path(directory)
-    pattern = re.compile(rf"\.{re.escape(directory.name)}\.[0-9a-f]{{12}}\.tmp")
     removed = []
     parent = directory.parent
     if not parent.is_dir():
         return removed
     for entry in parent.iterdir():
-        if pattern.fullmatch(entry.name) and entry.is_dir() and not entry.is_symlink():
+        if is_temporary_of(entry, directory) and entry.is_dir() and not entry.is_symlink():
             shutil.rmtree(entry)
             removed.append(entry)
     return sorted(removed)

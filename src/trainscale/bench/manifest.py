@@ -7,14 +7,13 @@ a valid manifest or none, so an interrupted run cannot be ingested by mistake.
 
 from __future__ import annotations
 
-import os
-import secrets
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from trainscale.ingest.runs import MANIFEST_NAME, validate_manifest
+from trainscale.io.atomic import write_text_atomic
 
 __all__ = ["write_manifest"]
 
@@ -65,10 +64,5 @@ def write_manifest(
         "# workflow/schemas/run.schema.yaml. Ingest with `trainscale ingest <this folder>`.\n"
         + yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
     )
-    temp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-    try:
-        temp.write_text(text, encoding="utf-8")
-        os.replace(temp, path)
-    finally:
-        temp.unlink(missing_ok=True)
+    write_text_atomic(path, text)
     return path

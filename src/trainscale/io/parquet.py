@@ -15,8 +15,6 @@ schema order and no pandas metadata.
 
 from __future__ import annotations
 
-import os
-import secrets
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -27,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from trainscale.io.atomic import atomic_path
 from trainscale.schema import (
     DATASET_COLUMNS,
     Column,
@@ -197,13 +196,8 @@ def _table(frame: pd.DataFrame, columns: Sequence[Column], metadata: Mapping[str
 
 def _write_table(table: pa.Table, path: Path) -> None:
     """Write to a temporary file in the target folder, then rename onto ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-    try:
+    with atomic_path(path) as temp:
         pq.write_table(table, temp, compression=COMPRESSION)
-        os.replace(temp, path)
-    finally:
-        temp.unlink(missing_ok=True)
 
 
 def write_parquet(
@@ -242,12 +236,16 @@ class ParquetStream:
         self.metadata = dict(metadata or {})
         self.schema = arrow_schema(self.columns, **self.metadata)
         self.rows = 0
-        self._temp = self.path.with_name(f".{self.path.name}.{secrets.token_hex(6)}.tmp")
+        self._atomic = atomic_path(self.path)
         self._writer: pq.ParquetWriter | None = None
 
     def __enter__(self) -> ParquetStream:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._writer = pq.ParquetWriter(self._temp, self.schema, compression=COMPRESSION)
+        temp = self._atomic.__enter__()
+        try:
+            self._writer = pq.ParquetWriter(temp, self.schema, compression=COMPRESSION)
+        except BaseException as error:
+            self._atomic.__exit__(type(error), error, error.__traceback__)
+            raise
         return self
 
     def write(self, batch: pd.DataFrame | pa.Table) -> None:
@@ -271,10 +269,12 @@ class ParquetStream:
         try:
             if self._writer is not None:
                 self._writer.close()
+        except BaseException as close_error:
             if kind is None:
-                os.replace(self._temp, self.path)
-        finally:
-            self._temp.unlink(missing_ok=True)
+                kind, error, traceback = type(close_error), close_error, close_error.__traceback__
+            self._atomic.__exit__(kind, error, traceback)
+            raise
+        self._atomic.__exit__(kind, error, traceback)
 
 
 def as_pandas_reads(frame: pd.DataFrame, columns: Sequence[Column]) -> pd.DataFrame:

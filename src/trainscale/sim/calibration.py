@@ -23,6 +23,7 @@ import numpy as np
 import yaml
 
 from trainscale.errors import InputFileError
+from trainscale.io.atomic import write_text_atomic
 from trainscale.io.yaml import load_yaml
 from trainscale.paths import data_dir
 from trainscale.schema import FRAMEWORKS
@@ -483,6 +484,4 @@ def dump_calibration(calibration: Calibration, path: Path, provenance: dict) -> 
     if calibration.intervals is not None:
         document["intervals"] = calibration.intervals.as_dict()
     text = yaml.safe_dump(document, sort_keys=False, width=100, allow_unicode=False)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    write_text_atomic(path, text)

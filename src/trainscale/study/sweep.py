@@ -31,9 +31,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import secrets
-import shutil
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -46,6 +43,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
 from trainscale.errors import ConfigurationError, InputFileError
+from trainscale.io.atomic import atomic_directory, write_text_atomic
 from trainscale.io.parquet import ParquetStream, write_parquet
 from trainscale.io.yaml import load_yaml
 from trainscale.schema import CONFIGURATION_COLUMNS, MODEL_SHAPE_COLUMNS, Column, names
@@ -742,27 +740,25 @@ def write_study_configurations(
     columns = configuration_columns(study)
     metadata = {"study": study.name}
     summary = ExpansionSummary(study)
-    temp = directory.with_name(f".{directory.name}.{secrets.token_hex(6)}.tmp")
-    temp.mkdir(parents=True)
-    chunks = 0
-    pending: list[pd.DataFrame] = []
-    pending_rows = 0
+    with atomic_directory(directory) as temp:
+        chunks = 0
+        pending: list[pd.DataFrame] = []
+        pending_rows = 0
 
-    def flush(final: bool) -> None:
-        nonlocal chunks, pending, pending_rows
-        if not pending:
-            return
-        frame = pd.concat(pending, ignore_index=True) if len(pending) > 1 else pending[0]
-        start = 0
-        while len(frame) - start >= rows_per_job or (final and start < len(frame)):
-            part = frame.iloc[start : start + rows_per_job]
-            write_parquet(part, temp / f"{chunks}.parquet", columns, metadata)
-            chunks += 1
-            start += len(part)
-        pending = [frame.iloc[start:].reset_index(drop=True)] if start < len(frame) else []
-        pending_rows = len(frame) - start
+        def flush(final: bool) -> None:
+            nonlocal chunks, pending, pending_rows
+            if not pending:
+                return
+            frame = pd.concat(pending, ignore_index=True) if len(pending) > 1 else pending[0]
+            start = 0
+            while len(frame) - start >= rows_per_job or (final and start < len(frame)):
+                part = frame.iloc[start : start + rows_per_job]
+                write_parquet(part, temp / f"{chunks}.parquet", columns, metadata)
+                chunks += 1
+                start += len(part)
+            pending = [frame.iloc[start:].reset_index(drop=True)] if start < len(frame) else []
+            pending_rows = len(frame) - start
 
-    try:
         with ParquetStream(rejects, (*columns, *REJECT_COLUMNS), metadata) as out:
             for configurations, block_rejects in expand_blocks(
                 study, hardware=hardware, calibration=calibration, block_rows=block_rows,
@@ -776,12 +772,6 @@ def write_study_configurations(
                     flush(final=False)
             flush(final=True)
             warning = summary.check()  # raises before the rejects file is renamed into place
-        if directory.exists():
-            shutil.rmtree(directory)
-        os.replace(temp, directory)
-    finally:
-        if temp.exists():
-            shutil.rmtree(temp)
     record = {
         "study": study.name,
         "grid_rows": summary.grid_rows,
@@ -790,10 +780,7 @@ def write_study_configurations(
         "chunks": chunks,
         "dropped": summary.dropped,
     }
-    counts.parent.mkdir(parents=True, exist_ok=True)
-    counts_temp = counts.with_name(f".{counts.name}.{secrets.token_hex(6)}.tmp")
-    counts_temp.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
-    os.replace(counts_temp, counts)
+    write_text_atomic(counts, json.dumps(record, indent=2, sort_keys=True) + "\n")
     return summary, warning
 
 
