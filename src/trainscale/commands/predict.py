@@ -43,6 +43,7 @@ from trainscale.schema import (
 )
 from trainscale.sim.frameworks import DEFAULT_FRAMEWORK
 from trainscale.sim.inputs import MAX_GPUS, check_table, missing_configuration_columns
+from trainscale.sim.plan.degrees import model_parallel_degree
 
 NAME = "predict"
 HELP = "predict step time, throughput, MFU, communication, memory and power"
@@ -188,7 +189,7 @@ def _study_setup(args: argparse.Namespace) -> dict[str, object]:
         STUDY_SYSTEMS,
     )
 
-    degree = (args.tp or 1) * (args.pp or 1) * (args.cp or 1)
+    degree = model_parallel_degree(args.tp or 1, args.pp or 1, args.cp or 1)
     global_batch = args.global_batch or STUDY_GLOBAL_BATCH
     local = global_batch // max(args.num_gpus // degree, 1)
     setup: dict[str, object] = {
@@ -211,7 +212,7 @@ def _single(args: argparse.Namespace) -> pd.DataFrame:
     given = {name: value for name, value in vars(args).items() if value is not None}
     values: dict = {**DEFAULTS, **(_study_setup(args) if args.study_setup else {}), **given}
     if "global_batch" not in values:  # one micro-batch per step
-        degree = max(values["tp"] * values["pp"] * values["cp"], 1)  # 0 is refused below
+        degree = max(model_parallel_degree(values["tp"], values["pp"], values["cp"]), 1)
         values["global_batch"] = args.num_gpus * values["micro_batch"] // degree
     columns = ("model", "gpu", "num_gpus", "seq_len", "global_batch", *DEFAULTS)
     row = {name: values[name] for name in dict.fromkeys(columns)}

@@ -53,6 +53,7 @@ from trainscale.errors import InputFileError, TrainscaleError
 from trainscale.ingest.steplog import STEP_COLUMNS
 from trainscale.io.yaml import safe_load, yaml_error
 from trainscale.schema import CONFIGURATION_COLUMNS, DATASET_COLUMNS
+from trainscale.sim.plan.degrees import data_parallel_degree
 
 if TYPE_CHECKING:
     from trainscale.ingest.steplog import StepLog
@@ -386,7 +387,7 @@ def _configuration_problems(cfg: dict[str, Any]) -> list[tuple[list[object], str
             )
         )
     elif all(k in cfg for k in ("num_gpus", "global_batch", "micro_batch")):
-        dp = cfg["num_gpus"] // math.prod(degrees)
+        dp = data_parallel_degree(cfg["num_gpus"], *degrees)
         if cfg["global_batch"] % (dp * cfg["micro_batch"]):
             problems.append(
                 (
@@ -840,9 +841,8 @@ def _ingest_job(
     if exposed is not None and step_time and not math.isnan(exposed):
         row["exposed_comm_frac"] = exposed / step_time
     if num_gpus and all(cfg.get(k) for k in ("tp", "pp")):
-        degrees = cfg["tp"] * cfg["pp"] * cfg.get("cp", 1)
-        row["dp"] = num_gpus // degrees
-        if "global_batch" in cfg and "micro_batch" in cfg:
+        row["dp"] = data_parallel_degree(num_gpus, cfg["tp"], cfg["pp"], cfg.get("cp", 1))
+        if row["dp"] and "global_batch" in cfg and "micro_batch" in cfg:
             row["grad_accum"] = cfg["global_batch"] // (row["dp"] * cfg["micro_batch"])
     row.update(
         source="measured",

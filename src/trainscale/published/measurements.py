@@ -27,6 +27,7 @@ import pandas as pd
 from trainscale.errors import InputFileError
 from trainscale.paths import data_dir
 from trainscale.sim.model.flops import model_flops_per_token
+from trainscale.sim.plan.degrees import data_parallel_degree
 
 __all__ = [
     "ASSUMPTIONS",
@@ -713,8 +714,8 @@ def _throughput_row(row: _Row, parsed: ParsedValue) -> dict:
         raise _Rejected("sequence length not published")
     micro = _int(row.r.get("micro_batch"))
     global_batch = _int(row.r.get("global_batch_seqs"))
-    dp = num_gpus // (tp * pp * cp) if num_gpus % (tp * pp * cp) == 0 else None
-    if dp is None:
+    dp = data_parallel_degree(num_gpus, tp, pp, cp)
+    if dp == 0:
         raise _Rejected(f"num_gpus {num_gpus} not divisible by tp*pp*cp")
     vpp = 1
     if "Llama 3 Herd" in source:

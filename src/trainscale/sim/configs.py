@@ -54,6 +54,7 @@ from trainscale.sim.frameworks import (
     load_frameworks,
 )
 from trainscale.sim.model.shape import ModelShape, load_models
+from trainscale.sim.plan.degrees import data_parallel_degree, model_parallel_degree
 from trainscale.sim.system.hardware import HardwareCatalog, load_hardware
 
 __all__ = ["Configs", "build_configs"]
@@ -457,7 +458,7 @@ def _framework_behaviours(
     cast = np.array([fp8_cast_bytes_per_element(r) for r in FP8_RECIPES])
     out["fp8_cast_bytes"] = cast[recipe]
     out["fp8_recipe"] = recipe
-    dp = np.maximum(v["num_gpus"] // np.maximum(v["tp"] * v["pp"] * v["cp"], 1), 1)
+    dp = np.maximum(data_parallel_degree(v["num_gpus"], v["tp"], v["pp"], v["cp"]), 1)
     bucket_min = np.array([p.ddp_bucket_params for p in ordered])[framework]
     bucket_per_dp = np.array([p.ddp_bucket_params_per_dp_rank for p in ordered])[framework]
     out["ddp_bucket_params"] = np.maximum(bucket_min, bucket_per_dp * dp)
@@ -566,13 +567,13 @@ def _plan_rules(v: dict[str, np.ndarray], gpu_names: np.ndarray, problems: _Prob
         ok & (heads % tp == 0) & (kv % tp != 0) & (tp % kv != 0), "tp",
         lambda r: f"tp {tp[r]} and kv_heads {kv[r]}: one must divide the other",
     )  # fmt: skip
-    mp = tp * pp * cp
+    mp = model_parallel_degree(tp, pp, cp)
     problems.add_where(
         problems.ok_for("tp", "pp", "cp", "num_gpus") & (v["num_gpus"] % mp != 0), "num_gpus",
         lambda r: f"num_gpus {v['num_gpus'][r]} is not divisible by tp·pp·cp = "
         f"{tp[r]}·{pp[r]}·{cp[r]} = {mp[r]}",
     )  # fmt: skip
-    dp = np.maximum(v["num_gpus"] // mp, 1)
+    dp = np.maximum(data_parallel_degree(v["num_gpus"], tp, pp, cp), 1)
     per_step = dp * v["micro_batch"]
     batch_ok = problems.ok_for("tp", "pp", "cp", "num_gpus", "global_batch", "micro_batch")
     problems.add_where(

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 
 from trainscale.sim.calibration import Calibration
+from trainscale.sim.plan.degrees import data_parallel_degree, local_batch
 from trainscale.sim.simulate import predict_with_rejects
 
 __all__ = ["resolve_micro_batch"]
@@ -31,12 +32,11 @@ def resolve_micro_batch(
     candidates = []
     for position in np.flatnonzero(auto.to_numpy()):
         row = frame.iloc[position]
-        degree = int(row["tp"]) * int(row["pp"]) * int(cp.iloc[position])
-        dp, rest = divmod(int(row["num_gpus"]), degree)
-        local, rest_batch = divmod(int(row["global_batch"]), max(dp, 1))
-        divisors = (
-            [d for d in range(local, 0, -1) if local % d == 0] if not (rest or rest_batch) else []
-        )
+        dp = data_parallel_degree(int(row["num_gpus"]), int(row["tp"]), int(row["pp"]),
+                                  int(cp.iloc[position]))  # fmt: skip
+        local = local_batch(int(row["global_batch"]), dp)
+        whole = dp > 0 and int(row["global_batch"]) % dp == 0
+        divisors = [d for d in range(local, 0, -1) if local % d == 0] if whole else []
         for divisor in divisors or [1]:
             candidates.append({**row.to_dict(), "micro_batch": divisor, "_position": position})
     trial = pd.DataFrame(candidates)

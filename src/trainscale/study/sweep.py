@@ -50,6 +50,7 @@ from trainscale.schema import CONFIGURATION_COLUMNS, MODEL_SHAPE_COLUMNS, Column
 from trainscale.sim.calibration import Calibration
 from trainscale.sim.configs import build_configs
 from trainscale.sim.model.shape import load_models
+from trainscale.sim.plan.degrees import data_parallel_degree
 from trainscale.sim.simulate import predict
 from trainscale.sim.system.hardware import HardwareCatalog, load_hardware
 from trainscale.study.micro_batch import resolve_micro_batch
@@ -452,11 +453,9 @@ def _derive(study: Study, grid: pd.DataFrame) -> list[tuple[int, str, str]]:
         num_gpus = grid["num_gpus"].to_numpy(dtype=np.int64)
         tp, pp = grid["tp"].to_numpy(dtype=np.int64), grid["pp"].to_numpy(dtype=np.int64)
         cp = _int_column(grid, "cp", 1)
-        model_parallel = tp * pp * cp
-        ok = num_gpus % model_parallel == 0
-        grid["global_batch"] = pd.array(
-            np.where(ok, value * (num_gpus // model_parallel), 0), dtype="Int64"
-        )
+        dp = data_parallel_degree(num_gpus, tp, pp, cp)
+        ok = dp > 0
+        grid["global_batch"] = pd.array(value * dp, dtype="Int64")
         problems += [
             (int(r), "derive.sequences_per_dp_rank",
              f"dp = num_gpus / (tp·pp·cp) = {num_gpus[r]} / ({tp[r]}·{pp[r]}·{cp[r]}) is not a "
