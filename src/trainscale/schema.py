@@ -28,6 +28,7 @@ __all__ = [
     "DERIVED_COLUMNS",
     "FP8_RECIPES",
     "FRAMEWORKS",
+    "HOLDOUT_COLUMNS",
     "METRIC_COLUMNS",
     "MODEL_SHAPE_COLUMNS",
     "PROVENANCE_COLUMNS",
@@ -457,4 +458,32 @@ VALIDATION_COLUMNS: tuple[Column, ...] = (
     _c("reason", "string", "1", "why a rejected row cannot be predicted"),
     column("simulator_version"),
     column("calibration_id"),
+)
+
+
+#: Columns of ``results/holdout.parquet``: one row per predictable published throughput row,
+#: predicted by a fit that left the row's whole source out; sorted by ``csv_row``.
+HOLDOUT_COLUMNS: tuple[Column, ...] = (
+    _c("csv_row", "int64", "1", "line of the published CSV (the header is line 1)"),
+    column("citation"),
+    column("framework"),
+    _c("model_name", "string", "1", "the source's own model name"),
+    column("num_gpus"),
+    column("gpu"),
+    _c("observed_tokens_per_s_per_gpu", "float64", "tokens/s", "published, as tokens/s per GPU"),
+    _c(
+        "predicted_tokens_per_s_per_gpu",
+        "float64",
+        "tokens/s",
+        "predicted by a fit to every other source (held out)",
+    ),
+    _c("error_pct", "float64", "%", "100 * (held-out predicted - observed) / observed"),
+    _c("ape_pct", "float64", "%", "absolute value of error_pct"),
+    _c(
+        "calibration_id",
+        "string",
+        "1",
+        "the shipped calibration (data/calibration.yaml) whose in-sample error sits beside it",
+    ),
+    column("simulator_version"),
 )

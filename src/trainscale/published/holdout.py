@@ -19,7 +19,7 @@ import pandas as pd
 
 from trainscale.errors import TrainscaleError
 from trainscale.published.accuracy import summarise
-from trainscale.schema import Column, column
+from trainscale.schema import HOLDOUT_COLUMNS
 
 __all__ = [
     "ACCURACY_COLUMNS",
@@ -39,36 +39,6 @@ __all__ = [
 MIN_SCORED_SIZE_BYTES = 16 * 2**20
 
 
-def _c(name: str, dtype: str, unit: str, description: str) -> Column:
-    return Column(name=name, dtype=dtype, unit=unit, description=description)  # type: ignore[arg-type]
-
-
-#: Columns of ``results/holdout.parquet``: one row per predictable published throughput row,
-#: predicted by a fit that left the row's whole source out; sorted by ``csv_row``.
-HOLDOUT_COLUMNS: tuple[Column, ...] = (
-    _c("csv_row", "int64", "1", "line of the published CSV (the header is line 1)"),
-    column("citation"),
-    column("framework"),
-    _c("model_name", "string", "1", "the source's own model name"),
-    column("num_gpus"),
-    column("gpu"),
-    _c("observed_tokens_per_s_per_gpu", "float64", "tokens/s", "published, as tokens/s per GPU"),
-    _c(
-        "predicted_tokens_per_s_per_gpu",
-        "float64",
-        "tokens/s",
-        "predicted by a fit to every other source (held out)",
-    ),
-    _c("error_pct", "float64", "%", "100 * (held-out predicted - observed) / observed"),
-    _c("ape_pct", "float64", "%", "absolute value of error_pct"),
-    _c(
-        "calibration_id",
-        "string",
-        "1",
-        "the shipped calibration (data/calibration.yaml) whose in-sample error sits beside it",
-    ),
-    column("simulator_version"),
-)
 
 #: Columns of :func:`accuracy` (the first is ``source`` or ``framework``).
 ACCURACY_COLUMNS: tuple[str, ...] = (
