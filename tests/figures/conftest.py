@@ -19,7 +19,7 @@ import pytest
 
 from trainscale import predict
 from trainscale.dataset import conform
-from trainscale.paper.setup import STUDY_MICRO_BATCH
+from trainscale.paper.values import STUDY_MICRO_BATCH
 from trainscale.schema import DATASET_COLUMNS
 
 BASE = {

@@ -19,6 +19,7 @@ import seaborn as sns
 from matplotlib.figure import Figure
 
 from trainscale.errors import TrainscaleError
+from trainscale.paper.values import STUDY_MICRO_BATCH
 from trainscale.report.style import PALETTE
 from trainscale.sim.calibration import Calibration, load_calibration
 from trainscale.sim.model.shape import load_models
@@ -180,10 +181,8 @@ def network_for(gpu: str, calibration: Calibration | None = None) -> tuple[Netwo
 def study_micro_batch(df: pd.DataFrame) -> pd.DataFrame:
     """The rows that follow the study setup's micro-batch rule: ``min(STUDY_MICRO_BATCH, local
     batch)`` sequences per GPU, with local batch = ``global_batch / dp``
-    (:mod:`trainscale.paper.setup`). Studies sweep ``micro_batch: [1, 2]`` (a study file cannot
+    (:mod:`trainscale.paper.values`). Studies sweep ``micro_batch: [1, 2]`` (a study file cannot
     write the minimum) and the figures keep these rows."""
-    from trainscale.paper.setup import STUDY_MICRO_BATCH
-
     require(df, ["micro_batch", "global_batch", "dp"], where="study_micro_batch")
     local = pd.to_numeric(df["global_batch"]) // pd.to_numeric(df["dp"])
     wanted = np.minimum(STUDY_MICRO_BATCH, local)

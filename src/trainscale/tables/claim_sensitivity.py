@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from trainscale.calibrate.sensitivity import LATENCY_SCALE_GRID, profile
-from trainscale.paper.setup import STUDY_THROUGHPUT_DROP_PCT
+from trainscale.paper.values import STUDY_THROUGHPUT_DROP_PCT
 from trainscale.published.measurements import PublishedData
 from trainscale.sim.calibration import Calibration
 from trainscale.tables.claims import CLAIMS

@@ -5,24 +5,19 @@ Each claim of Fernandez et al. (2024) is recomputed with :mod:`trainscale.paper.
 H100 on the study's own cluster as its nccl-tests figure shows it; the MFU comparison at 128
 GPUs) and checked against the study's value with a stated tolerance. :func:`reproduce_claims`
 runs the simulator; :func:`claims_table` only compares, so it can be checked with any numbers.
+The claims and their tolerances are :data:`trainscale.paper.values.CLAIMS`.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from trainscale.errors import TrainscaleError
-from trainscale.paper.setup import (
-    STUDY_BEST_DEGREE,
-    STUDY_MFU_PCT,
-    STUDY_POWER_DROP_PCT,
-    STUDY_THROUGHPUT_DROP_PCT,
-)
+from trainscale.paper.values import CLAIMS, REPRODUCED, Claim
 from trainscale.sim.calibration import Calibration
 
 __all__ = [
@@ -47,129 +42,6 @@ CLAIMS_COLUMNS: tuple[str, ...] = (
     "holds",
     "check",
     "setup",
-)
-
-#: ``check`` of a claim the simulator reproduces without having been fitted to it.
-REPRODUCED = "reproduced (not fitted to this claim)"
-
-_FSDP_SETUP = (
-    "Llama-2 7B, PyTorch FSDP, H100 SXM 80GB on the study's cluster (fernandez-h100: 8 GPUs and "
-    "8 x 400 Gb/s per node, inferred from its nccl-tests figure), seq 4,096, global batch "
-    "2,048 sequences, micro-batch 2 per GPU (1 where the local batch is 1), no recomputation"
-)
-_A100_SETUP = (
-    "Llama-2 7B, PyTorch FSDP, A100 SXM 80GB (DGX A100, 200 Gb/s per GPU), seq 4,096, global "
-    "batch 2,048 sequences, micro-batch 2 per GPU, no recomputation"
-)
-_MP_SETUP = (
-    "2,048 H100 GPUs; FSDP plans only, as the study compares them (full sharding across the "
-    "data-parallel replicas; HSDP and DDP are not candidates, so table best_plans, which also "
-    "tries HSDP, can pick another plan); tp in 1-8, pp in 1-16 with tp*pp <= 16, no or full "
-    "recomputation, micro-batch 2 per GPU or the local batch if smaller; best = highest "
-    "tokens/s that fits in memory"
-)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Claim:
-    """One claim of the study and how it is checked."""
-
-    key: str
-    """Name of the reproduced value in :func:`reproduce_claims`' result."""
-    claim: str
-    """What the study says, in words."""
-    study_value: float | tuple[float, float]
-    """The study's number, or the range it gives (inclusive)."""
-    unit: str
-    tolerance: float | None
-    """Allowed absolute difference (in ``unit``) for a number; None for a range."""
-    setup: str
-    fitted_to: str | None = None
-    """The calibrated parameter that was solved to reproduce this very claim (then agreement is
-    by construction, not a test), or None."""
-
-    @property
-    def study_text(self) -> str:
-        if isinstance(self.study_value, tuple):
-            return f"{self.study_value[0]:g}–{self.study_value[1]:g}"
-        return f"{self.study_value:g}"
-
-    @property
-    def check_text(self) -> str:
-        if self.fitted_to is None:
-            return REPRODUCED
-        return (
-            f"calibration target: {self.fitted_to} is fitted to this value, "
-            "so it agrees by construction"
-        )
-
-    @property
-    def tolerance_text(self) -> str:
-        if self.tolerance is None:
-            return f"within {self.study_text}"
-        return f"±{self.tolerance:g} points" if self.unit == "%" else f"±{self.tolerance:g}"
-
-    def holds(self, value: float) -> bool:
-        """Whether ``value`` agrees with the study within the tolerance (False for NaN)."""
-        if pd.isna(value):
-            return False
-        if isinstance(self.study_value, tuple):
-            low, high = self.study_value
-            return bool(low <= value <= high)
-        return bool(abs(value - self.study_value) <= self.tolerance)
-
-
-#: The claims, in table order.
-CLAIMS: tuple[Claim, ...] = (
-    Claim(
-        key="throughput_drop_pct",
-        unit="%",
-        study_value=STUDY_THROUGHPUT_DROP_PCT,
-        tolerance=5.0,
-        claim="Drop of tokens/s per GPU from 128 to 2,048 GPUs",
-        setup=_FSDP_SETUP,
-    ),
-    Claim(
-        key="power_drop_pct",
-        unit="%",
-        study_value=STUDY_POWER_DROP_PCT,
-        tolerance=2.0,
-        claim="Drop of power per GPU from 128 to 2,048 GPUs (calibration target, not a test)",
-        setup=_FSDP_SETUP,
-        fitted_to="power_comm_frac",
-    ),
-    Claim(
-        key="mfu_a100_pct",
-        unit="%",
-        study_value=STUDY_MFU_PCT["a100-sxm-80gb"],
-        tolerance=5.0,
-        claim="MFU on A100 at 128 GPUs",
-        setup=_A100_SETUP,
-    ),
-    Claim(
-        key="mfu_h100_pct",
-        unit="%",
-        study_value=STUDY_MFU_PCT["h100-sxm-80gb"],
-        tolerance=5.0,
-        claim="MFU on H100 at 128 GPUs",
-        setup=_FSDP_SETUP,
-    ),
-    Claim(
-        key="best_degree_llama2_7b",
-        unit="tp*pp",
-        study_value=tuple(float(d) for d in STUDY_BEST_DEGREE),
-        tolerance=None,
-        claim="Model-parallel degree (tp*pp) of the best FSDP plan at 2,048 GPUs, Llama-2 7B",
-        setup=_MP_SETUP,
-    ),
-    Claim(
-        key="best_degree_llama2_70b",
-        unit="tp*pp",
-        study_value=tuple(float(d) for d in STUDY_BEST_DEGREE),
-        tolerance=None,
-        claim="Model-parallel degree (tp*pp) of the best FSDP plan at 2,048 GPUs, Llama-2 70B",
-        setup=_MP_SETUP,
-    ),
 )
 
 
