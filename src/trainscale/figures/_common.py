@@ -21,10 +21,7 @@ from matplotlib.figure import Figure
 from trainscale.errors import TrainscaleError
 from trainscale.paper.values import STUDY_MICRO_BATCH
 from trainscale.report.style import PALETTE
-from trainscale.sim.calibration import Calibration, load_calibration
 from trainscale.sim.model.shape import load_models
-from trainscale.sim.network import default_network
-from trainscale.sim.system.collectives import Network
 from trainscale.sim.system.hardware import load_hardware
 
 __all__: list[str] = []
@@ -95,17 +92,14 @@ def _unique(values: pd.Series) -> list[str]:
     return sorted({str(v) for v in values.dropna() if str(v)})
 
 
-def sim_source(df: pd.DataFrame | None = None, calibration: Calibration | None = None) -> str:
-    """ "Simulated (trainscale <version>, calibration <id>)" from the rows' provenance columns,
-    or from ``calibration`` when the figure computed its curves itself."""
-    if df is not None and "calibration_id" in df.columns and len(df):
-        ids = ", ".join(_unique(df["calibration_id"]))
-        versions = ", ".join(_unique(df.get("simulator_version", pd.Series(dtype=str))))
-        return f"Simulated: trainscale {versions}, calibration {ids}".replace("trainscale ,", "")
-    cal = calibration or load_calibration()
-    from trainscale.version import __version__
-
-    return f"Simulated: trainscale {__version__}, calibration {cal.calibration_id}"
+def sim_source(df: pd.DataFrame) -> str:
+    """ "Simulated: trainscale <version>, calibration <id>" from the rows' provenance columns
+    (``simulator_version``, ``calibration_id``); "Simulated: no rows" without any."""
+    if "calibration_id" not in df.columns or not len(df):
+        return "Simulated: no rows"
+    ids = ", ".join(_unique(df["calibration_id"]))
+    versions = ", ".join(_unique(df.get("simulator_version", pd.Series(dtype=str))))
+    return f"Simulated: trainscale {versions}, calibration {ids}".replace("trainscale ,", "")
 
 
 def published_source(citations: Iterable[str]) -> str:
@@ -166,16 +160,6 @@ def legend_row(ax, handles: list, labels: list, *, ncols: int, title: str | None
     options = {"loc": "center", "ncols": ncols, "borderaxespad": 0.0, "fontsize": 7}
     options.update(kw)
     return ax.legend(handles, labels, title=title, **options)
-
-
-def network_for(gpu: str, calibration: Calibration | None = None) -> tuple[Network, int]:
-    """The calibrated collective network of ``gpu`` in its default system, and GPUs per node.
-
-    Built by :func:`trainscale.sim.network.default_network`, the builder ``trainscale predict`` uses
-    (achieved NVLink, NIC and NVLS bandwidths, NCCL latencies, fabric congestion and pipeline
-    fill, all from the calibration), so the collective figures agree with ``predict``.
-    """
-    return default_network(gpu, calibration)
 
 
 def study_micro_batch(df: pd.DataFrame) -> pd.DataFrame:

@@ -28,8 +28,8 @@ not print its batch or sequence length. trainscale fixes them by rule, not by fi
   study's scaling claim (128 → 2,048 GPUs).
 
 The setup's constants and the paper's numbers live in :mod:`trainscale.paper.values` (no
-simulator code); the functions here simulate the setup. They are what the ``claims`` table
-and the calibration of ``power_comm_frac`` use.
+simulator code); the functions here simulate the setup. They are what the claims
+(:mod:`trainscale.paper.claims`) and the calibration of ``power_comm_frac`` use.
 """
 
 from __future__ import annotations
