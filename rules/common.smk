@@ -214,27 +214,58 @@ def study_description(wildcards):
     return " ".join(STUDIES[wildcards.study].description.split())
 
 
-def figure_outputs(name):
-    """The three files of a figure, the PNG marked for the report with its caption."""
-    pdf, png, svg = multiext(
-        f"reports/figures/{name}", pdf=".pdf", png=".png", svg=".svg"
-    )
-    png = report(
-        png,
-        caption=f"../workflow/report/figures/{name}.rst",
-        category="Figures",
-        labels={"figure": name},
-    )
-    return [pdf, png, svg]
+#: The {name} wildcard of the figure and table rules: exactly the registries' names.
+FIGURE_NAMES = "|".join(re.escape(name) for name in FIGURES)
+TABLE_NAMES = "|".join(re.escape(name) for name in TABLES)
+
+#: The files figures and tables read, by the names the registries give them
+#: (trainscale.figures.Input.file); a study's simulated table is "sim/<study>".
+PRESENTATION_FILES = {
+    "validation": "results/validation.parquet",
+    "holdout": "results/holdout.parquet",
+    "dataset": "results/dataset",
+    "published": config["published"],
+    "collectives": "results/collectives.parquet",
+    "sim_vs_measured": "results/sim_vs_measured.parquet",
+    "paper/claims": "results/paper/claims.parquet",
+    "paper/claim_sensitivity": "results/paper/claim_sensitivity.parquet",
+}
 
 
-def table_outputs(name):
-    """The three files of a table, the CSV marked for the report with its caption."""
-    csv, md, tex = multiext(f"reports/tables/{name}", csv=".csv", md=".md", tex=".tex")
-    csv = report(
-        csv,
-        caption=f"../workflow/report/tables/{name}.rst",
-        category="Tables",
-        labels={"table": name},
-    )
-    return [csv, md, tex]
+def presentation_inputs(output):
+    """Named inputs of a figure or table (a trainscale.figures.Output): each file its render
+    reads, by argument name, then each catalogue file it reads itself, by catalogue name.
+    """
+    files = {}
+    for key, spec in output.inputs.items():
+        if spec.file.startswith("sim/"):
+            files[key] = f"results/{spec.file}.parquet"
+        else:
+            files[key] = PRESENTATION_FILES[spec.file]
+    for name in output.catalogues:
+        files[name] = str(DATA_DIR / f"{name}.yaml")
+    return files
+
+
+def figure_inputs(wildcards):
+    """The figure rule's inputs: what trainscale.figures.FIGURES says figure {name} reads."""
+    return presentation_inputs(FIGURES[wildcards.name])
+
+
+def table_inputs(wildcards):
+    """The table rule's inputs: what trainscale.tables.TABLES says table {name} reads."""
+    return presentation_inputs(TABLES[wildcards.name])
+
+
+def report_caption(kind):
+    """The figure or table rule's caption param: the caption of output {name} in the report,
+    the text of workflow/report/<kind>s/<name>.rst (printed by the rule's one caption file,
+    workflow/report/<kind>.rst)."""
+
+    def caption(wildcards):
+        path = Path(
+            workflow.basedir, "workflow", "report", f"{kind}s", f"{wildcards.name}.rst"
+        )
+        return path.read_text()
+
+    return caption

@@ -9,6 +9,10 @@ published-measurement normaliser, the Parquet dataset (``arrow_schema``) and the
 - **result**: the configuration's columns, the derived parallel degrees, what was predicted or
   measured, and provenance (``source`` = ``sim`` | ``measured`` | ``published``).
 
+Beside them, the tables the figures and tables read that no study holds (validation, collective
+curves, measured runs against their prediction, the paper's claims and their sensitivity), so
+that presentation reads tables and never runs the simulator.
+
 Column names carry their units (``_s``, ``_w``, ``_gib``, ``_j``); ratios (``mfu``) are fractions
 in [0, 1], never percentages.
 """
@@ -23,6 +27,9 @@ import pyarrow as pa
 
 __all__ = [
     "ATTENTION_KERNELS",
+    "CLAIM_COLUMNS",
+    "CLAIM_SENSITIVITY_COLUMNS",
+    "COLLECTIVE_CURVE_COLUMNS",
     "CONFIGURATION_COLUMNS",
     "DATASET_COLUMNS",
     "DERIVED_COLUMNS",
@@ -36,6 +43,7 @@ __all__ = [
     "RESULT_COLUMNS",
     "SHARDINGS",
     "SHARD_GRANULARITIES",
+    "SIM_VS_MEASURED_COLUMNS",
     "SOURCES",
     "VALIDATION_COLUMNS",
     "Column",
@@ -458,6 +466,123 @@ VALIDATION_COLUMNS: tuple[Column, ...] = (
     _c("reason", "string", "1", "why a rejected row cannot be predicted"),
     column("simulator_version"),
     column("calibration_id"),
+)
+
+
+# --------------------------------------------------------------------------------------------
+# What the figures and tables read besides the dataset: tables computed by their own rules, so
+# that presentation never runs the simulator (README, "Layout").
+
+#: Columns of ``results/collectives.parquet``: the collective cost model's time and bus bandwidth
+#: of each collective, by GPU (in its default system), message size and node count
+#: (:func:`trainscale.sim.collective_curves.collective_curves`).
+COLLECTIVE_CURVE_COLUMNS: tuple[Column, ...] = (
+    _c("gpu", "string", "1", "GPU catalogue key (data/hardware.yaml), in its default system"),
+    _c("gpus_per_node", "int64", "1", "GPUs per node of that default system"),
+    _c("collective", "string", "1", "allreduce, allgather or reducescatter (NCCL)"),
+    _c(
+        "model",
+        "string",
+        "1",
+        "model catalogue key whose transformer block (weights in bf16) is the message: what "
+        "FSDP gathers and scatters per layer; '' on the message-size sweep",
+    ),
+    _c("size_bytes", "float64", "bytes", "message size: the whole buffer, as nccl-tests counts it"),
+    _c("num_nodes", "int64", "1", "nodes taking part"),
+    _c("num_gpus", "int64", "1", "GPUs taking part: num_nodes * gpus_per_node"),
+    _c(
+        "term",
+        "string",
+        "1",
+        "total: the collective's time; bandwidth: the same collective with NCCL's per-step "
+        "latencies set to zero (its bandwidth term; total - bandwidth is its latency term)",
+    ),
+    _c("time_s", "float64", "s", "time of one collective"),
+    _c(
+        "busbw_gbytes_per_s",
+        "float64",
+        "GB/s",
+        "bus bandwidth as nccl-tests defines it: size / time * factor(num_gpus), 10^9 bytes/s",
+    ),
+    _c("calibration_id", "string", "1", "content hash of the calibration that built the network"),
+    _c("simulator_version", "string", "1", "trainscale version that computed the row"),
+)
+
+#: Columns of ``results/sim_vs_measured.parquet``: every measured row of the dataset with the
+#: simulator's prediction for the same configuration, or why there is none
+#: (:func:`trainscale.ingest.accuracy.predict_measured`).
+SIM_VS_MEASURED_COLUMNS: tuple[Column, ...] = (
+    _c("run_id", "string", "1", "run folder under data/runs"),
+    _c("config_id", "string", "1", "the measured row's configuration id"),
+    _c("gpu", "string", "1", "GPU of the run as its manifest names it ('cpu' for a CPU run)"),
+    _c("num_gpus", "int64", "1", "GPUs (or processes) in the run"),
+    _c("calibration_id", "string", "1", "calibration of the prediction; '' without one"),
+    _c("simulator_version", "string", "1", "trainscale version of the prediction; '' without one"),
+    _c("reason", "string", "1", "why the row has no prediction; '' when it has one"),
+    _c("measured_step_time_s", "float64", "s", "measured step time (steady-state median)"),
+    _c("predicted_step_time_s", "float64", "s", "predicted step time; NaN without a prediction"),
+    _c(
+        "measured_tokens_per_s_per_gpu",
+        "float64",
+        "tokens/s",
+        "measured tokens/s per GPU (steady-state median)",
+    ),
+    _c(
+        "predicted_tokens_per_s_per_gpu",
+        "float64",
+        "tokens/s",
+        "predicted tokens/s per GPU; NaN without a prediction",
+    ),
+)
+
+#: Columns of ``results/paper/claims.parquet``: each claim of the paper against the simulator
+#: with the study setup (:func:`trainscale.paper.claims.claim_rows`). Values mix units (percent,
+#: a model-parallel degree), so the unit is a column of its own.
+CLAIM_COLUMNS: tuple[Column, ...] = (
+    _c("key", "string", "1", "the claim's name, e.g. throughput_drop_pct"),
+    _c("claim", "string", "1", "what the paper says, in words"),
+    _c("study_value", "float64", "see unit", "the paper's number; NaN where it gives a range"),
+    _c("study_range", "string", "see unit", "the paper's range, e.g. 2–4; null for a number"),
+    _c("reproduced_value", "float64", "see unit", "the simulator's value with the study setup"),
+    _c("unit", "string", "1", "unit of study_value and reproduced_value: % or tp*pp"),
+    _c("tolerance", "string", "1", "allowed difference, e.g. ±5 points, or within 2–4"),
+    _c("holds", "bool", "1", "the reproduced value is within the tolerance of the paper's"),
+    _c("check", "string", "1", "reproduced, or the calibrated parameter fitted to this claim"),
+    _c("setup", "string", "1", "the configuration the value was reproduced with"),
+    _c("calibration_id", "string", "1", "content hash of the calibration that reproduced it"),
+    _c("simulator_version", "string", "1", "trainscale version that reproduced it"),
+)
+
+#: Columns of ``results/paper/claim_sensitivity.parquet``: the claims with NCCL's latency scale
+#: pinned at each value and every other parameter refitted to the published measurements
+#: (:func:`trainscale.calibrate.sensitivity.claim_sensitivity`); ascending nccl_latency_scale.
+CLAIM_SENSITIVITY_COLUMNS: tuple[Column, ...] = (
+    _c("nccl_latency_scale", "float64", "1", "the pinned factor on NCCL's per-step latencies"),
+    _c("calibrated", "bool", "1", "the value of the calibration the profile was made for"),
+    _c(
+        "throughput_mape_pct",
+        "float64",
+        "%",
+        "mean absolute percentage error of the refit's tokens/s per GPU, published rows",
+    ),
+    _c(
+        "busbw_mape_pct",
+        "float64",
+        "%",
+        "mean absolute percentage error of the refit's nccl-tests bus bandwidth",
+    ),
+    _c("throughput_drop_pct", "float64", "%", "study setup: tokens/s per GPU, 128 to 2,048 GPUs"),
+    _c("drop_claim_holds", "bool", "1", "throughput_drop_pct is within the claim's tolerance"),
+    _c("power_drop_pct", "float64", "%", "study setup: power per GPU, 128 to 2,048 GPUs"),
+    _c("mfu_a100_pct", "float64", "%", "study setup: MFU on A100 at 128 GPUs"),
+    _c("mfu_h100_pct", "float64", "%", "study setup: MFU on H100 at 128 GPUs"),
+    _c("calibration_id", "string", "1", "content hash of the refitted calibration of the row"),
+    _c(
+        "reference_calibration_id",
+        "string",
+        "1",
+        "content hash of the calibration whose nccl_latency_scale marks the calibrated row",
+    ),
 )
 
 

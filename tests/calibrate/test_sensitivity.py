@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from trainscale.calibrate import sensitivity
 from trainscale.calibrate.fit import leave_one_source_out
 from trainscale.calibrate.sensitivity import (
     PRIOR_SCAN_COLUMNS,
@@ -23,8 +24,8 @@ from trainscale.errors import TrainscaleError
 from trainscale.paper.setup import throughput_drop_pct
 from trainscale.paths import data_dir
 from trainscale.published.measurements import PublishedData, load_published
+from trainscale.schema import CLAIM_SENSITIVITY_COLUMNS, names
 from trainscale.sim.calibration import load_calibration
-from trainscale.tables import claim_sensitivity
 
 
 @pytest.fixture(scope="module")
@@ -121,7 +122,7 @@ def test_cli_bad_sensitivity_arguments(
     assert message in capsys.readouterr().err
 
 
-def test_sensitivity_table_marks_the_calibrated_row_and_the_claim(monkeypatch) -> None:
+def test_claim_sensitivity_marks_the_calibrated_row_and_the_claim(monkeypatch) -> None:
     calibrated = load_calibration().nccl_latency_scale
     seen = {}
 
@@ -138,10 +139,11 @@ def test_sensitivity_table_marks_the_calibrated_row_and_the_claim(monkeypatch) -
             }
         )  # fmt: skip
 
-    monkeypatch.setattr(claim_sensitivity, "profile", fake_profile)
-    table = claim_sensitivity.sensitivity_table(None, load_calibration())
+    monkeypatch.setattr(sensitivity, "profile", fake_profile)
+    table = sensitivity.claim_sensitivity(None, load_calibration())
     assert seen["values"] == sorted(seen["values"]) and calibrated in seen["values"]
-    assert tuple(table.columns) == claim_sensitivity.COLUMNS
+    assert list(table.columns) == names(CLAIM_SENSITIVITY_COLUMNS)
+    assert (table["reference_calibration_id"] == load_calibration().calibration_id).all()
     assert table["calibrated"].sum() == 1
     assert table.loc[table["calibrated"], "nccl_latency_scale"].iloc[0] == calibrated
     # drop = 10 v + 20 holds within 37.22 ± 5 for v in [1.222, 2.222].

@@ -8,6 +8,7 @@ render with Agg, rcParams changes stay inside each test and every figure is clos
 from __future__ import annotations
 
 import itertools
+from types import SimpleNamespace
 
 import matplotlib as mpl
 
@@ -19,7 +20,7 @@ import pytest
 
 from trainscale import predict
 from trainscale.dataset import conform
-from trainscale.paper.setup import STUDY_MICRO_BATCH
+from trainscale.paper.values import STUDY_MICRO_BATCH
 from trainscale.schema import DATASET_COLUMNS
 
 BASE = {
@@ -176,17 +177,49 @@ def holdout_rows() -> pd.DataFrame:
 
 
 @pytest.fixture(scope="session")
-def collectives() -> pd.DataFrame:
-    """nccl-tests rows as trainscale.published.accuracy.collective_predictions returns them."""
+def collective_curves_table() -> pd.DataFrame:
+    """results/collectives.parquet for H100 (DGX H100), with the per-layer messages of Llama-2
+    7B and 70B, from the real collective model."""
+    from trainscale.sim.calibration import load_calibration
+    from trainscale.sim.collective_curves import collective_curves
+    from trainscale.sim.model.shape import load_models
+
+    models = load_models()
+    return collective_curves(
+        load_calibration(),
+        gpus=["h100-sxm-80gb"],
+        models={key: models[key] for key in ("llama2-7b", "llama2-70b")},
+    )
+
+
+@pytest.fixture(scope="session")
+def published_collectives() -> SimpleNamespace:
+    """Published nccl-tests rows as trainscale.published.measurements.PublishedData holds them
+    (its ``collectives``; nothing else is read)."""
+    return SimpleNamespace(
+        collectives=pd.DataFrame(
+            {
+                "csv_row": [11, 12, 13],
+                "citation": ["nccl source", "nccl source", "p2p source"],
+                "collective": ["allreduce", "allreduce", "sendrecv"],
+                "size_bytes": [2.0**30, 2.0**33, 2.0**30],
+                "num_gpus": [16, 16, 8],
+                "gpu": ["h100-sxm-80gb"] * 3,
+                "observed_busbw_gbps": [400.0, 450.0, 190.0],
+            }
+        )
+    )
+
+
+@pytest.fixture(scope="session")
+def collective_validation() -> pd.DataFrame:
+    """The rows of results/validation.parquet that predict :func:`published_collectives`."""
     return pd.DataFrame(
         {
-            "citation": ["nccl source", "nccl source", "p2p source"],
-            "collective": ["allreduce", "allreduce", "sendrecv"],
-            "size_bytes": [2.0**30, 2.0**33, 2.0**30],
-            "num_gpus": [16, 16, 8],
-            "gpu": ["h100-sxm-80gb"] * 3,
-            "observed_busbw_gbps": [400.0, 450.0, 190.0],
-            "predicted_busbw_gbps": [420.0, 470.0, 230.0],
+            "csv_row": [2, 11, 12, 13],
+            "status": ["predicted"] * 4,
+            "kind": ["throughput", "collective", "collective", "collective"],
+            "predicted": [1000.0, 420.0, 470.0, 230.0],
         }
     )
 
@@ -237,3 +270,13 @@ def measured_dataset(scaleout_sim) -> pd.DataFrame:
     )
     sim = scaleout_sim.assign(study="fsdp_scaleout")
     return conform(pd.concat([sim, measured], ignore_index=True), DATASET_COLUMNS)
+
+
+@pytest.fixture(scope="session")
+def sim_vs_measured_table(measured_dataset) -> pd.DataFrame:
+    """results/sim_vs_measured.parquet of :func:`measured_dataset`: the H100 run predicted, the
+    CPU run with its reason."""
+    from trainscale.ingest.accuracy import predict_measured
+
+    measured = measured_dataset[measured_dataset["source"] == "measured"]
+    return predict_measured(measured.reset_index(drop=True))

@@ -1,12 +1,10 @@
-"""Tests of trainscale.figures._common: labels, recompute selection, source notes, networks."""
+"""Tests of trainscale.figures._common: labels, recompute selection, source notes."""
 
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import pandas as pd
-import pytest
 
-from trainscale.errors import TrainscaleError
 from trainscale.figures._common import (
     add_source_note,
     compact_number,
@@ -14,7 +12,6 @@ from trainscale.figures._common import (
     gpu_colors,
     model_colors,
     model_order,
-    network_for,
     sim_source,
 )
 from trainscale.names import gpu_label, model_label
@@ -89,6 +86,7 @@ def test_compact_number():
 def test_sim_source_names_version_and_calibration():
     rows = pd.DataFrame({"calibration_id": ["abc"], "simulator_version": ["9.9"]})
     assert sim_source(rows) == "Simulated: trainscale 9.9, calibration abc"
+    assert sim_source(rows.iloc[:0]) == "Simulated: no rows"  # never read from a catalogue
 
 
 def test_source_note_is_written_under_the_panels():
@@ -100,8 +98,3 @@ def test_source_note_is_written_under_the_panels():
     note_top = note.get_window_extent().y1
     axes_bottom = ax.get_tightbbox().y0
     assert note_top <= axes_bottom
-
-
-def test_network_for_rejects_an_unknown_gpu():
-    with pytest.raises(TrainscaleError, match="unknown GPU 'tpu'"):
-        network_for("tpu")

@@ -17,13 +17,17 @@ from trainscale.figures import FIGURES
 #: source-note fragments it must have).
 SPECS = {
     "collective_bandwidth": (
-        {"collectives": "collectives"},
+        {
+            "curves": "collective_curves_table",
+            "validation": "collective_validation",
+            "published": "published_collectives",
+        },
         {"Message size (bytes)", "Bus bandwidth (GB/s)"},
         {"1 node (8 GPUs)", "512 nodes (4096 GPUs)", "nccl source"},
         {"Simulated: trainscale", "Published: nccl source", "sendrecv"},
     ),
     "collective_scaling": (
-        {},
+        {"curves": "collective_curves_table"},
         {"GPUs (count)", "Time per layer (ms)"},
         {"AllGather = ReduceScatter (equal in the model)", "AllReduce", "AllGather latency term"},
         {"Simulated: trainscale", "collective cost model"},
@@ -128,7 +132,7 @@ SPECS = {
         {"Simulated: trainscale", "+R = full recomputation"},
     ),
     "sim_vs_measured": (
-        {"dataset": "measured_dataset"},
+        {"table": "sim_vs_measured_table"},
         {"Step time (s)", "Throughput per GPU (tokens/s)"},
         {
             "measured (steady-state median)",

@@ -7,11 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from trainscale import predict
-from trainscale.dataset import conform
 from trainscale.errors import TrainscaleError
 from trainscale.figures import sim_vs_measured, sim_vs_published
-from trainscale.schema import DATASET_COLUMNS
+from trainscale.schema import SIM_VS_MEASURED_COLUMNS, names
 
 
 def test_throughput_rows_reads_the_workflow_validation_table(validation_rows):
@@ -57,46 +55,19 @@ def test_figure_says_it_is_held_out_and_gives_the_in_sample_mape(holdout_rows, v
     plt.close(fig)
 
 
-def test_predict_measured_predicts_gpu_runs_and_explains_cpu_runs(measured_dataset):
-    measured = measured_dataset[measured_dataset["source"] == "measured"]
-    table = sim_vs_measured.predict_measured(measured).set_index("run_id")
-    gpu_config = measured.set_index("run_id").loc[["gpu_run"], list(sim_vs_measured._CONFIG)]
-    direct = predict(gpu_config.dropna(axis=1).reset_index(drop=True))
-    assert table.loc["gpu_run", "predicted_step_time_s"] == pytest.approx(
-        direct["step_time_s"].iloc[0]
-    )
-    assert table.loc["gpu_run", "reason"] == ""
-    assert np.isnan(table.loc["cpu_run", "predicted_step_time_s"])
-    assert "unknown GPU 'cpu'" in table.loc["cpu_run", "reason"]
-    assert table.loc["cpu_run", "measured_step_time_s"] == 2.0
-
-
-def test_sim_vs_measured_with_no_measured_rows_says_so(scaleout_sim):
-    dataset = conform(scaleout_sim.assign(study="s"), DATASET_COLUMNS)
-    fig = sim_vs_measured.plot(dataset)
+def test_sim_vs_measured_with_no_measured_rows_says_so():
+    fig = sim_vs_measured.plot(pd.DataFrame(columns=names(SIM_VS_MEASURED_COLUMNS)))
     texts = " ".join(t.get_text() for ax in fig.axes for t in ax.texts)
     notes = " ".join(t.get_text() for t in fig.texts)
     assert "No measured runs in the dataset" in texts
     assert "Measured: no runs in the dataset" in notes
 
 
-def test_sim_vs_measured_without_source_column_is_an_error():
+def test_sim_vs_measured_without_its_columns_is_an_error():
     with pytest.raises(TrainscaleError, match="missing column"):
         sim_vs_measured.plot(pd.DataFrame({"x": [1]}))
 
 
-def test_sim_vs_measured_reasons_are_one_readable_line():
-    rejects = pd.DataFrame(
-        [(0, "seq_len, global_batch, micro_batch, gpu, layers", "missing column(s)")],
-        columns=["row", "column", "reason"],
-    )
-    reason = sim_vs_measured._reason(rejects)
-    assert reason.startswith("the run records no training configuration")
-    assert "seq_len, global_batch, micro_batch and 2 more" in reason
-    cpu = pd.DataFrame(
-        [(0, "gpu", "unknown GPU 'cpu'; valid: a100-sxm-80gb, h100-sxm-80gb")],
-        columns=["row", "column", "reason"],
-    )
-    assert "valid:" not in sim_vs_measured._reason(cpu)
+def test_sim_vs_measured_names_each_run_once():
     assert sim_vs_measured._run_name("hta", "hta:resnet") == "hta:resnet"
     assert sim_vs_measured._run_name("run", "l2-h128") == "run l2-h128"

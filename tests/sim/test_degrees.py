@@ -1,10 +1,10 @@
-"""trainscale.sim.plan.degrees: the one definition of the parallel degrees."""
+"""trainscale.sim.degrees: the one definition of the parallel degrees."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from trainscale.sim.plan.degrees import data_parallel_degree, local_batch, model_parallel_degree
+from trainscale.sim.degrees import data_parallel_degree, local_batch, model_parallel_degree
 
 
 def test_model_parallel_degree_is_tp_pp_cp() -> None:

@@ -1,134 +1,61 @@
-"""Tests of trainscale.tables.claims: the comparison, with fabricated reproduced values."""
+"""Tests of trainscale.tables.claims: results/paper/claims.parquet printed, with fabricated
+reproduced values (nothing is simulated)."""
 
 from __future__ import annotations
 
-import math
-
+import pandas as pd
 import pytest
 
 from trainscale.errors import TrainscaleError
-from trainscale.report import write_table
-from trainscale.tables.claims import (
-    CLAIMS,
-    CLAIMS_COLUMNS,
-    REPRODUCED,
-    Claim,
-    claims_table,
-    value_text,
-)
+from trainscale.io.parquet import write_parquet
+from trainscale.paper.claims import claims_table
+from trainscale.schema import CLAIM_COLUMNS
+from trainscale.tables import render_table
+from trainscale.tables.claims import CLAIMS_COLUMNS, render, value_text
 
 # Values a reproduction might give; the study's numbers are 37.22, 5.87, 59.67, 40.77 and 2-4.
-INSIDE = {
-    "throughput_drop_pct": 32.22,  # -5.00 points: on the edge, holds
-    "power_drop_pct": 7.5,  # +1.63 points
-    "mfu_a100_pct": 64.0,  # +4.33 points
-    "mfu_h100_pct": 36.0,  # -4.77 points
+REPRODUCED = {
+    "throughput_drop_pct": 41.3312,
+    "power_drop_pct": 5.87,
+    "mfu_a100_pct": 64.0,
+    "mfu_h100_pct": 36.0,
     "best_degree_llama2_7b": 2.0,
-    "best_degree_llama2_70b": 4.0,
-}
-OUTSIDE = {
-    "throughput_drop_pct": 42.5,  # +5.28 points
-    "power_drop_pct": 3.8,  # -2.07 points
-    "mfu_a100_pct": 66.6,  # +6.93 points
-    "mfu_h100_pct": 47.2,  # +6.43 points
-    "best_degree_llama2_7b": 1.0,
     "best_degree_llama2_70b": 8.0,
 }
 
 
-def test_columns_and_one_row_per_claim():
-    table = claims_table(INSIDE)
-    assert (
-        tuple(table.columns)
-        == CLAIMS_COLUMNS
-        == (
-            "claim",
-            "study_value",
-            "study_range",
-            "reproduced_value",
-            "unit",
-            "tolerance",
-            "holds",
-            "check",
-            "setup",
-        )
-    )
-    assert len(table) == len(CLAIMS) == 6
-    # numbers and ranges in separate columns
-    assert table["study_value"].iloc[:4].tolist() == [37.22, 5.87, 59.67, 40.77]
-    assert table["study_value"].iloc[4:].isna().all()
-    assert table["study_range"].iloc[:4].isna().all()
-    assert table["study_range"].iloc[4:].tolist() == ["2–4", "2–4"]
-    assert table["tolerance"].tolist() == [
-        "±5 points",
-        "±2 points",
-        "±5 points",
-        "±5 points",
-        "within 2–4",
-        "within 2–4",
-    ]
-    assert table["reproduced_value"].tolist() == list(INSIDE.values())
-    assert table["holds"].dtype == bool
+@pytest.fixture
+def claims_parquet(tmp_path) -> str:
+    """results/paper/claims.parquet as rule paper_claims writes it."""
+    table = claims_table(REPRODUCED).assign(calibration_id="cal123", simulator_version="9.9")
+    path = tmp_path / "claims.parquet"
+    write_parquet(table, path, CLAIM_COLUMNS)
+    return str(path)
 
 
-def test_holds_within_tolerance_and_range():
-    assert claims_table(INSIDE)["holds"].tolist() == [True] * 6
+def test_the_table_prints_the_claims_without_key_and_provenance(claims_parquet, tmp_path):
+    csv, md, tex = render_table("claims", tmp_path / "claims", {"claims": claims_parquet})
+    printed = pd.read_csv(csv)
+    assert tuple(printed.columns) == CLAIMS_COLUMNS
+    assert printed["holds"].tolist() == [True, True, True, True, True, False]
+    assert "trainscale calibration cal123" in tex.read_text()
+    assert "| 41.33 |" in md.read_text()
 
 
-def test_does_not_hold_outside_tolerance_and_range():
-    assert claims_table(OUTSIDE)["holds"].tolist() == [False] * 6
-
-
-def test_mixed_values_are_judged_one_by_one():
-    values = {**INSIDE, "mfu_h100_pct": 47.2, "best_degree_llama2_70b": 3.0}
-    assert claims_table(values)["holds"].tolist() == [True, True, True, False, True, True]
-
-
-def test_a_missing_value_never_holds():
-    assert not Claim(key="k", claim="c", study_value=1.0, tolerance=1.0, unit="%", setup="s").holds(
-        math.nan
-    )
-
-
-def test_every_claim_needs_a_value():
-    values = dict(INSIDE)
-    del values["power_drop_pct"]
-    with pytest.raises(TrainscaleError, match="power_drop_pct"):
-        claims_table(values)
-
-
-def test_the_power_drop_says_it_is_fitted_to_the_claim():
-    table = claims_table(INSIDE).set_index("claim")
-    power = table.loc[next(c for c in table.index if c.startswith("Drop of power"))]
-    assert "calibration target" in power.name
-    assert "power_comm_frac is fitted to this value" in power["check"]
-    others = table.drop(index=power.name)
-    assert (others["check"] == REPRODUCED).all()
-
-
-def test_the_model_parallel_claims_say_they_compare_fsdp_plans_only():
-    table = claims_table(INSIDE)
-    degree = table[table["unit"] == "tp*pp"]
-    assert degree["claim"].str.contains("best FSDP plan").all()
-    assert degree["setup"].str.contains("FSDP plans only").all()
-    assert degree["setup"].str.contains("best_plans").all()
-
-
-def test_model_parallel_values_print_as_integers(tmp_path):
+def test_model_parallel_values_print_as_integers(claims_parquet, tmp_path):
     assert value_text(2.0) == "2"
     assert value_text(41.3312) == "41.33"
-    _, md, _ = write_table(
-        claims_table(INSIDE),
-        tmp_path / "claims",
-        caption="c",
-        label="tab:c",
-        float_format={"study_value": value_text, "reproduced_value": value_text},
-    )
+    _, md, _ = render(tmp_path / "claims", pd.read_parquet(claims_parquet))
     lines = md.read_text().splitlines()
     degree_rows = [line for line in lines if "tp*pp" in line and "Model-parallel" in line]
     assert len(degree_rows) == 2
     for line in degree_rows:
         cells = [c.strip() for c in line.split("|")]
-        assert "2.00" not in cells and "4.00" not in cells
+        assert "2.00" not in cells and "8.00" not in cells
         assert "2–4" in cells
     assert any("| 37.22 |" in line for line in lines)
+
+
+def test_a_table_without_the_columns_is_refused(tmp_path):
+    with pytest.raises(TrainscaleError, match=r"claims: missing column\(s\)"):
+        render(tmp_path / "claims", pd.DataFrame({"claim": ["x"]}))

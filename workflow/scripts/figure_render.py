@@ -1,4 +1,4 @@
-"""Rules figure_<name>: draw one figure from its named inputs (trainscale.figures.FIGURES)."""
+"""Rule figure: draw figure {name} from its named inputs (trainscale.figures.FIGURES)."""
 
 import sys
 
@@ -12,8 +12,8 @@ sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 (closed at
 mpl.use("Agg")
 apply_style()
 
-name = snakemake.params.name
-inputs = {key: str(snakemake.input[key]) for key in FIGURES[name]}
+name = snakemake.wildcards.name
+inputs = {key: str(snakemake.input[key]) for key in FIGURES[name].inputs}
 stem = str(snakemake.output.png).removesuffix(".png")
 try:
     written = render_figure(name, stem, inputs)

@@ -1,4 +1,4 @@
-"""Rules table_<name>: write one table from its named inputs (trainscale.tables.TABLES)."""
+"""Rule table: write table {name} from its named inputs (trainscale.tables.TABLES)."""
 
 import sys
 
@@ -7,8 +7,8 @@ from trainscale.tables import TABLES, render_table
 
 sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 (closed at exit)
 
-name = snakemake.params.name
-inputs = {key: str(snakemake.input[key]) for key in TABLES[name]}
+name = snakemake.wildcards.name
+inputs = {key: str(snakemake.input[key]) for key in TABLES[name].inputs}
 stem = str(snakemake.output.csv).removesuffix(".csv")
 try:
     written = render_table(name, stem, inputs)

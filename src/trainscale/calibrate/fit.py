@@ -199,7 +199,8 @@ def fit_throughput(
 def fit_power(calibration: Calibration, target_drop_pct: float | None = None) -> Calibration:
     """Set ``power_comm_frac`` so the study setup's power per GPU falls ``target_drop_pct``
     from 128 to 2,048 GPUs (Llama-2 7B, FSDP, H100); bounded by the parameter's range."""
-    from trainscale.paper.setup import STUDY_POWER_DROP_PCT, power_drop_pct
+    from trainscale.paper.setup import power_drop_pct
+    from trainscale.paper.values import STUDY_POWER_DROP_PCT
 
     if target_drop_pct is None:
         target_drop_pct = STUDY_POWER_DROP_PCT

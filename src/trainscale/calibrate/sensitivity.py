@@ -8,6 +8,9 @@ this module tells them apart, with the calibration's own method:
   ``data/published/measurements.csv`` and reports the fit's error next to every claim of the
   study. A flat error along the profile means the data cannot tell those values apart, so any
   claim that moves along it is set by the prior, not by measurements.
+- :func:`claim_sensitivity` is the profile of ``nccl_latency_scale`` the workflow writes
+  (``results/paper/claim_sensitivity.parquet``, printed as table ``claim_sensitivity``): the
+  parameter the headline throughput drop hangs on and the published data barely constrain.
 - :func:`prior_width_scan` refits with every prior's width multiplied by a factor and reports the
   leave-one-source-out error (each source predicted by a fit that never saw it) next to the
   claims: the out-of-sample check of how much the prior should weigh.
@@ -24,8 +27,10 @@ import pandas as pd
 
 from trainscale.calibrate.fit import _round, fit_power, fit_throughput, leave_one_source_out
 from trainscale.paper.setup import headline_claims
+from trainscale.paper.values import CLAIMS
 from trainscale.published.accuracy import collective_predictions, throughput_predictions
 from trainscale.published.measurements import PublishedData, load_published
+from trainscale.schema import CLAIM_SENSITIVITY_COLUMNS, names
 from trainscale.sim.calibration import Calibration, parameters_at_bounds
 
 __all__ = [
@@ -33,6 +38,7 @@ __all__ = [
     "PRIOR_SCALE_GRID",
     "PRIOR_SCAN_COLUMNS",
     "PROFILE_COLUMNS",
+    "claim_sensitivity",
     "prior_width_scan",
     "profile",
 ]
@@ -141,3 +147,30 @@ def prior_width_scan(
             }
         )
     return pd.DataFrame(rows, columns=list(PRIOR_SCAN_COLUMNS))
+
+
+def claim_sensitivity(published: PublishedData, calibration: Calibration) -> pd.DataFrame:
+    """Profile ``nccl_latency_scale`` over :data:`LATENCY_SCALE_GRID` plus its value in
+    ``calibration`` (ascending), with whether the throughput-drop claim holds at each.
+
+    At 2,048 GPUs with one sequence per GPU, FSDP's per-layer AllGather and ReduceScatter run on
+    rings of 2,047 steps whose time is mostly NCCL's per-step latency, so the headline drop moves
+    with this parameter, which the published measurements barely constrain.
+
+    Returns
+    -------
+    pandas.DataFrame
+        :data:`trainscale.schema.CLAIM_SENSITIVITY_COLUMNS`: the columns of :func:`profile`
+        (``value`` as ``nccl_latency_scale``), ``calibrated`` (the row of ``calibration``'s
+        value), ``drop_claim_holds`` and ``reference_calibration_id`` (``calibration``'s id).
+        Costs one fit per value (nine, about 5 s each).
+    """
+    calibrated = calibration.nccl_latency_scale
+    values = sorted({*LATENCY_SCALE_GRID, calibrated})
+    table = profile("nccl_latency_scale", values, published)
+    table = table.rename(columns={"value": "nccl_latency_scale"})
+    table["calibrated"] = table["nccl_latency_scale"] == calibrated
+    drop_claim = next(c for c in CLAIMS if c.key == "throughput_drop_pct")
+    table["drop_claim_holds"] = table["throughput_drop_pct"].map(drop_claim.holds)
+    table["reference_calibration_id"] = calibration.calibration_id
+    return table[names(CLAIM_SENSITIVITY_COLUMNS)]

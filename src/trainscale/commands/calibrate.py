@@ -84,7 +84,7 @@ def _numbers(text: str, option: str) -> list[float]:
 def _sensitivity(args: argparse.Namespace, published: object) -> int:
     import pandas as pd
 
-    from trainscale.calibrate.fit import sensitivity
+    from trainscale.calibrate import sensitivity
     from trainscale.errors import TrainscaleError
 
     if args.profile is not None:

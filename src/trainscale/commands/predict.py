@@ -41,9 +41,9 @@ from trainscale.schema import (
     RECOMPUTE_MODES,
     SHARDINGS,
 )
+from trainscale.sim.degrees import model_parallel_degree
 from trainscale.sim.frameworks import DEFAULT_FRAMEWORK
 from trainscale.sim.inputs import MAX_GPUS, check_table, missing_configuration_columns
-from trainscale.sim.plan.degrees import model_parallel_degree
 
 NAME = "predict"
 HELP = "predict step time, throughput, MFU, communication, memory and power"

@@ -6,7 +6,10 @@ take ``ax=None`` and return the Axes) and ``render(stem, ...)``, which draws und
 (:func:`trainscale.report.save_figure`). Each figure names its data source under the panels:
 simulated (trainscale version and calibration id), published (citations) or measured (runs).
 :func:`render_figure` renders one by name from the workflow's files (:data:`FIGURES` says which
-inputs each takes).
+inputs each takes and which catalogue files it reads). Figures read tables and never run the
+simulator (an import-linter contract in ``pyproject.toml``): what they draw beyond a study's
+results is computed by rules of its own (``results/collectives.parquet``,
+``results/sim_vs_measured.parquet``).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,23 +28,78 @@ from trainscale.errors import TrainscaleError
 if TYPE_CHECKING:
     from trainscale.published.measurements import PublishedData
 
-__all__ = ["FIGURES", "load_input", "render_figure", "render_registered"]
+__all__ = [
+    "CATALOGUES",
+    "FIGURES",
+    "Input",
+    "Output",
+    "load_input",
+    "render_figure",
+    "render_registered",
+]
 
-#: Figure name → the named inputs its ``render`` takes (input name → kind of file).
-FIGURES: dict[str, dict[str, str]] = {
-    "collective_bandwidth": {"collectives": "published_collectives"},
-    "collective_scaling": {},
-    "fsdp_scaleout": {"sim": "parquet"},
-    "model_parallel": {"sim": "parquet"},
-    "hardware_generations": {"sim": "parquet"},
-    "power_efficiency": {"sim": "parquet"},
-    "context_length": {"sim": "parquet"},
-    "compute_per_gpu": {"sim": "parquet"},
-    "marginal_returns": {"sim": "parquet"},
-    "sim_vs_published": {"holdout": "parquet", "validation": "parquet"},
-    "global_batch_inference": {"sim": "parquet"},
-    "best_plan": {"sim": "parquet"},
-    "sim_vs_measured": {"dataset": "dataset_measured"},
+#: The catalogue files a figure or table may read (``data/<name>.yaml``).
+CATALOGUES: tuple[str, ...] = ("hardware", "models", "nccl", "frameworks", "calibration")
+
+
+@dataclass(frozen=True, slots=True)
+class Input:
+    """One input of a figure or table: the file it reads, by name, and how it is read."""
+
+    file: str
+    """The workflow's name for the file (``rules/common.smk`` maps it to a path):
+    ``sim/<study>`` (``results/sim/<study>.parquet``), ``validation``, ``holdout``,
+    ``collectives``, ``sim_vs_measured``, ``paper/claims``, ``paper/claim_sensitivity``
+    (``results/<name>.parquet``), ``dataset`` (``results/dataset``) or ``published`` (the
+    published measurements CSV)."""
+    kind: str = "parquet"
+    """How it is read (:func:`load_input`)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Output:
+    """What a figure or table reads."""
+
+    inputs: Mapping[str, Input] = field(default_factory=dict)
+    """Argument of its ``render`` → the file it is read from."""
+    catalogues: tuple[str, ...] = ()
+    """The catalogue files (:data:`CATALOGUES`) it reads itself, through
+    :func:`trainscale.paths.data_dir` (colours and order of models and GPUs, model shapes, GPU
+    peaks): inputs of its rule, so that editing one reruns it, and never passed to ``render``."""
+
+
+def _study(name: str) -> Input:
+    return Input(f"sim/{name}")
+
+
+#: Figure name → what it reads.
+FIGURES: dict[str, Output] = {
+    "collective_bandwidth": Output(
+        inputs={
+            "curves": Input("collectives"),
+            "validation": Input("validation"),
+            "published": Input("published", "published"),
+        },
+        catalogues=("hardware", "models"),  # read by the published CSV's checks
+    ),
+    "collective_scaling": Output(inputs={"curves": Input("collectives")}),
+    "fsdp_scaleout": Output(inputs={"sim": _study("fsdp_scaleout")}, catalogues=("models",)),
+    "model_parallel": Output(inputs={"sim": _study("model_parallel")}, catalogues=("models",)),
+    "hardware_generations": Output(
+        inputs={"sim": _study("hardware_generations")}, catalogues=("hardware",)
+    ),
+    "power_efficiency": Output(inputs={"sim": _study("power_efficiency")}, catalogues=("models",)),
+    "context_length": Output(inputs={"sim": _study("context_length")}, catalogues=("models",)),
+    "compute_per_gpu": Output(
+        inputs={"sim": _study("compute_per_gpu")}, catalogues=("hardware", "models")
+    ),
+    "marginal_returns": Output(inputs={"sim": _study("fsdp_scaleout")}, catalogues=("models",)),
+    "sim_vs_published": Output(
+        inputs={"holdout": Input("holdout"), "validation": Input("validation")}
+    ),
+    "global_batch_inference": Output(inputs={"sim": _study("global_batch_inference")}),
+    "best_plan": Output(inputs={"sim": _study("best_plan")}, catalogues=("models",)),
+    "sim_vs_measured": Output(inputs={"table": Input("sim_vs_measured")}),
 }
 
 
@@ -48,35 +107,19 @@ def load_input(kind: str, path: str | os.PathLike[str]) -> pd.DataFrame | Publis
     """Read one input of a figure or table.
 
     ``parquet``: one Parquet file (``results/sim/<study>.parquet``,
-    ``results/validation.parquet``); ``dataset``: the hive-partitioned ``results/dataset``
-    folder (``dataset_measured``: its measured partitions only; ``dataset_scaling``: the
-    measured and published partitions and the scale-out studies of the ``scaling_fits`` table);
-    ``published_collectives``: the published measurements CSV, whose nccl-tests rows
-    are predicted with the collective model
-    (:func:`trainscale.published.accuracy.validate_published`);
+    ``results/validation.parquet``, ``results/collectives.parquet``, ...);
+    ``dataset_scaling``: the measured and published partitions of the hive-partitioned
+    ``results/dataset`` folder, and the scale-out studies of the ``scaling_fits`` table;
     ``published``: the published measurements CSV, normalised
-    (:class:`trainscale.published.measurements.PublishedData`).
+    (:class:`trainscale.published.measurements.PublishedData`; nothing is predicted).
     """
     if kind == "parquet":
         return pd.read_parquet(path)
-    if kind == "dataset":
-        from trainscale.dataset import read_dataset
-
-        return read_dataset(path)
-    if kind == "dataset_measured":
-        from trainscale.dataset import read_dataset
-
-        return read_dataset(path, sources=("measured",))
     if kind == "dataset_scaling":
         from trainscale.dataset import read_dataset
         from trainscale.tables.scaling_fits import SCALING_STUDIES
 
         return read_dataset(path, sources=("measured", "published"), studies=SCALING_STUDIES)
-    if kind == "published_collectives":
-        from trainscale.published.accuracy import validate_published
-        from trainscale.published.measurements import load_published
-
-        return validate_published(published=load_published(path))["collectives"]
     if kind == "published":
         from trainscale.published.measurements import load_published
 
@@ -86,7 +129,7 @@ def load_input(kind: str, path: str | os.PathLike[str]) -> pd.DataFrame | Publis
 
 def render_registered(
     what: str,
-    registry: Mapping[str, Mapping[str, str]],
+    registry: Mapping[str, Output],
     name: str,
     stem: str | os.PathLike[str],
     inputs: Mapping[str, str] | None = None,
@@ -96,10 +139,11 @@ def render_registered(
     if name not in registry:
         raise TrainscaleError(f"unknown {what} {name!r}; known: {', '.join(registry)}")
     inputs = inputs or {}
-    missing = [key for key in registry[name] if key not in inputs]
+    wanted = registry[name].inputs
+    missing = [key for key in wanted if key not in inputs]
     if missing:
         raise TrainscaleError(f"{what} {name}: missing input(s) {missing}")
-    frames = {key: load_input(kind, inputs[key]) for key, kind in registry[name].items()}
+    frames = {key: load_input(spec.kind, inputs[key]) for key, spec in wanted.items()}
     module = importlib.import_module(f"trainscale.{what}s.{name}")
     return module.render(stem, **frames)
 

@@ -19,11 +19,9 @@ import seaborn as sns
 from matplotlib.figure import Figure
 
 from trainscale.errors import TrainscaleError
+from trainscale.paper.values import STUDY_MICRO_BATCH
 from trainscale.report.style import PALETTE
-from trainscale.sim.calibration import Calibration, load_calibration
 from trainscale.sim.model.shape import load_models
-from trainscale.sim.network import default_network
-from trainscale.sim.system.collectives import Network
 from trainscale.sim.system.hardware import load_hardware
 
 __all__: list[str] = []
@@ -94,17 +92,14 @@ def _unique(values: pd.Series) -> list[str]:
     return sorted({str(v) for v in values.dropna() if str(v)})
 
 
-def sim_source(df: pd.DataFrame | None = None, calibration: Calibration | None = None) -> str:
-    """ "Simulated (trainscale <version>, calibration <id>)" from the rows' provenance columns,
-    or from ``calibration`` when the figure computed its curves itself."""
-    if df is not None and "calibration_id" in df.columns and len(df):
-        ids = ", ".join(_unique(df["calibration_id"]))
-        versions = ", ".join(_unique(df.get("simulator_version", pd.Series(dtype=str))))
-        return f"Simulated: trainscale {versions}, calibration {ids}".replace("trainscale ,", "")
-    cal = calibration or load_calibration()
-    from trainscale.version import __version__
-
-    return f"Simulated: trainscale {__version__}, calibration {cal.calibration_id}"
+def sim_source(df: pd.DataFrame) -> str:
+    """ "Simulated: trainscale <version>, calibration <id>" from the rows' provenance columns
+    (``simulator_version``, ``calibration_id``); "Simulated: no rows" without any."""
+    if "calibration_id" not in df.columns or not len(df):
+        return "Simulated: no rows"
+    ids = ", ".join(_unique(df["calibration_id"]))
+    versions = ", ".join(_unique(df.get("simulator_version", pd.Series(dtype=str))))
+    return f"Simulated: trainscale {versions}, calibration {ids}".replace("trainscale ,", "")
 
 
 def published_source(citations: Iterable[str]) -> str:
@@ -167,23 +162,11 @@ def legend_row(ax, handles: list, labels: list, *, ncols: int, title: str | None
     return ax.legend(handles, labels, title=title, **options)
 
 
-def network_for(gpu: str, calibration: Calibration | None = None) -> tuple[Network, int]:
-    """The calibrated collective network of ``gpu`` in its default system, and GPUs per node.
-
-    Built by :func:`trainscale.sim.network.default_network`, the builder ``trainscale predict`` uses
-    (achieved NVLink, NIC and NVLS bandwidths, NCCL latencies, fabric congestion and pipeline
-    fill, all from the calibration), so the collective figures agree with ``predict``.
-    """
-    return default_network(gpu, calibration)
-
-
 def study_micro_batch(df: pd.DataFrame) -> pd.DataFrame:
     """The rows that follow the study setup's micro-batch rule: ``min(STUDY_MICRO_BATCH, local
     batch)`` sequences per GPU, with local batch = ``global_batch / dp``
-    (:mod:`trainscale.paper.setup`). Studies sweep ``micro_batch: [1, 2]`` (a study file cannot
+    (:mod:`trainscale.paper.values`). Studies sweep ``micro_batch: [1, 2]`` (a study file cannot
     write the minimum) and the figures keep these rows."""
-    from trainscale.paper.setup import STUDY_MICRO_BATCH
-
     require(df, ["micro_batch", "global_batch", "dp"], where="study_micro_batch")
     local = pd.to_numeric(df["global_batch"]) // pd.to_numeric(df["dp"])
     wanted = np.minimum(STUDY_MICRO_BATCH, local)

@@ -1,12 +1,12 @@
 """Figure ``collective_bandwidth``: NCCL bus bandwidth against message size, per node count.
 
-Curves come straight from the collective cost model (:mod:`trainscale.sim.system.collectives`) for
-one GPU in its default system (DGX H100 by default), with the calibrated link efficiencies and
-latencies: AllReduce, AllGather and ReduceScatter, one line per node count. Published
-nccl-tests measurements (the ``collectives`` table of
-:func:`trainscale.published.accuracy.validate_published`) are overlaid on the panel of their
-collective, each with the model's prediction for its own system (GPU, GPUs per node, NIC) as an
-open marker.
+Curves are the collective cost model's, as ``results/collectives.parquet`` holds them
+(:func:`trainscale.sim.collective_curves.collective_curves`), for one GPU in its default system
+(DGX H100 by default), with the calibrated link efficiencies and latencies: AllReduce, AllGather
+and ReduceScatter, one line per node count. Published nccl-tests measurements (the normalised
+published CSV) are overlaid on the panel of their collective, each with the model's prediction
+for its own system (GPU, GPUs per node, NIC; ``results/validation.parquet``) as an open marker
+(:func:`published_points`).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -22,20 +23,22 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
+from trainscale.errors import TrainscaleError
 from trainscale.figures._common import (
     add_source_note,
-    network_for,
     published_source,
+    require,
     save_styled,
     sim_source,
     subplot_mosaic,
 )
 from trainscale.names import gpu_label
 from trainscale.report.style import PALETTE
-from trainscale.sim.calibration import Calibration
-from trainscale.sim.system.collectives import allgather_time, allreduce_time, reducescatter_time
 
-__all__ = ["COLLECTIVES", "NODE_COUNTS", "bandwidth_curves", "plot", "render"]
+if TYPE_CHECKING:
+    from trainscale.published.measurements import PublishedData
+
+__all__ = ["COLLECTIVES", "NODE_COUNTS", "bandwidth_curves", "plot", "published_points", "render"]
 
 #: Node counts drawn: one line per factor of four from 2 nodes (published nccl-tests runs span 1 to
 #: 1,024 nodes), few enough that each line gets a colour of its own.
@@ -45,51 +48,43 @@ NODE_COUNTS: tuple[int, ...] = (1, 2, 8, 32, 128, 512)
 #: the vermilion of the model's predictions for the published points (C3) and grey.
 _LINE_SLOTS = (0, 1, 2, 4, 5, 6)
 
-#: Collective → (panel title, time function, bus-bandwidth factor f(n): busbw = S/t · f(n)).
-COLLECTIVES = {
-    "allreduce": ("AllReduce", allreduce_time, lambda n: 2.0 * (n - 1) / n),
-    "allgather": ("AllGather", allgather_time, lambda n: (n - 1) / n),
-    "reducescatter": ("ReduceScatter", reducescatter_time, lambda n: (n - 1) / n),
-}
+#: Collective → panel title.
+COLLECTIVES = {"allreduce": "AllReduce", "allgather": "AllGather", "reducescatter": "ReduceScatter"}
 
-_SIZES = 2.0 ** np.arange(10, 34.01, 0.25)  # 1 KiB .. 16 GiB
 _MARKERS = ("o", "s", "D", "^", "v", "P", "X", "<", ">")
 
 
 def bandwidth_curves(
-    gpu: str = "h100-sxm-80gb",
-    *,
-    node_counts: Sequence[int] = NODE_COUNTS,
-    sizes_bytes: np.ndarray = _SIZES,
-    calibration: Calibration | None = None,
+    curves: pd.DataFrame, gpu: str = "h100-sxm-80gb", *, node_counts: Sequence[int] = NODE_COUNTS
 ) -> pd.DataFrame:
-    """Bus bandwidth of each collective against message size, from the collective model.
+    """The rows of ``curves`` (``results/collectives.parquet``) drawn: ``gpu``'s total times on
+    the message-size sweep at ``node_counts``, for the collectives of :data:`COLLECTIVES`."""
+    require(
+        curves,
+        ["gpu", "collective", "model", "term", "num_nodes", "size_bytes", "busbw_gbytes_per_s"],
+        where="collective_bandwidth",
+    )
+    keep = (
+        (curves["gpu"] == gpu)
+        & (curves["model"] == "")
+        & (curves["term"] == "total")
+        & curves["num_nodes"].isin(list(node_counts))
+        & curves["collective"].isin(list(COLLECTIVES))
+    )
+    return curves[keep].reset_index(drop=True)
 
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``collective``, ``nodes``, ``num_gpus``, ``size_bytes`` (nccl-tests size: the
-        whole buffer), ``time_s`` and ``busbw_gbps`` (GB/s, 10⁹ B/s, nccl-tests' definition).
-    """
-    net, per_node = network_for(gpu, calibration)
-    frames = []
-    for key, (_, time_fn, factor) in COLLECTIVES.items():
-        for nodes in node_counts:
-            n = float(nodes * per_node)
-            t = time_fn(sizes_bytes, n, per_node, net)
-            frames.append(
-                pd.DataFrame(
-                    {
-                        "collective": key,
-                        "nodes": int(nodes),
-                        "num_gpus": int(n),
-                        "size_bytes": sizes_bytes,
-                        "time_s": t,
-                        "busbw_gbps": sizes_bytes / t * factor(n) / 1e9,
-                    }
-                )
-            )
-    return pd.concat(frames, ignore_index=True)
+
+def published_points(validation: pd.DataFrame, published: PublishedData) -> pd.DataFrame:
+    """The published nccl-tests rows (``published.collectives``), each with its prediction
+    (``predicted_busbw_gbps``) from ``results/validation.parquet``, matched by CSV row."""
+    rows = published.collectives.copy()
+    if rows.empty:
+        return rows
+    predicted = validation[
+        (validation["status"] == "predicted") & (validation["kind"] == "collective")
+    ].set_index("csv_row")["predicted"]
+    rows["predicted_busbw_gbps"] = rows["csv_row"].map(predicted).astype(float)
+    return rows
 
 
 def _size_label(value: float, _pos: int | None = None) -> str:
@@ -130,27 +125,35 @@ def _short(citation: str, width: int = 38) -> str:
 
 
 def plot(
-    collectives: pd.DataFrame | None = None,
+    curves: pd.DataFrame,
+    validation: pd.DataFrame | None = None,
+    published: PublishedData | None = None,
     *,
     gpu: str = "h100-sxm-80gb",
-    calibration: Calibration | None = None,
 ) -> Figure:
     """Three panels (AllReduce, AllGather, ReduceScatter): bus bandwidth (GB/s) against message
     size, one line per node count, published points overlaid.
 
     Parameters
     ----------
-    collectives : pandas.DataFrame, optional
-        Published nccl-tests rows with ``collective``, ``size_bytes``, ``num_gpus``, ``gpu``,
-        ``citation``, ``observed_busbw_gbps`` and (optional) ``predicted_busbw_gbps``. Rows of
-        other collectives (sendrecv) are not drawn. ``None`` or empty: curves only.
+    curves : pandas.DataFrame
+        ``results/collectives.parquet`` (:data:`trainscale.schema.COLLECTIVE_CURVE_COLUMNS`).
+    validation, published : optional
+        ``results/validation.parquet`` and the normalised published CSV: the published nccl-tests
+        rows and their predictions (:func:`published_points`). Rows of other collectives
+        (sendrecv) are not drawn. Either ``None``: curves only.
     gpu : str, default "h100-sxm-80gb"
         GPU (in its default system) of the curves.
-    calibration : Calibration, optional
-        Default ``data/calibration.yaml``.
     """
-    curves = bandwidth_curves(gpu, calibration=calibration)
-    per_node = int(curves["num_gpus"].iloc[0] // curves["nodes"].iloc[0])
+    collectives = (
+        published_points(validation, published)
+        if validation is not None and published is not None
+        else None
+    )
+    drawn = bandwidth_curves(curves, gpu)
+    if drawn.empty:
+        raise TrainscaleError(f"collective_bandwidth: no curves of GPU {gpu!r} in the table")
+    per_node = int(drawn["gpus_per_node"].iloc[0])
     points = collectives if collectives is not None else pd.DataFrame(columns=["collective"])
     others = sorted(set(points["collective"]) - set(COLLECTIVES))
     points = points[points["collective"].isin(list(COLLECTIVES))]
@@ -169,9 +172,9 @@ def plot(
     xlim, ylim = _view_limits(points)
     citations = sorted(points["citation"].unique()) if not points.empty else []
     markers = {c: _MARKERS[i % len(_MARKERS)] for i, c in enumerate(citations)}
-    for ax, (key, (title, _, _)) in zip(axes, COLLECTIVES.items(), strict=True):
-        for nodes, rows in curves[curves["collective"] == key].groupby("nodes"):
-            ax.plot(rows["size_bytes"], rows["busbw_gbps"], color=colors[nodes], lw=1.1)
+    for ax, (key, title) in zip(axes, COLLECTIVES.items(), strict=True):
+        for nodes, rows in drawn[drawn["collective"] == key].groupby("num_nodes"):
+            ax.plot(rows["size_bytes"], rows["busbw_gbytes_per_s"], color=colors[nodes], lw=1.1)
         mine = points[points["collective"] == key]
         for citation, rows in mine.groupby("citation") if not mine.empty else []:
             marker = markers[citation]
@@ -257,7 +260,7 @@ def plot(
             title="Published nccl-tests (filled)",
         )
     notes = [
-        sim_source(calibration=calibration) + " (collective cost model)",
+        sim_source(drawn) + " (collective cost model)",
         published_source(citations)
         if citations
         else "Published: no nccl-tests rows for these collectives",
@@ -269,9 +272,9 @@ def plot(
 
 def render(
     stem: str | os.PathLike[str],
-    collectives: pd.DataFrame | None = None,
-    *,
-    calibration: Calibration | None = None,
+    curves: pd.DataFrame,
+    validation: pd.DataFrame | None = None,
+    published: PublishedData | None = None,
 ) -> tuple[Path, ...]:
     """Draw :func:`plot` and save ``stem.{pdf,png,svg}``."""
-    return save_styled(lambda: plot(collectives, calibration=calibration), stem)
+    return save_styled(lambda: plot(curves, validation, published), stem)

@@ -2,17 +2,18 @@
 
 FSDP gathers one transformer block's parameters (AllGather) before using them and scatters its
 gradients (ReduceScatter) after; DDP would AllReduce the same bytes. For Llama-2 7B and 70B in
-bf16 the block is ~405 MB and ~1.7 GB. The times come straight from the collective cost model
-(:mod:`trainscale.sim.system.collectives`, calibrated), for H100 in DGX H100 nodes by default. Two
-thin reference lines split AllGather into its bandwidth term (the same collective with zero
-latency) and the rest, its latency term (NCCL's per-step latencies of the protocol chosen): the
+bf16 the block is ~405 MB and ~1.7 GB. The times are the collective cost model's (calibrated), as
+``results/collectives.parquet`` holds them for each model's per-layer message
+(:func:`trainscale.sim.collective_curves.collective_curves`), for H100 in DGX H100 nodes by
+default. Two thin reference lines split AllGather into its bandwidth term (the same collective
+with zero latency) and the rest, its latency term (NCCL's per-step latencies of the protocol
+chosen): the
 ring's bandwidth term flattens as GPUs are added while its
 latency term grows with the ring length, so beyond the crossing the collective is latency-bound.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,50 +22,39 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from trainscale.errors import TrainscaleError
 from trainscale.figures._common import (
     add_source_note,
     legend_row,
-    network_for,
+    require,
     save_styled,
     sim_source,
     subplot_mosaic,
 )
 from trainscale.names import gpu_label, model_label
 from trainscale.report.style import log2_gpu_axis
-from trainscale.sim.calibration import Calibration
-from trainscale.sim.model.shape import attention_params_per_layer, load_models, mlp_params_per_layer
-from trainscale.sim.system.collectives import allgather_time, allreduce_time, reducescatter_time
 
-__all__ = ["GPU_COUNTS", "collective_times", "layer_bytes", "plot", "render"]
+__all__ = ["GPU_COUNTS", "collective_times", "plot", "render"]
 
 #: GPU counts drawn (8 to 4,096).
 GPU_COUNTS: tuple[int, ...] = tuple(2**k for k in range(3, 13))
 
-_BYTES_PER_PARAM = 2.0  # bf16 parameters and gradients, as the simulator moves them
+#: Collective → (legend label, line style).
 _SERIES = {
-    "allgather": ("AllGather", allgather_time, "-"),
-    "reducescatter": ("ReduceScatter", reducescatter_time, (0, (4, 2))),
-    "allreduce": ("AllReduce", allreduce_time, "-"),
+    "allgather": ("AllGather", "-"),
+    "reducescatter": ("ReduceScatter", (0, (4, 2))),
+    "allreduce": ("AllReduce", "-"),
 }
 
 
-def layer_bytes(model: str) -> float:
-    """Bytes of one transformer block's weights in bf16 (what FSDP gathers per layer)."""
-    m = load_models()[model]
-    params = attention_params_per_layer(m.hidden, m.heads, m.kv_heads) + mlp_params_per_layer(
-        m.hidden, m.ffn, m.mlp == "swiglu"
-    )
-    return float(params) * _BYTES_PER_PARAM
-
-
 def collective_times(
+    curves: pd.DataFrame,
     models: Sequence[str] = ("llama2-7b", "llama2-70b"),
     *,
     gpu: str = "h100-sxm-80gb",
     gpu_counts: Sequence[int] = GPU_COUNTS,
-    calibration: Calibration | None = None,
 ) -> pd.DataFrame:
-    """Per-layer collective times from the model.
+    """Per-layer collective times, from ``curves`` (``results/collectives.parquet``).
 
     Returns
     -------
@@ -72,27 +62,39 @@ def collective_times(
         Columns ``model``, ``size_bytes``, ``num_gpus``, ``series`` (``allgather``,
         ``reducescatter``, ``allreduce``, ``allgather_bandwidth_term`` (AllGather with zero
         latency), ``allgather_latency_term`` (AllGather minus its bandwidth term)) and
-        ``time_s``.
+        ``time_s``; per model, the series in that order, each by GPU count.
     """
-    net, per_node = network_for(gpu, calibration)
-    bandwidth_only = dataclasses.replace(net, latency_scale=0.0)
-    n = np.asarray(gpu_counts, dtype=float)
+    require(
+        curves,
+        ["gpu", "collective", "model", "term", "num_gpus", "size_bytes", "time_s"],
+        where="collective_scaling",
+    )
+    mine = curves[(curves["gpu"] == gpu) & curves["num_gpus"].isin(list(gpu_counts))]
     rows = []
     for model in models:
-        size = layer_bytes(model)
-        series = {key: fn(size, n, per_node, net) for key, (_, fn, _) in _SERIES.items()}
-        bandwidth = allgather_time(size, n, per_node, bandwidth_only)
+        layer = mine[mine["model"] == model]
+        if layer.empty:
+            raise TrainscaleError(
+                f"collective_scaling: no per-layer rows of model {model!r} on GPU {gpu!r}"
+            )
+
+        def times(collective: str, term: str, layer=layer) -> pd.Series:
+            rows = layer[(layer["collective"] == collective) & (layer["term"] == term)]
+            return rows.set_index("num_gpus")["time_s"].sort_index()
+
+        series = {key: times(key, "total") for key in _SERIES}
+        bandwidth = times("allgather", "bandwidth")
         series["allgather_latency_term"] = series["allgather"] - bandwidth
         series["allgather_bandwidth_term"] = bandwidth
-        for key, times in series.items():
+        for key, values in series.items():
             rows.append(
                 pd.DataFrame(
                     {
                         "model": model,
-                        "size_bytes": size,
-                        "num_gpus": n.astype(int),
+                        "size_bytes": float(layer["size_bytes"].iloc[0]),
+                        "num_gpus": values.index.astype(int),
                         "series": key,
-                        "time_s": times,
+                        "time_s": values.to_numpy(),
                     }
                 )
             )
@@ -110,7 +112,7 @@ def _drawn_series(times: pd.DataFrame) -> list[tuple[str, str, object]]:
             ("allgather", "AllGather = ReduceScatter (equal in the model)", "-"),
             ("allreduce", "AllReduce", "-"),
         ]
-    return [(key, label, style) for key, (label, _, style) in _SERIES.items()]
+    return [(key, label, style) for key, (label, style) in _SERIES.items()]
 
 
 def _crossing(rows: pd.DataFrame) -> float | None:
@@ -122,13 +124,14 @@ def _crossing(rows: pd.DataFrame) -> float | None:
 
 
 def plot(
+    curves: pd.DataFrame,
     models: Sequence[str] = ("llama2-7b", "llama2-70b"),
     *,
     gpu: str = "h100-sxm-80gb",
-    calibration: Calibration | None = None,
 ) -> Figure:
-    """One panel per model: per-layer collective time (ms) against GPU count (log2)."""
-    times = collective_times(models, gpu=gpu, calibration=calibration)
+    """One panel per model: per-layer collective time (ms) against GPU count (log2), from
+    ``curves`` (``results/collectives.parquet``)."""
+    times = collective_times(curves, models, gpu=gpu)
     keys = [f"panel{i}" for i in range(len(models))]
     fig, mosaic = subplot_mosaic(
         7.0, 3.6, [keys, ["legend"] * len(keys)], height_ratios=[5.0, 0.55]
@@ -177,13 +180,11 @@ def plot(
     legend_row(mosaic["legend"], *mosaic[keys[0]].get_legend_handles_labels(), ncols=3)
     return add_source_note(
         fig,
-        sim_source(calibration=calibration)
+        sim_source(curves[curves["gpu"] == gpu])
         + f" (collective cost model; {gpu_label(gpu)} in its default system, 8 GPUs per node)",
     )
 
 
-def render(
-    stem: str | os.PathLike[str], *, calibration: Calibration | None = None
-) -> tuple[Path, ...]:
+def render(stem: str | os.PathLike[str], curves: pd.DataFrame) -> tuple[Path, ...]:
     """Draw :func:`plot` and save ``stem.{pdf,png,svg}``."""
-    return save_styled(lambda: plot(calibration=calibration), stem)
+    return save_styled(lambda: plot(curves), stem)

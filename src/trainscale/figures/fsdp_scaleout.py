@@ -42,7 +42,7 @@ from trainscale.figures._common import (
     subplot_mosaic,
 )
 from trainscale.names import model_label
-from trainscale.paper.setup import (
+from trainscale.paper.values import (
     STUDY_CLAIM_FROM,
     STUDY_CLAIM_TO,
     STUDY_POWER_DROP_PCT,

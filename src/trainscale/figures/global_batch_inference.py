@@ -30,7 +30,7 @@ from trainscale.figures._common import (
     subplot_mosaic,
 )
 from trainscale.figures.fsdp_scaleout import CLAIM_FROM, CLAIM_TO, STUDY_THROUGHPUT_DROP_PCT
-from trainscale.paper.setup import STUDY_GLOBAL_BATCH, STUDY_SEQ_LEN
+from trainscale.paper.values import STUDY_GLOBAL_BATCH, STUDY_MICRO_BATCH, STUDY_SEQ_LEN
 from trainscale.report.style import log2_gpu_axis
 
 __all__ = [
@@ -75,8 +75,6 @@ def missing_batches(sim: pd.DataFrame, drops: pd.DataFrame) -> list[str]:
     """Why each swept (sequence length, global batch) without a drop has none: a GPU count
     whose rows all miss the study's micro-batch rule (the local batch does not split into
     micro-batches of 2), or one with no row that fits in memory."""
-    from trainscale.paper.setup import STUDY_MICRO_BATCH
-
     shown = set(zip(drops["seq_len"], drops["global_batch"], strict=True))
     fits = sim[sim["fits_memory"].astype(bool)]
     kept = study_micro_batch(fits)

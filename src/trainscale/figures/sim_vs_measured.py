@@ -3,13 +3,13 @@
 Every measured row of the dataset (``source == "measured"``: one per job of a run under
 ``data/runs``) is a line of the chart, labelled with its run and configuration id; the filled
 marker is the measured value (steady-state median), the open marker the simulator's prediction
-for the same configuration (:func:`predict_measured`). A run the simulator cannot represent — a
-CPU run, a GPU that is not in the catalogue, a configuration the validator rejects — is drawn
-without a prediction, with a cross, and the reason is listed under the figure. Two panels: step
-time (s) and tokens/s per GPU, each where the run has the value. With no measured rows the
-figure says so.
+for the same configuration. A run the simulator cannot represent — a CPU run, a GPU that is not
+in the catalogue, a configuration the validator rejects — is drawn without a prediction, with a
+cross, and the reason is listed under the figure. Two panels: step time (s) and tokens/s per
+GPU, each where the run has the value. With no measured rows the figure says so.
 
-Input: the dataset (``results/dataset``, :func:`trainscale.dataset.read_dataset`).
+Input: ``results/sim_vs_measured.parquet`` (:data:`trainscale.schema.SIM_VS_MEASURED_COLUMNS`,
+written by :func:`trainscale.ingest.accuracy.predict_measured`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from trainscale.errors import ConfigurationError
 from trainscale.figures._common import (
     add_source_note,
     legend_row,
@@ -34,116 +33,15 @@ from trainscale.figures._common import (
     subplot_mosaic,
 )
 from trainscale.names import gpu_label
-from trainscale.schema import CONFIGURATION_COLUMNS
-from trainscale.sim.calibration import Calibration
-from trainscale.sim.simulate import predict_with_rejects
+from trainscale.schema import SIM_VS_MEASURED_COLUMNS, names
 
-__all__ = ["METRICS", "plot", "predict_measured", "render"]
+__all__ = ["METRICS", "plot", "render"]
 
 #: Metrics compared: column, axis label.
 METRICS = (
     ("step_time_s", "Step time (s)"),
     ("tokens_per_s_per_gpu", "Throughput per GPU (tokens/s)"),
 )
-_CONFIG = [c.name for c in CONFIGURATION_COLUMNS]
-
-
-def _configuration(row: pd.Series) -> dict[str, object]:
-    """The row's configuration columns that have a value (the simulator fills the rest)."""
-    out = {}
-    for name in _CONFIG:
-        value = row.get(name)
-        if value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)):
-            continue
-        if isinstance(value, str) and not value:
-            continue
-        out[name] = value
-    return out
-
-
-def predict_measured(
-    measured: pd.DataFrame, calibration: Calibration | None = None
-) -> pd.DataFrame:
-    """The measured rows with the simulator's prediction for the same configuration.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per measured row: ``run_id``, ``config_id``, ``gpu``, ``num_gpus``, each metric
-        of :data:`METRICS` as ``measured_<metric>`` and ``predicted_<metric>`` (NaN where there
-        is no prediction), ``calibration_id`` and ``simulator_version`` of the prediction, and
-        ``reason`` (why there is no
-        prediction, ``""`` otherwise).
-    """
-    rows = []
-    for _, row in measured.iterrows():
-        out = {
-            "run_id": str(row.get("run_id") or ""),
-            "config_id": str(row.get("config_id") or ""),
-            "gpu": str(row.get("gpu") or ""),
-            "num_gpus": row.get("num_gpus"),
-            "calibration_id": "",
-            "simulator_version": "",
-            "reason": "",
-        }
-        for metric, _ in METRICS:
-            out[f"measured_{metric}"] = pd.to_numeric(row.get(metric), errors="coerce")
-            out[f"predicted_{metric}"] = np.nan
-        try:
-            result, rejects = predict_with_rejects(
-                pd.DataFrame([_configuration(row)]),
-                calibration=calibration,
-                origin=f"run {out['run_id']}",
-            )
-        except ConfigurationError as error:  # e.g. a manifest that leaves columns out
-            result = pd.DataFrame()
-            rejects = pd.DataFrame(error.problems, columns=["row", "column", "reason"])
-        if len(result):
-            for metric, _ in METRICS:
-                out[f"predicted_{metric}"] = float(result[metric].iloc[0])
-            out["calibration_id"] = str(result["calibration_id"].iloc[0])
-            out["simulator_version"] = str(result["simulator_version"].iloc[0])
-        else:
-            out["reason"] = _reason(rejects)
-        rows.append(out)
-    columns = [
-        "run_id",
-        "config_id",
-        "gpu",
-        "num_gpus",
-        "calibration_id",
-        "simulator_version",
-        "reason",
-    ] + [f"{kind}_{metric}" for metric, _ in METRICS for kind in ("measured", "predicted")]
-    return pd.DataFrame(rows, columns=columns)
-
-
-def _reason(rejects: pd.DataFrame) -> str:
-    """Why a measured row has no prediction, in a line: the configuration columns the run does
-    not record (named up to three), or the first problem the validator found, without its list
-    of valid values."""
-    if rejects.empty:
-        return "not predictable"
-    missing = [
-        name.strip()
-        for p in rejects.drop_duplicates("column").itertuples()
-        if str(p.reason).startswith("missing column")
-        for name in str(p.column).split(",")
-        if name.strip()
-    ]
-    if missing:
-        more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
-        return (
-            "the run records no training configuration to simulate (lacks "
-            + ", ".join(missing[:3])
-            + more
-            + ")"
-        )
-    problem = next(rejects.itertuples())
-    message = str(problem.reason).split("; valid:")[0].split("; allowed")[0]
-    if "unknown GPU 'cpu'" in message:
-        message += " (a CPU run: the simulator models the catalogue's GPUs only)"
-    return f"{problem.column}: {message}"
 
 
 def _run_name(run_id: str, config_id: str) -> str:
@@ -168,11 +66,11 @@ def _short(text: str, width: int = 240) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def plot(dataset: pd.DataFrame, *, calibration: Calibration | None = None) -> Figure:
-    """Dot chart of every measured row against its prediction (see module docstring)."""
-    require(dataset, ["source"], where="sim_vs_measured")
-    measured = dataset[dataset["source"] == "measured"].reset_index(drop=True)
-    table = predict_measured(measured, calibration)
+def plot(table: pd.DataFrame) -> Figure:
+    """Dot chart of every measured row against its prediction (see module docstring); ``table``
+    is ``results/sim_vs_measured.parquet``."""
+    require(table, names(SIM_VS_MEASURED_COLUMNS), where="sim_vs_measured")
+    table = table.fillna({"calibration_id": "", "simulator_version": "", "reason": ""})
     labels = [_tick_label(r) for r in table.itertuples()]
     height = 1.6 + 0.42 * max(len(table), 2)
     fig, ax = subplot_mosaic(
@@ -256,6 +154,6 @@ def plot(dataset: pd.DataFrame, *, calibration: Calibration | None = None) -> Fi
     return add_source_note(fig, *notes)
 
 
-def render(stem: str | os.PathLike[str], dataset: pd.DataFrame) -> tuple[Path, ...]:
+def render(stem: str | os.PathLike[str], table: pd.DataFrame) -> tuple[Path, ...]:
     """Draw :func:`plot` and save ``stem.{pdf,png,svg}``."""
-    return save_styled(lambda: plot(dataset), stem)
+    return save_styled(lambda: plot(table), stem)

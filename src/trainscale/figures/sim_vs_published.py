@@ -25,8 +25,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from trainscale.figures._common import add_source_note, legend_row, require, save_styled
-from trainscale.published.accuracy import summarise
 from trainscale.published.holdout import accuracy, in_sample_throughput
+from trainscale.published.summary import summarise
 
 __all__ = ["plot", "plot_errors", "render", "source_styles", "throughput_rows"]
 

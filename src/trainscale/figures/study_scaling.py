@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -40,7 +41,9 @@ from trainscale.figures._common import (
 from trainscale.report.style import PALETTE, log2_gpu_axis
 from trainscale.sim.system.hardware import HardwareCatalog
 from trainscale.study.report import METRICS, ReportSpec, format_value
-from trainscale.study.sweep import Study
+
+if TYPE_CHECKING:
+    from trainscale.study.sweep import Study
 
 __all__ = ["plot_scaling", "render_scaling", "setup_note"]
 

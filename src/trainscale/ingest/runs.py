@@ -53,7 +53,7 @@ from trainscale.errors import InputFileError, TrainscaleError
 from trainscale.ingest.steplog import STEP_COLUMNS
 from trainscale.io.yaml import safe_load, yaml_error
 from trainscale.schema import CONFIGURATION_COLUMNS, DATASET_COLUMNS
-from trainscale.sim.plan.degrees import data_parallel_degree
+from trainscale.sim.degrees import data_parallel_degree
 
 if TYPE_CHECKING:
     from trainscale.ingest.steplog import StepLog

@@ -27,7 +27,9 @@ not print its batch or sequence length. trainscale fixes them by rule, not by fi
 - the MFU comparison between generations is made at **128 GPUs**, the reference point of the
   study's scaling claim (128 → 2,048 GPUs).
 
-These functions are what the ``claims`` table and the calibration of ``power_comm_frac`` use.
+The setup's constants and the paper's numbers live in :mod:`trainscale.paper.values` (no
+simulator code); the functions here simulate the setup. They are what the claims
+(:mod:`trainscale.paper.claims`) and the calibration of ``power_comm_frac`` use.
 """
 
 from __future__ import annotations
@@ -36,22 +38,22 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from trainscale.paper.values import (
+    STUDY_CLAIM_FROM,
+    STUDY_CLAIM_TO,
+    STUDY_FRAMEWORK,
+    STUDY_GLOBAL_BATCH,
+    STUDY_GPU_COUNTS,
+    STUDY_MFU_GPUS,
+    STUDY_MICRO_BATCH,
+    STUDY_SEQ_LEN,
+    STUDY_SYSTEMS,
+)
 from trainscale.sim.calibration import Calibration
 from trainscale.sim.simulate import predict
 from trainscale.study.micro_batch import resolve_micro_batch
 
 __all__ = [
-    "STUDY_BEST_DEGREE",
-    "STUDY_FRAMEWORK",
-    "STUDY_GLOBAL_BATCH",
-    "STUDY_GPU_COUNTS",
-    "STUDY_MFU_GPUS",
-    "STUDY_MFU_PCT",
-    "STUDY_MICRO_BATCH",
-    "STUDY_POWER_DROP_PCT",
-    "STUDY_SEQ_LEN",
-    "STUDY_SYSTEMS",
-    "STUDY_THROUGHPUT_DROP_PCT",
     "best_model_parallel",
     "headline_claims",
     "mfu_at",
@@ -60,27 +62,6 @@ __all__ = [
     "study_configurations",
     "throughput_drop_pct",
 ]
-
-STUDY_SEQ_LEN = 4096
-STUDY_GLOBAL_BATCH = 2048
-STUDY_MICRO_BATCH = 2
-STUDY_GPU_COUNTS = (8, 16, 32, 64, 128, 256, 512, 1024, 2048)
-STUDY_MFU_GPUS = 128
-STUDY_CLAIM_FROM, STUDY_CLAIM_TO = 128, 2048
-STUDY_FRAMEWORK = "pytorch"
-"""The study's software stack: PyTorch FSDP (see the module docstring)."""
-STUDY_SYSTEMS = {"h100-sxm-80gb": "fernandez-h100"}
-"""The study's own cluster where its network is measured; other GPUs use their default system."""
-
-# The study's published numbers (Fernandez et al., arXiv 2411.13055), defined once here.
-STUDY_THROUGHPUT_DROP_PCT = 37.22
-"""Per-GPU throughput drop from 128 to 2,048 H100 GPUs, Llama-2 7B with FSDP, percent."""
-STUDY_POWER_DROP_PCT = 5.87
-"""Power-per-GPU drop over the same range, percent."""
-STUDY_MFU_PCT = {"a100-sxm-80gb": 59.67, "h100-sxm-80gb": 40.77}
-"""MFU by GPU generation, percent."""
-STUDY_BEST_DEGREE = (2, 4)
-"""Range of the best model-parallel degree tp·pp at 2,048 GPUs."""
 
 
 def study_configurations(

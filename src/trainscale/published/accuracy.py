@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from trainscale.published.measurements import PublishedData, load_published
+from trainscale.published.summary import summarise
 from trainscale.sim.calibration import Calibration, load_calibration
 from trainscale.sim.network import Links, calibrated_network
 from trainscale.sim.simulate import predict_with_rejects
@@ -153,32 +154,6 @@ def collective_predictions(published: PublishedData, calibration: Calibration) -
     rows["error_pct"] = 100.0 * (busbw - rows["observed_busbw_gbps"]) / rows["observed_busbw_gbps"]
     rows["ape_pct"] = np.abs(rows["error_pct"])
     return rows
-
-
-def summarise(rows: pd.DataFrame, by: str = "citation") -> pd.DataFrame:
-    """Per source (or per value of ``by``, e.g. ``framework``): rows, MAPE, median and maximum
-    absolute percentage error, then overall (``all``). The first column is named ``source`` when
-    grouping by citation, else ``by``."""
-    label = "source" if by == "citation" else by
-    grouped = rows.groupby(by, sort=True)["ape_pct"]
-    table = pd.DataFrame(
-        {
-            "rows": grouped.size(),
-            "mape_pct": grouped.mean(),
-            "median_ape_pct": grouped.median(),
-            "max_ape_pct": grouped.max(),
-        }
-    ).reset_index(names=label)
-    overall = pd.DataFrame(
-        [{
-            label: "all",
-            "rows": len(rows),
-            "mape_pct": rows["ape_pct"].mean(),
-            "median_ape_pct": rows["ape_pct"].median(),
-            "max_ape_pct": rows["ape_pct"].max(),
-        }]
-    )  # fmt: skip
-    return pd.concat([table, overall], ignore_index=True)
 
 
 def validate_published(

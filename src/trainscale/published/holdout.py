@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from trainscale.errors import TrainscaleError
-from trainscale.published.accuracy import summarise
+from trainscale.published.summary import summarise
 from trainscale.schema import HOLDOUT_COLUMNS
 
 __all__ = [

@@ -26,8 +26,8 @@ import pandas as pd
 
 from trainscale.errors import InputFileError
 from trainscale.paths import data_dir
+from trainscale.sim.degrees import data_parallel_degree
 from trainscale.sim.model.flops import model_flops_per_token
-from trainscale.sim.plan.degrees import data_parallel_degree
 
 __all__ = [
     "ASSUMPTIONS",

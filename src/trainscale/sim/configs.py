@@ -45,6 +45,7 @@ from trainscale.schema import (
     SHARDINGS,
     Sharding,
 )
+from trainscale.sim.degrees import data_parallel_degree, model_parallel_degree
 from trainscale.sim.frameworks import (
     BOOLEAN_BEHAVIOURS,
     DEFAULT_FRAMEWORK,
@@ -54,7 +55,6 @@ from trainscale.sim.frameworks import (
     load_frameworks,
 )
 from trainscale.sim.model.shape import ModelShape, load_models
-from trainscale.sim.plan.degrees import data_parallel_degree, model_parallel_degree
 from trainscale.sim.system.hardware import HardwareCatalog, load_hardware
 
 __all__ = ["Configs", "build_configs"]

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from trainscale.sim.calibration import Calibration
-from trainscale.sim.plan.degrees import data_parallel_degree, local_batch
+from trainscale.sim.degrees import data_parallel_degree, local_batch
 from trainscale.sim.simulate import predict_with_rejects
 
 __all__ = ["resolve_micro_batch"]

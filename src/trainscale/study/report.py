@@ -23,12 +23,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from trainscale.errors import InputFileError
-from trainscale.study.sweep import Study
+
+if TYPE_CHECKING:
+    from trainscale.study.sweep import Study
 
 __all__ = [
     "CHOICE_KEYS",

@@ -49,8 +49,8 @@ from trainscale.io.yaml import load_yaml
 from trainscale.schema import CONFIGURATION_COLUMNS, MODEL_SHAPE_COLUMNS, Column, names
 from trainscale.sim.calibration import Calibration
 from trainscale.sim.configs import build_configs
+from trainscale.sim.degrees import data_parallel_degree
 from trainscale.sim.model.shape import load_models
-from trainscale.sim.plan.degrees import data_parallel_degree
 from trainscale.sim.simulate import predict
 from trainscale.sim.system.hardware import HardwareCatalog, load_hardware
 from trainscale.study.micro_batch import resolve_micro_batch

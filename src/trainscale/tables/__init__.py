@@ -2,15 +2,19 @@
 
 - ``hardware``: GPUs, their default systems and each one's growth over the row above;
 - ``models``: shapes and parameter counts;
-- ``claims``: the study's headline numbers against the simulator with the study setup;
+- ``claims``: the study's headline numbers against the simulator with the study setup
+  (``results/paper/claims.parquet``);
 - ``scaling_fits``: log-log (HC3) and USL fits of every scale-out series;
 - ``validation``: error of the simulator per published source, held out first;
 - ``best_plans``: the fastest plan that fits per model and GPU count;
 - ``claim_sensitivity``: the claims along the profile of the NCCL latency scale, the parameter
-  the headline drop hangs on and the published data barely constrain.
+  the headline drop hangs on and the published data barely constrain
+  (``results/paper/claim_sensitivity.parquet``).
 
 Every module has ``render(stem, ...)``; :func:`render_table` renders one by name from the
-workflow's files (:data:`TABLES` says which inputs each takes).
+workflow's files (:data:`TABLES` says which inputs each takes and which catalogue files it
+reads). Tables read tables and never run the simulator (an import-linter contract in
+``pyproject.toml``).
 """
 
 from __future__ import annotations
@@ -19,20 +23,29 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from trainscale.figures import render_registered
+from trainscale.figures import Input, Output, render_registered
 
 __all__ = ["TABLES", "render_table"]
 
-#: Table name → the named inputs its ``render`` takes (input name → kind of file, see
-#: :func:`trainscale.figures.load_input`).
-TABLES: dict[str, dict[str, str]] = {
-    "hardware": {},
-    "models": {},
-    "claims": {},
-    "scaling_fits": {"dataset": "dataset_scaling"},
-    "validation": {"validation": "parquet", "holdout": "parquet", "published": "published"},
-    "best_plans": {"sim": "parquet"},
-    "claim_sensitivity": {"published": "published"},
+#: Table name → what it reads (inputs by name, see :class:`trainscale.figures.Input`; the
+#: catalogue files it reads itself).
+TABLES: dict[str, Output] = {
+    "hardware": Output(catalogues=("hardware",)),
+    "models": Output(catalogues=("models",)),
+    "claims": Output(inputs={"claims": Input("paper/claims")}),
+    "scaling_fits": Output(
+        inputs={"dataset": Input("dataset", "dataset_scaling")}, catalogues=("models",)
+    ),
+    "validation": Output(
+        inputs={
+            "validation": Input("validation"),
+            "holdout": Input("holdout"),
+            "published": Input("published", "published"),
+        },
+        catalogues=("hardware", "models"),  # read by the published CSV's checks
+    ),
+    "best_plans": Output(inputs={"sim": Input("sim/best_plan")}, catalogues=("models",)),
+    "claim_sensitivity": Output(inputs={"sensitivity": Input("paper/claim_sensitivity")}),
 }
 
 

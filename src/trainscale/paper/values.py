@@ -1,0 +1,180 @@
+"""What the reproduced paper states, and the constants of the study setup: values only.
+
+Fernandez et al. (arXiv 2411.13055) publish the numbers below; the study setup that reproduces
+them (sequence length, global batch, micro-batch, framework, systems, GPU counts) is fixed by
+rule, not by fit, and explained in :mod:`trainscale.paper.setup`, whose functions simulate it.
+:data:`CLAIMS` pairs each published number with the tolerance it is checked against.
+
+This module imports no simulator code, so the figures and tables (which never run the simulator,
+an import-linter contract in ``pyproject.toml``) can quote the paper's numbers from it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+__all__ = [
+    "CLAIMS",
+    "REPRODUCED",
+    "STUDY_BEST_DEGREE",
+    "STUDY_CLAIM_FROM",
+    "STUDY_CLAIM_TO",
+    "STUDY_FRAMEWORK",
+    "STUDY_GLOBAL_BATCH",
+    "STUDY_GPU_COUNTS",
+    "STUDY_MFU_GPUS",
+    "STUDY_MFU_PCT",
+    "STUDY_MICRO_BATCH",
+    "STUDY_POWER_DROP_PCT",
+    "STUDY_SEQ_LEN",
+    "STUDY_SYSTEMS",
+    "STUDY_THROUGHPUT_DROP_PCT",
+    "Claim",
+]
+
+# The study setup (trainscale's rules; see trainscale.paper.setup).
+STUDY_SEQ_LEN = 4096
+STUDY_GLOBAL_BATCH = 2048
+STUDY_MICRO_BATCH = 2
+STUDY_GPU_COUNTS = (8, 16, 32, 64, 128, 256, 512, 1024, 2048)
+STUDY_MFU_GPUS = 128
+STUDY_CLAIM_FROM, STUDY_CLAIM_TO = 128, 2048
+STUDY_FRAMEWORK = "pytorch"
+"""The study's software stack: PyTorch FSDP (see :mod:`trainscale.paper.setup`)."""
+STUDY_SYSTEMS = {"h100-sxm-80gb": "fernandez-h100"}
+"""The study's own cluster where its network is measured; other GPUs use their default system."""
+
+# The study's published numbers (Fernandez et al., arXiv 2411.13055), defined once here.
+STUDY_THROUGHPUT_DROP_PCT = 37.22
+"""Per-GPU throughput drop from 128 to 2,048 H100 GPUs, Llama-2 7B with FSDP, percent."""
+STUDY_POWER_DROP_PCT = 5.87
+"""Power-per-GPU drop over the same range, percent."""
+STUDY_MFU_PCT = {"a100-sxm-80gb": 59.67, "h100-sxm-80gb": 40.77}
+"""MFU by GPU generation, percent."""
+STUDY_BEST_DEGREE = (2, 4)
+"""Range of the best model-parallel degree tp·pp at 2,048 GPUs."""
+
+#: ``check`` of a claim the simulator reproduces without having been fitted to it.
+REPRODUCED = "reproduced (not fitted to this claim)"
+
+_FSDP_SETUP = (
+    "Llama-2 7B, PyTorch FSDP, H100 SXM 80GB on the study's cluster (fernandez-h100: 8 GPUs and "
+    "8 x 400 Gb/s per node, inferred from its nccl-tests figure), seq 4,096, global batch "
+    "2,048 sequences, micro-batch 2 per GPU (1 where the local batch is 1), no recomputation"
+)
+_A100_SETUP = (
+    "Llama-2 7B, PyTorch FSDP, A100 SXM 80GB (DGX A100, 200 Gb/s per GPU), seq 4,096, global "
+    "batch 2,048 sequences, micro-batch 2 per GPU, no recomputation"
+)
+_MP_SETUP = (
+    "2,048 H100 GPUs; FSDP plans only, as the study compares them (full sharding across the "
+    "data-parallel replicas; HSDP and DDP are not candidates, so table best_plans, which also "
+    "tries HSDP, can pick another plan); tp in 1-8, pp in 1-16 with tp*pp <= 16, no or full "
+    "recomputation, micro-batch 2 per GPU or the local batch if smaller; best = highest "
+    "tokens/s that fits in memory"
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Claim:
+    """One claim of the study and how it is checked."""
+
+    key: str
+    """Name of the reproduced value (:func:`trainscale.paper.claims.reproduce_claims`)."""
+    claim: str
+    """What the study says, in words."""
+    study_value: float | tuple[float, float]
+    """The study's number, or the range it gives (inclusive)."""
+    unit: str
+    tolerance: float | None
+    """Allowed absolute difference (in ``unit``) for a number; None for a range."""
+    setup: str
+    fitted_to: str | None = None
+    """The calibrated parameter that was solved to reproduce this very claim (then agreement is
+    by construction, not a test), or None."""
+
+    @property
+    def study_text(self) -> str:
+        if isinstance(self.study_value, tuple):
+            return f"{self.study_value[0]:g}–{self.study_value[1]:g}"
+        return f"{self.study_value:g}"
+
+    @property
+    def check_text(self) -> str:
+        if self.fitted_to is None:
+            return REPRODUCED
+        return (
+            f"calibration target: {self.fitted_to} is fitted to this value, "
+            "so it agrees by construction"
+        )
+
+    @property
+    def tolerance_text(self) -> str:
+        if self.tolerance is None:
+            return f"within {self.study_text}"
+        return f"±{self.tolerance:g} points" if self.unit == "%" else f"±{self.tolerance:g}"
+
+    def holds(self, value: float) -> bool:
+        """Whether ``value`` agrees with the study within the tolerance (False for NaN)."""
+        if pd.isna(value):
+            return False
+        if isinstance(self.study_value, tuple):
+            low, high = self.study_value
+            return bool(low <= value <= high)
+        return bool(abs(value - self.study_value) <= self.tolerance)
+
+
+#: The claims, in table order.
+CLAIMS: tuple[Claim, ...] = (
+    Claim(
+        key="throughput_drop_pct",
+        unit="%",
+        study_value=STUDY_THROUGHPUT_DROP_PCT,
+        tolerance=5.0,
+        claim="Drop of tokens/s per GPU from 128 to 2,048 GPUs",
+        setup=_FSDP_SETUP,
+    ),
+    Claim(
+        key="power_drop_pct",
+        unit="%",
+        study_value=STUDY_POWER_DROP_PCT,
+        tolerance=2.0,
+        claim="Drop of power per GPU from 128 to 2,048 GPUs (calibration target, not a test)",
+        setup=_FSDP_SETUP,
+        fitted_to="power_comm_frac",
+    ),
+    Claim(
+        key="mfu_a100_pct",
+        unit="%",
+        study_value=STUDY_MFU_PCT["a100-sxm-80gb"],
+        tolerance=5.0,
+        claim="MFU on A100 at 128 GPUs",
+        setup=_A100_SETUP,
+    ),
+    Claim(
+        key="mfu_h100_pct",
+        unit="%",
+        study_value=STUDY_MFU_PCT["h100-sxm-80gb"],
+        tolerance=5.0,
+        claim="MFU on H100 at 128 GPUs",
+        setup=_FSDP_SETUP,
+    ),
+    Claim(
+        key="best_degree_llama2_7b",
+        unit="tp*pp",
+        study_value=tuple(float(d) for d in STUDY_BEST_DEGREE),
+        tolerance=None,
+        claim="Model-parallel degree (tp*pp) of the best FSDP plan at 2,048 GPUs, Llama-2 7B",
+        setup=_MP_SETUP,
+    ),
+    Claim(
+        key="best_degree_llama2_70b",
+        unit="tp*pp",
+        study_value=tuple(float(d) for d in STUDY_BEST_DEGREE),
+        tolerance=None,
+        claim="Model-parallel degree (tp*pp) of the best FSDP plan at 2,048 GPUs, Llama-2 70B",
+        setup=_MP_SETUP,
+    ),
+)

@@ -1,0 +1,57 @@
+"""The registries of figures and tables (trainscale.figures.FIGURES, trainscale.tables.TABLES):
+what each output reads, as the workflow's two wildcard rules declare it."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+
+import pytest
+
+from trainscale.figures import CATALOGUES, FIGURES
+from trainscale.tables import TABLES
+
+REGISTRIES = {"figure": FIGURES, "table": TABLES}
+OUTPUTS = [(kind, name) for kind, registry in REGISTRIES.items() for name in registry]
+
+#: What rules/common.smk maps a registry's file name to (PRESENTATION_FILES, or sim/<study>).
+FILES = {
+    "validation", "holdout", "dataset", "published", "collectives", "sim_vs_measured",
+    "paper/claims", "paper/claim_sensitivity",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("kind", "name"), OUTPUTS)
+def test_render_takes_exactly_the_registered_inputs(kind: str, name: str) -> None:
+    output = REGISTRIES[kind][name]
+    render = importlib.import_module(f"trainscale.{kind}s.{name}").render
+    parameters = list(inspect.signature(render).parameters.values())[1:]  # after the stem
+    required = {p.name for p in parameters if p.default is inspect.Parameter.empty}
+    assert required <= set(output.inputs) <= {p.name for p in parameters}
+
+
+@pytest.mark.parametrize(("kind", "name"), OUTPUTS)
+def test_every_input_is_a_file_the_workflow_knows(kind: str, name: str, repo_root) -> None:
+    output = REGISTRIES[kind][name]
+    assert set(output.catalogues) <= set(CATALOGUES)
+    assert not set(output.inputs) & set(output.catalogues)  # one named input each
+    common = (repo_root / "rules" / "common.smk").read_text()
+    for spec in output.inputs.values():
+        if spec.file.startswith("sim/"):
+            study = spec.file.removeprefix("sim/")
+            assert (repo_root / "config" / "studies" / f"{study}.yaml").is_file(), spec.file
+        else:
+            assert spec.file in FILES and f'"{spec.file}":' in common, spec.file
+
+
+@pytest.mark.parametrize(("kind", "name"), OUTPUTS)
+def test_every_output_has_its_report_caption(kind: str, name: str, repo_root) -> None:
+    caption = repo_root / "workflow" / "report" / f"{kind}s" / f"{name}.rst"
+    assert caption.read_text().strip()
+    assert "{{" not in caption.read_text()  # printed as text by workflow/report/<kind>.rst
+
+
+def test_names_are_valid_wildcard_values() -> None:
+    for registry in REGISTRIES.values():
+        assert all(re.fullmatch(r"[a-z][a-z0-9_]*", name) for name in registry)

@@ -1,0 +1,122 @@
+"""Tests of trainscale.paper.claims.claims_table: the comparison, with fabricated reproduced
+values (the claims and their tolerances: trainscale.paper.values)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from trainscale.errors import TrainscaleError
+from trainscale.paper.claims import claims_table
+from trainscale.paper.values import CLAIMS, REPRODUCED, Claim
+from trainscale.tables.claims import CLAIMS_COLUMNS
+
+# Values a reproduction might give; the study's numbers are 37.22, 5.87, 59.67, 40.77 and 2-4.
+INSIDE = {
+    "throughput_drop_pct": 32.22,  # -5.00 points: on the edge, holds
+    "power_drop_pct": 7.5,  # +1.63 points
+    "mfu_a100_pct": 64.0,  # +4.33 points
+    "mfu_h100_pct": 36.0,  # -4.77 points
+    "best_degree_llama2_7b": 2.0,
+    "best_degree_llama2_70b": 4.0,
+}
+OUTSIDE = {
+    "throughput_drop_pct": 42.5,  # +5.28 points
+    "power_drop_pct": 3.8,  # -2.07 points
+    "mfu_a100_pct": 66.6,  # +6.93 points
+    "mfu_h100_pct": 47.2,  # +6.43 points
+    "best_degree_llama2_7b": 1.0,
+    "best_degree_llama2_70b": 8.0,
+}
+
+
+def test_columns_and_one_row_per_claim():
+    table = claims_table(INSIDE)
+    assert tuple(table.columns) == ("key", *CLAIMS_COLUMNS)
+    assert table["key"].tolist() == list(INSIDE)
+    assert CLAIMS_COLUMNS == (
+        "claim",
+        "study_value",
+        "study_range",
+        "reproduced_value",
+        "unit",
+        "tolerance",
+        "holds",
+        "check",
+        "setup",
+    )
+    assert len(table) == len(CLAIMS) == 6
+    # numbers and ranges in separate columns
+    assert table["study_value"].iloc[:4].tolist() == [37.22, 5.87, 59.67, 40.77]
+    assert table["study_value"].iloc[4:].isna().all()
+    assert table["study_range"].iloc[:4].isna().all()
+    assert table["study_range"].iloc[4:].tolist() == ["2–4", "2–4"]
+    assert table["tolerance"].tolist() == [
+        "±5 points",
+        "±2 points",
+        "±5 points",
+        "±5 points",
+        "within 2–4",
+        "within 2–4",
+    ]
+    assert table["reproduced_value"].tolist() == list(INSIDE.values())
+    assert table["holds"].dtype == bool
+
+
+def test_holds_within_tolerance_and_range():
+    assert claims_table(INSIDE)["holds"].tolist() == [True] * 6
+
+
+def test_does_not_hold_outside_tolerance_and_range():
+    assert claims_table(OUTSIDE)["holds"].tolist() == [False] * 6
+
+
+def test_mixed_values_are_judged_one_by_one():
+    values = {**INSIDE, "mfu_h100_pct": 47.2, "best_degree_llama2_70b": 3.0}
+    assert claims_table(values)["holds"].tolist() == [True, True, True, False, True, True]
+
+
+def test_a_missing_value_never_holds():
+    assert not Claim(key="k", claim="c", study_value=1.0, tolerance=1.0, unit="%", setup="s").holds(
+        math.nan
+    )
+
+
+def test_every_claim_needs_a_value():
+    values = dict(INSIDE)
+    del values["power_drop_pct"]
+    with pytest.raises(TrainscaleError, match="power_drop_pct"):
+        claims_table(values)
+
+
+def test_the_power_drop_says_it_is_fitted_to_the_claim():
+    table = claims_table(INSIDE).set_index("claim")
+    power = table.loc[next(c for c in table.index if c.startswith("Drop of power"))]
+    assert "calibration target" in power.name
+    assert "power_comm_frac is fitted to this value" in power["check"]
+    others = table.drop(index=power.name)
+    assert (others["check"] == REPRODUCED).all()
+
+
+def test_the_model_parallel_claims_say_they_compare_fsdp_plans_only():
+    table = claims_table(INSIDE)
+    degree = table[table["unit"] == "tp*pp"]
+    assert degree["claim"].str.contains("best FSDP plan").all()
+    assert degree["setup"].str.contains("FSDP plans only").all()
+    assert degree["setup"].str.contains("best_plans").all()
+
+
+def test_claim_rows_carry_the_calibration_and_version(monkeypatch):
+    from trainscale.paper import claims
+    from trainscale.schema import CLAIM_COLUMNS, names
+    from trainscale.sim.calibration import load_calibration
+    from trainscale.version import __version__
+
+    monkeypatch.setattr(claims, "reproduce_claims", lambda calibration: INSIDE)
+    calibration = load_calibration()
+    rows = claims.claim_rows(calibration)
+    assert list(rows.columns) == names(CLAIM_COLUMNS)
+    assert (rows["calibration_id"] == calibration.calibration_id).all()
+    assert (rows["simulator_version"] == __version__).all()
+    assert rows["holds"].all()

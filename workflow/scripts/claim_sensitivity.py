@@ -1,0 +1,27 @@
+"""Rule claim_sensitivity: the claims with NCCL's latency scale pinned, the rest refitted."""
+
+import sys
+
+from trainscale.calibrate.sensitivity import claim_sensitivity
+from trainscale.errors import TrainscaleError
+from trainscale.io.parquet import write_parquet
+from trainscale.published.measurements import load_published
+from trainscale.schema import CLAIM_SENSITIVITY_COLUMNS
+from trainscale.sim.calibration import load_calibration
+
+sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 (closed at exit)
+
+try:
+    table = claim_sensitivity(
+        load_published(snakemake.input.published), load_calibration(snakemake.input.calibration)
+    )
+except TrainscaleError as error:
+    print(f"error: {error}", file=sys.stderr)
+    sys.exit(1)
+
+write_parquet(table, snakemake.output.sensitivity, CLAIM_SENSITIVITY_COLUMNS)
+for row in table.itertuples():
+    print(
+        f"nccl_latency_scale {row.nccl_latency_scale:g}: drop {row.throughput_drop_pct:.2f} %",
+        file=sys.stderr,
+    )

@@ -1,0 +1,26 @@
+"""Rule sim_vs_measured: every measured row of the dataset with its prediction, or why not."""
+
+import sys
+
+from trainscale.dataset import read_dataset
+from trainscale.errors import TrainscaleError
+from trainscale.ingest.accuracy import predict_measured
+from trainscale.io.parquet import write_parquet
+from trainscale.schema import SIM_VS_MEASURED_COLUMNS
+from trainscale.sim.calibration import load_calibration
+
+sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 (closed at exit)
+
+try:
+    measured = read_dataset(snakemake.input.dataset, sources=("measured",))
+    table = predict_measured(
+        measured[measured["source"] == "measured"].reset_index(drop=True),
+        load_calibration(snakemake.input.calibration),
+    )
+except TrainscaleError as error:
+    print(f"error: {error}", file=sys.stderr)
+    sys.exit(1)
+
+write_parquet(table, snakemake.output.table, SIM_VS_MEASURED_COLUMNS)
+for row in table.itertuples():
+    print(f"{row.run_id} {row.config_id}: {row.reason or 'predicted'}", file=sys.stderr)
