@@ -1,4 +1,4 @@
-# The reproduced paper (Fernandez et al. 2024): its claims reproduced with the study setup
+# The reproduced paper (Fernandez et al. 2024): its claims reproduced with the paper setup
 # (results/paper/claims.parquet) and their sensitivity to NCCL's latency scale
 # (results/paper/claim_sensitivity.parquet). Tables claims and claim_sensitivity print them.
 

@@ -536,14 +536,14 @@ SIM_VS_MEASURED_COLUMNS: tuple[Column, ...] = (
 )
 
 #: Columns of ``results/paper/claims.parquet``: each claim of the paper against the simulator
-#: with the study setup (:func:`trainscale.paper.claims.claim_rows`). Values mix units (percent,
+#: with the paper setup (:func:`trainscale.paper.claims.claim_rows`). Values mix units (percent,
 #: a model-parallel degree), so the unit is a column of its own.
 CLAIM_COLUMNS: tuple[Column, ...] = (
     _c("key", "string", "1", "the claim's name, e.g. throughput_drop_pct"),
     _c("claim", "string", "1", "what the paper says, in words"),
     _c("study_value", "float64", "see unit", "the paper's number; NaN where it gives a range"),
     _c("study_range", "string", "see unit", "the paper's range, e.g. 2–4; null for a number"),
-    _c("reproduced_value", "float64", "see unit", "the simulator's value with the study setup"),
+    _c("reproduced_value", "float64", "see unit", "the simulator's value with the paper setup"),
     _c("unit", "string", "1", "unit of study_value and reproduced_value: % or tp*pp"),
     _c("tolerance", "string", "1", "allowed difference, e.g. ±5 points, or within 2–4"),
     _c("holds", "bool", "1", "the reproduced value is within the tolerance of the paper's"),
@@ -571,11 +571,11 @@ CLAIM_SENSITIVITY_COLUMNS: tuple[Column, ...] = (
         "%",
         "mean absolute percentage error of the refit's nccl-tests bus bandwidth",
     ),
-    _c("throughput_drop_pct", "float64", "%", "study setup: tokens/s per GPU, 128 to 2,048 GPUs"),
+    _c("throughput_drop_pct", "float64", "%", "paper setup: tokens/s per GPU, 128 to 2,048 GPUs"),
     _c("drop_claim_holds", "bool", "1", "throughput_drop_pct is within the claim's tolerance"),
-    _c("power_drop_pct", "float64", "%", "study setup: power per GPU, 128 to 2,048 GPUs"),
-    _c("mfu_a100_pct", "float64", "%", "study setup: MFU on A100 at 128 GPUs"),
-    _c("mfu_h100_pct", "float64", "%", "study setup: MFU on H100 at 128 GPUs"),
+    _c("power_drop_pct", "float64", "%", "paper setup: power per GPU, 128 to 2,048 GPUs"),
+    _c("mfu_a100_pct", "float64", "%", "paper setup: MFU on A100 at 128 GPUs"),
+    _c("mfu_h100_pct", "float64", "%", "paper setup: MFU on H100 at 128 GPUs"),
     _c("calibration_id", "string", "1", "content hash of the refitted calibration of the row"),
     _c(
         "reference_calibration_id",

@@ -226,14 +226,14 @@ def test_a_table_counts_its_rows_with_a_large_bubble(tmp_path, capsys):
     )
 
 
-def test_study_setup_reproduces_the_claims_tables_configuration(tmp_path, capsys):
-    """User trial item 8: the defaults do not reproduce the study setup (MFU 37.26 % at 128 H100
-    against the claims table's 38.38 % then); --study-setup does, the defaults stay as shown."""
+def test_paper_setup_reproduces_the_claims_tables_configuration(tmp_path, capsys):
+    """User trial item 8: the defaults do not reproduce the paper setup (MFU 37.26 % at 128 H100
+    against the claims table's 38.38 % then); --paper-setup does, the defaults stay as shown."""
     from trainscale.paper.setup import scaleout
 
     out = tmp_path / "out.csv"
     args = ["predict", "--model", "llama2-7b", "--gpu", "h100-sxm-80gb", "--num-gpus", "128"]
-    assert main([*args, "--study-setup", "-o", str(out)]) == 0
+    assert main([*args, "--paper-setup", "-o", str(out)]) == 0
     got = pd.read_csv(out).iloc[0]
     want = scaleout(gpu_counts=(128,)).iloc[0]
     for name in ("seq_len", "global_batch", "micro_batch", "sharding", "recompute", "precision",
@@ -243,28 +243,28 @@ def test_study_setup_reproduces_the_claims_tables_configuration(tmp_path, capsys
     mfu = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("MFU"))
     assert mfu.split()[3] == f"{100 * want['mfu']:.2f}"
 
-    assert main([*args, "--study-setup", "--micro-batch", "1", "-o", str(out)]) == 0
+    assert main([*args, "--paper-setup", "--micro-batch", "1", "-o", str(out)]) == 0
     assert pd.read_csv(out).loc[0, "micro_batch"] == 1  # an option given wins
-    assert main([*args, "--study-setup", "--num-gpus", "2048", "-o", str(out)]) == 0
+    assert main([*args, "--paper-setup", "--num-gpus", "2048", "-o", str(out)]) == 0
     assert pd.read_csv(out).loc[0, "micro_batch"] == 1  # the local batch is 1 there
     assert main([*args, "-o", str(out)]) == 0
     plain = pd.read_csv(out).iloc[0]
     assert (plain["global_batch"], plain["micro_batch"]) == (128, 1)  # the documented defaults
 
 
-def test_study_setup_help_states_the_study_setup_values(capsys):
+def test_paper_setup_help_states_the_paper_setup_values(capsys):
     from trainscale.paper.setup import (
-        STUDY_FRAMEWORK,
-        STUDY_GLOBAL_BATCH,
-        STUDY_MICRO_BATCH,
-        STUDY_SEQ_LEN,
-        STUDY_SYSTEMS,
+        PAPER_FRAMEWORK,
+        PAPER_GLOBAL_BATCH,
+        PAPER_MICRO_BATCH,
+        PAPER_SEQ_LEN,
+        PAPER_SYSTEMS,
     )
 
     with pytest.raises(SystemExit):
         main(["predict", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert f"sequence {STUDY_SEQ_LEN:,}, global batch {STUDY_GLOBAL_BATCH:,} sequences" in text
-    assert f"micro-batch {STUDY_MICRO_BATCH} (or the local batch" in text
-    assert f"framework {STUDY_FRAMEWORK}" in text
-    assert f"(system {STUDY_SYSTEMS['h100-sxm-80gb']})" in text
+    assert f"sequence {PAPER_SEQ_LEN:,}, global batch {PAPER_GLOBAL_BATCH:,} sequences" in text
+    assert f"micro-batch {PAPER_MICRO_BATCH} (or the local batch" in text
+    assert f"framework {PAPER_FRAMEWORK}" in text
+    assert f"(system {PAPER_SYSTEMS['h100-sxm-80gb']})" in text

@@ -20,7 +20,7 @@ import pytest
 
 from trainscale import predict
 from trainscale.dataset import conform
-from trainscale.paper.values import STUDY_MICRO_BATCH
+from trainscale.paper.values import PAPER_MICRO_BATCH
 from trainscale.schema import DATASET_COLUMNS
 
 BASE = {
@@ -37,7 +37,7 @@ BASE = {
 
 
 def simulate(**axes: list) -> pd.DataFrame:
-    """Predict the cross product of ``axes`` over :data:`BASE`, at the study setup's micro-batch
+    """Predict the cross product of ``axes`` over :data:`BASE`, at the paper setup's micro-batch
     (``min(2, local batch)``)."""
     keys = list(axes)
     rows = [
@@ -47,7 +47,7 @@ def simulate(**axes: list) -> pd.DataFrame:
     frame = pd.DataFrame(rows)
     frame = frame[frame["tp"] * frame["pp"] <= frame["num_gpus"]].reset_index(drop=True)
     local = frame["global_batch"] // (frame["num_gpus"] // (frame["tp"] * frame["pp"]))
-    frame["micro_batch"] = local.clip(upper=STUDY_MICRO_BATCH)  # the study setup's rule
+    frame["micro_batch"] = local.clip(upper=PAPER_MICRO_BATCH)  # the paper setup's rule
     return predict(frame)
 
 

@@ -1,4 +1,4 @@
-"""Tests of the helpers behind the study-setup figures (drops, plan kinds, labels, FLOPs)."""
+"""Tests of the helpers behind the paper-setup figures (drops, plan kinds, labels, FLOPs)."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def test_drop_by_batch_keeps_the_study_micro_batch_only():
             "tokens_per_s_per_gpu": [100.0, 90.0, 50.0],
             "fits_memory": [True] * 3,
             "dp": [128, 128, 2048],
-            "micro_batch": [2, 1, 1],  # at 128 GPUs the study setup uses 2
+            "micro_batch": [2, 1, 1],  # at 128 GPUs the paper setup uses 2
         }
     )
     assert drop_by_batch(sim)["drop_pct"].tolist() == pytest.approx([50.0])

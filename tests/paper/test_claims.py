@@ -1,4 +1,4 @@
-"""The study's headline claims, reproduced with the documented study setup.
+"""The study's headline claims, reproduced with the documented paper setup.
 
 Fernandez et al. (arXiv 2411.13055): from 128 to 2,048 H100 GPUs (Llama-2 7B, FSDP, fixed global
 batch) per-GPU throughput falls 37.22 % and power per GPU 5.87 %; MFU is 59.67 % on A100 and
@@ -19,8 +19,8 @@ import pytest
 from trainscale.paper import setup as ss
 from trainscale.sim.calibration import Calibration, load_calibration
 
-STUDY_DROP_PCT = 37.22
-STUDY_POWER_DROP_PCT = 5.87
+PAPER_DROP_PCT = 37.22
+PAPER_POWER_DROP_PCT = 5.87
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +29,7 @@ def calibration() -> Calibration:
 
 
 def test_per_gpu_throughput_drop_128_to_2048(calibration: Calibration) -> None:
-    assert ss.throughput_drop_pct(calibration) == pytest.approx(STUDY_DROP_PCT, abs=5.0)
+    assert ss.throughput_drop_pct(calibration) == pytest.approx(PAPER_DROP_PCT, abs=5.0)
 
 
 def test_throughput_drop_is_diminishing_returns_from_communication(
@@ -43,7 +43,7 @@ def test_throughput_drop_is_diminishing_returns_from_communication(
 
 
 def test_power_per_gpu_drop_128_to_2048(calibration: Calibration) -> None:
-    assert ss.power_drop_pct(calibration) == pytest.approx(STUDY_POWER_DROP_PCT, abs=2.0)
+    assert ss.power_drop_pct(calibration) == pytest.approx(PAPER_POWER_DROP_PCT, abs=2.0)
 
 
 @pytest.mark.parametrize(("gpu", "study_mfu"), [("a100-sxm-80gb", 59.67), ("h100-sxm-80gb", 40.77)])

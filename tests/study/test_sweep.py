@@ -579,7 +579,7 @@ def test_chunk_count_needs_a_positive_size() -> None:
 # Simulation
 
 
-def test_simulation_resolves_auto_micro_batch_like_the_study_setup() -> None:
+def test_simulation_resolves_auto_micro_batch_like_the_paper_setup() -> None:
     fixed = {**BASE["fixed"], "micro_batch": "auto"}
     configurations, _ = expand_study(_study(fixed=fixed))
 

@@ -26,7 +26,7 @@ def _series(model: str, study: str, x: np.ndarray, power: np.ndarray, **extra) -
             "recompute": "none",
             "seq_len": 4096,
             "global_batch": 2048,
-            "micro_batch": np.minimum(2, 2048 // GPUS[:n]).astype(int),  # the study setup's
+            "micro_batch": np.minimum(2, 2048 // GPUS[:n]).astype(int),  # the paper setup's
             "precision": "bf16",
             "num_gpus": GPUS[:n].astype(int),
             "dp": GPUS[:n].astype(int),

@@ -1,4 +1,4 @@
-"""Rule paper_claims: the paper's claims reproduced with the study setup, against its values."""
+"""Rule paper_claims: the paper's claims reproduced with the paper setup, against its values."""
 
 import sys
 

@@ -18,7 +18,7 @@ throughput rows
    centres each parameter on its sourced or estimated default (standard deviation: half its bound
    range; 0.1 for the per-framework offsets, so a framework with few rows stays near the shared
    value), which decides only what the data barely constrain.
-3. Fit ``power_comm_frac`` — the only fitted power parameter — so that the study setup
+3. Fit ``power_comm_frac`` — the only fitted power parameter — so that the paper setup
    reproduces the study's power claim (power per GPU falls 5.87 % from 128 to 2,048 GPUs); the
    published power figures are node-level and only anchor, not fit (see the rejects).
 4. Fit the 80 % prediction intervals (:mod:`trainscale.sim.intervals`): split conformal prediction
@@ -197,13 +197,13 @@ def fit_throughput(
 
 
 def fit_power(calibration: Calibration, target_drop_pct: float | None = None) -> Calibration:
-    """Set ``power_comm_frac`` so the study setup's power per GPU falls ``target_drop_pct``
+    """Set ``power_comm_frac`` so the paper setup's power per GPU falls ``target_drop_pct``
     from 128 to 2,048 GPUs (Llama-2 7B, FSDP, H100); bounded by the parameter's range."""
     from trainscale.paper.setup import power_drop_pct
-    from trainscale.paper.values import STUDY_POWER_DROP_PCT
+    from trainscale.paper.values import PAPER_POWER_DROP_PCT
 
     if target_drop_pct is None:
-        target_drop_pct = STUDY_POWER_DROP_PCT
+        target_drop_pct = PAPER_POWER_DROP_PCT
 
     spec = next(p for p in PARAMETERS if p.name == "power_comm_frac")
 
@@ -268,7 +268,7 @@ def calibrate(
         "every source weighted the same whatever its row count, with a Gaussian prior on each "
         "parameter (its default; standard deviation half its bound range, 0.1 for the "
         "per-framework offsets); power_comm_frac solved so the "
-        "study setup reproduces the study's 5.87 % power-per-GPU drop (128 -> 2,048 GPUs); the "
+        "paper setup reproduces the study's 5.87 % power-per-GPU drop (128 -> 2,048 GPUs); the "
         "published power figures are node-level and were not fitted (see not_represented)",
         "command": "trainscale calibrate -o data/calibration.yaml",
         "data": "data/published/measurements.csv",

@@ -91,7 +91,7 @@ def profile(
 
     Returns one row per value with :data:`PROFILE_COLUMNS`: the fit's MAPE and median absolute
     percentage error of tokens/s per GPU over the published rows, the MAPE of nccl-tests bus
-    bandwidth, the study setup's claims (percent; ``power_comm_frac`` is re-solved to the
+    bandwidth, the paper setup's claims (percent; ``power_comm_frac`` is re-solved to the
     study's power drop at every point, as ``trainscale calibrate`` does) and the refitted
     calibration's id. Raises :class:`~trainscale.errors.TrainscaleError` for a parameter that is
     not fitted or a value outside its bounds. Costs one fit (a few seconds) per value.

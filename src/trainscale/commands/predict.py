@@ -13,7 +13,7 @@ Two forms:
   power). A configuration that does not fit in memory prints a warning and exits with status
   :data:`EXIT_DOES_NOT_FIT` (3); one that spends more than :data:`BUBBLE_WARNING_FRAC` of its
   step in the pipeline bubble prints a warning naming a batch that shrinks it (exit 0).
-  ``--study-setup`` fills every option not given with the study setup of
+  ``--paper-setup`` fills every option not given with the paper setup of
   :mod:`trainscale.paper.setup`, which the ``claims`` table uses, so that the breakdown
   reproduces the table's numbers.
 
@@ -97,7 +97,7 @@ def _default(name: str) -> str:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     # Each default is written into its help (DEFAULTS): the options' argparse defaults are None,
-    # so that --study-setup can tell an option given from one left out.
+    # so that --paper-setup can tell an option given from one left out.
     parser.formatter_class = _Formatter
     parser.description = (
         f"{HELP}.\n\nA table in (CONFIGS -o OUT), or one configuration (--model, --gpu, "
@@ -124,9 +124,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     one.add_argument("--gpu", help="GPU catalogue key, e.g. h100-sxm-80gb")
     one.add_argument("--num-gpus", type=int, help=f"GPUs in the job, 1 to {MAX_GPUS:,}")
     one.add_argument(
-        "--study-setup",
+        "--paper-setup",
         action="store_true",
-        help="fill every option not given with the study setup that the claims table uses "
+        help="fill every option not given with the paper setup that the claims table uses "
         "(src/trainscale/paper/setup.py): sequence 4,096, global batch 2,048 sequences, "
         "micro-batch 2 (or the local batch when smaller), fsdp, no recomputation, bf16, "
         "framework pytorch, and on H100 the study's cluster (system fernandez-h100)",
@@ -179,26 +179,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _study_setup(args: argparse.Namespace) -> dict[str, object]:
-    """The study setup's value of every one-configuration option (``--study-setup``)."""
+def _paper_setup(args: argparse.Namespace) -> dict[str, object]:
+    """The paper setup's value of every one-configuration option (``--paper-setup``)."""
     from trainscale.paper.setup import (
-        STUDY_FRAMEWORK,
-        STUDY_GLOBAL_BATCH,
-        STUDY_MICRO_BATCH,
-        STUDY_SEQ_LEN,
-        STUDY_SYSTEMS,
+        PAPER_FRAMEWORK,
+        PAPER_GLOBAL_BATCH,
+        PAPER_MICRO_BATCH,
+        PAPER_SEQ_LEN,
+        PAPER_SYSTEMS,
     )
 
     degree = model_parallel_degree(args.tp or 1, args.pp or 1, args.cp or 1)
-    global_batch = args.global_batch or STUDY_GLOBAL_BATCH
+    global_batch = args.global_batch or PAPER_GLOBAL_BATCH
     local = global_batch // max(args.num_gpus // degree, 1)
     setup: dict[str, object] = {
-        "seq_len": STUDY_SEQ_LEN, "global_batch": global_batch,
-        "micro_batch": max(1, min(STUDY_MICRO_BATCH, local)), "sharding": "fsdp",
-        "recompute": "none", "precision": "bf16", "framework": STUDY_FRAMEWORK,
+        "seq_len": PAPER_SEQ_LEN, "global_batch": global_batch,
+        "micro_batch": max(1, min(PAPER_MICRO_BATCH, local)), "sharding": "fsdp",
+        "recompute": "none", "precision": "bf16", "framework": PAPER_FRAMEWORK,
     }  # fmt: skip
-    if args.gpu in STUDY_SYSTEMS:
-        setup["system"] = STUDY_SYSTEMS[args.gpu]
+    if args.gpu in PAPER_SYSTEMS:
+        setup["system"] = PAPER_SYSTEMS[args.gpu]
     return setup
 
 
@@ -210,7 +210,7 @@ def _single(args: argparse.Namespace) -> pd.DataFrame:
             f"give a configuration table, or at least {', '.join(missing)} for one configuration"
         )
     given = {name: value for name, value in vars(args).items() if value is not None}
-    values: dict = {**DEFAULTS, **(_study_setup(args) if args.study_setup else {}), **given}
+    values: dict = {**DEFAULTS, **(_paper_setup(args) if args.paper_setup else {}), **given}
     if "global_batch" not in values:  # one micro-batch per step
         degree = max(model_parallel_degree(values["tp"], values["pp"], values["cp"]), 1)
         values["global_batch"] = args.num_gpus * values["micro_batch"] // degree

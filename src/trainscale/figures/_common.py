@@ -19,7 +19,7 @@ import seaborn as sns
 from matplotlib.figure import Figure
 
 from trainscale.errors import TrainscaleError
-from trainscale.paper.values import STUDY_MICRO_BATCH
+from trainscale.paper.values import PAPER_MICRO_BATCH
 from trainscale.report.style import PALETTE
 from trainscale.sim.model.shape import load_models
 from trainscale.sim.system.hardware import load_hardware
@@ -162,14 +162,14 @@ def legend_row(ax, handles: list, labels: list, *, ncols: int, title: str | None
     return ax.legend(handles, labels, title=title, **options)
 
 
-def study_micro_batch(df: pd.DataFrame) -> pd.DataFrame:
-    """The rows that follow the study setup's micro-batch rule: ``min(STUDY_MICRO_BATCH, local
+def paper_micro_batch(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows that follow the paper setup's micro-batch rule: ``min(PAPER_MICRO_BATCH, local
     batch)`` sequences per GPU, with local batch = ``global_batch / dp``
     (:mod:`trainscale.paper.values`). Studies sweep ``micro_batch: [1, 2]`` (a study file cannot
     write the minimum) and the figures keep these rows."""
-    require(df, ["micro_batch", "global_batch", "dp"], where="study_micro_batch")
+    require(df, ["micro_batch", "global_batch", "dp"], where="paper_micro_batch")
     local = pd.to_numeric(df["global_batch"]) // pd.to_numeric(df["dp"])
-    wanted = np.minimum(STUDY_MICRO_BATCH, local)
+    wanted = np.minimum(PAPER_MICRO_BATCH, local)
     return df[pd.to_numeric(df["micro_batch"]) == wanted].reset_index(drop=True)
 
 
@@ -178,7 +178,7 @@ def fastest_recompute(df: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
     ``tokens_per_s`` among those that fit in memory (ties: the lighter mode); points that fit in
     no mode are dropped.
 
-    The study setup runs without recomputation, and that is the faster mode wherever it fits
+    The paper setup runs without recomputation, and that is the faster mode wherever it fits
     at the study's batch; where activations do not fit (Llama-2 70B on 80 GB), or where a larger
     micro-batch with recomputation beats many small ones, the figures show the recomputed plan
     with an open marker (:func:`plot_series`).

@@ -27,6 +27,7 @@ from trainscale.figures._common import (
     legend_row,
     model_colors,
     model_order,
+    paper_micro_batch,
     plot_band,
     plot_series,
     readable_log,
@@ -34,7 +35,6 @@ from trainscale.figures._common import (
     require,
     save_styled,
     sim_source,
-    study_micro_batch,
     subplot_mosaic,
 )
 from trainscale.names import model_label
@@ -61,7 +61,7 @@ def plot(sim: pd.DataFrame) -> Figure:
     count."""
     require(sim, _COLUMNS, where="context_length")
     data = fastest_recompute(
-        study_micro_batch(sim).rename(columns={"num_gpus": "_n", "seq_len": "num_gpus"}),
+        paper_micro_batch(sim).rename(columns={"num_gpus": "_n", "seq_len": "num_gpus"}),
         ["model", "_n"],
     )
     data = data.rename(columns={"num_gpus": "seq_len", "_n": "num_gpus"})
@@ -129,7 +129,7 @@ def missing_lengths(sim: pd.DataFrame, data: pd.DataFrame, lengths: list) -> lis
                     f"micro-batch {int(r.micro_batch)} with {r.recompute} recomputation"
                     for r in there.sort_values(["micro_batch", "recompute"]).itertuples()
                 )
-                notes.append(f"{where}: only {fits} fits, not the study setup's micro-batch of 2")
+                notes.append(f"{where}: only {fits} fits, not the paper setup's micro-batch of 2")
     return ["No point for " + "; ".join(notes) + "."] if notes else []
 
 

@@ -31,6 +31,7 @@ from trainscale.figures._common import (
     legend_row,
     model_colors,
     model_order,
+    paper_micro_batch,
     plot_band,
     plot_series,
     readable_log,
@@ -38,21 +39,20 @@ from trainscale.figures._common import (
     require,
     save_styled,
     sim_source,
-    study_micro_batch,
     subplot_mosaic,
 )
 from trainscale.names import model_label
 from trainscale.paper.values import (
-    STUDY_CLAIM_FROM,
-    STUDY_CLAIM_TO,
-    STUDY_POWER_DROP_PCT,
-    STUDY_THROUGHPUT_DROP_PCT,
+    PAPER_CLAIM_FROM,
+    PAPER_CLAIM_TO,
+    PAPER_POWER_DROP_PCT,
+    PAPER_THROUGHPUT_DROP_PCT,
 )
 from trainscale.report.style import log2_gpu_axis
 
 __all__ = [
-    "STUDY_POWER_DROP_PCT",
-    "STUDY_THROUGHPUT_DROP_PCT",
+    "PAPER_POWER_DROP_PCT",
+    "PAPER_THROUGHPUT_DROP_PCT",
     "drop_pct",
     "micro_batch_switch",
     "plot",
@@ -60,7 +60,7 @@ __all__ = [
 ]
 
 #: The study's drops from 128 to 2,048 GPUs (Fernandez et al. 2024), percent.
-CLAIM_FROM, CLAIM_TO = STUDY_CLAIM_FROM, STUDY_CLAIM_TO
+CLAIM_FROM, CLAIM_TO = PAPER_CLAIM_FROM, PAPER_CLAIM_TO
 CLAIM_MODEL = "llama2-7b"
 
 _COLLECTIVES = (
@@ -159,7 +159,7 @@ def _mark_micro_batch_switch(ax: dict, data: pd.DataFrame) -> None:
 def plot(sim: pd.DataFrame) -> Figure:
     """Draw the six panels from the ``fsdp_scaleout`` study rows (see module docstring)."""
     require(sim, _COLUMNS, where="fsdp_scaleout")
-    data = fastest_recompute(study_micro_batch(sim), ["model"])
+    data = fastest_recompute(paper_micro_batch(sim), ["model"])
     colors = model_colors()
     models = model_order(data["model"].unique())
     panels = [["global", "per_gpu", "mfu"], ["power", "comm", "exposed"], ["legend"] * 3]
@@ -188,11 +188,11 @@ def plot(sim: pd.DataFrame) -> Figure:
                 ax["per_gpu"],
                 rows,
                 "tokens_per_s_per_gpu",
-                STUDY_THROUGHPUT_DROP_PCT,
+                PAPER_THROUGHPUT_DROP_PCT,
                 "tokens/s per GPU",
                 (0.03, 0.3),
             )
-            _mark_claim(ax["power"], rows, "power_w_per_gpu", STUDY_POWER_DROP_PCT, "power/GPU")
+            _mark_claim(ax["power"], rows, "power_w_per_gpu", PAPER_POWER_DROP_PCT, "power/GPU")
     handles += [
         Line2D([], [], color="0.3", ls=style, label=f"{name} (busy)")
         for column, name, style in _COLLECTIVES
@@ -232,7 +232,7 @@ def plot(sim: pd.DataFrame) -> Figure:
         "PyTorch FSDP, seq 4,096, global batch 2,048 sequences, "
         "micro-batch 2 per GPU (1 where the local batch is 1)"
     )
-    return add_source_note(fig, sim_source(sim) + f" — study setup: {setup}.")
+    return add_source_note(fig, sim_source(sim) + f" — paper setup: {setup}.")
 
 
 def render(stem: str | os.PathLike[str], sim: pd.DataFrame) -> tuple[Path, ...]:

@@ -4,7 +4,7 @@ The study kept its global batch fixed while adding GPUs but did not print it. Th
 drop of tokens/s per GPU depends on it: a larger batch leaves each GPU more work per step to
 hide the (fixed) communication behind. The figure draws the simulated drop against the assumed
 global batch (Llama-2 7B, FSDP, H100), one line per sequence length, with the study's 37.22 % and
-a ±5-point band; the trainscale study setup (2,048 sequences of 4,096 tokens) is marked.
+a ±5-point band; the trainscale paper setup (2,048 sequences of 4,096 tokens) is marked.
 
 Input: the ``global_batch_inference`` study (``results/sim/global_batch_inference.parquet``).
 """
@@ -23,14 +23,14 @@ from matplotlib.patches import Patch
 from trainscale.figures._common import (
     add_source_note,
     legend_row,
+    paper_micro_batch,
     require,
     save_styled,
     sim_source,
-    study_micro_batch,
     subplot_mosaic,
 )
-from trainscale.figures.fsdp_scaleout import CLAIM_FROM, CLAIM_TO, STUDY_THROUGHPUT_DROP_PCT
-from trainscale.paper.values import STUDY_GLOBAL_BATCH, STUDY_MICRO_BATCH, STUDY_SEQ_LEN
+from trainscale.figures.fsdp_scaleout import CLAIM_FROM, CLAIM_TO, PAPER_THROUGHPUT_DROP_PCT
+from trainscale.paper.values import PAPER_GLOBAL_BATCH, PAPER_MICRO_BATCH, PAPER_SEQ_LEN
 from trainscale.report.style import log2_gpu_axis
 
 __all__ = [
@@ -56,7 +56,7 @@ def drop_by_batch(sim: pd.DataFrame) -> pd.DataFrame:
         ``drop_pct`` (%); only batches simulated (and fitting in memory) at both counts.
     """
     require(sim, _COLUMNS, where="global_batch_inference")
-    fits = study_micro_batch(sim[sim["fits_memory"].astype(bool)])
+    fits = paper_micro_batch(sim[sim["fits_memory"].astype(bool)])
     wide = fits.pivot_table(
         index=["seq_len", "global_batch"],
         columns="num_gpus",
@@ -77,7 +77,7 @@ def missing_batches(sim: pd.DataFrame, drops: pd.DataFrame) -> list[str]:
     micro-batches of 2), or one with no row that fits in memory."""
     shown = set(zip(drops["seq_len"], drops["global_batch"], strict=True))
     fits = sim[sim["fits_memory"].astype(bool)]
-    kept = study_micro_batch(fits)
+    kept = paper_micro_batch(fits)
     notes = []
     for (seq, batch), _ in fits.groupby(["seq_len", "global_batch"], sort=True):
         if (seq, batch) in shown:
@@ -94,7 +94,7 @@ def missing_batches(sim: pd.DataFrame, drops: pd.DataFrame) -> list[str]:
                 local = int(here["global_batch"].iloc[0] // here["dp"].iloc[0])
                 reasons.append(
                     f"at {n:,} GPUs the local batch of {local} sequences does not split into "
-                    f"micro-batches of {STUDY_MICRO_BATCH} (the study setup's rule)"
+                    f"micro-batches of {PAPER_MICRO_BATCH} (the paper setup's rule)"
                 )
         if reasons:
             notes.append(f"{int(batch):,} sequences of {int(seq):,} tokens: " + "; ".join(reasons))
@@ -106,7 +106,7 @@ def plot(sim: pd.DataFrame) -> Figure:
     drops = drop_by_batch(sim)
     fig, ax = subplot_mosaic(6.0, 3.6, [["main"], ["legend"]], height_ratios=[1, 0.12])
     a = ax["main"]
-    study = STUDY_THROUGHPUT_DROP_PCT
+    study = PAPER_THROUGHPUT_DROP_PCT
     a.axhspan(study - TOLERANCE_POINTS, study + TOLERANCE_POINTS, color="0.85", lw=0)
     a.axhline(study, color="black", lw=1.0)
     lengths = sorted(drops["seq_len"].unique())
@@ -125,11 +125,11 @@ def plot(sim: pd.DataFrame) -> Figure:
             )
         )
     setup = drops[
-        (drops["seq_len"] == STUDY_SEQ_LEN) & (drops["global_batch"] == STUDY_GLOBAL_BATCH)
+        (drops["seq_len"] == PAPER_SEQ_LEN) & (drops["global_batch"] == PAPER_GLOBAL_BATCH)
     ]
     if not setup.empty:
         a.plot(
-            STUDY_GLOBAL_BATCH,
+            PAPER_GLOBAL_BATCH,
             setup["drop_pct"].iloc[0],
             marker="*",
             ms=12,
@@ -145,15 +145,15 @@ def plot(sim: pd.DataFrame) -> Figure:
                 marker="*",
                 ms=10,
                 ls="",
-                label=f"trainscale study setup ({STUDY_GLOBAL_BATCH:,} × "
-                f"{STUDY_SEQ_LEN:,}): {setup['drop_pct'].iloc[0]:.2f} %",
+                label=f"trainscale paper setup ({PAPER_GLOBAL_BATCH:,} × "
+                f"{PAPER_SEQ_LEN:,}): {setup['drop_pct'].iloc[0]:.2f} %",
             )
         )
     handles += [
         Line2D([], [], color="black", label=f"study: {study:.2f} % drop"),
         Patch(color="0.85", label=f"study ± {TOLERANCE_POINTS:g} points"),
     ]
-    batches = sorted(drops["global_batch"].unique()) or [STUDY_GLOBAL_BATCH]
+    batches = sorted(drops["global_batch"].unique()) or [PAPER_GLOBAL_BATCH]
     log2_gpu_axis(a, batches)
     a.tick_params(axis="x", labelrotation=45)
     a.set_xlabel("Assumed global batch (sequences per step)")

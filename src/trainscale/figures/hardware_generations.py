@@ -1,6 +1,6 @@
 """Figure ``hardware_generations``: the same workload on V100, A100, H100, H200 and B200.
 
-Three panels against GPU count for Llama-2 7B with FSDP at the study setup, each GPU in its
+Three panels against GPU count for Llama-2 7B with FSDP at the paper setup, each GPU in its
 default system: MFU, tokens/s per GPU and the fraction of the step spent in exposed
 communication. Newer GPUs compute faster while the network per GPU grows more slowly, so more
 of their step is exposed communication and their MFU falls earlier (the study: 59.67 % on A100
@@ -30,6 +30,7 @@ from trainscale.figures._common import (
     gpu_colors,
     gpu_order,
     legend_row,
+    paper_micro_batch,
     plot_band,
     plot_series,
     readable_log,
@@ -37,7 +38,6 @@ from trainscale.figures._common import (
     require,
     save_styled,
     sim_source,
-    study_micro_batch,
     subplot_mosaic,
 )
 from trainscale.names import gpu_label, model_label
@@ -65,7 +65,7 @@ _PANELS = (
 def plot(sim: pd.DataFrame) -> Figure:
     """Three panels (MFU, tokens/s per GPU, exposed-communication share) against GPU count."""
     require(sim, _COLUMNS, where="hardware_generations")
-    data = fastest_recompute(study_micro_batch(sim), ["gpu", "model"])
+    data = fastest_recompute(paper_micro_batch(sim), ["gpu", "model"])
     colors = gpu_colors()
     keys = [key for key, *_ in _PANELS]
     fig, ax = subplot_mosaic(7.2, 3.5, [keys, ["legend"] * 3], height_ratios=[1.0, 0.1])

@@ -28,10 +28,10 @@ from trainscale.figures._common import (
     legend_row,
     model_colors,
     model_order,
+    paper_micro_batch,
     require,
     save_styled,
     sim_source,
-    study_micro_batch,
     subplot_mosaic,
 )
 from trainscale.fits import fit_usl, marginal_returns, usl_marginal
@@ -60,7 +60,7 @@ _PANELS = (
 def plot(sim: pd.DataFrame) -> Figure:
     """Rows: models; columns: per added GPU and per added kW; against GPU count."""
     require(sim, _COLUMNS, where="marginal_returns")
-    data = fastest_recompute(study_micro_batch(sim), ["model"])
+    data = fastest_recompute(paper_micro_batch(sim), ["model"])
     models = model_order(data["model"].unique())
     colors = model_colors()
     names = [[f"{m}|{key}" for key, *_ in _PANELS] for m in models] or [["empty|gpu", "empty|kw"]]

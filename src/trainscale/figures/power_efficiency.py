@@ -1,7 +1,7 @@
 """Figure ``power_efficiency``: tokens per joule against GPU count for 1B to 70B models.
 
 Left: GPU energy efficiency (tokens per joule of GPU energy, ``1 / energy_j_per_token``) of
-Llama-2 1B, 7B, 13B and 70B with FSDP on H100 at the study setup. Right: the same relative to
+Llama-2 1B, 7B, 13B and 70B with FSDP on H100 at the paper setup. Right: the same relative to
 each model's best, which shows where each model starts to waste energy as GPUs are added — and
 so whether a cluster spends its energy better on one large job or on several smaller ones.
 
@@ -23,13 +23,13 @@ from trainscale.figures._common import (
     legend_row,
     model_colors,
     model_order,
+    paper_micro_batch,
     plot_series,
     readable_log,
     recompute_handle,
     require,
     save_styled,
     sim_source,
-    study_micro_batch,
     subplot_mosaic,
 )
 from trainscale.names import model_label
@@ -43,7 +43,7 @@ _COLUMNS = ("model", "num_gpus", "recompute", "fits_memory", "energy_j_per_token
 def plot(sim: pd.DataFrame) -> Figure:
     """Two panels: tokens/J and tokens/J relative to the model's best, against GPU count."""
     require(sim, _COLUMNS, where="power_efficiency")
-    data = fastest_recompute(study_micro_batch(sim), ["model"])
+    data = fastest_recompute(paper_micro_batch(sim), ["model"])
     data = data.assign(tokens_per_j=1.0 / data["energy_j_per_token"])
     colors = model_colors()
     fig, ax = subplot_mosaic(7.0, 3.6, [["abs", "rel"], ["legend"] * 2], height_ratios=[1, 0.14])
@@ -86,7 +86,7 @@ def recompute_notes(sim: pd.DataFrame, data: pd.DataFrame) -> list[str]:
         rows = data[(data["model"] == model) & (data["recompute"] != "none")]
         if rows.empty or (data[data["model"] == model]["recompute"] != "none").all():
             continue
-        setup = study_micro_batch(sim)
+        setup = paper_micro_batch(sim)
         plain = setup[(setup["model"] == model) & (setup["recompute"] == "none")]
         counts = [
             int(n)

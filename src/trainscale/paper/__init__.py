@@ -1,3 +1,3 @@
 """The paper being reproduced (Fernandez et al., arXiv 2411.13055): its stated numbers and the
-study setup's constants (:mod:`.values`, no simulator code), the setup simulated
+paper setup's constants (:mod:`.values`, no simulator code), the setup simulated
 (:mod:`.setup`) and its claims reproduced (:mod:`.claims`)."""

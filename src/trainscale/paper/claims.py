@@ -1,4 +1,4 @@
-"""The paper's claims, reproduced with the study setup: ``results/paper/claims.parquet``.
+"""The paper's claims, reproduced with the paper setup: ``results/paper/claims.parquet``.
 
 Each claim of Fernandez et al. (2024) (:data:`trainscale.paper.values.CLAIMS`) is recomputed
 with :mod:`trainscale.paper.setup` (sequence 4,096, global batch 2,048 sequences, micro-batch 2
@@ -17,7 +17,7 @@ from collections.abc import Mapping
 import pandas as pd
 
 from trainscale.errors import TrainscaleError
-from trainscale.paper import setup as study_setup
+from trainscale.paper import setup as paper_setup
 from trainscale.paper.values import CLAIMS, Claim
 from trainscale.schema import CLAIM_COLUMNS, names
 from trainscale.sim.calibration import Calibration
@@ -29,13 +29,13 @@ _PROVENANCE = ("calibration_id", "simulator_version")
 
 
 def reproduce_claims(calibration: Calibration | None = None) -> dict[str, float]:
-    """Recompute every claim's value with the study setup (:mod:`trainscale.paper.setup`)."""
+    """Recompute every claim's value with the paper setup (:mod:`trainscale.paper.setup`)."""
     best = {
-        model: study_setup.best_model_parallel(model, 2048, calibration)
+        model: paper_setup.best_model_parallel(model, 2048, calibration)
         for model in ("llama2-7b", "llama2-70b")
     }
     return {
-        **study_setup.headline_claims(calibration),
+        **paper_setup.headline_claims(calibration),
         **{
             f"best_degree_{model.replace('-', '_')}": (
                 float(frame["model_parallel"].iloc[0]) if len(frame) else float("nan")

@@ -1,4 +1,4 @@
-"""The "study setup": the configuration trainscale uses to reproduce Fernandez et al. (2024).
+"""The "paper setup": the configuration trainscale uses to reproduce Fernandez et al. (2024).
 
 The study trained Llama-2 models with FSDP at a **fixed global batch** while adding GPUs, but did
 not print its batch or sequence length. trainscale fixes them by rule, not by fit:
@@ -39,15 +39,15 @@ from collections.abc import Sequence
 import pandas as pd
 
 from trainscale.paper.values import (
-    STUDY_CLAIM_FROM,
-    STUDY_CLAIM_TO,
-    STUDY_FRAMEWORK,
-    STUDY_GLOBAL_BATCH,
-    STUDY_GPU_COUNTS,
-    STUDY_MFU_GPUS,
-    STUDY_MICRO_BATCH,
-    STUDY_SEQ_LEN,
-    STUDY_SYSTEMS,
+    PAPER_CLAIM_FROM,
+    PAPER_CLAIM_TO,
+    PAPER_FRAMEWORK,
+    PAPER_GLOBAL_BATCH,
+    PAPER_GPU_COUNTS,
+    PAPER_MFU_GPUS,
+    PAPER_MICRO_BATCH,
+    PAPER_SEQ_LEN,
+    PAPER_SYSTEMS,
 )
 from trainscale.sim.calibration import Calibration
 from trainscale.sim.simulate import predict
@@ -57,27 +57,27 @@ __all__ = [
     "best_model_parallel",
     "headline_claims",
     "mfu_at",
+    "paper_configurations",
     "power_drop_pct",
     "scaleout",
-    "study_configurations",
     "throughput_drop_pct",
 ]
 
 
-def study_configurations(
+def paper_configurations(
     *,
     model: str = "llama2-7b",
     gpu: str = "h100-sxm-80gb",
-    gpu_counts: Sequence[int] = STUDY_GPU_COUNTS,
-    global_batch: int = STUDY_GLOBAL_BATCH,
-    micro_batch: int | str = STUDY_MICRO_BATCH,
+    gpu_counts: Sequence[int] = PAPER_GPU_COUNTS,
+    global_batch: int = PAPER_GLOBAL_BATCH,
+    micro_batch: int | str = PAPER_MICRO_BATCH,
     tp: int = 1,
     pp: int = 1,
     sharding: str = "fsdp",
     recompute: str = "none",
     calibration: Calibration | None = None,
 ) -> pd.DataFrame:
-    """The study setup at each GPU count (counts whose batch cannot be split are left out).
+    """The paper setup at each GPU count (counts whose batch cannot be split are left out).
 
     An integer ``micro_batch`` is capped at the local batch (``global_batch / dp``);
     ``micro_batch="auto"`` picks the largest divisor of the local batch that fits in memory
@@ -94,48 +94,48 @@ def study_configurations(
             continue
         rows.append(
             {
-                "model": model, "seq_len": STUDY_SEQ_LEN, "global_batch": global_batch,
+                "model": model, "seq_len": PAPER_SEQ_LEN, "global_batch": global_batch,
                 "micro_batch": micro, "gpu": gpu, "num_gpus": n, "tp": tp, "pp": pp,
                 "sharding": sharding, "recompute": recompute, "precision": "bf16",
-                "framework": STUDY_FRAMEWORK, "system": STUDY_SYSTEMS.get(gpu, ""),
+                "framework": PAPER_FRAMEWORK, "system": PAPER_SYSTEMS.get(gpu, ""),
             }
         )  # fmt: skip
     return resolve_micro_batch(pd.DataFrame(rows), calibration)
 
 
 def scaleout(calibration: Calibration | None = None, **kw: object) -> pd.DataFrame:
-    """Predictions of the study setup over GPU counts."""
-    configurations = study_configurations(calibration=calibration, **kw)  # type: ignore[arg-type]
+    """Predictions of the paper setup over GPU counts."""
+    configurations = paper_configurations(calibration=calibration, **kw)  # type: ignore[arg-type]
     return predict(configurations, calibration=calibration)
 
 
 def _drop(frame: pd.DataFrame, column: str) -> float:
     by_n = frame.set_index("num_gpus")[column]
-    return float(100.0 * (1.0 - by_n[STUDY_CLAIM_TO] / by_n[STUDY_CLAIM_FROM]))
+    return float(100.0 * (1.0 - by_n[PAPER_CLAIM_TO] / by_n[PAPER_CLAIM_FROM]))
 
 
 def throughput_drop_pct(
-    calibration: Calibration | None = None, *, global_batch: int = STUDY_GLOBAL_BATCH,
+    calibration: Calibration | None = None, *, global_batch: int = PAPER_GLOBAL_BATCH,
     model: str = "llama2-7b",
 ) -> float:  # fmt: skip
-    """Per-GPU throughput drop (%) from 128 to 2,048 GPUs for the study setup."""
+    """Per-GPU throughput drop (%) from 128 to 2,048 GPUs for the paper setup."""
     frame = scaleout(
         calibration, model=model, global_batch=global_batch,
-        gpu_counts=(STUDY_CLAIM_FROM, STUDY_CLAIM_TO),
+        gpu_counts=(PAPER_CLAIM_FROM, PAPER_CLAIM_TO),
     )  # fmt: skip
     return _drop(frame, "tokens_per_s_per_gpu")
 
 
 def power_drop_pct(calibration: Calibration | None = None) -> float:
-    """Power-per-GPU drop (%) from 128 to 2,048 GPUs for the study setup."""
-    frame = scaleout(calibration, gpu_counts=(STUDY_CLAIM_FROM, STUDY_CLAIM_TO))
+    """Power-per-GPU drop (%) from 128 to 2,048 GPUs for the paper setup."""
+    frame = scaleout(calibration, gpu_counts=(PAPER_CLAIM_FROM, PAPER_CLAIM_TO))
     return _drop(frame, "power_w_per_gpu")
 
 
 def mfu_at(
-    gpu: str, calibration: Calibration | None = None, *, num_gpus: int = STUDY_MFU_GPUS
+    gpu: str, calibration: Calibration | None = None, *, num_gpus: int = PAPER_MFU_GPUS
 ) -> float:
-    """MFU of the study setup (Llama-2 7B) on ``gpu`` at ``num_gpus``."""
+    """MFU of the paper setup (Llama-2 7B) on ``gpu`` at ``num_gpus``."""
     frame = scaleout(calibration, gpu=gpu, gpu_counts=(num_gpus,))
     return float(frame["mfu"].iloc[0])
 
@@ -150,7 +150,7 @@ def best_model_parallel(
             if tp * pp > 16:
                 continue
             for recompute in ("none", "full"):
-                config = study_configurations(
+                config = paper_configurations(
                     model=model,
                     gpu_counts=(num_gpus,),
                     tp=tp,
@@ -167,7 +167,7 @@ def best_model_parallel(
 
 
 def headline_claims(calibration: Calibration | None = None) -> dict[str, float]:
-    """The study setup's throughput drop, power drop and MFU on A100 and H100 (percent).
+    """The paper setup's throughput drop, power drop and MFU on A100 and H100 (percent).
 
     The best-plan claims are separate (:func:`best_model_parallel`): they simulate ~40 plans.
     """

@@ -1,6 +1,6 @@
-"""What the reproduced paper states, and the constants of the study setup: values only.
+"""What the reproduced paper states, and the constants of the paper setup: values only.
 
-Fernandez et al. (arXiv 2411.13055) publish the numbers below; the study setup that reproduces
+Fernandez et al. (arXiv 2411.13055) publish the numbers below; the paper setup that reproduces
 them (sequence length, global batch, micro-batch, framework, systems, GPU counts) is fixed by
 rule, not by fit, and explained in :mod:`trainscale.paper.setup`, whose functions simulate it.
 :data:`CLAIMS` pairs each published number with the tolerance it is checked against.
@@ -17,43 +17,43 @@ import pandas as pd
 
 __all__ = [
     "CLAIMS",
+    "PAPER_BEST_DEGREE",
+    "PAPER_CLAIM_FROM",
+    "PAPER_CLAIM_TO",
+    "PAPER_FRAMEWORK",
+    "PAPER_GLOBAL_BATCH",
+    "PAPER_GPU_COUNTS",
+    "PAPER_MFU_GPUS",
+    "PAPER_MFU_PCT",
+    "PAPER_MICRO_BATCH",
+    "PAPER_POWER_DROP_PCT",
+    "PAPER_SEQ_LEN",
+    "PAPER_SYSTEMS",
+    "PAPER_THROUGHPUT_DROP_PCT",
     "REPRODUCED",
-    "STUDY_BEST_DEGREE",
-    "STUDY_CLAIM_FROM",
-    "STUDY_CLAIM_TO",
-    "STUDY_FRAMEWORK",
-    "STUDY_GLOBAL_BATCH",
-    "STUDY_GPU_COUNTS",
-    "STUDY_MFU_GPUS",
-    "STUDY_MFU_PCT",
-    "STUDY_MICRO_BATCH",
-    "STUDY_POWER_DROP_PCT",
-    "STUDY_SEQ_LEN",
-    "STUDY_SYSTEMS",
-    "STUDY_THROUGHPUT_DROP_PCT",
     "Claim",
 ]
 
-# The study setup (trainscale's rules; see trainscale.paper.setup).
-STUDY_SEQ_LEN = 4096
-STUDY_GLOBAL_BATCH = 2048
-STUDY_MICRO_BATCH = 2
-STUDY_GPU_COUNTS = (8, 16, 32, 64, 128, 256, 512, 1024, 2048)
-STUDY_MFU_GPUS = 128
-STUDY_CLAIM_FROM, STUDY_CLAIM_TO = 128, 2048
-STUDY_FRAMEWORK = "pytorch"
+# The paper setup (trainscale's rules; see trainscale.paper.setup).
+PAPER_SEQ_LEN = 4096
+PAPER_GLOBAL_BATCH = 2048
+PAPER_MICRO_BATCH = 2
+PAPER_GPU_COUNTS = (8, 16, 32, 64, 128, 256, 512, 1024, 2048)
+PAPER_MFU_GPUS = 128
+PAPER_CLAIM_FROM, PAPER_CLAIM_TO = 128, 2048
+PAPER_FRAMEWORK = "pytorch"
 """The study's software stack: PyTorch FSDP (see :mod:`trainscale.paper.setup`)."""
-STUDY_SYSTEMS = {"h100-sxm-80gb": "fernandez-h100"}
+PAPER_SYSTEMS = {"h100-sxm-80gb": "fernandez-h100"}
 """The study's own cluster where its network is measured; other GPUs use their default system."""
 
 # The study's published numbers (Fernandez et al., arXiv 2411.13055), defined once here.
-STUDY_THROUGHPUT_DROP_PCT = 37.22
+PAPER_THROUGHPUT_DROP_PCT = 37.22
 """Per-GPU throughput drop from 128 to 2,048 H100 GPUs, Llama-2 7B with FSDP, percent."""
-STUDY_POWER_DROP_PCT = 5.87
+PAPER_POWER_DROP_PCT = 5.87
 """Power-per-GPU drop over the same range, percent."""
-STUDY_MFU_PCT = {"a100-sxm-80gb": 59.67, "h100-sxm-80gb": 40.77}
+PAPER_MFU_PCT = {"a100-sxm-80gb": 59.67, "h100-sxm-80gb": 40.77}
 """MFU by GPU generation, percent."""
-STUDY_BEST_DEGREE = (2, 4)
+PAPER_BEST_DEGREE = (2, 4)
 """Range of the best model-parallel degree tp·pp at 2,048 GPUs."""
 
 #: ``check`` of a claim the simulator reproduces without having been fitted to it.
@@ -131,7 +131,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         key="throughput_drop_pct",
         unit="%",
-        study_value=STUDY_THROUGHPUT_DROP_PCT,
+        study_value=PAPER_THROUGHPUT_DROP_PCT,
         tolerance=5.0,
         claim="Drop of tokens/s per GPU from 128 to 2,048 GPUs",
         setup=_FSDP_SETUP,
@@ -139,7 +139,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         key="power_drop_pct",
         unit="%",
-        study_value=STUDY_POWER_DROP_PCT,
+        study_value=PAPER_POWER_DROP_PCT,
         tolerance=2.0,
         claim="Drop of power per GPU from 128 to 2,048 GPUs (calibration target, not a test)",
         setup=_FSDP_SETUP,
@@ -148,7 +148,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         key="mfu_a100_pct",
         unit="%",
-        study_value=STUDY_MFU_PCT["a100-sxm-80gb"],
+        study_value=PAPER_MFU_PCT["a100-sxm-80gb"],
         tolerance=5.0,
         claim="MFU on A100 at 128 GPUs",
         setup=_A100_SETUP,
@@ -156,7 +156,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         key="mfu_h100_pct",
         unit="%",
-        study_value=STUDY_MFU_PCT["h100-sxm-80gb"],
+        study_value=PAPER_MFU_PCT["h100-sxm-80gb"],
         tolerance=5.0,
         claim="MFU on H100 at 128 GPUs",
         setup=_FSDP_SETUP,
@@ -164,7 +164,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         key="best_degree_llama2_7b",
         unit="tp*pp",
-        study_value=tuple(float(d) for d in STUDY_BEST_DEGREE),
+        study_value=tuple(float(d) for d in PAPER_BEST_DEGREE),
         tolerance=None,
         claim="Model-parallel degree (tp*pp) of the best FSDP plan at 2,048 GPUs, Llama-2 7B",
         setup=_MP_SETUP,
@@ -172,7 +172,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         key="best_degree_llama2_70b",
         unit="tp*pp",
-        study_value=tuple(float(d) for d in STUDY_BEST_DEGREE),
+        study_value=tuple(float(d) for d in PAPER_BEST_DEGREE),
         tolerance=None,
         claim="Model-parallel degree (tp*pp) of the best FSDP plan at 2,048 GPUs, Llama-2 70B",
         setup=_MP_SETUP,

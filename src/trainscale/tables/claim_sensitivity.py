@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from trainscale.figures._common import require
-from trainscale.paper.values import STUDY_THROUGHPUT_DROP_PCT
+from trainscale.paper.values import PAPER_THROUGHPUT_DROP_PCT
 from trainscale.schema import CLAIM_SENSITIVITY_COLUMNS, names
 
 __all__ = ["COLUMNS", "render"]
@@ -47,7 +47,7 @@ def render(stem: str | os.PathLike[str], sensitivity: pd.DataFrame) -> tuple[Pat
         caption="The study's claims with nccl\\_latency\\_scale pinned at each value and every "
         "other parameter refitted to the published measurements (trainscale calibration "
         f"{reference} marks the calibrated row). The fit's error barely moves "
-        f"while the 128 to 2,048 GPU throughput drop (study: {STUDY_THROUGHPUT_DROP_PCT:g} %) "
+        f"while the 128 to 2,048 GPU throughput drop (study: {PAPER_THROUGHPUT_DROP_PCT:g} %) "
         "spans most of its range.",
         decimals=2,
     )

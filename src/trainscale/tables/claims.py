@@ -1,8 +1,8 @@
-"""Table ``claims``: the study's headline numbers, reproduced with the study setup.
+"""Table ``claims``: the study's headline numbers, reproduced with the paper setup.
 
 Prints ``results/paper/claims.parquet`` (rule ``paper_claims``,
 :func:`trainscale.paper.claims.claim_rows`): each claim of Fernandez et al. (2024) recomputed
-with the study setup (:mod:`trainscale.paper.setup`) and checked against the study's value with
+with the paper setup (:mod:`trainscale.paper.setup`) and checked against the study's value with
 a stated tolerance. Nothing is simulated here.
 """
 
@@ -45,7 +45,7 @@ def render(stem: str | os.PathLike[str], claims: pd.DataFrame) -> tuple[Path, ..
         stem,
         label="tab:claims",
         caption="The study's claims (Fernandez et al. 2024) against the simulator "
-        f"(trainscale calibration {calibrations}) with the study setup. "
+        f"(trainscale calibration {calibrations}) with the paper setup. "
         "The power drop is a calibration target (power\\_comm\\_frac is fitted to it), not a "
         "reproduction; the model-parallel claims compare FSDP plans only.",
         float_format={"study_value": value_text, "reproduced_value": value_text},

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from trainscale.figures._common import require, study_micro_batch
+from trainscale.figures._common import paper_micro_batch, require
 from trainscale.fits.scaling import FIT_ROW_COLUMNS, fit_scaling_series
 from trainscale.schema import CONFIGURATION_COLUMNS
 from trainscale.sim.model.shape import load_models
@@ -86,8 +86,8 @@ def _text(series: pd.Series) -> pd.Series:
 def scaling_series(frame: pd.DataFrame, studies: Sequence[str] = SCALING_STUDIES) -> pd.DataFrame:
     """Rows of ``frame`` (dataset schema) that belong to scale-out series, with the series
     columns :data:`SERIES_COLUMNS` added; simulated rows that do not fit in memory, come from
-    other studies or do not follow the study setup's micro-batch rule
-    (:func:`~trainscale.figures._common.study_micro_batch`) are left out."""
+    other studies or do not follow the paper setup's micro-batch rule
+    (:func:`~trainscale.figures._common.paper_micro_batch`) are left out."""
     require(
         frame,
         [
@@ -110,7 +110,7 @@ def scaling_series(frame: pd.DataFrame, studies: Sequence[str] = SCALING_STUDIES
         sim = sim[sim["study"].isin(list(studies))]
     if "fits_memory" in sim.columns:
         sim = sim[sim["fits_memory"].fillna(False).astype(bool)]
-    rows = pd.concat([study_micro_batch(sim), frame[frame["source"] != "sim"]], ignore_index=True)
+    rows = pd.concat([paper_micro_batch(sim), frame[frame["source"] != "sim"]], ignore_index=True)
     config = [c for c in _CONFIG if c in rows.columns]
     rows = rows.drop_duplicates([*config, "source"]).copy()
     sim = rows["source"] == "sim"
