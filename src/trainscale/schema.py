@@ -541,10 +541,10 @@ SIM_VS_MEASURED_COLUMNS: tuple[Column, ...] = (
 CLAIM_COLUMNS: tuple[Column, ...] = (
     _c("key", "string", "1", "the claim's name, e.g. throughput_drop_pct"),
     _c("claim", "string", "1", "what the paper says, in words"),
-    _c("study_value", "float64", "see unit", "the paper's number; NaN where it gives a range"),
-    _c("study_range", "string", "see unit", "the paper's range, e.g. 2–4; null for a number"),
+    _c("paper_value", "float64", "see unit", "the paper's number; NaN where it gives a range"),
+    _c("paper_range", "string", "see unit", "the paper's range, e.g. 2–4; null for a number"),
     _c("reproduced_value", "float64", "see unit", "the simulator's value with the paper setup"),
-    _c("unit", "string", "1", "unit of study_value and reproduced_value: % or tp*pp"),
+    _c("unit", "string", "1", "unit of paper_value and reproduced_value: % or tp*pp"),
     _c("tolerance", "string", "1", "allowed difference, e.g. ±5 points, or within 2–4"),
     _c("holds", "bool", "1", "the reproduced value is within the tolerance of the paper's"),
     _c("check", "string", "1", "reproduced, or the calibrated parameter fitted to this claim"),

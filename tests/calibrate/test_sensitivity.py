@@ -1,6 +1,6 @@
 """trainscale.calibrate.sensitivity and `trainscale calibrate --profile/--prior-scan`: how firmly
 the
-published data determine the parameters and the study's claims."""
+published data determine the parameters and the paper's claims."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def test_more_ring_latency_deepens_the_drop_but_not_the_128_gpu_mfu(
     # At 2,048 GPUs FSDP's rings are latency-bound and exposed; at 128 GPUs they stay hidden.
     assert doubled["throughput_drop_pct"] > calibrated["throughput_drop_pct"] + 10.0
     assert abs(doubled["mfu_h100_pct"] - calibrated["mfu_h100_pct"]) < 1.0
-    # The throughput rows can barely tell the latencies apart; the nccl-tests scans (the study's
+    # The throughput rows can barely tell the latencies apart; the nccl-tests scans (the paper's
     # own among them) can: half NCCL's latency misses the bus bandwidths badly.
     assert abs(doubled["throughput_mape_pct"] - calibrated["throughput_mape_pct"]) < 0.5
     halved = latency_profile.iloc[2]

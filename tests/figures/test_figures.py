@@ -43,7 +43,7 @@ SPECS = {
             "Communication per step, busy (s)",
             "Exposed communication (% of step)",
         },
-        {"Llama-2 7B", "Llama-2 70B", "AllGather (busy)", "study's drop"},
+        {"Llama-2 7B", "Llama-2 70B", "AllGather (busy)", "paper's drop"},
         {"Simulated: trainscale", "calibration"},
     ),
     "model_parallel": (
@@ -120,8 +120,8 @@ SPECS = {
         {
             "simulated, sequences of 2,048 tokens",
             "simulated, sequences of 4,096 tokens",
-            "study: 37.22 % drop",
-            "study ± 5 points",
+            "paper: 37.22 % drop",
+            "paper ± 5 points",
         },
         {"Simulated: trainscale"},
     ),

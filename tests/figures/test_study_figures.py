@@ -19,13 +19,13 @@ def test_drop_pct_between_128_and_2048_gpus():
     assert drop_pct(series.iloc[:2], "x") is None
 
 
-def test_fsdp_scaleout_marks_the_simulated_and_the_study_drops(scaleout_sim):
+def test_fsdp_scaleout_marks_the_simulated_and_the_paper_drops(scaleout_sim):
     fig = plot(scaleout_sim)
     text = " ".join(t.get_text() for ax in fig.axes for t in ax.texts)
     seven = scaleout_sim[(scaleout_sim["model"] == "llama2-7b") & scaleout_sim["fits_memory"]]
     seven = seven.loc[seven.groupby("num_gpus")["tokens_per_s"].idxmax()]
     assert f"simulated −{drop_pct(seven, 'tokens_per_s_per_gpu'):.2f} %" in text
-    assert "study −37.22 %" in text and "study −5.87 %" in text
+    assert "paper −37.22 %" in text and "paper −5.87 %" in text
 
 
 def test_drop_by_batch_from_fabricated_throughputs():

@@ -1,4 +1,4 @@
-"""The study's headline claims, reproduced with the documented paper setup.
+"""The paper's headline claims, reproduced with the documented paper setup.
 
 Fernandez et al. (arXiv 2411.13055): from 128 to 2,048 H100 GPUs (Llama-2 7B, FSDP, fixed global
 batch) per-GPU throughput falls 37.22 % and power per GPU 5.87 %; MFU is 59.67 % on A100 and
@@ -7,7 +7,7 @@ Tolerances are the issue's: ±5 points (throughput drop, MFU), ±2 points (power
 The setup is fixed by rule in trainscale.paper.setup, not fitted to these numbers; only
 power_comm_frac is fitted to the power claim, as data/calibration.yaml states.
 
-The throughput drop was a strict xfail until the calibration set held the study's own network:
+The throughput drop was a strict xfail until the calibration set held the paper's own network:
 fitted to its nccl-tests all-reduce scan (4 to 512 nodes), NCCL's latency scale is measured rather
 than set by its prior, and the drop reproduces (README, "What it finds").
 """

@@ -12,7 +12,7 @@ from trainscale.paper.claims import claims_table
 from trainscale.paper.values import CLAIMS, REPRODUCED, Claim
 from trainscale.tables.claims import CLAIMS_COLUMNS
 
-# Values a reproduction might give; the study's numbers are 37.22, 5.87, 59.67, 40.77 and 2-4.
+# Values a reproduction might give; the paper's numbers are 37.22, 5.87, 59.67, 40.77 and 2-4.
 INSIDE = {
     "throughput_drop_pct": 32.22,  # -5.00 points: on the edge, holds
     "power_drop_pct": 7.5,  # +1.63 points
@@ -37,8 +37,8 @@ def test_columns_and_one_row_per_claim():
     assert table["key"].tolist() == list(INSIDE)
     assert CLAIMS_COLUMNS == (
         "claim",
-        "study_value",
-        "study_range",
+        "paper_value",
+        "paper_range",
         "reproduced_value",
         "unit",
         "tolerance",
@@ -48,10 +48,10 @@ def test_columns_and_one_row_per_claim():
     )
     assert len(table) == len(CLAIMS) == 6
     # numbers and ranges in separate columns
-    assert table["study_value"].iloc[:4].tolist() == [37.22, 5.87, 59.67, 40.77]
-    assert table["study_value"].iloc[4:].isna().all()
-    assert table["study_range"].iloc[:4].isna().all()
-    assert table["study_range"].iloc[4:].tolist() == ["2–4", "2–4"]
+    assert table["paper_value"].iloc[:4].tolist() == [37.22, 5.87, 59.67, 40.77]
+    assert table["paper_value"].iloc[4:].isna().all()
+    assert table["paper_range"].iloc[:4].isna().all()
+    assert table["paper_range"].iloc[4:].tolist() == ["2–4", "2–4"]
     assert table["tolerance"].tolist() == [
         "±5 points",
         "±2 points",
@@ -78,7 +78,7 @@ def test_mixed_values_are_judged_one_by_one():
 
 
 def test_a_missing_value_never_holds():
-    assert not Claim(key="k", claim="c", study_value=1.0, tolerance=1.0, unit="%", setup="s").holds(
+    assert not Claim(key="k", claim="c", paper_value=1.0, tolerance=1.0, unit="%", setup="s").holds(
         math.nan
     )
 

@@ -13,7 +13,7 @@ from trainscale.schema import CLAIM_COLUMNS
 from trainscale.tables import render_table
 from trainscale.tables.claims import CLAIMS_COLUMNS, render, value_text
 
-# Values a reproduction might give; the study's numbers are 37.22, 5.87, 59.67, 40.77 and 2-4.
+# Values a reproduction might give; the paper's numbers are 37.22, 5.87, 59.67, 40.77 and 2-4.
 REPRODUCED = {
     "throughput_drop_pct": 41.3312,
     "power_drop_pct": 5.87,

@@ -19,7 +19,7 @@ throughput rows
    range; 0.1 for the per-framework offsets, so a framework with few rows stays near the shared
    value), which decides only what the data barely constrain.
 3. Fit ``power_comm_frac`` — the only fitted power parameter — so that the paper setup
-   reproduces the study's power claim (power per GPU falls 5.87 % from 128 to 2,048 GPUs); the
+   reproduces the paper's power claim (power per GPU falls 5.87 % from 128 to 2,048 GPUs); the
    published power figures are node-level and only anchor, not fit (see the rejects).
 4. Fit the 80 % prediction intervals (:mod:`trainscale.sim.intervals`): split conformal prediction
    on the leave-one-source-out residuals (:func:`held_out_predictions`, one refit per source),
@@ -268,7 +268,7 @@ def calibrate(
         "every source weighted the same whatever its row count, with a Gaussian prior on each "
         "parameter (its default; standard deviation half its bound range, 0.1 for the "
         "per-framework offsets); power_comm_frac solved so the "
-        "paper setup reproduces the study's 5.87 % power-per-GPU drop (128 -> 2,048 GPUs); the "
+        "paper setup reproduces the paper's 5.87 % power-per-GPU drop (128 -> 2,048 GPUs); the "
         "published power figures are node-level and were not fitted (see not_represented)",
         "command": "trainscale calibrate -o data/calibration.yaml",
         "data": "data/published/measurements.csv",

@@ -1,4 +1,4 @@
-"""How firmly the calibration data determine the study's claims.
+"""How firmly the calibration data determine the paper's claims.
 
 A calibrated parameter can be *pinned down by measurements* or *decided by its prior* (the weak
 Gaussian prior of :mod:`trainscale.calibrate.fit`). The two look the same in ``calibration.yaml``;

@@ -1,4 +1,4 @@
-"""The study's figures, one module per figure, each saved as PDF, PNG (200 dpi) and SVG.
+"""The paper's figures, one module per figure, each saved as PDF, PNG (200 dpi) and SVG.
 
 Every module has ``plot(...)`` (DataFrames in, a Figure out; ``plot_*`` single-panel helpers
 take ``ax=None`` and return the Axes) and ``render(stem, ...)``, which draws under the one theme

@@ -1,4 +1,4 @@
-"""Shared plumbing of the study's figures: labels, fixed colours, source notes, data selection.
+"""Shared plumbing of the paper's figures: labels, fixed colours, source notes, data selection.
 
 Every figure says where its numbers come from (simulated, published or measured):
 :func:`sim_source`, :func:`published_source` and :func:`measured_source` build that sentence from
@@ -179,7 +179,7 @@ def fastest_recompute(df: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
     no mode are dropped.
 
     The paper setup runs without recomputation, and that is the faster mode wherever it fits
-    at the study's batch; where activations do not fit (Llama-2 70B on 80 GB), or where a larger
+    at the paper's batch; where activations do not fit (Llama-2 70B on 80 GB), or where a larger
     micro-batch with recomputation beats many small ones, the figures show the recomputed plan
     with an open marker (:func:`plot_series`).
     """

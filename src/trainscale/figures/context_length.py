@@ -112,7 +112,7 @@ def plot(sim: pd.DataFrame) -> Figure:
 
 def missing_lengths(sim: pd.DataFrame, data: pd.DataFrame, lengths: list) -> list[str]:
     """Notes naming the sequence lengths a line lacks and why: nothing fits in memory there (the
-    study keeps only configurations that fit), or only a micro-batch other than the study
+    study keeps only configurations that fit), or only a micro-batch other than the paper
     setup's fits (the figure keeps the setup's micro-batch, 2 per GPU)."""
     notes = []
     for (model, n), rows in data.groupby(["model", "num_gpus"], sort=True):

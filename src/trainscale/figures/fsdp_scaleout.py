@@ -1,9 +1,9 @@
-"""Figure ``fsdp_scaleout``: the study's scale-out of Llama-2 7B and 70B with FSDP on H100.
+"""Figure ``fsdp_scaleout``: the paper's scale-out of Llama-2 7B and 70B with FSDP on H100.
 
 Six panels against GPU count at a fixed global batch: global tokens/s, tokens/s per GPU, MFU,
 power per GPU, communication busy time per step by collective, and exposed communication as a
-share of the step. The study's headline numbers between 128 and 2,048 GPUs (per-GPU throughput
-−37.22 %, power per GPU −5.87 %, both for Llama-2 7B) are drawn as stars where the study puts the
+share of the step. The paper's headline numbers between 128 and 2,048 GPUs (per-GPU throughput
+−37.22 %, power per GPU −5.87 %, both for Llama-2 7B) are drawn as stars where the paper puts the
 2,048-GPU value, next to the simulated drop.
 
 The per-GPU throughput panel draws each model's 80 % prediction interval as a band
@@ -59,7 +59,7 @@ __all__ = [
     "render",
 ]
 
-#: The study's drops from 128 to 2,048 GPUs (Fernandez et al. 2024), percent.
+#: The paper's drops from 128 to 2,048 GPUs (Fernandez et al. 2024), percent.
 CLAIM_FROM, CLAIM_TO = PAPER_CLAIM_FROM, PAPER_CLAIM_TO
 CLAIM_MODEL = "llama2-7b"
 
@@ -105,7 +105,7 @@ def _significant_collectives(data: pd.DataFrame, share: float = 0.01) -> list[st
 def _mark_claim(
     ax, series: pd.DataFrame, column: str, study_pct: float, what: str, box_xy=(0.03, 0.04)
 ) -> None:
-    """Star at the study's 2,048-GPU value (from the simulated 128-GPU value) and the drops."""
+    """Star at the paper's 2,048-GPU value (from the simulated 128-GPU value) and the drops."""
     sim = drop_pct(series, column)
     if sim is None:
         return
@@ -120,7 +120,7 @@ def _mark_claim(
         arrowprops={"arrowstyle": "->", "color": "0.3", "lw": 0.8},
     )
     ax.annotate(
-        f"{what} {CLAIM_FROM}→{CLAIM_TO}:\nsimulated −{sim:.2f} %\nstudy −{study_pct:.2f} % (★)",
+        f"{what} {CLAIM_FROM}→{CLAIM_TO}:\nsimulated −{sim:.2f} %\npaper −{study_pct:.2f} % (★)",
         xy=box_xy,
         xycoords="axes fraction",
         ha="left",
@@ -131,7 +131,7 @@ def _mark_claim(
 
 
 def micro_batch_switch(data: pd.DataFrame) -> int | None:
-    """The first GPU count at which the study's micro-batch rule drops the micro-batch (2 → 1
+    """The first GPU count at which the paper's micro-batch rule drops the micro-batch (2 → 1
     where the local batch becomes 1), or None if it never changes."""
     if data.empty or "micro_batch" not in data.columns:
         return None
@@ -198,7 +198,7 @@ def plot(sim: pd.DataFrame) -> Figure:
         for column, name, style in _COLLECTIVES
         if column in used
     ]
-    handles.append(Line2D([], [], color="black", marker="*", ms=9, ls="", label="study's drop"))
+    handles.append(Line2D([], [], color="black", marker="*", ms=9, ls="", label="paper's drop"))
     if banded:
         handles.append(band_handle())
     if (data["recompute"] != "none").any():
@@ -228,7 +228,7 @@ def plot(sim: pd.DataFrame) -> Figure:
     _mark_micro_batch_switch(ax, data)
     legend_row(ax["legend"], handles, [h.get_label() for h in handles], ncols=3)
     setup = (
-        "H100 on the study's cluster (fernandez-h100: 8 x 400 Gb/s per node, inferred), "
+        "H100 on the paper's cluster (fernandez-h100: 8 x 400 Gb/s per node, inferred), "
         "PyTorch FSDP, seq 4,096, global batch 2,048 sequences, "
         "micro-batch 2 per GPU (1 where the local batch is 1)"
     )

@@ -1,9 +1,9 @@
-"""Figure ``global_batch_inference``: which global batch is consistent with the study's drop?
+"""Figure ``global_batch_inference``: which global batch is consistent with the paper's drop?
 
-The study kept its global batch fixed while adding GPUs but did not print it. The 128 → 2,048
+The paper kept its global batch fixed while adding GPUs but did not print it. The 128 → 2,048
 drop of tokens/s per GPU depends on it: a larger batch leaves each GPU more work per step to
 hide the (fixed) communication behind. The figure draws the simulated drop against the assumed
-global batch (Llama-2 7B, FSDP, H100), one line per sequence length, with the study's 37.22 % and
+global batch (Llama-2 7B, FSDP, H100), one line per sequence length, with the paper's 37.22 % and
 a ±5-point band; the trainscale paper setup (2,048 sequences of 4,096 tokens) is marked.
 
 Input: the ``global_batch_inference`` study (``results/sim/global_batch_inference.parquet``).
@@ -73,7 +73,7 @@ def drop_by_batch(sim: pd.DataFrame) -> pd.DataFrame:
 
 def missing_batches(sim: pd.DataFrame, drops: pd.DataFrame) -> list[str]:
     """Why each swept (sequence length, global batch) without a drop has none: a GPU count
-    whose rows all miss the study's micro-batch rule (the local batch does not split into
+    whose rows all miss the paper's micro-batch rule (the local batch does not split into
     micro-batches of 2), or one with no row that fits in memory."""
     shown = set(zip(drops["seq_len"], drops["global_batch"], strict=True))
     fits = sim[sim["fits_memory"].astype(bool)]
@@ -150,8 +150,8 @@ def plot(sim: pd.DataFrame) -> Figure:
             )
         )
     handles += [
-        Line2D([], [], color="black", label=f"study: {study:.2f} % drop"),
-        Patch(color="0.85", label=f"study ± {TOLERANCE_POINTS:g} points"),
+        Line2D([], [], color="black", label=f"paper: {study:.2f} % drop"),
+        Patch(color="0.85", label=f"paper ± {TOLERANCE_POINTS:g} points"),
     ]
     batches = sorted(drops["global_batch"].unique()) or [PAPER_GLOBAL_BATCH]
     log2_gpu_axis(a, batches)

@@ -3,7 +3,7 @@
 Three panels against GPU count for Llama-2 7B with FSDP at the paper setup, each GPU in its
 default system: MFU, tokens/s per GPU and the fraction of the step spent in exposed
 communication. Newer GPUs compute faster while the network per GPU grows more slowly, so more
-of their step is exposed communication and their MFU falls earlier (the study: 59.67 % on A100
+of their step is exposed communication and their MFU falls earlier (the paper: 59.67 % on A100
 against 40.77 % on H100).
 
 The throughput panel draws each GPU's 80 % prediction interval as a band (the simulated rows'

@@ -5,7 +5,7 @@ degree ``pp`` (FSDP across the data-parallel replicas) is reduced to its best re
 that fits memory; the panels then show, against ``tp·pp``, the best TP-only plan (``pp = 1``),
 the best PP-only plan (``tp = 1``; micro-batches of 1 or 2 keep its bubble small) and the best
 mixed plan (both > 1, labelled ``tp×pp``), with
-pure FSDP (``tp·pp = 1``) as the dashed reference. The study found degrees 2 to 4 best at scale.
+pure FSDP (``tp·pp = 1``) as the dashed reference. The paper found degrees 2 to 4 best at scale.
 
 Input: the ``model_parallel`` study (``results/sim/model_parallel.parquet``).
 """
@@ -136,7 +136,7 @@ def plot(sim: pd.DataFrame) -> Figure:
         + " — FSDP across replicas, seq 4,096, global batch 2,048; each plan at its "
         "fastest micro-batch (1, 2 or the largest that fits) and recompute mode (none or "
         "full); plans that do not fit in memory are left out. Labels tp×pp name the mixed "
-        "plans. The claims table instead holds every plan at the study's micro-batch (2 per "
+        "plans. The claims table instead holds every plan at the paper's micro-batch (2 per "
         "GPU, or the local batch if smaller).",
     )
 

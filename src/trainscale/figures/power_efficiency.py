@@ -100,7 +100,7 @@ def recompute_notes(sim: pd.DataFrame, data: pd.DataFrame) -> list[str]:
         return []
     return [
         "Open points recompute activations (one extra forward pass per step, so fewer "
-        "tokens/J). At the study's micro-batch, "
+        "tokens/J). At the paper's micro-batch, "
         + "; ".join(forced)
         + (" fit" if len(forced) > 1 else " fits")
         + " in memory only with recomputation, hence the step in "

@@ -2,8 +2,8 @@
 
 Each claim of Fernandez et al. (2024) (:data:`trainscale.paper.values.CLAIMS`) is recomputed
 with :mod:`trainscale.paper.setup` (sequence 4,096, global batch 2,048 sequences, micro-batch 2
-per GPU, PyTorch FSDP, no recomputation, H100 on the study's own cluster as its nccl-tests
-figure shows it; the MFU comparison at 128 GPUs) and checked against the study's value with a
+per GPU, PyTorch FSDP, no recomputation, H100 on the paper's own cluster as its nccl-tests
+figure shows it; the MFU comparison at 128 GPUs) and checked against the paper's value with a
 stated tolerance. :func:`reproduce_claims` runs the simulator; :func:`claims_table` only
 compares, so it can be checked with any numbers; :func:`claim_rows` is both, with provenance,
 as the workflow's rule ``paper_claims`` writes it (columns
@@ -48,7 +48,7 @@ def reproduce_claims(calibration: Calibration | None = None) -> dict[str, float]
 def claims_table(
     reproduced: Mapping[str, float], claims: tuple[Claim, ...] = CLAIMS
 ) -> pd.DataFrame:
-    """Compare reproduced values with the study's.
+    """Compare reproduced values with the paper's.
 
     Parameters
     ----------
@@ -62,10 +62,10 @@ def claims_table(
     -------
     pandas.DataFrame
         :data:`trainscale.schema.CLAIM_COLUMNS` but the provenance: the claim's ``key``;
-        ``claim``; ``study_value`` (float: the study's number, NaN where
-        it gives a range); ``study_range`` (text such as ``2–4``, missing for a number);
+        ``claim``; ``paper_value`` (float: the paper's number, NaN where
+        it gives a range); ``paper_range`` (text such as ``2–4``, missing for a number);
         ``reproduced_value`` (float); ``unit``; ``tolerance`` (text); ``holds`` (bool: the
-        reproduced value is within the tolerance of, or inside, the study's value); ``check``
+        reproduced value is within the tolerance of, or inside, the paper's value); ``check``
         (:data:`~trainscale.paper.values.REPRODUCED`, or which calibrated parameter was fitted
         to the claim); ``setup``.
     """
@@ -76,10 +76,10 @@ def claims_table(
         {
             "key": c.key,
             "claim": c.claim,
-            "study_value": (
-                float("nan") if isinstance(c.study_value, tuple) else float(c.study_value)
+            "paper_value": (
+                float("nan") if isinstance(c.paper_value, tuple) else float(c.paper_value)
             ),
-            "study_range": c.study_text if isinstance(c.study_value, tuple) else None,
+            "paper_range": c.study_text if isinstance(c.paper_value, tuple) else None,
             "reproduced_value": float(reproduced[c.key]),
             "unit": c.unit,
             "tolerance": c.tolerance_text,
@@ -90,11 +90,11 @@ def claims_table(
         for c in claims
     ]
     columns = [name for name in names(CLAIM_COLUMNS) if name not in _PROVENANCE]
-    return pd.DataFrame(rows, columns=columns).astype({"holds": "bool", "study_range": "string"})
+    return pd.DataFrame(rows, columns=columns).astype({"holds": "bool", "paper_range": "string"})
 
 
 def claim_rows(calibration: Calibration) -> pd.DataFrame:
-    """Reproduce the claims under ``calibration`` and compare them with the study's.
+    """Reproduce the claims under ``calibration`` and compare them with the paper's.
 
     Returns
     -------

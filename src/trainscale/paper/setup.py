@@ -1,27 +1,27 @@
 """The "paper setup": the configuration trainscale uses to reproduce Fernandez et al. (2024).
 
-The study trained Llama-2 models with FSDP at a **fixed global batch** while adding GPUs, but did
+The paper trained Llama-2 models with FSDP at a **fixed global batch** while adding GPUs, but did
 not print its batch or sequence length. trainscale fixes them by rule, not by fit:
 
 - sequence length **4,096** tokens, the Llama-2 context;
 - global batch **2,048 sequences** (8M tokens): Llama-2's own 4M-token batch (1,024 sequences of
   4,096) cannot give each of 2,048 GPUs a whole sequence; 2,048 is the smallest power of two that
   can. Figure ``global_batch_inference`` shows how the headline drop depends on this choice;
-- FSDP full shard, bf16, no activation recomputation (the study's MFU of ~60 % on A100 leaves no
+- FSDP full shard, bf16, no activation recomputation (the paper's MFU of ~60 % on A100 leaves no
   room for recomputed FLOPs);
 - micro-batch **2 sequences per GPU**, or the whole local batch (global batch / data-parallel
   degree) when that is smaller; gradient accumulation makes up the rest. This is the PyTorch FSDP
   recipe for Llama-2 at 4K context published by the PyTorch team with IBM in 2024 ("batch size 2
   per GPU", rows 279-286 of the published measurements) — the same software stack and period as
-  the study. trainscale first tried "the largest micro-batch that fits" (4 at 128 GPUs): MFU
+  the paper. trainscale first tried "the largest micro-batch that fits" (4 at 128 GPUs): MFU
   then comes out at 66.6 % (A100) and 47.2 % (H100), outside the claims' tolerance; the README
   shows this sensitivity (micro-batch 1, 2, 4) rather than hiding it;
-- H100 SXM 80 GB on the study's own cluster as its nccl-tests figure shows it (system
+- H100 SXM 80 GB on the paper's own cluster as its nccl-tests figure shows it (system
   ``fernandez-h100``: 8 GPUs per node, 8 × 400 Gb/s per node, no in-network reduction — inferred
   from the figure, which the published measurements carry as 110 all-reduce points that the
   collective model is calibrated on); the A100 comparison uses A100 SXM 80 GB in DGX A100 nodes
-  (200 Gb/s per GPU), the study's A100 network not being published;
-- framework profile ``pytorch``: the study trained with PyTorch FSDP (full shard, one flat
+  (200 Gb/s per GPU), the paper's A100 network not being published;
+- framework profile ``pytorch``: the paper trained with PyTorch FSDP (full shard, one flat
   parameter per transformer block, backward prefetch), which is that profile's documented
   behaviour (``data/frameworks.yaml``);
 - the MFU comparison between generations is made at **128 GPUs**, the reference point of the

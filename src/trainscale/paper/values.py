@@ -42,11 +42,11 @@ PAPER_GPU_COUNTS = (8, 16, 32, 64, 128, 256, 512, 1024, 2048)
 PAPER_MFU_GPUS = 128
 PAPER_CLAIM_FROM, PAPER_CLAIM_TO = 128, 2048
 PAPER_FRAMEWORK = "pytorch"
-"""The study's software stack: PyTorch FSDP (see :mod:`trainscale.paper.setup`)."""
+"""The paper's software stack: PyTorch FSDP (see :mod:`trainscale.paper.setup`)."""
 PAPER_SYSTEMS = {"h100-sxm-80gb": "fernandez-h100"}
-"""The study's own cluster where its network is measured; other GPUs use their default system."""
+"""The paper's own cluster where its network is measured; other GPUs use their default system."""
 
-# The study's published numbers (Fernandez et al., arXiv 2411.13055), defined once here.
+# The paper's published numbers (Fernandez et al., arXiv 2411.13055), defined once here.
 PAPER_THROUGHPUT_DROP_PCT = 37.22
 """Per-GPU throughput drop from 128 to 2,048 H100 GPUs, Llama-2 7B with FSDP, percent."""
 PAPER_POWER_DROP_PCT = 5.87
@@ -60,7 +60,7 @@ PAPER_BEST_DEGREE = (2, 4)
 REPRODUCED = "reproduced (not fitted to this claim)"
 
 _FSDP_SETUP = (
-    "Llama-2 7B, PyTorch FSDP, H100 SXM 80GB on the study's cluster (fernandez-h100: 8 GPUs and "
+    "Llama-2 7B, PyTorch FSDP, H100 SXM 80GB on the paper's cluster (fernandez-h100: 8 GPUs and "
     "8 x 400 Gb/s per node, inferred from its nccl-tests figure), seq 4,096, global batch "
     "2,048 sequences, micro-batch 2 per GPU (1 where the local batch is 1), no recomputation"
 )
@@ -69,7 +69,7 @@ _A100_SETUP = (
     "batch 2,048 sequences, micro-batch 2 per GPU, no recomputation"
 )
 _MP_SETUP = (
-    "2,048 H100 GPUs; FSDP plans only, as the study compares them (full sharding across the "
+    "2,048 H100 GPUs; FSDP plans only, as the paper compares them (full sharding across the "
     "data-parallel replicas; HSDP and DDP are not candidates, so table best_plans, which also "
     "tries HSDP, can pick another plan); tp in 1-8, pp in 1-16 with tp*pp <= 16, no or full "
     "recomputation, micro-batch 2 per GPU or the local batch if smaller; best = highest "
@@ -79,14 +79,14 @@ _MP_SETUP = (
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Claim:
-    """One claim of the study and how it is checked."""
+    """One claim of the paper and how it is checked."""
 
     key: str
     """Name of the reproduced value (:func:`trainscale.paper.claims.reproduce_claims`)."""
     claim: str
-    """What the study says, in words."""
-    study_value: float | tuple[float, float]
-    """The study's number, or the range it gives (inclusive)."""
+    """What the paper says, in words."""
+    paper_value: float | tuple[float, float]
+    """The paper's number, or the range it gives (inclusive)."""
     unit: str
     tolerance: float | None
     """Allowed absolute difference (in ``unit``) for a number; None for a range."""
@@ -97,9 +97,9 @@ class Claim:
 
     @property
     def study_text(self) -> str:
-        if isinstance(self.study_value, tuple):
-            return f"{self.study_value[0]:g}–{self.study_value[1]:g}"
-        return f"{self.study_value:g}"
+        if isinstance(self.paper_value, tuple):
+            return f"{self.paper_value[0]:g}–{self.paper_value[1]:g}"
+        return f"{self.paper_value:g}"
 
     @property
     def check_text(self) -> str:
@@ -117,13 +117,13 @@ class Claim:
         return f"±{self.tolerance:g} points" if self.unit == "%" else f"±{self.tolerance:g}"
 
     def holds(self, value: float) -> bool:
-        """Whether ``value`` agrees with the study within the tolerance (False for NaN)."""
+        """Whether ``value`` agrees with the paper within the tolerance (False for NaN)."""
         if pd.isna(value):
             return False
-        if isinstance(self.study_value, tuple):
-            low, high = self.study_value
+        if isinstance(self.paper_value, tuple):
+            low, high = self.paper_value
             return bool(low <= value <= high)
-        return bool(abs(value - self.study_value) <= self.tolerance)
+        return bool(abs(value - self.paper_value) <= self.tolerance)
 
 
 #: The claims, in table order.
@@ -131,7 +131,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         key="throughput_drop_pct",
         unit="%",
-        study_value=PAPER_THROUGHPUT_DROP_PCT,
+        paper_value=PAPER_THROUGHPUT_DROP_PCT,
         tolerance=5.0,
         claim="Drop of tokens/s per GPU from 128 to 2,048 GPUs",
         setup=_FSDP_SETUP,
@@ -139,7 +139,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         key="power_drop_pct",
         unit="%",
-        study_value=PAPER_POWER_DROP_PCT,
+        paper_value=PAPER_POWER_DROP_PCT,
         tolerance=2.0,
         claim="Drop of power per GPU from 128 to 2,048 GPUs (calibration target, not a test)",
         setup=_FSDP_SETUP,
@@ -148,7 +148,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         key="mfu_a100_pct",
         unit="%",
-        study_value=PAPER_MFU_PCT["a100-sxm-80gb"],
+        paper_value=PAPER_MFU_PCT["a100-sxm-80gb"],
         tolerance=5.0,
         claim="MFU on A100 at 128 GPUs",
         setup=_A100_SETUP,
@@ -156,7 +156,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         key="mfu_h100_pct",
         unit="%",
-        study_value=PAPER_MFU_PCT["h100-sxm-80gb"],
+        paper_value=PAPER_MFU_PCT["h100-sxm-80gb"],
         tolerance=5.0,
         claim="MFU on H100 at 128 GPUs",
         setup=_FSDP_SETUP,
@@ -164,7 +164,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         key="best_degree_llama2_7b",
         unit="tp*pp",
-        study_value=tuple(float(d) for d in PAPER_BEST_DEGREE),
+        paper_value=tuple(float(d) for d in PAPER_BEST_DEGREE),
         tolerance=None,
         claim="Model-parallel degree (tp*pp) of the best FSDP plan at 2,048 GPUs, Llama-2 7B",
         setup=_MP_SETUP,
@@ -172,7 +172,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         key="best_degree_llama2_70b",
         unit="tp*pp",
-        study_value=tuple(float(d) for d in PAPER_BEST_DEGREE),
+        paper_value=tuple(float(d) for d in PAPER_BEST_DEGREE),
         tolerance=None,
         claim="Model-parallel degree (tp*pp) of the best FSDP plan at 2,048 GPUs, Llama-2 70B",
         setup=_MP_SETUP,

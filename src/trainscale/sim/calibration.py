@@ -326,7 +326,7 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
         fitted=True,
         group="power",
         description="power above idle while only communication runs (exposed collectives), "
-        "fraction of (TDP - idle); fitted to the study's power claim",
+        "fraction of (TDP - idle); fitted to the paper's power claim",
     ),
     *_offset_specs(),
 )

@@ -43,7 +43,7 @@ __all__ = [
 ]
 
 DEFAULT_FRAMEWORK = "pytorch"
-"""A configuration without a ``framework`` runs PyTorch (DDP/FSDP): the stack of the study that
+"""A configuration without a ``framework`` runs PyTorch (DDP/FSDP): the stack of the paper that
 trainscale reproduces (Fernandez et al. trained with PyTorch FSDP) and of most published runs."""
 BOOLEAN_BEHAVIOURS = (
     "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap", "fused_kernels",

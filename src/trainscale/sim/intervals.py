@@ -16,7 +16,7 @@ Method (decided before any coverage was measured; nothing here is tuned to hit t
      as the spread of the pool (so 10 rows widen by sqrt 2, 250 rows by 2 %, none by sqrt 11).
    - ``s_scale = 1 + PER_DOUBLING * max(0, log2(num_gpus / max_gpus))``, ``max_gpus`` the most
      GPUs of any calibrated run of that framework (of any framework when it has none).
-     ``PER_DOUBLING = 0.25``: the study measured about 11 % (0.11 in log) of per-GPU throughput
+     ``PER_DOUBLING = 0.25``: the paper measured about 11 % (0.11 in log) of per-GPU throughput
      lost per doubling from 128 to 2,048 GPUs; a model extrapolating that slope may miss it by
      its whole size, and 0.11 is about a quarter of the 80 % quantile of held-out log errors one
      expects from a 13 % held-out MAPE (about 0.4 for errors spread like this model's).

@@ -1,8 +1,8 @@
-"""The study's tables, one module per table, each written as CSV, Markdown and LaTeX.
+"""The paper's tables, one module per table, each written as CSV, Markdown and LaTeX.
 
 - ``hardware``: GPUs, their default systems and each one's growth over the row above;
 - ``models``: shapes and parameter counts;
-- ``claims``: the study's headline numbers against the simulator with the paper setup
+- ``claims``: the paper's headline numbers against the simulator with the paper setup
   (``results/paper/claims.parquet``);
 - ``scaling_fits``: log-log (HC3) and USL fits of every scale-out series;
 - ``validation``: error of the simulator per published source, held out first;

@@ -4,7 +4,7 @@ From a sweep over plans (the ``best_plan`` study: tensor and pipeline degree, da
 sharding, recomputation, micro-batch), keep per model and GPU count the configuration with the
 highest tokens/s among those that fit in memory. Figure ``best_plan`` draws the same selection.
 
-Unlike the claims table's model-parallel claim, which compares FSDP plans only (as the study did),
+Unlike the claims table's model-parallel claim, which compares FSDP plans only (as the paper did),
 every data-parallel sharding is a candidate here (DDP, ZeRO-1, FSDP, HSDP), so the best plan can
 differ. A plan with one data-parallel replica (dp = 1) has nothing to replicate or shard: its
 ``sharding`` reads ``none (dp = 1)`` whatever the sweep row said. ``plans_fitting`` counts the

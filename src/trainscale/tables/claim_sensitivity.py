@@ -1,4 +1,4 @@
-"""Table ``claim_sensitivity``: the study's claims along the profile of the NCCL latency scale.
+"""Table ``claim_sensitivity``: the paper's claims along the profile of the NCCL latency scale.
 
 At 2,048 GPUs with one sequence per GPU, FSDP's per-layer AllGather and ReduceScatter run on
 rings of 2,047 steps whose time is mostly NCCL's per-step latency, so the headline throughput drop
@@ -44,7 +44,7 @@ def render(stem: str | os.PathLike[str], sensitivity: pd.DataFrame) -> tuple[Pat
         sensitivity[list(COLUMNS)],
         stem,
         label="tab:claim_sensitivity",
-        caption="The study's claims with nccl\\_latency\\_scale pinned at each value and every "
+        caption="The paper's claims with nccl\\_latency\\_scale pinned at each value and every "
         "other parameter refitted to the published measurements (trainscale calibration "
         f"{reference} marks the calibrated row). The fit's error barely moves "
         f"while the 128 to 2,048 GPU throughput drop (study: {PAPER_THROUGHPUT_DROP_PCT:g} %) "

@@ -1,8 +1,8 @@
-"""Table ``claims``: the study's headline numbers, reproduced with the paper setup.
+"""Table ``claims``: the paper's headline numbers, reproduced with the paper setup.
 
 Prints ``results/paper/claims.parquet`` (rule ``paper_claims``,
 :func:`trainscale.paper.claims.claim_rows`): each claim of Fernandez et al. (2024) recomputed
-with the paper setup (:mod:`trainscale.paper.setup`) and checked against the study's value with
+with the paper setup (:mod:`trainscale.paper.setup`) and checked against the paper's value with
 a stated tolerance. Nothing is simulated here.
 """
 
@@ -38,15 +38,15 @@ def render(stem: str | os.PathLike[str], claims: pd.DataFrame) -> tuple[Path, ..
     from trainscale.report import write_table
 
     require(claims, names(CLAIM_COLUMNS), where="claims")
-    table = claims[list(CLAIMS_COLUMNS)].astype({"holds": "bool", "study_range": "string"})
+    table = claims[list(CLAIMS_COLUMNS)].astype({"holds": "bool", "paper_range": "string"})
     calibrations = ", ".join(sorted({str(c) for c in claims["calibration_id"]}))
     return write_table(
         table,
         stem,
         label="tab:claims",
-        caption="The study's claims (Fernandez et al. 2024) against the simulator "
+        caption="The paper's claims (Fernandez et al. 2024) against the simulator "
         f"(trainscale calibration {calibrations}) with the paper setup. "
         "The power drop is a calibration target (power\\_comm\\_frac is fitted to it), not a "
         "reproduction; the model-parallel claims compare FSDP plans only.",
-        float_format={"study_value": value_text, "reproduced_value": value_text},
+        float_format={"paper_value": value_text, "reproduced_value": value_text},
     )
