@@ -36,17 +36,15 @@ import secrets
 import shutil
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError
 
 from trainscale.errors import ConfigurationError, InputFileError
 from trainscale.io.parquet import ParquetStream, write_parquet
+from trainscale.io.schema import schema_problems, subschema, validator
 from trainscale.io.yaml import load_yaml
 from trainscale.schema import CONFIGURATION_COLUMNS, MODEL_SHAPE_COLUMNS, Column, names
 from trainscale.sim.calibration import Calibration
@@ -147,61 +145,6 @@ class Study:
 # Loading and checking
 
 
-@cache
-def _validator(schema_path: str) -> tuple[Draft202012Validator, dict[str, Any]]:
-    schema = load_yaml(Path(schema_path))
-    Draft202012Validator.check_schema(schema)
-    return Draft202012Validator(schema), schema
-
-
-def _deref(root: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
-    """Follow local ``$ref``s; sibling keys (a ``description``) win over the target's."""
-    while isinstance(node, dict) and str(node.get("$ref", "")).startswith("#/"):
-        target: Any = root
-        for part in node["$ref"][2:].split("/"):
-            target = target[part]
-        node = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
-    return node
-
-
-def _subschema(root: dict[str, Any], path: list[str | int]) -> dict[str, Any]:
-    node = _deref(root, root)
-    for part in path:
-        key = "items" if isinstance(part, int) else "properties"
-        child = node.get(key, {})
-        node = _deref(root, child if isinstance(part, int) else child.get(part, {}))
-    return node
-
-
-def _key(path: list[str | int]) -> str:
-    text = ""
-    for part in path:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text or "(top level)"
-
-
-def _schema_problem(error: ValidationError, root: dict[str, Any]) -> tuple[str, str]:
-    """``(key, message)`` for one schema violation, with what is allowed."""
-    path = list(error.absolute_path)
-    if error.validator == "additionalProperties":
-        allowed = list(error.schema.get("properties", {}))
-        unknown = sorted(set(error.instance) - set(allowed))
-        key = _key([*path, unknown[0]]) if len(unknown) == 1 else _key(path)
-        what = "unknown key" if len(unknown) == 1 else f"unknown keys {', '.join(unknown)}"
-        return key, f"{what}; allowed: {', '.join(allowed)}"
-    if error.validator == "required":
-        missing = error.message.split("'")[1] if "'" in error.message else error.message
-        return _key([*path, missing]), "required key is missing"
-    if error.validator == "enum":
-        allowed = ", ".join(str(v) for v in error.validator_value)
-        return _key(path), f"{error.instance!r} is not allowed; allowed: {allowed}"
-    meaning = _subschema(root, path).get("description", "")
-    message = error.message
-    if error.validator in ("oneOf", "anyOf"):
-        message = f"{error.instance!r} is not allowed"
-    return _key(path), f"{message} ({' '.join(meaning.split())})" if meaning else message
-
-
 def _catalogue_problems(
     fixed: Mapping[str, Any], sweep: Mapping[str, list[Any]], hardware: HardwareCatalog
 ) -> list[tuple[str, str]]:
@@ -232,7 +175,7 @@ def _finite_problems(data: Mapping[str, Any], root: dict[str, Any]) -> list[tupl
             )
             for name, path, number in places:
                 if isinstance(number, float) and not math.isfinite(number):
-                    meaning = " ".join(_subschema(root, path).get("description", "").split())
+                    meaning = " ".join(subschema(root, path).get("description", "").split())
                     problems.append(
                         (name, f"{number} is not a finite positive number"
                          + (f" ({meaning})" if meaning else ""))
@@ -292,9 +235,8 @@ def load_study(
     """
     path = Path(path)
     data = load_yaml(path)
-    validator, root = _validator(str(Path(schema).resolve()))
-    errors = sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
-    problems = [_schema_problem(error, root) for error in errors]
+    _, root = validator(str(Path(schema).resolve()))
+    problems = schema_problems(data, schema)
     if isinstance(data, dict):
         finite = _finite_problems(data, root)
         problems = finite + [p for p in problems if p[0] not in {k for k, _ in finite}]
