@@ -15,6 +15,10 @@ import pytest
 import yaml
 from hypothesis import settings
 
+from trainscale.published.measurements import PublishedData, load_published
+from trainscale.sim.calibration import Calibration, load_calibration
+from trainscale.sim.catalogue import Catalogue, load_catalogue
+
 # Property tests draw a fixed, reproducible set of examples, so that a run of the suite is
 # deterministic; `HYPOTHESIS_PROFILE=explore pytest` draws fresh random examples instead.
 settings.register_profile("trainscale", derandomize=True, database=None)
@@ -31,6 +35,28 @@ WORKFLOW_FILES = ("Snakefile", "rules", "workflow", "config", "profiles", "envir
 def repo_root() -> Path:
     """The repository root."""
     return REPO
+
+
+# The library takes its catalogues, calibration and published measurements from its caller; the
+# tests are such callers and pass the shipped ones, loaded once per session.
+
+
+@pytest.fixture(scope="session")
+def catalogue() -> Catalogue:
+    """The shipped catalogues (data/hardware.yaml, models.yaml, frameworks.yaml, nccl.yaml)."""
+    return load_catalogue()
+
+
+@pytest.fixture(scope="session")
+def shipped_calibration() -> Calibration:
+    """The shipped calibration (data/calibration.yaml)."""
+    return load_calibration()
+
+
+@pytest.fixture(scope="session")
+def published(catalogue: Catalogue) -> PublishedData:
+    """The shipped published measurements, normalised with the shipped catalogues."""
+    return load_published(hardware=catalogue.hardware, models=catalogue.models)
 
 
 def copy_workflow(

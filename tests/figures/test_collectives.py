@@ -12,6 +12,7 @@ from trainscale.figures.collective_scaling import collective_times, layer_bytes
 from trainscale.published.accuracy import CollectiveRows
 from trainscale.published.measurements import load_published
 from trainscale.sim.calibration import load_calibration
+from trainscale.sim.catalogue import load_catalogue
 from trainscale.sim.configs import build_configs
 from trainscale.sim.model.shape import load_models
 from trainscale.sim.simulate import _network
@@ -60,8 +61,12 @@ def _predict_network(num_gpus: int):
         "gpu": "h100-sxm-80gb", "num_gpus": num_gpus, "tp": 1, "pp": 1, "sharding": "fsdp",
         "recompute": "none", "precision": "bf16",
     }  # fmt: skip
-    configs, _, _ = build_configs(pd.DataFrame([row]))
-    return _network(configs, load_calibration()).take(np.array([0]))
+    catalogue = load_catalogue()
+    configs, _, _ = build_configs(
+        pd.DataFrame([row]), hardware=catalogue.hardware, models=catalogue.models,
+        frameworks=catalogue.frameworks,
+    )  # fmt: skip
+    return _network(configs, load_calibration(), catalogue.nccl).take(np.array([0]))
 
 
 def test_collective_figures_use_predicts_network_at_256_nodes():
@@ -94,7 +99,9 @@ def test_collective_figures_use_predicts_network_at_256_nodes():
 
 def test_published_collective_rows_use_predicts_network():
     cal = load_calibration()
-    rows = CollectiveRows.of(load_published().collectives)
+    catalogue = load_catalogue()
+    published = load_published(hardware=catalogue.hardware, models=catalogue.models)
+    rows = CollectiveRows.of(published.collectives, catalogue)
     net = rows.network(cal)
     assert net.congestion_per_doubling == cal.congestion_per_doubling
     assert net.fill_chunks == cal.nccl_fill_chunks

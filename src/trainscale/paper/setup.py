@@ -28,6 +28,7 @@ not print its batch or sequence length. trainscale fixes them by rule, not by fi
   study's scaling claim (128 → 2,048 GPUs).
 
 These functions are what the ``claims`` table and the calibration of ``power_comm_frac`` use.
+Each simulates under the catalogue and calibration its caller passes.
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from trainscale.sim.calibration import Calibration
+from trainscale.sim.calibration import Calibration, load_calibration
+from trainscale.sim.catalogue import Catalogue, load_catalogue
 from trainscale.sim.simulate import predict
 from trainscale.study.micro_batch import resolve_micro_batch
 
@@ -94,7 +96,8 @@ def study_configurations(
     pp: int = 1,
     sharding: str = "fsdp",
     recompute: str = "none",
-    calibration: Calibration | None = None,
+    catalogue: Catalogue,
+    calibration: Calibration,
 ) -> pd.DataFrame:
     """The study setup at each GPU count (counts whose batch cannot be split are left out).
 
@@ -119,13 +122,15 @@ def study_configurations(
                 "framework": STUDY_FRAMEWORK, "system": STUDY_SYSTEMS.get(gpu, ""),
             }
         )  # fmt: skip
-    return resolve_micro_batch(pd.DataFrame(rows), calibration)
+    return resolve_micro_batch(pd.DataFrame(rows), catalogue=catalogue, calibration=calibration)
 
 
-def scaleout(calibration: Calibration | None = None, **kw: object) -> pd.DataFrame:
+def scaleout(calibration: Calibration, *, catalogue: Catalogue, **kw: object) -> pd.DataFrame:
     """Predictions of the study setup over GPU counts."""
-    configurations = study_configurations(calibration=calibration, **kw)  # type: ignore[arg-type]
-    return predict(configurations, calibration=calibration)
+    configurations = study_configurations(  # type: ignore[arg-type]
+        catalogue=catalogue, calibration=calibration, **kw
+    )
+    return predict(configurations, catalogue=catalogue, calibration=calibration)
 
 
 def _drop(frame: pd.DataFrame, column: str) -> float:
@@ -134,35 +139,57 @@ def _drop(frame: pd.DataFrame, column: str) -> float:
 
 
 def throughput_drop_pct(
-    calibration: Calibration | None = None, *, global_batch: int = STUDY_GLOBAL_BATCH,
+    calibration: Calibration, *, catalogue: Catalogue, global_batch: int = STUDY_GLOBAL_BATCH,
     model: str = "llama2-7b",
 ) -> float:  # fmt: skip
     """Per-GPU throughput drop (%) from 128 to 2,048 GPUs for the study setup."""
     frame = scaleout(
-        calibration, model=model, global_batch=global_batch,
+        calibration, catalogue=catalogue, model=model, global_batch=global_batch,
         gpu_counts=(STUDY_CLAIM_FROM, STUDY_CLAIM_TO),
     )  # fmt: skip
     return _drop(frame, "tokens_per_s_per_gpu")
 
 
-def power_drop_pct(calibration: Calibration | None = None) -> float:
+def power_drop_pct(calibration: Calibration, *, catalogue: Catalogue) -> float:
     """Power-per-GPU drop (%) from 128 to 2,048 GPUs for the study setup."""
-    frame = scaleout(calibration, gpu_counts=(STUDY_CLAIM_FROM, STUDY_CLAIM_TO))
+    frame = scaleout(
+        calibration, catalogue=catalogue, gpu_counts=(STUDY_CLAIM_FROM, STUDY_CLAIM_TO)
+    )
     return _drop(frame, "power_w_per_gpu")
 
 
 def mfu_at(
-    gpu: str, calibration: Calibration | None = None, *, num_gpus: int = STUDY_MFU_GPUS
+    gpu: str, calibration: Calibration, *, catalogue: Catalogue, num_gpus: int = STUDY_MFU_GPUS
 ) -> float:
     """MFU of the study setup (Llama-2 7B) on ``gpu`` at ``num_gpus``."""
-    frame = scaleout(calibration, gpu=gpu, gpu_counts=(num_gpus,))
+    frame = scaleout(calibration, catalogue=catalogue, gpu=gpu, gpu_counts=(num_gpus,))
     return float(frame["mfu"].iloc[0])
 
 
+def _given_or_shipped(
+    catalogue: Catalogue | None, calibration: Calibration | None
+) -> tuple[Catalogue, Calibration]:
+    """Kept for :mod:`trainscale.tables` (the claims table), which calls
+    :func:`best_model_parallel` and :func:`headline_claims` without a catalogue until the tables
+    get theirs from their caller: the shipped ones for what is not given."""
+    return (
+        catalogue if catalogue is not None else load_catalogue(),
+        calibration if calibration is not None else load_calibration(),
+    )
+
+
 def best_model_parallel(
-    model: str, num_gpus: int = 2048, calibration: Calibration | None = None
+    model: str,
+    num_gpus: int = 2048,
+    calibration: Calibration | None = None,
+    *,
+    catalogue: Catalogue | None = None,
 ) -> pd.DataFrame:
-    """All plans tp·pp ∈ {1, 2, 4, 8, 16} that fit memory at ``num_gpus``, best first."""
+    """All plans tp·pp ∈ {1, 2, 4, 8, 16} that fit memory at ``num_gpus``, best first.
+
+    ``calibration`` and ``catalogue`` not given: the shipped ones (for :mod:`trainscale.tables`
+    until it passes them; new code passes both)."""
+    catalogue, calibration = _given_or_shipped(catalogue, calibration)
     frames = []
     for tp in (1, 2, 4, 8):
         for pp in (1, 2, 4, 8, 16):
@@ -175,24 +202,30 @@ def best_model_parallel(
                     tp=tp,
                     pp=pp,
                     recompute=recompute,
+                    catalogue=catalogue,
                     calibration=calibration,
                 )
                 if not config.empty:
-                    frames.append(predict(config, calibration=calibration))
+                    frames.append(predict(config, catalogue=catalogue, calibration=calibration))
     table = pd.concat(frames, ignore_index=True)
     table = table[table["fits_memory"]].copy()
     table["model_parallel"] = table["tp"] * table["pp"]
     return table.sort_values("tokens_per_s", ascending=False, kind="stable").reset_index(drop=True)
 
 
-def headline_claims(calibration: Calibration | None = None) -> dict[str, float]:
+def headline_claims(
+    calibration: Calibration | None = None, *, catalogue: Catalogue | None = None
+) -> dict[str, float]:
     """The study setup's throughput drop, power drop and MFU on A100 and H100 (percent).
 
     The best-plan claims are separate (:func:`best_model_parallel`): they simulate ~40 plans.
+    ``calibration`` and ``catalogue`` not given: the shipped ones (for :mod:`trainscale.tables`
+    until it passes them; new code passes both).
     """
+    catalogue, calibration = _given_or_shipped(catalogue, calibration)
     return {
-        "throughput_drop_pct": throughput_drop_pct(calibration),
-        "power_drop_pct": power_drop_pct(calibration),
-        "mfu_a100_pct": 100.0 * mfu_at("a100-sxm-80gb", calibration),
-        "mfu_h100_pct": 100.0 * mfu_at("h100-sxm-80gb", calibration),
+        "throughput_drop_pct": throughput_drop_pct(calibration, catalogue=catalogue),
+        "power_drop_pct": power_drop_pct(calibration, catalogue=catalogue),
+        "mfu_a100_pct": 100.0 * mfu_at("a100-sxm-80gb", calibration, catalogue=catalogue),
+        "mfu_h100_pct": 100.0 * mfu_at("h100-sxm-80gb", calibration, catalogue=catalogue),
     }

@@ -48,10 +48,11 @@ from trainscale.io.schema import schema_problems, subschema, validator
 from trainscale.io.yaml import load_yaml
 from trainscale.schema import CONFIGURATION_COLUMNS, MODEL_SHAPE_COLUMNS, Column, names
 from trainscale.sim.calibration import Calibration
+from trainscale.sim.catalogue import Catalogue
 from trainscale.sim.configs import build_configs
-from trainscale.sim.model.shape import load_models
+from trainscale.sim.model.shape import ModelShape
 from trainscale.sim.simulate import predict
-from trainscale.sim.system.hardware import HardwareCatalog, load_hardware
+from trainscale.sim.system.hardware import HardwareCatalog
 from trainscale.study.micro_batch import resolve_micro_batch
 
 __all__ = [
@@ -146,11 +147,14 @@ class Study:
 
 
 def _catalogue_problems(
-    fixed: Mapping[str, Any], sweep: Mapping[str, list[Any]], hardware: HardwareCatalog
+    fixed: Mapping[str, Any],
+    sweep: Mapping[str, list[Any]],
+    hardware: HardwareCatalog,
+    models: Mapping[str, ModelShape],
 ) -> list[tuple[str, str]]:
     valid = {
         "gpu": ("GPU", sorted(hardware.gpus)),
-        "model": ("model", sorted(load_models())),
+        "model": ("model", sorted(models)),
     }
     problems = []
     for column, (kind, allowed) in valid.items():
@@ -214,7 +218,11 @@ def _completeness_problems(
 
 
 def load_study(
-    path: str | Path, *, schema: str | Path, hardware: HardwareCatalog | None = None
+    path: str | Path,
+    *,
+    schema: str | Path,
+    hardware: HardwareCatalog,
+    models: Mapping[str, ModelShape],
 ) -> Study:
     """Read and check one study file; return the :class:`Study`.
 
@@ -224,8 +232,10 @@ def load_study(
         ``config/studies/<name>.yaml``; the name is the file name without ``.yaml``.
     schema
         ``workflow/schemas/study.schema.yaml`` (JSON Schema 2020-12).
-    hardware
-        GPU catalogue for the name check; default ``data/hardware.yaml``.
+    hardware, models
+        The GPU and model catalogues the names are checked against (the caller's, e.g.
+        ``catalogue.hardware`` and ``catalogue.models`` of :mod:`trainscale.sim.catalogue`).
+        A study that names its own ``calibration:`` file has that file read and checked too.
 
     Raises
     ------
@@ -243,7 +253,7 @@ def load_study(
     if not problems:
         fixed, sweep = data["fixed"], data.get("sweep", {})
         derive = data.get("derive", {})
-        problems = _catalogue_problems(fixed, sweep, hardware or load_hardware())
+        problems = _catalogue_problems(fixed, sweep, hardware, models)
         problems += _completeness_problems(fixed, sweep, derive)
         problems += _calibration_problems(data.get("calibration"))
     if problems:
@@ -421,7 +431,7 @@ def _filter(
 
 
 def _fits_memory(
-    study: Study, kept: pd.DataFrame, hardware: HardwareCatalog, calibration: Calibration | None
+    study: Study, kept: pd.DataFrame, catalogue: Catalogue, calibration: Calibration
 ) -> list[tuple[int, str, str]]:
     """Rows of ``kept`` (valid rows) whose predicted memory per GPU does not fit, with the
     reason: the block is simulated as its chunk will be (``"auto"`` resolved first)."""
@@ -431,11 +441,15 @@ def _fits_memory(
     if "micro_batch" in frame.columns:
         micro = frame["micro_batch"].astype(object)
         frame["micro_batch"] = micro.where(micro.notna(), AUTO)
-    results = predict(resolve_micro_batch(frame, calibration), calibration=calibration)
+    results = predict(
+        resolve_micro_batch(frame, catalogue=catalogue, calibration=calibration),
+        catalogue=catalogue,
+        calibration=calibration,
+    )
     fits = results["fits_memory"].to_numpy(dtype=bool)
     memory = results["mem_gib_per_gpu"].to_numpy(dtype=float)
     names, where = np.unique(results["gpu"].astype(str).to_numpy(), return_inverse=True)
-    hbm = {g: hardware.gpus[g].hbm_bytes / 2**30 for g in names}
+    hbm = {g: catalogue.hardware.gpus[g].hbm_bytes / 2**30 for g in names}
     gpus = names[where]
     return [
         (int(r), "filters.fits_memory",
@@ -450,17 +464,18 @@ def expand_block(
     block: pd.DataFrame,
     *,
     first: int = 0,
-    hardware: HardwareCatalog | None = None,
-    calibration: Calibration | None = None,
+    catalogue: Catalogue,
+    calibration: Calibration,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Derive and filter one block of the grid (from :func:`grid_blocks`); return
     ``(configurations, rejects)`` as :func:`expand_study` does, ``row`` = ``first`` + position.
 
     Rows are dropped, in this order, by ``derive``, the cheap filters (``max_model_parallel``,
     ``max_tp_per_node``), the simulator's validator (``"auto"`` checked as 1) and, with
-    ``filters.fits_memory``, by a prediction of the block's memory per GPU.
+    ``filters.fits_memory``, by a prediction of the block's memory per GPU under
+    ``catalogue`` and ``calibration``.
     """
-    hardware = hardware or load_hardware()
+    hardware = catalogue.hardware
     grid = block.reset_index(drop=True)
     invalid = _derive(study, grid)
     candidates = np.setdiff1d(np.arange(len(grid)), [r for r, _, _ in invalid])
@@ -469,7 +484,10 @@ def expand_block(
     check = grid.iloc[candidates].reset_index(drop=True)
     if "micro_batch" in check.columns:
         check["micro_batch"] = check["micro_batch"].fillna(1)
-    _, _, rejected = build_configs(check, origin=study.path, skip_invalid=True, hardware=hardware)
+    _, _, rejected = build_configs(
+        check, origin=study.path, skip_invalid=True, hardware=hardware,
+        models=catalogue.models, frameworks=catalogue.frameworks,
+    )  # fmt: skip
     invalid += [
         (int(candidates[row]), str(column), str(reason))
         for row, column, reason in zip(rejected["row"].tolist(), rejected["column"].tolist(),
@@ -479,7 +497,7 @@ def expand_block(
         problems = sorted(((r + first, c, m) for r, c, m in invalid), key=lambda p: p[0])
         raise ConfigurationError(problems, origin=study.path)
     candidates = np.setdiff1d(candidates, [r for r, _, _ in invalid])
-    memory = _fits_memory(study, grid.iloc[candidates].reset_index(drop=True), hardware,
+    memory = _fits_memory(study, grid.iloc[candidates].reset_index(drop=True), catalogue,
                           calibration)  # fmt: skip
     filtered += [(int(candidates[r]), column, reason) for r, column, reason in memory]
     problems = sorted(invalid + filtered, key=lambda p: p[0])
@@ -574,17 +592,16 @@ class ExpansionSummary:
 def expand_blocks(
     study: Study,
     *,
-    hardware: HardwareCatalog | None = None,
-    calibration: Calibration | None = None,
+    catalogue: Catalogue,
+    calibration: Calibration,
     block_rows: int = BLOCK_ROWS,
     summary: ExpansionSummary | None = None,
 ) -> Iterator[tuple[pd.DataFrame, pd.DataFrame]]:
     """Yield ``(configurations, rejects)`` block by block, in grid order (see
     :func:`expand_block`); ``summary`` (if given) counts every block."""
-    hardware = hardware or load_hardware()
     for first, block in grid_blocks(study, block_rows):
         configurations, rejects = expand_block(
-            study, block, first=first, hardware=hardware, calibration=calibration
+            study, block, first=first, catalogue=catalogue, calibration=calibration
         )
         if summary is not None:
             summary.add(len(block), configurations, rejects)
@@ -594,8 +611,8 @@ def expand_blocks(
 def expand_study(
     study: Study,
     *,
-    hardware: HardwareCatalog | None = None,
-    calibration: Calibration | None = None,
+    catalogue: Catalogue,
+    calibration: Calibration,
     block_rows: int = BLOCK_ROWS,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Expand a study into ``(configurations, rejects)``, held in memory (small studies; the
@@ -618,7 +635,7 @@ def expand_study(
         When no row survives (see :meth:`ExpansionSummary.check`).
     """
     summary = ExpansionSummary(study)
-    parts = list(expand_blocks(study, hardware=hardware, calibration=calibration,
+    parts = list(expand_blocks(study, catalogue=catalogue, calibration=calibration,
                                block_rows=block_rows, summary=summary))  # fmt: skip
     summary.check()
     configurations = pd.concat([c for c, _ in parts], ignore_index=True)
@@ -633,8 +650,8 @@ def write_study_configurations(
     rejects: str | Path,
     counts: str | Path,
     rows_per_job: int,
-    hardware: HardwareCatalog | None = None,
-    calibration: Calibration | None = None,
+    catalogue: Catalogue,
+    calibration: Calibration,
     block_rows: int = BLOCK_ROWS,
 ) -> tuple[ExpansionSummary, str | None]:
     """Expand a study block by block and write its tables; return the summary and warning.
@@ -686,7 +703,7 @@ def write_study_configurations(
     try:
         with ParquetStream(rejects, (*columns, *REJECT_COLUMNS), metadata) as out:
             for configurations, block_rejects in expand_blocks(
-                study, hardware=hardware, calibration=calibration, block_rows=block_rows,
+                study, catalogue=catalogue, calibration=calibration, block_rows=block_rows,
                 summary=summary,
             ):  # fmt: skip
                 out.write(block_rejects)
@@ -730,9 +747,14 @@ def chunk_count(rows: int, rows_per_job: int) -> int:
 
 
 def simulate_configurations(
-    configurations: pd.DataFrame, filters: Filters, *, calibration: Calibration | None = None
+    configurations: pd.DataFrame,
+    filters: Filters,
+    *,
+    catalogue: Catalogue,
+    calibration: Calibration,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Simulate a (chunk of a) configuration table; return ``(results, dropped)``.
+    """Simulate a (chunk of a) configuration table under ``catalogue`` and ``calibration``;
+    return ``(results, dropped)``.
 
     ``micro_batch`` null (``"auto"``) is resolved first. ``results`` has the columns of
     :func:`trainscale.predict`; with ``filters.fits_memory`` the rows that do not fit are moved
@@ -744,7 +766,11 @@ def simulate_configurations(
     if "micro_batch" in frame.columns:
         micro = frame["micro_batch"].astype(object)
         frame["micro_batch"] = micro.where(micro.notna(), AUTO)
-    results = predict(resolve_micro_batch(frame, calibration), calibration=calibration)
+    results = predict(
+        resolve_micro_batch(frame, catalogue=catalogue, calibration=calibration),
+        catalogue=catalogue,
+        calibration=calibration,
+    )
     if not filters.fits_memory:
         return results, results.iloc[0:0]
     fits = results["fits_memory"].to_numpy(dtype=bool)
