@@ -23,6 +23,7 @@ from scipy.optimize import least_squares
 from trainscale.published.accuracy import collective_predictions
 from trainscale.published.measurements import load_published
 from trainscale.sim.calibration import PARAMETERS, Calibration, load_calibration
+from trainscale.sim.catalogue import Catalogue, load_catalogue
 
 NETWORK = (
     "nvlink_efficiency",
@@ -35,7 +36,7 @@ NETWORK = (
 MIB = 2.0**20
 
 
-def fit(published, start: Calibration) -> Calibration:
+def fit(published, start: Calibration, catalogue: Catalogue) -> Calibration:
     specs = [p for p in PARAMETERS if p.name in NETWORK]
     lower = np.array([p.lower for p in specs])
     upper = np.array([p.upper for p in specs])
@@ -51,7 +52,7 @@ def fit(published, start: Calibration) -> Calibration:
         return replace(start, **{p.name: float(v) for p, v in zip(specs, x, strict=True)})
 
     def residuals(x: np.ndarray) -> np.ndarray:
-        pred = collective_predictions(published, with_x(x))
+        pred = collective_predictions(published, with_x(x), catalogue)
         r = np.log(pred["predicted_busbw_gbps"] / pred["observed_busbw_gbps"]).to_numpy()
         return np.concatenate([weight * r, (x - prior) / prior_sd])
 
@@ -65,9 +66,10 @@ def fit(published, start: Calibration) -> Calibration:
 
 def main() -> None:
     pd.set_option("display.width", 160)
-    published = load_published()
+    catalogue = load_catalogue()  # the shipped catalogues, measurements and calibration
+    published = load_published(hardware=catalogue.hardware, models=catalogue.models)
     start = load_calibration()
-    fitted = fit(published, start)
+    fitted = fit(published, start, catalogue)
     print("fitted network parameters (bounds):")
     for spec in PARAMETERS:
         if spec.name in NETWORK:
@@ -75,7 +77,7 @@ def main() -> None:
                 f"  {spec.name:26s} {getattr(fitted, spec.name):8.4f}   "
                 f"[{spec.lower:g}, {spec.upper:g}]  prior {spec.default:g}"
             )
-    rows = collective_predictions(published, fitted)
+    rows = collective_predictions(published, fitted, catalogue)
     large = rows[rows["size_bytes"] >= 16 * MIB]
     table = pd.DataFrame(
         {

@@ -17,8 +17,11 @@ localrules:
 # shell inside a one-task, one-node job step, so the nested srun needs --overlap, and the node
 # count comes from the job's node list: in that step $SLURM_NNODES is the step's (1) and
 # $SLURM_JOB_NUM_NODES is not set. Outside SLURM (local executor): torchrun --standalone.
+# The harness reads the model (shape) and hardware (peak for MFU) catalogues through
+# TRAINSCALE_DATA, which points at the files declared here.
 rule bench_run:
     input:
+        **catalogue_inputs("hardware", "models"),
         sweep="config/benches/{sweep}.yaml",
     output:
         run_dir=directory("results/bench/{sweep}/{sweep}_{point}"),
@@ -61,9 +64,11 @@ rule bench_run:
         """
 
 
-# A sweep's measured rows, one per point, in the dataset schema.
+# A sweep's measured rows, one per point, in the dataset schema (ingested with the GPU and model
+# catalogues, as rule ingest_run).
 rule bench_collect:
     input:
+        **catalogue_inputs("hardware", "models"),
         runs=lambda wildcards: sweep_run_dirs(f"config/benches/{wildcards.sweep}.yaml"),
     output:
         results="results/bench/{sweep}.parquet",

@@ -1,11 +1,12 @@
 # Start-up checks, study bookkeeping and input functions (included first by the Snakefile).
 #
 # Everything here runs when the workflow is parsed, before any job starts: the config is checked
-# against workflow/schemas/config.schema.yaml, and every study listed in it against
-# workflow/schemas/study.schema.yaml and the catalogues, so an invalid value stops the run with a
-# message naming the file, the key and what is allowed. Parsing stays fast: a study is read and
-# checked, not expanded; it is expanded by the checkpoint study_configurations, whose chunk
-# count plans the simulate jobs (rules/simulate.smk).
+# against workflow/schemas/config.schema.yaml, the catalogues against their schemas
+# (workflow/schemas/{hardware,models,frameworks,nccl}.schema.yaml), and every study listed in the
+# config against workflow/schemas/study.schema.yaml and the catalogues, so an invalid value stops
+# the run with a message naming the file, the key and what is allowed. Parsing stays fast: a
+# study is read and checked, not expanded; it is expanded by the checkpoint
+# study_configurations, whose chunk count plans the simulate jobs (rules/simulate.smk).
 import json
 import os
 import re
@@ -16,6 +17,7 @@ from snakemake.utils import validate
 
 from trainscale.errors import TrainscaleError
 from trainscale.figures import FIGURES
+from trainscale.sim.catalogue import load_catalogue
 from trainscale.study.sweep import load_study
 from trainscale.study.report import report_spec
 from trainscale.tables import TABLES
@@ -48,25 +50,57 @@ for _kind, _registry in (("figure", FIGURES), ("table", TABLES)):
             + ", ".join(_registry)
         )
 
-# The catalogues are inputs of the jobs that read them, so editing one reruns those jobs. They
-# are located from the workflow, not the working directory (--directory), and the library reads
-# the same files (TRAINSCALE_DATA, inherited by local and SLURM jobs).
+# Catalogues are inputs. Each rule declares, as named inputs, exactly the catalogue files and
+# calibration its script reads (catalogue_inputs below), and the script loads them from
+# snakemake.input and passes them down: the library never reads a catalogue on its own. Editing
+# one reruns exactly the jobs that read it. The files are located from the workflow, not the
+# working directory (--directory). TRAINSCALE_DATA (inherited by local and SLURM jobs) points at
+# the same folder for the code that still loads the shipped catalogues itself: the `trainscale
+# bench` harness (rule bench_run) and the figure and table rules, which declare all of CATALOGUES.
 DATA_DIR = Path(
     os.environ.setdefault("TRAINSCALE_DATA", str(Path(workflow.basedir, "data")))
 )
-CATALOGUES = [
-    str(DATA_DIR / f"{name}.yaml")
+#: Catalogue file by name (trainscale.sim.catalogue.CATALOGUE_FILES).
+CATALOGUE_FILES = {
+    name: str(DATA_DIR / f"{name}.yaml")
     for name in ("hardware", "models", "nccl", "frameworks")
-]
+}
+#: All four catalogue files (the figure and table rules, until they name theirs).
+CATALOGUES = list(CATALOGUE_FILES.values())
 CALIBRATION = str(DATA_DIR / "calibration.yaml")
 STUDY_SCHEMA = str(Path(workflow.basedir, "workflow", "schemas", "study.schema.yaml"))
+
+
+def catalogue_inputs(*names):
+    """Named inputs {name: file} of the catalogue files a rule's script reads, e.g.
+    `**catalogue_inputs("hardware", "models")`; the script loads snakemake.input.<name>.
+    """
+    unknown = [name for name in names if name not in CATALOGUE_FILES]
+    if unknown or not names:
+        raise WorkflowError(
+            f"catalogue_inputs: unknown catalogue(s) {', '.join(unknown) or '(none given)'}; "
+            f"known: {', '.join(CATALOGUE_FILES)}"
+        )
+    return {name: CATALOGUE_FILES[name] for name in names}
+
+
+try:
+    # Checked against their schemas here, so a bad catalogue value stops the run at start-up.
+    CATALOGUE = load_catalogue(CATALOGUE_FILES)
+except TrainscaleError as error:
+    raise WorkflowError(f"invalid catalogue: {error}") from None
 
 STUDIES = {}
 # What each study's per-study outputs show (rules/studies.smk), checked here too.
 STUDY_REPORTS = {}
 for _name in config["studies"]:
     try:
-        STUDIES[_name] = load_study(f"config/studies/{_name}.yaml", schema=STUDY_SCHEMA)
+        STUDIES[_name] = load_study(
+            f"config/studies/{_name}.yaml",
+            schema=STUDY_SCHEMA,
+            hardware=CATALOGUE.hardware,
+            models=CATALOGUE.models,
+        )
         STUDY_REPORTS[_name] = report_spec(STUDIES[_name])
     except TrainscaleError as error:
         _problems.append(f"invalid study: {error}")
@@ -85,6 +119,11 @@ wildcard_constraints:
 def study_calibration(study):
     """The calibration a study is simulated with: its calibration: key, else the shipped one."""
     return STUDIES[study].calibration or CALIBRATION
+
+
+def study_own_calibration(study):
+    """The study's own calibration: file, read when the study file is loaded ([] if none)."""
+    return STUDIES[study].calibration or []
 
 
 def study_rows_per_job(study):

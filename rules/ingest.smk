@@ -5,10 +5,12 @@
 from trainscale.ingest.runs import run_input_files
 
 
-# Parse every log the manifest lists (src/trainscale/runs.py); a bad manifest or log fails the
-# job with the file, line and key in its log, and writes nothing.
+# Parse every log the manifest lists (src/trainscale/ingest/runs.py); a bad manifest or log fails
+# the job with the file, line and key in its log, and writes nothing. Reads the GPU and model
+# catalogues (names checked; peaks, TDP and shapes for MFU and the power check).
 rule ingest_run:
     input:
+        **catalogue_inputs("hardware", "models"),
         manifest=f"{config['runs_dir']}/{{run}}/run.yaml",
         logs=lambda wildcards: run_input_files(
             f"{config['runs_dir']}/{wildcards.run}"

@@ -8,9 +8,7 @@
 # nodes, with and without NCCL's latencies (trainscale.sim.collective_curves).
 rule collective_curves:
     input:
-        hardware=str(DATA_DIR / "hardware.yaml"),
-        models=str(DATA_DIR / "models.yaml"),
-        nccl=str(DATA_DIR / "nccl.yaml"),
+        **catalogue_inputs("hardware", "models", "frameworks", "nccl"),
         calibration=CALIBRATION,
     output:
         curves="results/collectives.parquet",
@@ -33,7 +31,7 @@ rule collective_curves:
 rule sim_vs_measured:
     input:
         dataset="results/dataset",
-        catalogues=CATALOGUES,
+        **catalogue_inputs("hardware", "models", "frameworks", "nccl"),
         calibration=CALIBRATION,
     output:
         table="results/sim_vs_measured.parquet",

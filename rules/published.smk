@@ -3,11 +3,14 @@
 # source out (results/holdout.parquet, held out).
 
 
-# Published throughput rows in the dataset schema, observed value as tokens/s per GPU.
+# Published throughput rows in the dataset schema, observed value as tokens/s per GPU. Reads the
+# hardware (physical limits), models (shapes) and frameworks (configurations resolved as the
+# simulator resolves them) catalogues; it simulates nothing, so neither nccl.yaml nor the
+# calibration.
 rule published_measurements:
     input:
+        **catalogue_inputs("hardware", "models", "frameworks"),
         csv=config["published"],
-        catalogues=CATALOGUES,
     output:
         published="results/published.parquet",
     log:
@@ -24,11 +27,13 @@ rule published_measurements:
         "../workflow/scripts/published_measurements.py"
 
 
-# Every published row predicted (observed, predicted, error) or rejected with its reason.
+# Every published row predicted (observed, predicted, error) or rejected with its reason: the four
+# catalogues and the shipped calibration.
 rule published_validation:
     input:
+        **catalogue_inputs("hardware", "models", "frameworks", "nccl"),
         csv=config["published"],
-        catalogues=[*CATALOGUES, CALIBRATION],
+        calibration=CALIBRATION,
     output:
         validation="results/validation.parquet",
     log:
@@ -46,11 +51,13 @@ rule published_validation:
 
 
 # Every published throughput row predicted by a fit that left its whole source out (one fit
-# per source, about a minute), beside the shipped calibration it is compared with.
+# per source, about a minute), beside the shipped calibration it is compared with (the fits start
+# from the parameters' defaults; the shipped file gives the calibration_id the rows record).
 rule published_holdout:
     input:
+        **catalogue_inputs("hardware", "models", "frameworks", "nccl"),
         csv=config["published"],
-        catalogues=[*CATALOGUES, CALIBRATION],
+        calibration=CALIBRATION,
     output:
         holdout="results/holdout.parquet",
     log:

@@ -7,12 +7,13 @@
 # (rows_per_job kept rows each) plus the chunk count. A checkpoint: the number of simulate jobs
 # follows the rows that survive, which is known only once this job has run. A study with no row
 # left fails here, naming the file and the filters; one that loses more than half its rows
-# prints a warning (also in the log).
+# prints a warning (also in the log). Reads all four catalogues (the study's names are checked
+# against hardware and models; fits_memory and micro_batch "auto" simulate) and the calibration.
 checkpoint study_configurations:
     input:
+        **catalogue_inputs("hardware", "models", "frameworks", "nccl"),
         study="config/studies/{study}.yaml",
         schema=STUDY_SCHEMA,
-        catalogues=CATALOGUES,
         calibration=lambda wildcards: study_calibration(wildcards.study),
     output:
         configurations=directory("results/studies/{study}/configurations"),
@@ -35,12 +36,13 @@ checkpoint study_configurations:
 
 
 # Simulate one chunk: its own configuration file only (micro_batch "auto" resolved), with the
-# study's calibration (its calibration: key, else data/calibration.yaml). The chunk
-# is temporary: it is deleted once the study's results table holds it.
+# four catalogues and the study's calibration (its calibration: key, else
+# data/calibration.yaml). The chunk is temporary: it is deleted once the study's results table
+# holds it.
 rule simulate_chunk:
     input:
+        **catalogue_inputs("hardware", "models", "frameworks", "nccl"),
         configurations="results/studies/{study}/configurations/{chunk}.parquet",
-        catalogues=CATALOGUES,
         calibration=lambda wildcards: study_calibration(wildcards.study),
     output:
         chunk=temp("results/studies/{study}/chunks/{chunk}.parquet"),

@@ -3,18 +3,19 @@
 # table (results/sim/<study>.parquet, read as its dataset partition reads), so that editing one
 # study reruns only its outputs. What they show (x axis, series, facet, metrics) is the study's report: block,
 # or follows from what it sweeps (checked at start-up, rules/common.smk). The PNG and the CSV go
-# into the report, captioned with the study's description.
+# into the report, captioned with the study's description. Both read the GPU and model catalogues
+# (the study's names are checked against them; the figure's colours and setup note) and, when the
+# study names its own calibration: file, that file (checked when the study is loaded).
 
 
 # Fits first: the figure's legend reads each series' slope from the table.
 rule study_fits:
     input:
+        **catalogue_inputs("hardware", "models"),
         simulated="results/sim/{study}.parquet",
         study="config/studies/{study}.yaml",
         schema=STUDY_SCHEMA,
-        hardware=str(DATA_DIR / "hardware.yaml"),
-        models=str(DATA_DIR / "models.yaml"),
-        calibration=lambda wildcards: study_calibration(wildcards.study),
+        calibration=lambda wildcards: study_own_calibration(wildcards.study),
     output:
         csv=report(
             "reports/studies/{study}/fits.csv",
@@ -45,13 +46,12 @@ rule study_fits:
 
 rule study_scaling:
     input:
+        **catalogue_inputs("hardware", "models"),
         simulated="results/sim/{study}.parquet",
         fits="reports/studies/{study}/fits.csv",
         study="config/studies/{study}.yaml",
         schema=STUDY_SCHEMA,
-        hardware=str(DATA_DIR / "hardware.yaml"),
-        models=str(DATA_DIR / "models.yaml"),
-        calibration=lambda wildcards: study_calibration(wildcards.study),
+        calibration=lambda wildcards: study_own_calibration(wildcards.study),
     output:
         pdf="reports/studies/{study}/scaling.pdf",
         png=report(

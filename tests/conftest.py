@@ -15,6 +15,10 @@ import pytest
 import yaml
 from hypothesis import settings
 
+from trainscale.published.measurements import PublishedData, load_published
+from trainscale.sim.calibration import Calibration, load_calibration
+from trainscale.sim.catalogue import Catalogue, load_catalogue
+
 # Property tests draw a fixed, reproducible set of examples, so that a run of the suite is
 # deterministic; `HYPOTHESIS_PROFILE=explore pytest` draws fresh random examples instead.
 settings.register_profile("trainscale", derandomize=True, database=None)
@@ -31,6 +35,28 @@ WORKFLOW_FILES = ("Snakefile", "rules", "workflow", "config", "profiles", "envir
 def repo_root() -> Path:
     """The repository root."""
     return REPO
+
+
+# The library takes its catalogues, calibration and published measurements from its caller; the
+# tests are such callers and pass the shipped ones, loaded once per session.
+
+
+@pytest.fixture(scope="session")
+def catalogue() -> Catalogue:
+    """The shipped catalogues (data/hardware.yaml, models.yaml, frameworks.yaml, nccl.yaml)."""
+    return load_catalogue()
+
+
+@pytest.fixture(scope="session")
+def shipped_calibration() -> Calibration:
+    """The shipped calibration (data/calibration.yaml)."""
+    return load_calibration()
+
+
+@pytest.fixture(scope="session")
+def published(catalogue: Catalogue) -> PublishedData:
+    """The shipped published measurements, normalised with the shipped catalogues."""
+    return load_published(hardware=catalogue.hardware, models=catalogue.models)
 
 
 def copy_workflow(
@@ -120,6 +146,25 @@ def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return workdir
 
 
+def copy_finished_run(source: Path, target: Path) -> Path:
+    """Copy the finished run ``source`` to ``target``, which Snakemake then sees as the same
+    finished run (see :func:`finished_smoke_run`); return ``target``."""
+    workdir = Path(shutil.copytree(source, target, symlinks=True))
+    old_root = json.dumps(str(source))[1:-1]
+    new_root = json.dumps(str(workdir))[1:-1]
+    for record in (workdir / ".snakemake" / "metadata").iterdir():
+        text = record.read_text()
+        if old_root in text:
+            record.write_text(text.replace(old_root, new_root))
+    return workdir
+
+
+@pytest.fixture(scope="session")
+def copy_finished() -> Callable[[Path, Path], Path]:
+    """``copy_finished(source, target)``: see :func:`copy_finished_run`."""
+    return copy_finished_run
+
+
 @pytest.fixture
 def finished_smoke_run(smoke_run: Path, tmp_path: Path) -> Callable[[str], Path]:
     """Factory: ``finished_smoke_run(name)`` -> a copy of :func:`smoke_run` under tmp_path, to
@@ -132,15 +177,8 @@ def finished_smoke_run(smoke_run: Path, tmp_path: Path) -> Callable[[str], Path]
     record format is its own: tests using a copy also check that Snakemake plans none of the
     finished jobs that their change leaves alone, so a copy seen as unfinished fails them.
     """
-    old_root = json.dumps(str(smoke_run))[1:-1]
 
     def make(name: str = "finished") -> Path:
-        workdir = Path(shutil.copytree(smoke_run, tmp_path / name, symlinks=True))
-        new_root = json.dumps(str(workdir))[1:-1]
-        for record in (workdir / ".snakemake" / "metadata").iterdir():
-            text = record.read_text()
-            if old_root in text:
-                record.write_text(text.replace(old_root, new_root))
-        return workdir
+        return copy_finished_run(smoke_run, tmp_path / name)
 
     return make

@@ -31,6 +31,7 @@ from trainscale.published.accuracy import validate_published
 from trainscale.published.measurements import load_published
 from trainscale.schema import DATASET_COLUMNS, RESULT_COLUMNS, column, names
 from trainscale.sim.calibration import load_calibration
+from trainscale.sim.catalogue import load_catalogue
 from trainscale.sim.simulate import predict
 
 CONFIGS = pd.DataFrame(
@@ -55,9 +56,16 @@ def sim() -> pd.DataFrame:
     return predict(CONFIGS)
 
 
+#: The catalogues the published rows are resolved with: the shipped ones (the workflow's
+#: published_measurements rule passes those it declares).
+CATALOGUE = load_catalogue()
+PARTS = {"hardware": CATALOGUE.hardware, "models": CATALOGUE.models,
+         "frameworks": CATALOGUE.frameworks}  # fmt: skip
+
+
 @pytest.fixture(scope="module")
 def published():
-    return load_published()
+    return load_published(hardware=CATALOGUE.hardware, models=CATALOGUE.models)
 
 
 # --------------------------------------------------------------------------------------------
@@ -162,7 +170,7 @@ def test_a_failed_write_leaves_neither_the_file_nor_a_temporary(
 
 
 def test_dataset_frame_labels_sources_and_sorts(sim: pd.DataFrame, published) -> None:
-    pub = published_rows(published)
+    pub = published_rows(published, **PARTS)
 
     frame = dataset_frame({"b": sim, "a": sim.iloc[:1]}, pub, [])
 
@@ -183,7 +191,7 @@ def test_dataset_frame_labels_sources_and_sorts(sim: pd.DataFrame, published) ->
 def test_published_and_measured_rows_in_any_order_give_the_same_bytes(
     sim: pd.DataFrame, published, tmp_path: Path
 ) -> None:
-    pub = published_rows(published)
+    pub = published_rows(published, **PARTS)
     measured = sim.assign(run_id=["r1", "r2", "r3"])
 
     first = write_dataset(dataset_frame({}, pub, [measured]), tmp_path / "one")
@@ -218,7 +226,7 @@ def test_a_study_keeps_its_row_order_and_streamed_parts_give_the_same_bytes(
 def test_dataset_is_hive_partitioned_with_provenance(
     sim: pd.DataFrame, published, tmp_path: Path
 ) -> None:
-    frame = dataset_frame({"smoke": sim}, published_rows(published))
+    frame = dataset_frame({"smoke": sim}, published_rows(published, **PARTS))
 
     files = write_dataset(frame, tmp_path / "dataset")
 
@@ -242,7 +250,9 @@ def test_dataset_is_hive_partitioned_with_provenance(
 def test_reading_some_partitions_leaves_the_others_unread(
     sim: pd.DataFrame, published, tmp_path: Path
 ) -> None:
-    write_dataset(dataset_frame({"smoke": sim}, published_rows(published)), tmp_path / "dataset")
+    write_dataset(
+        dataset_frame({"smoke": sim}, published_rows(published, **PARTS)), tmp_path / "dataset"
+    )
     only_published = read_dataset(tmp_path / "dataset", sources=("published",))
     assert set(only_published["source"]) == {"published"} and len(only_published) > 0
     only_smoke = read_dataset(tmp_path / "dataset", studies=("smoke",))
@@ -270,7 +280,7 @@ def _csv_lines() -> int:
 
 
 def test_published_rows_convert_the_published_number_to_tokens_per_gpu(published) -> None:
-    rows = published_rows(published)
+    rows = published_rows(published, **PARTS)
     first = rows.iloc[0]  # CSV line 2: Narayanan et al. 2021, Table 1, GPT-1.7B on 32 A100s
 
     # Narayanan et al. 2021 (arXiv 2104.04473), eq. (3) per token:
@@ -285,7 +295,7 @@ def test_published_rows_convert_the_published_number_to_tokens_per_gpu(published
 
 
 def test_published_rows_resolve_catalogue_shapes_and_default_networks(published) -> None:
-    rows = published_rows(published)
+    rows = published_rows(published, **PARTS)
     llama = rows[rows["model"] == "llama2-7b"]
 
     assert not llama.empty
@@ -299,7 +309,7 @@ def test_validation_has_every_published_line_once(published) -> None:
     calibration = load_calibration()
 
     rows = validation_rows(
-        validate_published(calibration, published),
+        validate_published(calibration, published, catalogue=CATALOGUE),
         calibration_id=calibration.calibration_id,
         simulator_version=__version__,
     )

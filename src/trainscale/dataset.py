@@ -22,6 +22,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -54,6 +55,11 @@ from trainscale.schema import (
 )
 from trainscale.sim.configs import build_configs
 from trainscale.version import __version__
+
+if TYPE_CHECKING:
+    from trainscale.sim.frameworks import FrameworkProfile
+    from trainscale.sim.model.shape import ModelShape
+    from trainscale.sim.system.hardware import HardwareCatalog
 
 __all__ = [
     "PARTITION_COLUMNS",
@@ -351,10 +357,18 @@ def read_dataset(
 # Published measurements
 
 
-def _resolved_configuration(frame: pd.DataFrame) -> pd.DataFrame:
+def _resolved_configuration(
+    frame: pd.DataFrame,
+    hardware: HardwareCatalog,
+    models: Mapping[str, ModelShape],
+    frameworks: Mapping[str, FrameworkProfile],
+) -> pd.DataFrame:
     """Configuration and derived columns as the simulator resolves them (catalogue shape,
     default system, defaults); rows the validator rejects keep their own values."""
-    configs, valid, _ = build_configs(frame, origin="published", skip_invalid=True)
+    configs, valid, _ = build_configs(
+        frame, hardware=hardware, models=models, frameworks=frameworks, origin="published",
+        skip_invalid=True,
+    )  # fmt: skip
     out = frame.reset_index(drop=True).copy()
     resolved = {
         **{name: getattr(configs, name) for name in (
@@ -378,21 +392,27 @@ def _resolved_configuration(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def published_rows(published: PublishedData) -> pd.DataFrame:
+def published_rows(
+    published: PublishedData,
+    *,
+    hardware: HardwareCatalog,
+    models: Mapping[str, ModelShape],
+    frameworks: Mapping[str, FrameworkProfile],
+) -> pd.DataFrame:
     """The published throughput rows in the dataset schema (``source`` = ``published``).
 
-    Configuration columns are resolved as the simulator would (catalogue shapes, the GPU's
-    default system where the source gives no network). Metrics: ``tokens_per_s_per_gpu`` is the
-    published number converted to tokens/s per GPU with the source's FLOP convention
+    Configuration columns are resolved as the simulator would with the caller's catalogues
+    (catalogue shapes, the GPU's default system where the source gives no network). Metrics:
+    ``tokens_per_s_per_gpu`` is the published number converted to tokens/s per GPU with the
+    source's FLOP convention
     (:func:`trainscale.published.measurements.observed_tokens_per_s_per_gpu`), ``tokens_per_s``
-    that times
-    ``num_gpus``, ``step_time_s`` the published step time where the source gives one; the other
-    metrics are null. ``published_value`` is the source's own number in its own unit.
+    that times ``num_gpus``, ``step_time_s`` the published step time where the source gives
+    one; the other metrics are null. ``published_value`` is the source's own number in its own unit.
     """
     throughput = published.throughput
     if throughput.empty:
         return conform(pd.DataFrame(), DATASET_COLUMNS)
-    frame = _resolved_configuration(throughput)
+    frame = _resolved_configuration(throughput, hardware, models, frameworks)
     per_gpu = frame["observed_tokens_per_s_per_gpu"].to_numpy(dtype=float)
     own_value = pd.to_numeric(frame["published_value_text"], errors="coerce").to_numpy(float)
     is_step = (frame["published_metric"] == "step_time_ms").to_numpy(dtype=bool)

@@ -1,8 +1,11 @@
-"""Where the catalogues and published data live.
+"""Where the shipped catalogues, published data and input schemas live.
 
 The catalogues are data, not code: they sit in ``data/`` at the repository root (README, "Layout"),
 and an installed wheel carries a copy under ``trainscale/_data``. ``TRAINSCALE_DATA`` overrides
-both.
+both. Only the loaders' defaults and the command layer use :func:`data_dir`: a library function
+gets its catalogues and calibration from its caller (:mod:`trainscale.sim.catalogue`).
+
+The JSON Schemas of the inputs sit in ``workflow/schemas/`` (a wheel: ``trainscale/_data``).
 """
 
 from __future__ import annotations
@@ -10,10 +13,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["data_dir"]
+__all__ = ["data_dir", "schema_file"]
 
 _REPO_DATA = Path(__file__).resolve().parents[2] / "data"
 _PACKAGE_DATA = Path(__file__).resolve().parent / "_data"
+_REPO_SCHEMAS = Path(__file__).resolve().parents[2] / "workflow" / "schemas"
 
 
 def data_dir() -> Path:
@@ -24,3 +28,11 @@ def data_dir() -> Path:
     if (_REPO_DATA / "hardware.yaml").is_file():
         return _REPO_DATA
     return _PACKAGE_DATA
+
+
+def schema_file(name: str) -> Path:
+    """The JSON Schema ``<name>.schema.yaml``: ``workflow/schemas/`` in the repository, else the
+    copy an installed wheel carries under ``trainscale/_data``."""
+    filename = f"{name}.schema.yaml"
+    repo = _REPO_SCHEMAS / filename
+    return repo if repo.is_file() else _PACKAGE_DATA / filename

@@ -25,10 +25,15 @@ from trainscale.errors import InputFileError
 from trainscale.ingest.kineto import load_traces
 from trainscale.ingest.runs import ingest_run, load_manifest
 from trainscale.ingest.steplog import parse_step_log
+from trainscale.sim.catalogue import load_catalogue
 
 from .conftest import TINY
 
 pytestmark = pytest.mark.bench
+
+#: The catalogues a run is checked and ingested with: the shipped ones.
+_CATALOGUE = load_catalogue()
+SHIPPED = {"hardware": _CATALOGUE.hardware, "models": _CATALOGUE.models}
 
 # torchtitan's prefix and step line (log-formats.md §1.1), anchored: nothing else on the line.
 LINE_RE = re.compile(
@@ -46,7 +51,7 @@ def _manifest(run_dir):
 
 
 def test_two_rank_run_writes_a_valid_run_folder(gloo_run):
-    manifest = load_manifest(gloo_run.run_dir)
+    manifest = load_manifest(gloo_run.run_dir, **SHIPPED)
     assert manifest.run_id == "gloo_fsdp2"
     assert [(e.relpath, e.kind) for e in manifest.logs] == [
         ("logs/steps_rank0.log", "torchtitan"),
@@ -107,7 +112,7 @@ def test_loss_decreases_on_the_fixed_batch(gloo_run):
 
 def test_ingested_tokens_per_s_agree_with_the_harness_timing(gloo_run):
     timing = _manifest(gloo_run.run_dir)["harness_timing"]
-    results, steps = ingest_run(gloo_run.run_dir)
+    results, steps = ingest_run(gloo_run.run_dir, **SHIPPED)
     row = results.iloc[0]
     assert row["n_steps"] == timing["steps"] == 15
     # 1. The row (median of the logged per-GPU tps × 2 GPUs) vs the harness's median step.
@@ -127,13 +132,13 @@ def test_ingested_tokens_per_s_agree_with_the_harness_timing(gloo_run):
 
 
 def test_traces_hold_the_profiled_steps(gloo_run):
-    manifest = load_manifest(gloo_run.run_dir)
+    manifest = load_manifest(gloo_run.run_dir, **SHIPPED)
     traces = load_traces([e.path for e in manifest.logs if e.kind == "kineto_trace"])
     assert [t.rank for t in traces] == [0, 1] and {t.world_size for t in traces} == {2}
     # 3 recorded steps; the last is dropped as HTA does.
     assert [len(t.steps) for t in traces] == [2, 2]
     assert not any(t.events["is_gpu"].any() for t in traces)  # CPU run: no GPU kernels
-    row = ingest_run(gloo_run.run_dir)[0].iloc[0]
+    row = ingest_run(gloo_run.run_dir, **SHIPPED)[0].iloc[0]
     assert pd.isna(row["exposed_comm_s"])  # HTA's metrics need GPU kernels
     assert "traces/trace_rank1.json.gz" in row["log_file"]
 
@@ -154,14 +159,14 @@ def test_a_truncated_harness_log_is_an_error_naming_file_and_line(gloo_run, tmp_
             r"the harness ran 20 steps .* the last for step 19",
         ),
     ):
-        ingest_run(run)
+        ingest_run(run, **SHIPPED)
 
 
 def test_single_process_without_torchrun(single_run):
-    manifest = load_manifest(single_run.run_dir)
+    manifest = load_manifest(single_run.run_dir, **SHIPPED)
     assert manifest.configuration["num_gpus"] == 1
     assert "wrote" in single_run.process.stdout
-    results, _ = ingest_run(single_run.run_dir)
+    results, _ = ingest_run(single_run.run_dir, **SHIPPED)
     assert results.iloc[0]["n_steps"] == 6
 
 
@@ -169,7 +174,7 @@ def test_tensor_parallel_trains_like_one_process(single_run, tp_run):
     """TP 2 (column/row-parallel blocks) on the same data and weights as a single process."""
     single = parse_step_log(single_run.run_dir / "logs" / "steps_rank0.log").steps
     tp = parse_step_log(tp_run.run_dir / "logs" / "steps_rank0.log").steps
-    assert load_manifest(tp_run.run_dir).configuration["tp"] == 2
+    assert load_manifest(tp_run.run_dir, **SHIPPED).configuration["tp"] == 2
     assert tp["loss"].tolist() == pytest.approx(single["loss"].tolist(), abs=2e-4)
     assert statistics.mean(tp["loss"].diff().dropna()) < 0
 

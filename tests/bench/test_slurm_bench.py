@@ -15,10 +15,15 @@ import pandas as pd
 import pytest
 
 from trainscale.ingest.runs import load_manifest
+from trainscale.sim.catalogue import load_catalogue
 
 from .conftest import REPO, env_with_source
 
 pytestmark = [pytest.mark.slurm, pytest.mark.bench]
+
+#: The catalogues a run is checked and ingested with: the shipped ones.
+_CATALOGUE = load_catalogue()
+SHIPPED = {"hardware": _CATALOGUE.hardware, "models": _CATALOGUE.models}
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +71,7 @@ def test_cpu_bench_through_slurm(slurm_cluster, torch_module, tmp_path):
     slurm_logs = list((tmp_path / "results" / "logs" / "slurm" / "rule_bench_run").rglob("*.log"))
     assert len(slurm_logs) == 1 and slurm_logs[0].stem.isdigit()
     run_dir = tmp_path / "results" / "bench" / "cpu_smoke" / "cpu_smoke_n1_fsdp2"
-    manifest = load_manifest(run_dir)
+    manifest = load_manifest(run_dir, **SHIPPED)
     assert manifest.configuration["num_gpus"] == 2 and manifest.cluster["nodes"] == 1
     assert "harness timing: 8 steps after 4 warm-up" in bench_log
     rows = pd.read_parquet(tmp_path / "results" / "bench" / "cpu_smoke.parquet")

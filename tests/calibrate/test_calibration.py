@@ -24,9 +24,9 @@ def test_stored_values_are_within_bounds_and_hash_matches() -> None:
     assert stored["not_represented"], "rows the simulator cannot represent are listed"
 
 
-def test_calibrate_reproduces_the_stored_file(tmp_path: Path) -> None:
+def test_calibrate_reproduces_the_stored_file(tmp_path: Path, published, catalogue) -> None:
     out = tmp_path / "calibration.yaml"
-    calibrate(out)
+    calibrate(out, published, catalogue=catalogue)
     assert out.read_text() == (data_dir() / "calibration.yaml").read_text()
 
 

@@ -23,19 +23,20 @@ from trainscale.cli import main
 from trainscale.errors import TrainscaleError
 from trainscale.paper.setup import throughput_drop_pct
 from trainscale.paths import data_dir
-from trainscale.published.measurements import PublishedData, load_published
+from trainscale.published.measurements import PublishedData
 from trainscale.schema import CLAIM_SENSITIVITY_COLUMNS, names
 from trainscale.sim.calibration import load_calibration
 
 
 @pytest.fixture(scope="module")
-def latency_profile() -> pd.DataFrame:
+def latency_profile(published: PublishedData, catalogue) -> pd.DataFrame:
     """The profile at the calibrated NCCL latency scale and at twice NCCL's table."""
-    return profile("nccl_latency_scale", [load_calibration().nccl_latency_scale, 2.0, 0.5])
+    values = [load_calibration().nccl_latency_scale, 2.0, 0.5]
+    return profile("nccl_latency_scale", values, published, catalogue=catalogue)
 
 
 def test_profile_at_the_calibrated_value_reproduces_the_calibration(
-    latency_profile: pd.DataFrame,
+    latency_profile: pd.DataFrame, catalogue
 ) -> None:
     stored = yaml.safe_load((data_dir() / "calibration.yaml").read_text())
     at_calibrated = latency_profile.iloc[0]
@@ -44,7 +45,7 @@ def test_profile_at_the_calibrated_value_reproduces_the_calibration(
         stored["residual_error"]["throughput_mape_pct"], abs=0.01
     )
     assert at_calibrated["throughput_drop_pct"] == pytest.approx(
-        throughput_drop_pct(load_calibration()), abs=0.01
+        throughput_drop_pct(load_calibration(), catalogue=catalogue), abs=0.01
     )
 
 
@@ -72,13 +73,14 @@ def test_more_ring_latency_deepens_the_drop_but_not_the_128_gpu_mfu(
         ("nccl_latency_scale", 9.0, r"outside its bounds \[0.1, 3\]"),
     ],
 )
-def test_bad_pins_are_errors_naming_the_parameter(name: str, value: float, message: str) -> None:
+def test_bad_pins_are_errors_naming_the_parameter(
+    name: str, value: float, message: str, published: PublishedData, catalogue
+) -> None:
     with pytest.raises(TrainscaleError, match=message):
-        profile(name, [value])
+        profile(name, [value], published, catalogue=catalogue)
 
 
-def test_prior_scan_matches_leave_one_source_out() -> None:
-    published = load_published()
+def test_prior_scan_matches_leave_one_source_out(published: PublishedData, catalogue) -> None:
     keep = published.throughput["citation"].str.startswith(("PyTorch/IBM", "torchtitan docs"))
     small = PublishedData(
         throughput=published.throughput[keep].reset_index(drop=True),
@@ -86,11 +88,11 @@ def test_prior_scan_matches_leave_one_source_out() -> None:
         rejects=published.rejects,
     )
     with pytest.raises(TrainscaleError, match="prior_scale must be > 0"):
-        prior_width_scan([0.0], small)
-    scan = prior_width_scan([math.inf], small)
+        prior_width_scan([0.0], small, catalogue=catalogue)
+    scan = prior_width_scan([math.inf], small, catalogue=catalogue)
     assert tuple(scan.columns) == PRIOR_SCAN_COLUMNS
     assert list(scan["prior_scale"]) == [math.inf]
-    held_out = leave_one_source_out(small, prior_scale=math.inf)
+    held_out = leave_one_source_out(small, catalogue=catalogue, prior_scale=math.inf)
     assert scan["heldout_mape_pct"].iloc[0] == pytest.approx(
         held_out.loc[held_out["source"] == "all", "mape_pct"].iloc[0]
     )

@@ -13,13 +13,19 @@ from trainscale.cli import main
 from trainscale.errors import InputFileError
 from trainscale.published.measurements import load_published
 from trainscale.sim.calibration import load_calibration
+from trainscale.sim.catalogue import load_catalogue
 
 SHOEYBI = "Shoeybi et al. 2019, Megatron-LM (v1)"
+CATALOGUE = load_catalogue()
+PUBLISHED = load_published(hardware=CATALOGUE.hardware, models=CATALOGUE.models)
+#: What trainscale calibrate --measurements passes: the shipped calibration, published
+#: measurements and catalogue.
+SHIPPED = {"base": load_calibration(), "published": PUBLISHED, "catalogue": CATALOGUE}
 
 
 def _measurements(tmp_path: Path, name: str = "runs.csv") -> Path:
     """Eight llm-foundry configurations at 8-64 GPUs, 'measured' 15 % slower than published."""
-    rows = load_published().throughput
+    rows = PUBLISHED.throughput
     rows = rows[rows["citation"].str.startswith("MosaicML") & (rows["num_gpus"] <= 64)]
     rows = rows[rows["gpu"] == "h100-sxm-80gb"].head(8)
     keep = [c for c in rows.columns if c in {
@@ -56,7 +62,7 @@ def test_same_measurements_give_the_same_file_byte_for_byte(tmp_path: Path) -> N
 def test_predict_uses_the_user_calibration(tmp_path: Path) -> None:
     measurements = _measurements(tmp_path)
     mine = tmp_path / "mine.yaml"
-    calibrate_user(measurements, mine)
+    calibrate_user(measurements, mine, **SHIPPED)
     configs = tmp_path / "configs.csv"
     pd.read_csv(measurements).drop(columns=MEASURED).to_csv(configs, index=False)
     out = tmp_path / "out.csv"
@@ -70,14 +76,14 @@ def test_missing_columns_are_named_with_what_is_allowed(tmp_path: Path) -> None:
     path = tmp_path / "bad.csv"
     pd.read_csv(_measurements(tmp_path)).drop(columns=[MEASURED, "tp"]).to_csv(path, index=False)
     with pytest.raises(InputFileError, match=rf"bad\.csv.*missing column\(s\) tp, {MEASURED};"):
-        calibrate_user(path)
+        calibrate_user(path, **SHIPPED)
 
 
 def test_fewer_rows_than_parameters_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "few.csv"
     pd.read_csv(_measurements(tmp_path)).head(2).to_csv(path, index=False)
     with pytest.raises(InputFileError, match=r"few\.csv: 2 row\(s\), fewer than the \d+ param"):
-        calibrate_user(path)
+        calibrate_user(path, **SHIPPED)
 
 
 def test_configurations_the_simulator_cannot_represent_are_named(tmp_path: Path) -> None:
@@ -88,7 +94,7 @@ def test_configurations_the_simulator_cannot_represent_are_named(tmp_path: Path)
     table.to_csv(path, index=False)
     with pytest.raises(InputFileError, match=r"odd\.csv: the simulator cannot represent row\(s\) "
                        r"3, 6: row 3 \(gpu\): unknown GPU"):  # fmt: skip
-        calibrate_user(path)
+        calibrate_user(path, **SHIPPED)
 
 
 def test_measurements_must_be_positive_numbers(tmp_path: Path) -> None:
@@ -97,13 +103,15 @@ def test_measurements_must_be_positive_numbers(tmp_path: Path) -> None:
     table.loc[1, MEASURED] = -5
     table.to_csv(path, index=False)
     with pytest.raises(InputFileError, match=r"not a positive number in row\(s\) 2"):
-        calibrate_user(path)
+        calibrate_user(path, **SHIPPED)
 
 
 def test_worked_example_own_calibration_beats_the_unseen_one() -> None:
     """Shoeybi et al. 2019 as an unseen cluster: calibrate on its 1-64 GPU runs (6 rows), predict
     its 128-512 GPU runs (4 rows)."""
-    rows, summary = worked_example(SHOEYBI)
+    rows, summary = worked_example(
+        SHOEYBI, published=PUBLISHED, shipped=load_calibration(), catalogue=CATALOGUE
+    )
     assert summary["rows_fitted"] == 6 and summary["rows_predicted"] == 4
     assert summary["user_mape_pct"] < summary["base_mape_pct"]
     assert (rows["num_gpus"] > 64).all()

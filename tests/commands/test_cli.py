@@ -85,11 +85,11 @@ def test_validate_prints_sources_and_overall(capsys: pytest.CaptureFixture[str])
     assert "messages of 16 MiB and more" in text and "too coarse to score" in text
 
 
-def _fabricated_held_out(published=None, *, prior_scale=1.0) -> pd.DataFrame:
+def _fabricated_held_out(published, *, catalogue, prior_scale=1.0) -> pd.DataFrame:
     """Held-out rows 50 % above every published value (instead of a minute of refits)."""
     from trainscale.published.accuracy import validate_published
 
-    rows = validate_published()["throughput"].copy()
+    rows = validate_published(published=published, catalogue=catalogue)["throughput"].copy()
     rows["predicted_tokens_per_s_per_gpu"] = 1.5 * rows["observed_tokens_per_s_per_gpu"]
     rows["error_pct"] = 50.0
     rows["ape_pct"] = 50.0
@@ -129,28 +129,31 @@ def test_validate_holdout_leads_with_held_out_per_source_then_framework_then_all
 
 
 def test_held_out_predictions_on_three_sources_leave_each_source_out(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], published, catalogue
 ) -> None:
     """The real refits, on a subset of three small sources (a few seconds each)."""
     import trainscale.calibrate.fit
     import trainscale.published.accuracy
+    import trainscale.published.measurements
     from trainscale.calibrate.fit import held_out_predictions
     from trainscale.published.holdout import accuracy, holdout_rows
-    from trainscale.published.measurements import PublishedData, load_published
+    from trainscale.published.measurements import PublishedData
 
-    full = load_published()
+    full = published
     keep = full.throughput["citation"].str.startswith(("torchtitan docs", "PyTorch/IBM", "Shoeybi"))
     subset = PublishedData(
         throughput=full.throughput[keep].reset_index(drop=True),
         collectives=full.collectives,
         rejects=full.rejects.iloc[0:0],
     )
-    held = held_out_predictions(subset)
+    held = held_out_predictions(subset, catalogue=catalogue)
     rows = holdout_rows(held, calibration_id="cal", simulator_version="v")
     assert rows["csv_row"].tolist() == sorted(subset.throughput["csv_row"])
     assert rows["citation"].nunique() == 3
     assert rows["framework"].notna().all()
-    in_sample = trainscale.published.accuracy.validate_published(published=subset)["throughput"]
+    in_sample = trainscale.published.accuracy.validate_published(
+        published=subset, catalogue=catalogue
+    )["throughput"]
     merged = rows.merge(in_sample, on="csv_row", suffixes=("", "_in"))
     # a fit without the source predicts it differently from the fit on everything
     assert (
@@ -159,8 +162,14 @@ def test_held_out_predictions_on_three_sources_leave_each_source_out(
     table = accuracy(rows, in_sample)
     assert table["source"].tolist()[-1] == "all" and table["rows"].iloc[-1] == len(rows)
 
-    monkeypatch.setattr(trainscale.published.accuracy, "load_published", lambda: subset)
-    monkeypatch.setattr(trainscale.calibrate.fit, "held_out_predictions", lambda: held)  # no refit
+    # `trainscale validate` loads the shipped measurements: give it the subset, and the rows
+    # held out above instead of refitting
+    monkeypatch.setattr(
+        trainscale.published.measurements, "load_published", lambda *args, **kw: subset
+    )
+    monkeypatch.setattr(
+        trainscale.calibrate.fit, "held_out_predictions", lambda *args, **kw: held
+    )
     assert main(["validate", "--holdout"]) == 0
     text = capsys.readouterr().out
     assert "3 fits" in text and "Shoeybi" in text

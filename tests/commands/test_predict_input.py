@@ -230,12 +230,14 @@ def test_paper_setup_reproduces_the_claims_tables_configuration(tmp_path, capsys
     """User trial item 8: the defaults do not reproduce the paper setup (MFU 37.26 % at 128 H100
     against the claims table's 38.38 % then); --paper-setup does, the defaults stay as shown."""
     from trainscale.paper.setup import scaleout
+    from trainscale.sim.calibration import load_calibration
+    from trainscale.sim.catalogue import load_catalogue
 
     out = tmp_path / "out.csv"
     args = ["predict", "--model", "llama2-7b", "--gpu", "h100-sxm-80gb", "--num-gpus", "128"]
     assert main([*args, "--paper-setup", "-o", str(out)]) == 0
     got = pd.read_csv(out).iloc[0]
-    want = scaleout(gpu_counts=(128,)).iloc[0]
+    want = scaleout(load_calibration(), catalogue=load_catalogue(), gpu_counts=(128,)).iloc[0]
     for name in ("seq_len", "global_batch", "micro_batch", "sharding", "recompute", "precision",
                  "framework", "system", "tp", "pp"):  # fmt: skip
         assert got[name] == want[name], name

@@ -181,12 +181,14 @@ def collective_curves_table() -> pd.DataFrame:
     """results/collectives.parquet for H100 (DGX H100), with the per-layer messages of Llama-2
     7B and 70B, from the real collective model."""
     from trainscale.sim.calibration import load_calibration
+    from trainscale.sim.catalogue import load_catalogue
     from trainscale.sim.collective_curves import collective_curves
     from trainscale.sim.model.shape import load_models
 
     models = load_models()
     return collective_curves(
         load_calibration(),
+        catalogue=load_catalogue(),
         gpus=["h100-sxm-80gb"],
         models={key: models[key] for key in ("llama2-7b", "llama2-70b")},
     )
@@ -277,6 +279,10 @@ def sim_vs_measured_table(measured_dataset) -> pd.DataFrame:
     """results/sim_vs_measured.parquet of :func:`measured_dataset`: the H100 run predicted, the
     CPU run with its reason."""
     from trainscale.ingest.accuracy import predict_measured
+    from trainscale.sim.calibration import load_calibration
+    from trainscale.sim.catalogue import load_catalogue
 
     measured = measured_dataset[measured_dataset["source"] == "measured"]
-    return predict_measured(measured.reset_index(drop=True))
+    return predict_measured(
+        measured.reset_index(drop=True), load_calibration(), catalogue=load_catalogue()
+    )

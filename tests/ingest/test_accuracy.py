@@ -11,6 +11,8 @@ from trainscale import predict
 from trainscale.dataset import conform
 from trainscale.ingest.accuracy import _CONFIG, _reason, predict_measured
 from trainscale.schema import DATASET_COLUMNS, SIM_VS_MEASURED_COLUMNS, names
+from trainscale.sim.calibration import load_calibration
+from trainscale.sim.catalogue import load_catalogue
 
 _COMMON = {
     "source": "measured", "study": "runs", "layers": 2, "hidden": 256, "heads": 4, "kv_heads": 4,
@@ -33,7 +35,7 @@ def measured() -> pd.DataFrame:
 
 
 def test_predict_measured_predicts_gpu_runs_and_explains_cpu_runs(measured):
-    table = predict_measured(measured)
+    table = predict_measured(measured, load_calibration(), catalogue=load_catalogue())
     assert list(table.columns) == names(SIM_VS_MEASURED_COLUMNS)
     table = table.set_index("run_id")
     gpu_config = measured.set_index("run_id").loc[["gpu_run"], _CONFIG]

@@ -26,8 +26,12 @@ from tests.ingest._traces import synthetic_trace, write_trace
 from trainscale.errors import InputFileError
 from trainscale.ingest.runs import ingest_run, write_ingested
 from trainscale.io.yaml import load_yaml
+from trainscale.sim.catalogue import load_catalogue
 
 REPO = Path(__file__).resolve().parents[2]
+#: The catalogues a run is checked and ingested with: the shipped ones.
+CATALOGUE = load_catalogue()
+SHIPPED = {"hardware": CATALOGUE.hardware, "models": CATALOGUE.models}
 STEPS = 12
 METRICS = ("step_time_s", "tokens_per_s", "n_steps", "power_w_per_gpu", "mem_gib_per_gpu")
 
@@ -97,7 +101,7 @@ def _ingest(run: Path):
     """ingest_run with warnings silenced (they are checked in the ``warnings`` column)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return ingest_run(run)
+        return ingest_run(run, **SHIPPED)
 
 
 def _lines(path: Path) -> list[str]:
@@ -124,7 +128,7 @@ def test_exact_duplicate_step_lines_are_dropped_with_a_warning(tmp_path):
     lines = _lines(log)
     _write_lines(log, lines[:5] + lines[3:5] + lines[5:])  # steps 3 and 4 repeated
     with pytest.warns(RuntimeWarning, match=rf"{log}:6: 2 exact duplicate step line\(s\)"):
-        results, steps = ingest_run(run)
+        results, steps = ingest_run(run, **SHIPPED)
     assert _metrics(results) == clean
     assert len(steps) == STEPS
     assert "2 exact duplicate step line(s) dropped (line(s) 6, 7)" in results["warnings"][0]
@@ -137,7 +141,7 @@ def test_conflicting_duplicate_step_is_an_error(tmp_path):
     lines.insert(6, lines[5].replace("tps: 1,050", "tps: 9,999"))
     _write_lines(log, lines)
     with pytest.raises(InputFileError, match=rf"^{log}:7: step 5 is logged again with different"):
-        ingest_run(run)
+        ingest_run(run, **SHIPPED)
 
 
 def test_shuffled_steps_are_an_error_naming_file_line_and_step(tmp_path):
@@ -147,7 +151,7 @@ def test_shuffled_steps_are_an_error_naming_file_line_and_step(tmp_path):
     lines[4], lines[5] = lines[5], lines[4]  # steps 5 then 4
     _write_lines(log, lines)
     with pytest.raises(InputFileError, match=rf"^{log}:6: step 4 comes after step 5 \(line 5\)"):
-        ingest_run(run)
+        ingest_run(run, **SHIPPED)
 
 
 def test_step_clock_going_back_is_an_error(tmp_path):
@@ -157,7 +161,7 @@ def test_step_clock_going_back_is_an_error(tmp_path):
     lines[7] = lines[7].replace("12:00:07", "12:00:03")
     _write_lines(log, lines)
     with pytest.raises(InputFileError, match=rf"^{log}:8: the clock goes back: step 7"):
-        ingest_run(run)
+        ingest_run(run, **SHIPPED)
 
 
 def test_missing_step_line_is_a_warning_without_harness(tmp_path):
@@ -167,7 +171,7 @@ def test_missing_step_line_is_a_warning_without_harness(tmp_path):
     del lines[6]  # step 6
     _write_lines(log, lines)
     with pytest.warns(RuntimeWarning, match=r"step numbers advance unevenly"):
-        results, _ = ingest_run(run)
+        results, _ = ingest_run(run, **SHIPPED)
     assert "steps.log:7: step numbers advance unevenly (usually by 1)" in results["warnings"][0]
 
 
@@ -178,7 +182,7 @@ def test_negative_power_is_an_error_naming_file_and_line(tmp_path):
     lines[9] = lines[9].replace(", 102.00 W", ", -328.00 W")
     _write_lines(power, lines)
     with pytest.raises(InputFileError, match=rf"^{power}:10: negative power -328 W"):
-        ingest_run(run)
+        ingest_run(run, **SHIPPED)
 
 
 def test_power_above_tdp_is_an_error(tmp_path):
@@ -191,7 +195,7 @@ def test_power_above_tdp_is_an_error(tmp_path):
         InputFileError,
         match=rf"^{power}:11: power 3020 W is above what a h100-sxm-80gb can draw \(TDP 700 W",
     ):
-        ingest_run(run)
+        ingest_run(run, **SHIPPED)
 
 
 def test_power_clock_going_back_is_an_error(tmp_path):
@@ -201,7 +205,7 @@ def test_power_clock_going_back_is_an_error(tmp_path):
     lines[20] = lines[20].replace("12:00:02", "12:00:01")
     _write_lines(power, lines)
     with pytest.raises(InputFileError, match=rf"^{power}:21: the clock goes back"):
-        ingest_run(run)
+        ingest_run(run, **SHIPPED)
 
 
 def test_power_that_misses_the_steps_is_a_kept_warning(tmp_path):
@@ -209,7 +213,7 @@ def test_power_that_misses_the_steps_is_a_kept_warning(tmp_path):
     power = run / "logs" / "power.csv"
     _write_lines(power, [line.replace("12:00:", "13:00:") for line in _lines(power)])
     with pytest.warns(RuntimeWarning, match=r"cover none of the 10 steady steps"):
-        results, _ = ingest_run(run)
+        results, _ = ingest_run(run, **SHIPPED)
     assert math.isnan(results["power_w_per_gpu"][0])
     assert f"{power}: power samples (2025-01-01 13:00:00.250000" in results["warnings"][0]
 
@@ -221,7 +225,7 @@ def test_incomplete_power_poll_is_a_warning(tmp_path):
     del lines[30]
     _write_lines(power, lines)
     with pytest.warns(RuntimeWarning, match=r"poll\(s\) lack some of the 2 GPUs"):
-        results, _ = ingest_run(run)
+        results, _ = ingest_run(run, **SHIPPED)
     assert "lack some of the 2 GPUs" in results["warnings"][0]
 
 
@@ -231,7 +235,7 @@ def test_nothing_is_written_for_a_damaged_run(tmp_path):
     _write_lines(power, [line.replace(", 102.00 W", ", -1.00 W") for line in _lines(power)])
     out = tmp_path / "out"
     with pytest.raises(InputFileError, match="negative power"):
-        write_ingested(run, out / "synth.parquet", out / "synth_steps.parquet")
+        write_ingested(run, out / "synth.parquet", out / "synth_steps.parquet", **SHIPPED)
     assert not out.exists() or list(out.iterdir()) == []
 
 
@@ -242,7 +246,7 @@ def test_warnings_reach_the_parquet(tmp_path):
     _write_lines(log, [*lines, lines[-1]])
     out = tmp_path / "out"
     with pytest.warns(RuntimeWarning):
-        write_ingested(run, out / "synth.parquet")
+        write_ingested(run, out / "synth.parquet", **SHIPPED)
     import pandas as pd
 
     assert "exact duplicate" in pd.read_parquet(out / "synth.parquet")["warnings"][0]
@@ -270,7 +274,7 @@ def _trace_run(tmp_path: Path, rank1: dict) -> Path:
 
 
 def test_traces_of_one_job_are_accepted(tmp_path):
-    results, _ = ingest_run(_trace_run(tmp_path, synthetic_trace(rank=1, world_size=2)))
+    results, _ = ingest_run(_trace_run(tmp_path, synthetic_trace(rank=1, world_size=2)), **SHIPPED)
     assert results["warnings"].tolist() == [""]
 
 
@@ -282,14 +286,14 @@ def test_trace_from_another_job_is_an_error_naming_both_files_and_the_field(tmp_
         match=r"rank1\.json\.gz: not from the same job as .*rank0\.json\.gz: "
         r"distributedInfo\.world_size is 128 here but 2 there",
     ):
-        ingest_run(run)
+        ingest_run(run, **SHIPPED)
 
 
 def test_trace_with_another_backend_is_an_error(tmp_path):
     other = synthetic_trace(rank=1, world_size=2)
     other["distributedInfo"]["backend"] = "gloo"
     with pytest.raises(InputFileError, match=r"distributedInfo\.backend is 'gloo' here"):
-        ingest_run(_trace_run(tmp_path, other))
+        ingest_run(_trace_run(tmp_path, other), **SHIPPED)
 
 
 def test_trace_with_other_process_group_ranks_is_an_error(tmp_path):
@@ -301,7 +305,7 @@ def test_trace_with_other_process_group_ranks_is_an_error(tmp_path):
     run = _trace_run(tmp_path, docs[1])
     write_trace(run / "traces" / "rank0.json.gz", docs[0])
     with pytest.raises(InputFileError, match=r"pg_config\[pg_name='0'\]\.ranks is \[1, 2\] here"):
-        ingest_run(run)
+        ingest_run(run, **SHIPPED)
 
 
 def test_shipped_128_rank_trace_in_the_gloo_run_is_an_error(tmp_path):
@@ -315,7 +319,7 @@ def test_shipped_128_rank_trace_in_the_gloo_run_is_an_error(tmp_path):
     with pytest.raises(InputFileError, match=r"trace_rank1\.json\.gz: not from the same job as "
                        r".*trace_rank0\.json\.gz: distributedInfo\.backend is 'nccl' here but "
                        r"'gloo' there"):  # fmt: skip
-        ingest_run(run)
+        ingest_run(run, **SHIPPED)
 
 
 def test_trace_world_size_must_match_num_gpus(tmp_path):
@@ -325,7 +329,7 @@ def test_trace_world_size_must_match_num_gpus(tmp_path):
     (run / "run.yaml").write_text(yaml.safe_dump(manifest))
     with pytest.raises(InputFileError, match=r"rank0\.json\.gz: distributedInfo\.world_size is 2 "
                        r"but the run's num_gpus is 4"):  # fmt: skip
-        ingest_run(run)
+        ingest_run(run, **SHIPPED)
 
 
 # --- duplicate YAML keys ----------------------------------------------------------------------
@@ -342,7 +346,7 @@ def test_duplicate_key_in_a_manifest_names_file_line_and_key(tmp_path):
         match=rf"^{run / 'run.yaml'}:{line}: invalid YAML: duplicate key 'num_gpus' "
         rf"\(first at line {line - 1}\)",
     ):
-        ingest_run(run)
+        ingest_run(run, **SHIPPED)
 
 
 def test_duplicate_key_in_a_catalogue_or_study_names_file_line_and_key(tmp_path):
@@ -398,6 +402,7 @@ def _damage(run: Path, target: str, kind: str, line: int, other: int, char: str)
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
+
 @given(damage())
 def test_random_damage_is_harmless_warned_or_a_named_error(tmp_path_factory, case):
     root = tmp_path_factory.mktemp("damage")

@@ -30,9 +30,12 @@ from trainscale.ingest.runs import (
     write_ingested,
 )
 from trainscale.schema import CONFIGURATION_COLUMNS, DATASET_COLUMNS
-from trainscale.sim.system.hardware import load_hardware
+from trainscale.sim.catalogue import load_catalogue
 
 REPO = Path(__file__).resolve().parents[2]
+#: The catalogues a run is checked and ingested with: the shipped ones.
+CATALOGUE = load_catalogue()
+SHIPPED = {"hardware": CATALOGUE.hardware, "models": CATALOGUE.models}
 RUNS = REPO / "data" / "runs"
 GOLDEN = "megatron_golden_values_gpt3_345m_1N8G_mcore_tp1_pp2_dev_dgx_h100.json"
 
@@ -86,7 +89,7 @@ def test_schema_configuration_has_exactly_the_configuration_columns():
 
 @pytest.mark.parametrize("name", ["megatron_golden_345m", "hta_samples", "cpu_gloo_2rank_tiny"])
 def test_shipped_manifests_are_valid(name):
-    manifest = load_manifest(_shipped(name))
+    manifest = load_manifest(_shipped(name), **SHIPPED)
     assert manifest.run_id == name
     assert all(entry.path.is_file() for entry in manifest.logs)
 
@@ -116,12 +119,12 @@ logs:
 def _error(tmp_path: Path, text: str, name: str = "myrun") -> str:
     run = _write_run(tmp_path, text, name)
     with pytest.raises(InputFileError) as info:
-        load_manifest(run)
+        load_manifest(run, **SHIPPED)
     return str(info.value)
 
 
 def test_valid_manifest_loads(tmp_path):
-    manifest = load_manifest(_write_run(tmp_path, VALID))
+    manifest = load_manifest(_write_run(tmp_path, VALID), **SHIPPED)
     assert manifest.configuration == {"num_gpus": 8}
     assert manifest.warmup_steps == 1  # the schema's default
     assert [e.job for e in manifest.logs] == ["myrun"]
@@ -208,7 +211,7 @@ def test_invalid_yaml_names_the_line(tmp_path):
 
 def test_missing_manifest(tmp_path):
     with pytest.raises(InputFileError, match=r"run\.yaml: no run manifest"):
-        load_manifest(tmp_path)
+        load_manifest(tmp_path, **SHIPPED)
 
 
 def test_run_input_files_is_lenient(tmp_path):
@@ -223,7 +226,7 @@ def test_run_input_files_is_lenient(tmp_path):
 
 def test_megatron_golden_row():
     run = _shipped("megatron_golden_345m")
-    results, steps = ingest_run(run)
+    results, steps = ingest_run(run, **SHIPPED)
     assert len(results) == 1 and list(results.columns) == [c.name for c in DATASET_COLUMNS]
     row = results.iloc[0]
     values = json.loads((run / GOLDEN).read_text())["iteration-time"]["values"]
@@ -239,7 +242,7 @@ def test_megatron_golden_row():
     h, layers, seq, vocab = 512, 12, 1024, 50304
     n_matmul = layers * (4 * h * h + 2 * h * 4 * h) + vocab * h
     flops = 6 * n_matmul + 12 * layers * h * seq
-    peak = load_hardware().gpus["h100-sxm-80gb"].bf16_flops_per_s
+    peak = CATALOGUE.hardware.gpus["h100-sxm-80gb"].bf16_flops_per_s
     assert row["mfu"] == pytest.approx(flops * 32 * 1024 / median / (8 * peak), rel=1e-12)
     assert row["source"] == "measured" and row["study"] == "runs"
     assert row["dp"] == 4 and row["grad_accum"] == 2
@@ -249,7 +252,7 @@ def test_megatron_golden_row():
 
 
 def test_hta_samples_rows_match_hta_reference_values():
-    results, steps = ingest_run(_shipped("hta_samples"))
+    results, steps = ingest_run(_shipped("hta_samples"), **SHIPPED)
     assert steps.empty
     by_id = {row["config_id"]: row for _, row in results.iterrows()}
     job = by_id["hta_samples:trace_filter_128rank"]
@@ -282,6 +285,7 @@ def _titan_line(step: int, second: int, tps: int) -> str:
 def _synthetic_run(
     tmp_path: Path, *, steps: int = 6, truncate: bool = False, harness: bool = False
 ) -> Path:
+
     """8 steps one second apart; tps 1000·step; 2 GPUs drawing (100 + step) and (300 + step) W
     during step `step` (samples every 0.25 s)."""
     run = tmp_path / "synth"
@@ -336,7 +340,7 @@ def _synthetic_run(
 
 
 def test_synthetic_torchtitan_run_with_power(tmp_path):
-    results, steps = ingest_run(_synthetic_run(tmp_path))
+    results, steps = ingest_run(_synthetic_run(tmp_path), **SHIPPED)
     row = results.iloc[0]
     # steady steps 3..6: tps 3000..6000 → median 4500 per GPU; 2 GPUs.
     assert row["tokens_per_s_per_gpu"] == 4500 and row["tokens_per_s"] == 9000
@@ -350,7 +354,7 @@ def test_synthetic_torchtitan_run_with_power(tmp_path):
     # MFU by the schema's definition (not the logged 10 %): Llama-2-7B shape cut to 4 layers.
     h, ffn, vocab, layers, seq = 4096, 11008, 32000, 4, 4096
     flops = 6 * (layers * (4 * h * h + 3 * h * ffn) + vocab * h) + 12 * layers * h * seq
-    peak = load_hardware().gpus["h100-sxm-80gb"].bf16_flops_per_s
+    peak = CATALOGUE.hardware.gpus["h100-sxm-80gb"].bf16_flops_per_s
     assert row["mfu"] == pytest.approx(flops * 9000 / (2 * peak))
     assert row["mem_gib_per_gpu"] == 40.0
     assert row["log_file"] == "logs/steps.log;logs/power.csv"
@@ -361,10 +365,10 @@ def test_truncated_line_is_reported_with_file_and_line(tmp_path):
     run = _synthetic_run(tmp_path, truncate=True)
     log = run / "logs" / "steps.log"
     with pytest.warns(RuntimeWarning, match=rf"{log}:7: 1 garbled or truncated step line"):
-        results, _ = ingest_run(run)
+        results, _ = ingest_run(run, **SHIPPED)
     assert results.iloc[0]["n_steps"] == 3  # steps 3..5; the cut step 6 is not used
     with pytest.raises(InputFileError, match=rf"^{log}:7: 1 garbled or truncated"):
-        ingest_run(run, strict=True)
+        ingest_run(run, strict=True, **SHIPPED)
 
 
 def test_harness_log_shorter_than_its_manifest_is_an_error(tmp_path):
@@ -372,7 +376,7 @@ def test_harness_log_shorter_than_its_manifest_is_an_error(tmp_path):
     lines = (run / "logs" / "steps.log").read_text().splitlines(keepends=True)
     (run / "logs" / "steps.log").write_text("".join(lines[:-1]))  # cut at a line boundary
     with pytest.raises(InputFileError, match=r"steps\.log:6: truncated: the harness ran 6 steps"):
-        ingest_run(run)
+        ingest_run(run, **SHIPPED)
 
 
 def test_nothing_is_written_when_a_log_is_bad(tmp_path):
@@ -380,14 +384,14 @@ def test_nothing_is_written_when_a_log_is_bad(tmp_path):
     (run / "logs" / "power.csv").write_text("garbage\n")
     out = tmp_path / "out"
     with pytest.raises(InputFileError, match=r"power\.csv"):
-        write_ingested(run, out / "r.parquet", out / "r_steps.parquet")
+        write_ingested(run, out / "r.parquet", out / "r_steps.parquet", **SHIPPED)
     assert not out.exists() or list(out.iterdir()) == []
 
 
 def test_write_ingested_writes_both_tables(tmp_path):
     run = _synthetic_run(tmp_path)
     out = tmp_path / "out"
-    write_ingested(run, out / "synth.parquet", out / "synth_steps.parquet")
+    write_ingested(run, out / "synth.parquet", out / "synth_steps.parquet", **SHIPPED)
     results = pd.read_parquet(out / "synth.parquet")
     assert list(results.columns) == [c.name for c in DATASET_COLUMNS]
     assert results["tokens_per_s"].tolist() == [9000]
@@ -411,8 +415,8 @@ def test_ingest_command_prints_and_writes(tmp_path, capsys):
 
 def test_shipped_cpu_run_agrees_with_its_harness_timing():
     run = _shipped("cpu_gloo_2rank_tiny")
-    timing = load_manifest(run).harness_timing
-    results, steps = ingest_run(run)
+    timing = load_manifest(run, **SHIPPED).harness_timing
+    results, steps = ingest_run(run, **SHIPPED)
     row = results.iloc[0]
     assert row["n_steps"] == timing["steps"] == 18
     assert row["tokens_per_s"] == pytest.approx(timing["tokens_per_s_median"], rel=0.01)

@@ -18,9 +18,12 @@ import pytest
 
 from trainscale.paper import setup as ss
 from trainscale.sim.calibration import Calibration, load_calibration
+from trainscale.sim.catalogue import load_catalogue
 
 PAPER_DROP_PCT = 37.22
 PAPER_POWER_DROP_PCT = 5.87
+#: The shipped catalogues every claim is simulated with.
+SHIPPED = {"catalogue": load_catalogue()}
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +32,7 @@ def calibration() -> Calibration:
 
 
 def test_per_gpu_throughput_drop_128_to_2048(calibration: Calibration) -> None:
-    assert ss.throughput_drop_pct(calibration) == pytest.approx(PAPER_DROP_PCT, abs=5.0)
+    assert ss.throughput_drop_pct(calibration, **SHIPPED) == pytest.approx(PAPER_DROP_PCT, abs=5.0)
 
 
 def test_throughput_drop_is_diminishing_returns_from_communication(
@@ -37,25 +40,25 @@ def test_throughput_drop_is_diminishing_returns_from_communication(
 ) -> None:
     # What does reproduce: per-GPU throughput falls by a quarter or more from 128 to 2,048 GPUs
     # and the exposed-communication share of the step grows several-fold.
-    assert ss.throughput_drop_pct(calibration) > 20.0
-    frame = ss.scaleout(calibration, gpu_counts=(128, 2048)).set_index("num_gpus")
+    assert ss.throughput_drop_pct(calibration, **SHIPPED) > 20.0
+    frame = ss.scaleout(calibration, gpu_counts=(128, 2048), **SHIPPED).set_index("num_gpus")
     assert frame.loc[2048, "exposed_comm_frac"] > 2 * frame.loc[128, "exposed_comm_frac"]
 
 
 def test_power_per_gpu_drop_128_to_2048(calibration: Calibration) -> None:
-    assert ss.power_drop_pct(calibration) == pytest.approx(PAPER_POWER_DROP_PCT, abs=2.0)
+    assert ss.power_drop_pct(calibration, **SHIPPED) == pytest.approx(PAPER_POWER_DROP_PCT, abs=2.0)
 
 
 @pytest.mark.parametrize(("gpu", "study_mfu"), [("a100-sxm-80gb", 59.67), ("h100-sxm-80gb", 40.77)])
 def test_mfu_by_generation(calibration: Calibration, gpu: str, study_mfu: float) -> None:
-    assert 100 * ss.mfu_at(gpu, calibration) == pytest.approx(study_mfu, abs=5.0)
+    assert 100 * ss.mfu_at(gpu, calibration, **SHIPPED) == pytest.approx(study_mfu, abs=5.0)
 
 
 @pytest.mark.parametrize("model", ["llama2-7b", "llama2-70b"])
 def test_model_parallel_degree_2_to_4_beats_fsdp_at_2048(
     calibration: Calibration, model: str
 ) -> None:
-    plans = ss.best_model_parallel(model, 2048, calibration)
+    plans = ss.best_model_parallel(model, 2048, calibration, **SHIPPED)
     fsdp = plans[plans["model_parallel"] == 1]["tokens_per_s"].max()
     degree_2_to_4 = plans[plans["model_parallel"].isin([2, 4])]["tokens_per_s"].max()
     assert degree_2_to_4 > fsdp
@@ -65,6 +68,8 @@ def test_model_parallel_degree_2_to_4_beats_fsdp_at_2048(
 def test_drop_depends_on_the_assumed_global_batch(calibration: Calibration) -> None:
     # A larger global batch gives each of the 2,048 GPUs more work per collective: the drop shrinks
     # until the collectives hide and only the wait for the slowest GPU is left.
-    drops = [ss.throughput_drop_pct(calibration, global_batch=b) for b in (2048, 8192, 32768)]
+    drops = [
+        ss.throughput_drop_pct(calibration, global_batch=b, **SHIPPED) for b in (2048, 8192, 32768)
+    ]
     assert drops[0] > drops[1] + 10.0
     assert drops[1] + 0.01 >= drops[2] >= 0.0

@@ -11,8 +11,8 @@ from trainscale.published.accuracy import summarise, validate_published
 
 
 @pytest.fixture(scope="module")
-def tables() -> dict[str, pd.DataFrame]:
-    return validate_published()
+def tables(shipped_calibration, published, catalogue) -> dict[str, pd.DataFrame]:
+    return validate_published(shipped_calibration, published, catalogue=catalogue)
 
 
 def test_recorded_residual_error_is_what_the_stored_calibration_gives(tables: dict) -> None:

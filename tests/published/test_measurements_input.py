@@ -25,10 +25,19 @@ from trainscale.published.measurements import (
     PublishedData,
     framework_mapping,
     framework_profile,
-    load_published,
 )
+from trainscale.published.measurements import load_published as _load_published
+from trainscale.sim.catalogue import load_catalogue
 
 REAL = data_dir() / "published" / "measurements.csv"
+CATALOGUE = load_catalogue()
+
+
+def load_published(path: Path | None = None) -> PublishedData:
+    """The measurements of ``path`` (default the shipped ones), checked against the shipped
+    catalogues."""
+    return _load_published(path, hardware=CATALOGUE.hardware, models=CATALOGUE.models)
+
 HEADER, *ROWS = list(csv.reader(REAL.open(newline="")))
 COLUMN = {name: i for i, name in enumerate(HEADER)}
 

@@ -1,14 +1,24 @@
-"""The catalogues: every required entry, with sources, and errors that name file and key."""
+"""The catalogues: every required entry, with sources, and errors that name file and key.
+
+Each catalogue file is checked against its JSON Schema (workflow/schemas/<name>.schema.yaml) when
+it is loaded: a bad value names the file, line, key and what is allowed.
+"""
 
 from __future__ import annotations
 
+import re
+import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
-from trainscale.errors import InputFileError
+from trainscale import schema
+from trainscale.errors import InputFileError, TrainscaleError
+from trainscale.paths import data_dir, schema_file
+from trainscale.sim.catalogue import CATALOGUE_FILES, Catalogue, load_catalogue
 from trainscale.sim.model.shape import load_models
-from trainscale.sim.system.hardware import load_hardware
+from trainscale.sim.system.hardware import FABRICS, load_hardware
 
 REQUIRED_GPUS = {"v100-sxm-32gb", "a100-sxm-40gb", "a100-sxm-80gb", "h100-sxm-80gb",
                  "h200-sxm-141gb", "b200"}  # fmt: skip
@@ -77,7 +87,11 @@ def test_a_system_on_an_unknown_fabric_is_refused(tmp_path: Path) -> None:
     text = (Path(load_hardware().path)).read_text()
     bad = tmp_path / "hardware.yaml"
     bad.write_text(text.replace("fabric: slingshot", "fabric: myrinet", 1))
-    with pytest.raises(InputFileError, match=r"hpe-cray-ex-gh200.fabric: 'myrinet' is not one of"):
+    with pytest.raises(
+        InputFileError,
+        match=r"hardware.yaml:\d+: key 'systems.hpe-cray-ex-gh200.fabric': 'myrinet' is not "
+        r"allowed; allowed: infiniband, roce, efa, ethernet, slingshot$",
+    ):
         load_hardware(bad)
 
 
@@ -98,10 +112,116 @@ def test_broken_catalogue_names_file_and_key(tmp_path: Path) -> None:
                    "    heads: 4\n    kv_heads: 4\n    ffn: 128\n    vocab: 10\n    mlp: gelu\n"
                    "    tied_embeddings: false\n    sources: []\n")  # fmt: skip
     with pytest.raises(
-        InputFileError, match=r"models.yaml: models.tiny.layers: expected a positive"
+        InputFileError,
+        match=r"models.yaml:4: key 'models.tiny.layers': -2 is less than the minimum of 1 "
+        r"\(Transformer blocks.\)",
     ):
         load_models(bad)
     broken = tmp_path / "hardware.yaml"
     broken.write_text("gpus: [\n")
     with pytest.raises(InputFileError, match=r"hardware.yaml:\d+: invalid YAML"):
         load_hardware(broken)
+
+
+# --------------------------------------------------------------------------------------------
+# Schemas: a bad value names the file, line, key and what is allowed
+
+
+def _copy_catalogue(tmp_path: Path) -> Path:
+    folder = tmp_path / "catalogue"
+    folder.mkdir()
+    for name in CATALOGUE_FILES:
+        shutil.copy2(data_dir() / f"{name}.yaml", folder / f"{name}.yaml")
+    return folder
+
+
+def _line_of(path: Path, text: str, after: str = "") -> int:
+    """1-based line of the first line holding ``text`` after the line starting with ``after``."""
+    lines = path.read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(after))
+    return next(i for i, line in enumerate(lines[start:], start + 1) if text in line)
+
+
+#: (file, the entry, text replaced in it, its replacement, the key named, what is said).
+BAD_VALUES = [
+    ("hardware", "  h100-sxm-80gb:", "hbm_gbps: 3350.0", "hbm_gbps: -3350.0",
+     "gpus.h100-sxm-80gb.hbm_gbps",
+     r"-3350.0 is less than or equal to the minimum of 0 \(HBM bandwidth, GB/s.\)$"),
+    ("hardware", "  h100-sxm-80gb:", "fused_attention_efficiency_max:", "fused_attn_efficiency:",
+     "gpus.h100-sxm-80gb.fused_attn_efficiency",
+     r"unknown key; allowed: description, bf16_tflops, fp8_tflops, hbm_gib, hbm_gbps, "),
+    ("models", "  gpt3-175b:", "mlp: gelu", "mlp: relu", "models.gpt3-175b.mlp",
+     r"'relu' is not allowed; allowed: swiglu, gelu$"),
+    ("frameworks", "  pytorch:", "fp8_recipe: tensorwise", "fp8_recipe: blockwise",
+     "profiles.pytorch.fp8_recipe",
+     r"'blockwise' is not allowed; allowed: delayed, current, tensorwise, rowwise$"),
+    ("nccl", "", "channels: 16", "channels: 0", "channels",
+     r"0 is less than the minimum of 1 \(Channels \(CTAs\) a collective runs on"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "entry", "old", "new", "key", "message"), BAD_VALUES)
+def test_a_bad_catalogue_value_names_file_line_key_and_what_is_allowed(
+    tmp_path: Path, name: str, entry: str, old: str, new: str, key: str, message: str
+) -> None:
+    folder = _copy_catalogue(tmp_path)
+    path = folder / f"{name}.yaml"
+    text = path.read_text()
+    start = text.index(entry)
+    path.write_text(text[:start] + text[start:].replace(old, new, 1))
+
+    with pytest.raises(InputFileError) as caught:
+        load_catalogue(folder)
+
+    line = _line_of(path, new, after=entry)
+    assert str(caught.value).startswith(f"{path}:{line}: key '{key}': "), str(caught.value)
+    assert re.search(message, str(caught.value)), str(caught.value)
+    assert caught.value.path == str(path) and caught.value.line == line
+
+
+def test_every_problem_of_a_catalogue_is_listed_with_its_line(tmp_path: Path) -> None:
+    folder = _copy_catalogue(tmp_path)
+    path = folder / "nccl.yaml"
+    text = path.read_text().replace("channels: 16", "channels: 0")
+    path.write_text(text.replace("tree_bandwidth_factor: 0.92", "tree_bandwidth_factor: 1.5"))
+
+    with pytest.raises(InputFileError) as caught:
+        load_catalogue(folder)
+
+    lines = str(caught.value).splitlines()
+    assert lines[0] == f"{path}:{_line_of(path, 'tree_bandwidth_factor:')}: 2 problems:"
+    assert lines[1].startswith(f"  line {_line_of(path, 'tree_bandwidth_factor:')}, "
+                               "key 'tree_bandwidth_factor': 1.5 is greater than the maximum of 1")
+    assert lines[2].startswith(f"  line {_line_of(path, 'channels:')}, key 'channels': 0 is less")
+
+
+def test_the_shipped_catalogues_load_as_one_value() -> None:
+    catalogue = load_catalogue()
+    assert isinstance(catalogue, Catalogue)
+    assert catalogue.gpu_keys == tuple(sorted(catalogue.hardware.gpus))
+    assert set(catalogue.frameworks) == set(schema.FRAMEWORKS)
+    assert load_catalogue(data_dir()) == catalogue
+    assert load_catalogue({n: data_dir() / f"{n}.yaml" for n in CATALOGUE_FILES}) == catalogue
+
+
+def test_a_catalogue_mapping_must_name_every_file() -> None:
+    with pytest.raises(TrainscaleError, match=r"catalogue: no file given for nccl \(give all of "):
+        load_catalogue({n: data_dir() / f"{n}.yaml" for n in CATALOGUE_FILES if n != "nccl"})
+
+
+def test_the_schemas_allow_exactly_the_values_the_code_knows() -> None:
+    """The enums of the catalogue schemas are the simulator's own lists (written twice: once for
+    the file's reader, once for the code)."""
+    hardware = yaml.safe_load(schema_file("hardware").read_text())
+    assert tuple(hardware["$defs"]["system"]["properties"]["fabric"]["enum"]) == FABRICS
+    assert tuple(hardware["properties"]["fabric_efficiency_factor"]["required"]) == FABRICS
+    models = yaml.safe_load(schema_file("models").read_text())
+    assert tuple(models["$defs"]["model"]["properties"]["mlp"]["enum"]) == schema.MLP_KINDS
+    frameworks = yaml.safe_load(schema_file("frameworks").read_text())
+    profile = frameworks["$defs"]["profile"]["properties"]
+    assert tuple(frameworks["properties"]["profiles"]["required"]) == schema.FRAMEWORKS
+    assert tuple(profile["shard_granularity"]["enum"]) == schema.SHARD_GRANULARITIES
+    assert tuple(profile["attention_kernel"]["enum"]) == schema.ATTENTION_KERNELS
+    assert tuple(profile["fp8_recipe"]["enum"]) == schema.FP8_RECIPES
+    by_sharding = frameworks["$defs"]["behaviour"]["oneOf"][1]["required"]
+    assert tuple(by_sharding) == schema.SHARDINGS

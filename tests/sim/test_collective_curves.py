@@ -12,6 +12,7 @@ from trainscale.published.accuracy import CollectiveRows
 from trainscale.published.measurements import load_published
 from trainscale.schema import COLLECTIVE_CURVE_COLUMNS, names
 from trainscale.sim.calibration import load_calibration
+from trainscale.sim.catalogue import load_catalogue
 from trainscale.sim.collective_curves import (
     BUSBW_FACTORS,
     NODE_COUNTS,
@@ -33,6 +34,7 @@ def curves() -> pd.DataFrame:
     models = load_models()
     return collective_curves(
         load_calibration(),
+        catalogue=load_catalogue(),
         gpus=[H100, "gh200-96gb"],
         models={key: models[key] for key in ("llama2-7b", "llama2-70b")},
     )
@@ -95,8 +97,12 @@ def _predict_network(num_gpus: int):
         "gpu": H100, "num_gpus": num_gpus, "tp": 1, "pp": 1, "sharding": "fsdp",
         "recompute": "none", "precision": "bf16",
     }  # fmt: skip
-    configs, _, _ = build_configs(pd.DataFrame([row]))
-    return _network(configs, load_calibration()).take(np.array([0]))
+    catalogue = load_catalogue()
+    configs, _, _ = build_configs(
+        pd.DataFrame([row]), hardware=catalogue.hardware, models=catalogue.models,
+        frameworks=catalogue.frameworks,
+    )  # fmt: skip
+    return _network(configs, load_calibration(), catalogue.nccl).take(np.array([0]))
 
 
 def test_the_curves_use_predicts_network_at_256_nodes():
@@ -110,7 +116,8 @@ def test_the_curves_use_predicts_network_at_256_nodes():
     sizes = np.array([2.0**20, 2.0**26, 2.0**30])
     models = load_models()
     curves = collective_curves(
-        cal, gpus=[H100], models={"llama2-7b": models["llama2-7b"]}, sizes_bytes=sizes,
+        cal, catalogue=load_catalogue(), gpus=[H100], models={"llama2-7b": models["llama2-7b"]},
+        sizes_bytes=sizes,
         node_counts=(nodes,),
     )  # fmt: skip
     total = curves[curves["term"] == "total"]
@@ -123,7 +130,7 @@ def test_the_curves_use_predicts_network_at_256_nodes():
         expected = sizes / np.asarray(time_fn(sizes, n, per_node, net)).ravel()
         expected *= BUSBW_FACTORS[key](n) / 1e9
         assert rows["busbw_gbytes_per_s"].to_numpy() == pytest.approx(expected, rel=1e-12), key
-    built, built_per_node = default_network(H100, cal)
+    built, built_per_node = default_network(H100, cal, catalogue=load_catalogue())
     assert built_per_node == per_node
     assert built.congestion_per_doubling == net.congestion_per_doubling
     assert built.fill_chunks == net.fill_chunks
@@ -138,7 +145,9 @@ def test_the_curves_use_predicts_network_at_256_nodes():
 
 def test_published_collective_rows_use_predicts_network():
     cal = load_calibration()
-    rows = CollectiveRows.of(load_published().collectives)
+    catalogue = load_catalogue()
+    published = load_published(hardware=catalogue.hardware, models=catalogue.models)
+    rows = CollectiveRows.of(published.collectives, catalogue)
     net = rows.network(cal)
     assert net.congestion_per_doubling == cal.congestion_per_doubling
     assert net.fill_chunks == cal.nccl_fill_chunks
@@ -146,4 +155,4 @@ def test_published_collective_rows_use_predicts_network():
 
 def test_an_unknown_gpu_is_named():
     with pytest.raises(TrainscaleError, match="unknown GPU 'tpu'"):
-        collective_curves(load_calibration(), gpus=["tpu"], models={})
+        collective_curves(load_calibration(), catalogue=load_catalogue(), gpus=["tpu"], models={})

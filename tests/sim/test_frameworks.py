@@ -14,12 +14,14 @@ from trainscale import predict
 from trainscale.errors import ConfigurationError
 from trainscale.schema import FRAMEWORKS
 from trainscale.sim.calibration import Calibration
+from trainscale.sim.catalogue import load_catalogue
 from trainscale.sim.configs import build_configs
 from trainscale.sim.frameworks import DEFAULT_FRAMEWORK, OVERRIDE_COLUMNS, load_frameworks
 from trainscale.sim.simulate import _network
 from trainscale.sim.system.collectives import allgather_time
 
 CAL = Calibration.defaults()
+CATALOGUE = load_catalogue()
 
 
 def _row(**overrides: object) -> dict:
@@ -66,8 +68,11 @@ def test_zero3_per_tensor_all_gathers_are_latency_bound_at_1024_ranks() -> None:
     assert zero3.allgather_s > 3.0 * fsdp.allgather_s
     assert zero3.tokens_per_s_per_gpu < 0.8 * fsdp.tokens_per_s_per_gpu
     # The same effect from the collective model alone: one tensor's gather is latency, not bytes.
-    configs, _, _ = build_configs(pd.DataFrame([_row(num_gpus=1024, global_batch=1024)]))
-    net = _network(configs, CAL)
+    configs, _, _ = build_configs(
+        pd.DataFrame([_row(num_gpus=1024, global_batch=1024)]), hardware=CATALOGUE.hardware,
+        models=CATALOGUE.models, frameworks=CATALOGUE.frameworks,
+    )  # fmt: skip
+    net = _network(configs, CAL, CATALOGUE.nccl)
     layer_bytes = 2 * 202e6  # one Llama-2 7B block in bf16
     whole = allgather_time(layer_bytes, 1024, 8, net)
     per_tensor = allgather_time(layer_bytes / 9, 1024, 8, net)

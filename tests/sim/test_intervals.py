@@ -129,10 +129,12 @@ def test_coverage_is_near_the_level_on_exchangeable_sources() -> None:
 
 
 @pytest.fixture(scope="module")
-def coverage() -> dict:
+def coverage(published, catalogue) -> dict:
     from trainscale.calibrate.fit import held_out_predictions
 
-    return coverage_summary(source_out_coverage(held_out_predictions()))
+    return coverage_summary(
+        source_out_coverage(held_out_predictions(published, catalogue=catalogue))
+    )
 
 
 def test_stored_coverage_is_the_measured_one(coverage: dict) -> None:

@@ -9,12 +9,14 @@ import yaml
 
 from trainscale.errors import InputFileError
 from trainscale.figures.study_scaling import setup_note
-from trainscale.sim.system.hardware import load_hardware
+from trainscale.sim.catalogue import load_catalogue
 from trainscale.study.report import report_spec
 from trainscale.study.sweep import load_study
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = REPO / "workflow" / "schemas" / "study.schema.yaml"
+CATALOGUE = load_catalogue()
+NAMES = {"hardware": CATALOGUE.hardware, "models": CATALOGUE.models}
 
 A100 = {
     "description": "Llama-2 13B, FSDP, A100, 16 to 1,024 GPUs.",
@@ -29,11 +31,11 @@ A100 = {
 def _study(tmp_path: Path, data: dict, name: str = "mine"):
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return load_study(path, schema=SCHEMA)
+    return load_study(path, schema=SCHEMA, **NAMES)
 
 
 def _shipped(name: str):
-    return load_study(REPO / "config" / "studies" / f"{name}.yaml", schema=SCHEMA)
+    return load_study(REPO / "config" / "studies" / f"{name}.yaml", schema=SCHEMA, **NAMES)
 
 
 def test_scale_out_study_plots_gpus_with_one_series_per_model() -> None:
@@ -106,7 +108,7 @@ def test_unknown_report_key_is_rejected_by_the_schema(tmp_path: Path) -> None:
 
 def test_setup_note_comes_from_the_study_not_from_the_paper(tmp_path: Path) -> None:
     study = _study(tmp_path, A100)
-    note = setup_note(study, report_spec(study), load_hardware(), "pytorch")
+    note = setup_note(study, report_spec(study), CATALOGUE.hardware, "pytorch")
 
     assert "A100 80GB" in note and "Llama-2 13B" in note
     assert "global batch 512 sequences" in note

@@ -14,9 +14,9 @@ from jsonschema import Draft202012Validator
 
 from trainscale.errors import ConfigurationError, InputFileError
 from trainscale.schema import CONFIGURATION_COLUMNS, PRECISIONS, RECOMPUTE_MODES, SHARDINGS
-from trainscale.sim.model.shape import load_models
+from trainscale.sim.calibration import load_calibration
+from trainscale.sim.catalogue import load_catalogue
 from trainscale.sim.simulate import predict
-from trainscale.sim.system.hardware import load_hardware
 from trainscale.study.micro_batch import resolve_micro_batch
 from trainscale.study.sweep import (
     ExpansionSummary,
@@ -32,6 +32,13 @@ from trainscale.study.sweep import (
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = REPO / "workflow" / "schemas" / "study.schema.yaml"
+
+#: What the library takes from its caller: the shipped catalogues and calibration.
+CATALOGUE = load_catalogue()
+#: The catalogues a study's names are checked against (load_study).
+NAMES = {"hardware": CATALOGUE.hardware, "models": CATALOGUE.models}
+#: The catalogue and calibration a study is expanded and simulated with.
+SHIPPED = {"catalogue": CATALOGUE, "calibration": load_calibration()}
 
 #: A complete, valid study (Llama-2 7B, FSDP on H100); tests change one thing at a time.
 BASE = {
@@ -61,7 +68,7 @@ def _study(**changes: object) -> Study:
 def _load_error(tmp_path: Path, data: dict) -> str:
     path = _write(tmp_path, data)
     with pytest.raises(InputFileError) as caught:
-        load_study(path, schema=SCHEMA)
+        load_study(path, schema=SCHEMA, **NAMES)
     message = str(caught.value)
     assert message.startswith(f"{path}: ")  # every message names the file first
     return message
@@ -112,7 +119,7 @@ def test_every_schema_key_has_a_description() -> None:
 
 
 def test_the_smoke_study_loads() -> None:
-    study = load_study(REPO / "config/studies/smoke.yaml", schema=SCHEMA)
+    study = load_study(REPO / "config/studies/smoke.yaml", schema=SCHEMA, **NAMES)
 
     assert study.name == "smoke"
     assert study.grid_size == 12  # 4 GPU counts x 3 tp degrees
@@ -123,7 +130,7 @@ def test_the_smoke_study_loads() -> None:
 def test_defaults_apply_when_sections_are_left_out(tmp_path: Path) -> None:
     data = {"description": "one row", "fixed": {**BASE["fixed"], "num_gpus": 8, "tp": 1}}
 
-    study = load_study(_write(tmp_path, data), schema=SCHEMA)
+    study = load_study(_write(tmp_path, data), schema=SCHEMA, **NAMES)
 
     assert study.sweep == {} and study.derive == {}
     assert study.filters == Filters(drop_invalid=True, fits_memory=False)
@@ -135,7 +142,7 @@ def test_a_custom_shape_needs_no_model(tmp_path: Path) -> None:
     shape = {"layers": 2, "hidden": 256, "heads": 4, "kv_heads": 4, "ffn": 1024, "vocab": 1000}
     data = {**BASE, "fixed": {**fixed, **shape, "mlp": "gelu"}}
 
-    assert load_study(_write(tmp_path, data), schema=SCHEMA).fixed["hidden"] == 256
+    assert load_study(_write(tmp_path, data), schema=SCHEMA, **NAMES).fixed["hidden"] == 256
 
 
 # --------------------------------------------------------------------------------------------
@@ -146,7 +153,7 @@ def test_unknown_gpu_names_file_key_and_valid_names(tmp_path: Path) -> None:
     message = _load_error(tmp_path, _with("fixed", gpu="h300-sxm-999gb"))
 
     assert "key 'fixed.gpu': unknown GPU 'h300-sxm-999gb'; valid: " in message
-    assert message.endswith(", ".join(sorted(load_hardware().gpus)))
+    assert message.endswith(", ".join(sorted(CATALOGUE.hardware.gpus)))
 
 
 def test_unknown_gpu_in_a_sweep_names_its_position(tmp_path: Path) -> None:
@@ -162,7 +169,7 @@ def test_unknown_model_lists_the_catalogue(tmp_path: Path) -> None:
     message = _load_error(tmp_path, _with("fixed", model="llama9-1t"))
 
     assert "key 'fixed.model': unknown model 'llama9-1t'; valid: " in message
-    assert message.endswith(", ".join(sorted(load_models())))
+    assert message.endswith(", ".join(sorted(CATALOGUE.models)))
 
 
 @pytest.mark.parametrize(
@@ -217,7 +224,7 @@ def test_a_choice_lists_the_allowed_values(tmp_path: Path) -> None:
 
 
 def test_micro_batch_accepts_auto_and_explains_it(tmp_path: Path) -> None:
-    assert load_study(_write(tmp_path, _with("fixed", micro_batch="auto")), schema=SCHEMA)
+    assert load_study(_write(tmp_path, _with("fixed", micro_batch="auto")), schema=SCHEMA, **NAMES)
 
     message = _load_error(tmp_path, _with("fixed", micro_batch="max"))
 
@@ -284,7 +291,7 @@ def test_incomplete_or_contradictory_studies_are_rejected(
 
 def test_a_missing_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(InputFileError, match=r"absent\.yaml: cannot read"):
-        load_study(tmp_path / "absent.yaml", schema=SCHEMA)
+        load_study(tmp_path / "absent.yaml", schema=SCHEMA, **NAMES)
 
 
 # --------------------------------------------------------------------------------------------
@@ -292,7 +299,7 @@ def test_a_missing_file_is_named(tmp_path: Path) -> None:
 
 
 def test_grid_is_the_cartesian_product_with_the_last_axis_fastest() -> None:
-    configurations, rejects = expand_study(_study())
+    configurations, rejects = expand_study(_study(), **SHIPPED)
 
     assert list(zip(configurations["num_gpus"], configurations["tp"], strict=True)) == [
         (8, 1), (8, 2), (16, 1), (16, 2),
@@ -305,7 +312,7 @@ def test_grid_is_the_cartesian_product_with_the_last_axis_fastest() -> None:
 def test_auto_micro_batch_is_null_in_the_table() -> None:
     fixed = {**BASE["fixed"], "micro_batch": "auto"}
 
-    configurations, _ = expand_study(_study(fixed=fixed))
+    configurations, _ = expand_study(_study(fixed=fixed), **SHIPPED)
 
     assert configurations["micro_batch"].isna().all()
 
@@ -318,7 +325,7 @@ def test_derive_global_batch_from_tokens_drops_rows_that_do_not_divide() -> None
         derive={"global_batch_tokens": 1_048_576},
     )
 
-    configurations, rejects = expand_study(study)
+    configurations, rejects = expand_study(study, **SHIPPED)
 
     assert configurations["global_batch"].tolist() == [256]  # 1,048,576 / 4,096
     assert rejects["row"].tolist() == [1]
@@ -332,7 +339,7 @@ def test_derive_global_batch_per_data_parallel_rank() -> None:
     fixed = {k: v for k, v in BASE["fixed"].items() if k != "global_batch"}
     study = _study(fixed=fixed, derive={"sequences_per_dp_rank": 4})
 
-    configurations, _ = expand_study(study)
+    configurations, _ = expand_study(study, **SHIPPED)
 
     # dp = num_gpus / tp: (8,1) -> 8, (8,2) -> 4, (16,1) -> 16, (16,2) -> 8
     assert configurations["global_batch"].tolist() == [32, 16, 64, 32]
@@ -342,7 +349,7 @@ def test_filters_drop_rows_with_their_reason() -> None:
     sweep = {"num_gpus": [16], "tp": [1, 2, 4, 16]}
     study = _study(sweep=sweep, filters=Filters(max_model_parallel=8, max_tp_per_node=True))
 
-    configurations, rejects = expand_study(study)
+    configurations, rejects = expand_study(study, **SHIPPED)
 
     assert configurations["tp"].tolist() == [1, 2, 4]
     assert rejects["row"].tolist() == [3, 3]
@@ -356,7 +363,7 @@ def test_max_tp_per_node_uses_the_rows_gpus_per_node() -> None:
     fixed = {**BASE["fixed"], "gpus_per_node": 4, "num_gpus": 16}
     study = _study(fixed=fixed, sweep={"tp": [4, 8]}, filters=Filters(max_tp_per_node=True))
 
-    configurations, rejects = expand_study(study)
+    configurations, rejects = expand_study(study, **SHIPPED)
 
     assert configurations["tp"].tolist() == [4]
     assert rejects["reason"].tolist() == [
@@ -367,7 +374,7 @@ def test_max_tp_per_node_uses_the_rows_gpus_per_node() -> None:
 def test_rows_the_validator_rejects_go_to_rejects() -> None:
     study = _study(sweep={"num_gpus": [8], "tp": [1, 3]})
 
-    configurations, rejects = expand_study(study)
+    configurations, rejects = expand_study(study, **SHIPPED)
 
     assert configurations["tp"].tolist() == [1]
     assert rejects[["row", "column"]].to_numpy().tolist() == [[1, "tp"]]
@@ -379,13 +386,13 @@ def test_with_drop_invalid_false_an_invalid_row_fails() -> None:
     study = _study(sweep={"num_gpus": [8], "tp": [1, 3]}, filters=Filters(drop_invalid=False))
 
     with pytest.raises(ConfigurationError, match=r"row 1, column 'tp': tp 3 does not divide"):
-        expand_study(study)
+        expand_study(study, **SHIPPED)
 
 
 def test_filtered_rows_are_not_errors_with_drop_invalid_false() -> None:
     study = _study(filters=Filters(drop_invalid=False, max_model_parallel=1))
 
-    configurations, rejects = expand_study(study)
+    configurations, rejects = expand_study(study, **SHIPPED)
 
     assert configurations["tp"].tolist() == [1, 1]
     assert len(rejects) == 2
@@ -406,7 +413,7 @@ def test_a_yaml_inf_is_rejected_at_load(tmp_path: Path) -> None:
     path.write_text(path.read_text().replace("fixed:\n", "fixed:\n  nic_gbps_per_gpu: .inf\n"))
 
     with pytest.raises(InputFileError, match=r"nic_gbps_per_gpu': inf is not a finite positive"):
-        load_study(path, schema=SCHEMA)
+        load_study(path, schema=SCHEMA, **NAMES)
 
 
 # --------------------------------------------------------------------------------------------
@@ -436,8 +443,8 @@ def test_grid_blocks_are_the_cross_product_in_order() -> None:
     expected = list(itertools.product(*sweep.values()))
     assert list(grid[list(sweep)].itertuples(index=False, name=None)) == expected
     assert (grid["model"] == "llama2-7b").all()
-    whole, _ = expand_study(study, block_rows=7)
-    at_once, _ = expand_study(study, block_rows=1000)
+    whole, _ = expand_study(study, block_rows=7, **SHIPPED)
+    at_once, _ = expand_study(study, block_rows=1000, **SHIPPED)
     pd.testing.assert_frame_equal(whole, at_once)
 
 
@@ -467,7 +474,7 @@ def test_a_study_left_with_no_rows_names_the_file_and_the_filter() -> None:
     study = _ddp(["llama2-70b", "llama2-13b"], fits_memory=True)
 
     with pytest.raises(InputFileError) as caught:
-        expand_study(study)
+        expand_study(study, **SHIPPED)
 
     message = str(caught.value)
     assert message.startswith("config/studies/x.yaml: the study has no rows left: every one of")
@@ -479,7 +486,7 @@ def test_no_rows_left_from_several_filters_lists_each() -> None:
     study = _study(sweep={"num_gpus": [8], "tp": [3, 16]}, filters=Filters(max_model_parallel=8))
 
     with pytest.raises(InputFileError) as caught:
-        expand_study(study)
+        expand_study(study, **SHIPPED)
 
     message = str(caught.value)
     assert "every one of the 2 grid rows was removed: " in message
@@ -494,7 +501,7 @@ def test_no_rows_left_writes_nothing(tmp_path: Path) -> None:
     with pytest.raises(InputFileError, match="filter 'fits_memory'"):
         write_study_configurations(
             study, directory=out / "configurations", rejects=out / "rejects.parquet",
-            counts=out / "chunk_counts.json", rows_per_job=2,
+            counts=out / "chunk_counts.json", rows_per_job=2, **SHIPPED,
         )  # fmt: skip
 
     assert not out.exists() or not list(out.iterdir())
@@ -506,7 +513,7 @@ def test_losing_more_than_half_the_rows_warns_with_the_counts(tmp_path: Path) ->
 
     summary, warning = write_study_configurations(
         study, directory=out / "configurations", rejects=out / "rejects.parquet",
-        counts=out / "chunk_counts.json", rows_per_job=2,
+        counts=out / "chunk_counts.json", rows_per_job=2, **SHIPPED,
     )  # fmt: skip
 
     assert summary.kept_rows == 1
@@ -524,7 +531,7 @@ def test_losing_half_or_fewer_rows_does_not_warn(tmp_path: Path) -> None:
 
     _, warning = write_study_configurations(
         study, directory=out / "configurations", rejects=out / "rejects.parquet",
-        counts=out / "chunk_counts.json", rows_per_job=2,
+        counts=out / "chunk_counts.json", rows_per_job=2, **SHIPPED,
     )  # fmt: skip
 
     assert warning is None
@@ -541,10 +548,11 @@ def test_chunk_files_hold_rows_per_job_surviving_rows_in_grid_order(
     summary, _ = write_study_configurations(
         study, directory=out / "configurations", rejects=out / "rejects.parquet",
         counts=out / "chunk_counts.json", rows_per_job=rows_per_job, block_rows=block_rows,
+        **SHIPPED,
     )  # fmt: skip
 
     counts = json.loads((out / "chunk_counts.json").read_text())
-    expected, expected_rejects = expand_study(study)
+    expected, expected_rejects = expand_study(study, **SHIPPED)
     assert counts["rows"] == summary.kept_rows == 8 and counts["grid_rows"] == 12
     assert counts["chunks"] == chunk_count(8, rows_per_job)  # from the surviving rows
     assert counts["dropped"] == {"filters.max_model_parallel": 4}
@@ -581,12 +589,12 @@ def test_chunk_count_needs_a_positive_size() -> None:
 
 def test_simulation_resolves_auto_micro_batch_like_the_paper_setup() -> None:
     fixed = {**BASE["fixed"], "micro_batch": "auto"}
-    configurations, _ = expand_study(_study(fixed=fixed))
+    configurations, _ = expand_study(_study(fixed=fixed), **SHIPPED)
 
-    results, dropped = simulate_configurations(configurations, Filters())
+    results, dropped = simulate_configurations(configurations, Filters(), **SHIPPED)
 
     auto = configurations.astype(object).assign(micro_batch="auto")
-    expected = predict(resolve_micro_batch(auto))
+    expected = predict(resolve_micro_batch(auto, **SHIPPED), **SHIPPED)
     assert results["micro_batch"].tolist() == expected["micro_batch"].tolist()
     np.testing.assert_allclose(results["step_time_s"], expected["step_time_s"])
     assert dropped.empty
@@ -601,10 +609,10 @@ def test_fits_memory_moves_rows_that_do_not_fit_to_dropped() -> None:
         fixed={**fixed, "num_gpus": 8, "tp": 1, "sharding": "ddp"},
         sweep={"model": ["llama2-1b", "llama2-70b"]},
     )
-    configurations, _ = expand_study(study)
+    configurations, _ = expand_study(study, **SHIPPED)
 
-    kept, none_dropped = simulate_configurations(configurations, Filters())
-    fitting, dropped = simulate_configurations(configurations, Filters(fits_memory=True))
+    kept, none_dropped = simulate_configurations(configurations, Filters(), **SHIPPED)
+    fitting, dropped = simulate_configurations(configurations, Filters(fits_memory=True), **SHIPPED)
 
     assert kept["fits_memory"].tolist() == [True, False] and none_dropped.empty
     assert fitting["model"].tolist() == ["llama2-1b"]
@@ -613,7 +621,7 @@ def test_fits_memory_moves_rows_that_do_not_fit_to_dropped() -> None:
 
 
 def test_an_empty_chunk_simulates_to_an_empty_table() -> None:
-    results, dropped = simulate_configurations(pd.DataFrame(), Filters())
+    results, dropped = simulate_configurations(pd.DataFrame(), Filters(), **SHIPPED)
 
     assert results.empty and dropped.empty
 
@@ -623,7 +631,7 @@ def test_a_ten_million_row_sweep_that_mostly_filters_out_warns_and_plans_from_su
 ) -> None:
     """User trial item 32: 10^7 grid rows of which 159k survive -> a warning with the counts,
     and simulate jobs planned from the 159k surviving rows (7 at 25,000), not the grid (400)."""
-    study = load_study(_write(tmp_path, {**BASE, "rows_per_job": 25_000}), schema=SCHEMA)
+    study = load_study(_write(tmp_path, {**BASE, "rows_per_job": 25_000}), schema=SCHEMA, **NAMES)
     summary = ExpansionSummary(study)
     kept = pd.DataFrame({"num_gpus": range(159_000)})
     rejects = pd.DataFrame({"row": range(9_841_000), "column": "filters.fits_memory",
@@ -642,7 +650,6 @@ def test_a_study_may_name_its_calibration_file(tmp_path: Path) -> None:
     import shutil
 
     from trainscale.paths import data_dir
-    from trainscale.sim.calibration import load_calibration
     from trainscale.study.sweep import expand_study, simulate_configurations
 
     mine = tmp_path / "mine.yaml"
@@ -651,11 +658,13 @@ def test_a_study_may_name_its_calibration_file(tmp_path: Path) -> None:
     mine.write_text(mine.read_text().replace(key, key + "0.7 #"))
     data = {"description": "one row", "fixed": {**BASE["fixed"], "num_gpus": 64, "tp": 1},
             "calibration": str(mine)}  # fmt: skip
-    study = load_study(_write(tmp_path, data), schema=SCHEMA)
+    study = load_study(_write(tmp_path, data), schema=SCHEMA, **NAMES)
     assert study.calibration == str(mine)
     calibration = load_calibration(study.calibration)
-    configurations, _ = expand_study(study, calibration=calibration)
-    results, _ = simulate_configurations(configurations, study.filters, calibration=calibration)
+    configurations, _ = expand_study(study, catalogue=CATALOGUE, calibration=calibration)
+    results, _ = simulate_configurations(
+        configurations, study.filters, catalogue=CATALOGUE, calibration=calibration
+    )
     assert (results["calibration_id"] == calibration.calibration_id).all()
     assert calibration.calibration_id != load_calibration().calibration_id
 
@@ -671,4 +680,4 @@ def test_a_study_calibration_that_does_not_load_is_refused(
     data = {"description": "one row", "fixed": {**BASE["fixed"], "num_gpus": 8, "tp": 1},
             "calibration": value}  # fmt: skip
     with pytest.raises(InputFileError, match=message):
-        load_study(_write(tmp_path, data), schema=SCHEMA)
+        load_study(_write(tmp_path, data), schema=SCHEMA, **NAMES)

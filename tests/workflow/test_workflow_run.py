@@ -15,6 +15,7 @@ from trainscale import __version__
 from trainscale.dataset import VALIDATION_COLUMNS, conform, read_dataset, read_parquet
 from trainscale.schema import DATASET_COLUMNS, RESULT_COLUMNS, names
 from trainscale.sim.calibration import load_calibration
+from trainscale.sim.catalogue import load_catalogue
 from trainscale.study.sweep import expand_study, load_study, simulate_configurations
 
 pytestmark = pytest.mark.workflow
@@ -40,12 +41,18 @@ def test_study_results_hold_every_kept_row_in_grid_order(smoke_run: Path) -> Non
 
 
 def test_results_equal_the_library_called_directly(smoke_run: Path, repo_root: Path) -> None:
+    catalogue = load_catalogue(smoke_run / "data")  # the files the run read
+    calibration = load_calibration(smoke_run / "data" / "calibration.yaml")
     study = load_study(
         smoke_run / "config/studies/smoke.yaml",
         schema=repo_root / "workflow/schemas/study.schema.yaml",
+        hardware=catalogue.hardware,
+        models=catalogue.models,
     )
-    configurations, _ = expand_study(study)
-    expected, _ = simulate_configurations(configurations, study.filters)
+    configurations, _ = expand_study(study, catalogue=catalogue, calibration=calibration)
+    expected, _ = simulate_configurations(
+        configurations, study.filters, catalogue=catalogue, calibration=calibration
+    )
 
     sim = read_parquet(smoke_run / "results/sim/smoke.parquet", RESULT_COLUMNS)
 

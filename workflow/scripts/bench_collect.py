@@ -1,4 +1,5 @@
-"""Rule bench_collect: the run folders of one bench sweep -> their measured rows (Parquet)."""
+"""Rule bench_collect: the run folders of one bench sweep -> their measured rows (Parquet),
+ingested with the hardware and models catalogues the rule declares."""
 
 import sys
 import warnings
@@ -8,11 +9,18 @@ import pandas as pd
 from trainscale.dataset import write_parquet
 from trainscale.ingest.runs import ingest_run
 from trainscale.schema import DATASET_COLUMNS
+from trainscale.sim.model.shape import load_models
+from trainscale.sim.system.hardware import load_hardware
 
 sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 (closed at exit)
 warnings.simplefilter("always")  # garbled-line warnings go to the log, every one
 
-frame = pd.concat([ingest_run(run_dir)[0] for run_dir in snakemake.input.runs], ignore_index=True)
+hardware = load_hardware(snakemake.input.hardware)
+models = load_models(snakemake.input.models)
+frame = pd.concat(
+    [ingest_run(run_dir, hardware=hardware, models=models)[0] for run_dir in snakemake.input.runs],
+    ignore_index=True,
+)
 write_parquet(frame, snakemake.output.results, DATASET_COLUMNS)
 for _, row in frame.iterrows():
     print(

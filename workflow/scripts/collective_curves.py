@@ -6,17 +6,18 @@ from trainscale.errors import TrainscaleError
 from trainscale.io.parquet import write_parquet
 from trainscale.schema import COLLECTIVE_CURVE_COLUMNS
 from trainscale.sim.calibration import load_calibration
+from trainscale.sim.catalogue import CATALOGUE_FILES, load_catalogue
 from trainscale.sim.collective_curves import collective_curves
-from trainscale.sim.model.shape import load_models
-from trainscale.sim.system.hardware import load_hardware
 
 sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 (closed at exit)
 
 try:
+    catalogue = load_catalogue({name: snakemake.input[name] for name in CATALOGUE_FILES})
     curves = collective_curves(
         load_calibration(snakemake.input.calibration),
-        gpus=list(load_hardware(snakemake.input.hardware).gpus),
-        models=load_models(snakemake.input.models),
+        catalogue=catalogue,
+        gpus=list(catalogue.hardware.gpus),
+        models=catalogue.models,
     )
 except TrainscaleError as error:
     print(f"error: {error}", file=sys.stderr)

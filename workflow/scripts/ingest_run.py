@@ -12,6 +12,8 @@ import warnings
 from pathlib import Path
 
 from trainscale.ingest.runs import write_ingested
+from trainscale.sim.model.shape import load_models
+from trainscale.sim.system.hardware import load_hardware
 
 log = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 (closed at exit, below)
 sys.stderr = log
@@ -26,7 +28,11 @@ def _close_log() -> None:
 warnings.simplefilter("always", RuntimeWarning)  # every ingestion warning goes to the log
 
 results = write_ingested(
-    Path(snakemake.input.manifest).parent, snakemake.output.results, snakemake.output.steps
+    Path(snakemake.input.manifest).parent,
+    snakemake.output.results,
+    snakemake.output.steps,
+    hardware=load_hardware(snakemake.input.hardware),
+    models=load_models(snakemake.input.models),
 )
 for _, row in results.iterrows():
     print(

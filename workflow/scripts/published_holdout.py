@@ -1,4 +1,5 @@
-"""Rule published_holdout: predict each published throughput row by a fit without its source."""
+"""Rule published_holdout: predict each published throughput row by a fit without its source
+(with the catalogue files the rule declares; its calibration input gives the id recorded)."""
 
 import sys
 
@@ -9,12 +10,17 @@ from trainscale.errors import TrainscaleError
 from trainscale.published.holdout import HOLDOUT_COLUMNS, holdout_rows
 from trainscale.published.measurements import load_published
 from trainscale.sim.calibration import load_calibration
+from trainscale.sim.catalogue import CATALOGUE_FILES, load_catalogue
 
 sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 (closed at exit)
 
 try:
-    calibration = load_calibration()
-    held = held_out_predictions(load_published(snakemake.input.csv))
+    catalogue = load_catalogue({name: snakemake.input[name] for name in CATALOGUE_FILES})
+    calibration = load_calibration(snakemake.input.calibration)
+    published = load_published(
+        snakemake.input.csv, hardware=catalogue.hardware, models=catalogue.models
+    )
+    held = held_out_predictions(published, catalogue=catalogue)
 except TrainscaleError as error:
     print(f"error: {error}", file=sys.stderr)
     sys.exit(1)

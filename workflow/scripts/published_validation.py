@@ -1,4 +1,5 @@
-"""Rule published_validation: predict every published row; observed, predicted and error."""
+"""Rule published_validation: predict every published row; observed, predicted and error (with
+the catalogue files and calibration the rule declares)."""
 
 import sys
 
@@ -8,12 +9,17 @@ from trainscale.errors import TrainscaleError
 from trainscale.published.accuracy import validate_published
 from trainscale.published.measurements import load_published
 from trainscale.sim.calibration import load_calibration
+from trainscale.sim.catalogue import CATALOGUE_FILES, load_catalogue
 
 sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 (closed at exit)
 
 try:
-    calibration = load_calibration()
-    validated = validate_published(calibration, load_published(snakemake.input.csv))
+    catalogue = load_catalogue({name: snakemake.input[name] for name in CATALOGUE_FILES})
+    calibration = load_calibration(snakemake.input.calibration)
+    published = load_published(
+        snakemake.input.csv, hardware=catalogue.hardware, models=catalogue.models
+    )
+    validated = validate_published(calibration, published, catalogue=catalogue)
 except TrainscaleError as error:
     print(f"error: {error}", file=sys.stderr)
     sys.exit(1)

@@ -8,6 +8,7 @@ from trainscale.ingest.accuracy import predict_measured
 from trainscale.io.parquet import write_parquet
 from trainscale.schema import SIM_VS_MEASURED_COLUMNS
 from trainscale.sim.calibration import load_calibration
+from trainscale.sim.catalogue import CATALOGUE_FILES, load_catalogue
 
 sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 (closed at exit)
 
@@ -16,6 +17,7 @@ try:
     table = predict_measured(
         measured[measured["source"] == "measured"].reset_index(drop=True),
         load_calibration(snakemake.input.calibration),
+        catalogue=load_catalogue({name: snakemake.input[name] for name in CATALOGUE_FILES}),
     )
 except TrainscaleError as error:
     print(f"error: {error}", file=sys.stderr)

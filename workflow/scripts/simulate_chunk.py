@@ -1,4 +1,5 @@
-"""Rule simulate_chunk: simulate one chunk of a study (its own configuration file only)."""
+"""Rule simulate_chunk: simulate one chunk of a study (its own configuration file only), with the
+catalogue files and calibration the rule declares as inputs."""
 
 import sys
 
@@ -8,6 +9,7 @@ from trainscale.dataset import config_ids, write_parquet
 from trainscale.errors import TrainscaleError
 from trainscale.schema import RESULT_COLUMNS
 from trainscale.sim.calibration import load_calibration
+from trainscale.sim.catalogue import CATALOGUE_FILES, load_catalogue
 from trainscale.study.sweep import simulate_configurations
 
 sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 (closed at exit)
@@ -17,6 +19,7 @@ try:
     results, dropped = simulate_configurations(
         configurations,
         snakemake.params.filters,
+        catalogue=load_catalogue({name: snakemake.input[name] for name in CATALOGUE_FILES}),
         calibration=load_calibration(snakemake.input.calibration),
     )
 except TrainscaleError as error:

@@ -1,10 +1,12 @@
 """Checkpoint study_configurations: expand one study, block by block, into one configuration
-file per simulate job, its rejects table and the chunk counts the workflow plans from."""
+file per simulate job, its rejects table and the chunk counts the workflow plans from, with the
+catalogue files and calibration the rule declares as inputs."""
 
 import sys
 
 from trainscale.errors import TrainscaleError
 from trainscale.sim.calibration import load_calibration
+from trainscale.sim.catalogue import CATALOGUE_FILES, load_catalogue
 from trainscale.study.sweep import load_study, write_study_configurations
 
 console = sys.stderr
@@ -18,13 +20,20 @@ def report(message):
 
 
 try:
-    study = load_study(snakemake.input.study, schema=snakemake.input.schema)
+    catalogue = load_catalogue({name: snakemake.input[name] for name in CATALOGUE_FILES})
+    study = load_study(
+        snakemake.input.study,
+        schema=snakemake.input.schema,
+        hardware=catalogue.hardware,
+        models=catalogue.models,
+    )
     summary, warning = write_study_configurations(
         study,
         directory=snakemake.output.configurations,
         rejects=snakemake.output.rejects,
         counts=snakemake.output.counts,
         rows_per_job=int(snakemake.params.rows_per_job),
+        catalogue=catalogue,
         calibration=load_calibration(snakemake.input.calibration),
     )
 except TrainscaleError as error:

@@ -4,6 +4,7 @@ import sys
 
 from trainscale.dataset import read_study_results
 from trainscale.errors import TrainscaleError
+from trainscale.sim.model.shape import load_models
 from trainscale.sim.system.hardware import load_hardware
 from trainscale.study.report import report_spec, select_rows
 from trainscale.study.sweep import load_study
@@ -15,7 +16,12 @@ name = snakemake.wildcards.study
 stem = str(snakemake.output.csv).removesuffix(".csv")
 try:
     hardware = load_hardware(snakemake.input.hardware)
-    study = load_study(snakemake.input.study, schema=snakemake.input.schema, hardware=hardware)
+    study = load_study(
+        snakemake.input.study,
+        schema=snakemake.input.schema,
+        hardware=hardware,
+        models=load_models(snakemake.input.models),
+    )
     spec = report_spec(study)
     frame = read_study_results(snakemake.input.simulated, name)
     written = render_fits(stem, select_rows(frame, spec), spec, name)

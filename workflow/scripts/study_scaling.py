@@ -10,6 +10,7 @@ from trainscale.errors import TrainscaleError
 from trainscale.figures.study_scaling import render_scaling, setup_note
 from trainscale.report import apply_style
 from trainscale.sim.frameworks import DEFAULT_FRAMEWORK
+from trainscale.sim.model.shape import load_models
 from trainscale.sim.system.hardware import load_hardware
 from trainscale.study.report import report_spec, select_rows
 from trainscale.study.sweep import load_study
@@ -22,7 +23,12 @@ name = snakemake.wildcards.study
 stem = str(snakemake.output.png).removesuffix(".png")
 try:
     hardware = load_hardware(snakemake.input.hardware)
-    study = load_study(snakemake.input.study, schema=snakemake.input.schema, hardware=hardware)
+    study = load_study(
+        snakemake.input.study,
+        schema=snakemake.input.schema,
+        hardware=hardware,
+        models=load_models(snakemake.input.models),
+    )
     spec = report_spec(study)
     rows = select_rows(read_study_results(snakemake.input.simulated, name), spec)
     fits = pd.read_csv(snakemake.input.fits, keep_default_na=False, na_values=[""])

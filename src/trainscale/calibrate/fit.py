@@ -29,7 +29,8 @@ throughput rows
    fitted on, the rows that could not be represented (with reasons), the fit's residual error, and
    the content hash ``calibration_id``.
 
-Nothing is tuned per data point: every parameter is shared by all configurations.
+Nothing is tuned per data point: every parameter is shared by all configurations. The
+published measurements and the catalogue the fit simulates with are the caller's.
 """
 
 from __future__ import annotations
@@ -50,8 +51,9 @@ from trainscale.published.accuracy import (
     summarise,
     throughput_predictions,
 )
-from trainscale.published.measurements import PublishedData, load_published
+from trainscale.published.measurements import PublishedData
 from trainscale.sim.calibration import PARAMETERS, Calibration, ParameterSpec, dump_calibration
+from trainscale.sim.catalogue import Catalogue
 from trainscale.sim.configs import build_configs
 from trainscale.sim.simulate import predict_arrays
 
@@ -129,12 +131,15 @@ def fit_throughput(
     published: PublishedData,
     start: Calibration | None = None,
     *,
+    catalogue: Catalogue,
     max_nfev: int = 400,
     pinned: Mapping[str, float] | None = None,
     prior_scale: float = 1.0,
     prior_centre: Calibration | None = None,
 ) -> FittedCalibration:
-    """Fit the throughput parameters; return the fitted calibration and its residual tables.
+    """Fit the throughput parameters, simulating under ``catalogue``; return the fitted
+    calibration and its residual tables. ``start``: where the fit starts (default the
+    parameters' defaults, :meth:`~trainscale.sim.calibration.Calibration.defaults`).
 
     ``pinned`` holds some fitted parameters at given values (a profile, see
     :mod:`trainscale.calibrate.sensitivity`); the others are fitted as usual. ``prior_scale``
@@ -157,8 +162,8 @@ def fit_throughput(
     prior_sd = prior_scale * np.array(
         [p.prior_sd if p.prior_sd is not None else 0.5 * (p.upper - p.lower) for p in free]
     )
-    rows, _ = throughput_predictions(published, start)
-    collectives = collective_predictions(published, start)
+    rows, _ = throughput_predictions(published, start, catalogue)
+    collectives = collective_predictions(published, start, catalogue)
     citations = pd.concat(
         [rows["citation"], collectives.get("citation", pd.Series(dtype=str))], ignore_index=True
     )
@@ -168,15 +173,19 @@ def fit_throughput(
     # The configurations do not depend on the parameters: validate them once and predict the
     # arrays directly in the loop (the same numbers as throughput_predictions, without building
     # a table per evaluation).
-    configs, valid, _ = build_configs(published.throughput, skip_invalid=True)
+    configs, valid, _ = build_configs(
+        published.throughput, hardware=catalogue.hardware, models=catalogue.models,
+        frameworks=catalogue.frameworks, skip_invalid=True,
+    )  # fmt: skip
     observed = published.throughput["observed_tokens_per_s_per_gpu"].to_numpy(np.float64)[valid]
     if has_collectives:
-        collective_rows = CollectiveRows.of(published.collectives)
+        collective_rows = CollectiveRows.of(published.collectives, catalogue)
         observed_busbw = published.collectives["observed_busbw_gbps"].to_numpy(np.float64)
 
     def residuals(x: np.ndarray) -> np.ndarray:
         cal = _with(start, x, free)
-        log_error = np.log(predict_arrays(configs, cal)["tokens_per_s_per_gpu"] / observed)
+        predicted = predict_arrays(configs, cal, catalogue)["tokens_per_s_per_gpu"]
+        log_error = np.log(predicted / observed)
         if has_collectives:
             busbw = collective_rows.busbw_gbps(cal)
             log_error = np.concatenate([log_error, np.log(busbw / observed_busbw)])
@@ -189,16 +198,19 @@ def fit_throughput(
         diff_step=1e-3, max_nfev=max_nfev,
     )  # fmt: skip
     fitted = _with(start, result.x, free)
-    throughput, sim_rejects = throughput_predictions(published, fitted)
+    throughput, sim_rejects = throughput_predictions(published, fitted, catalogue)
     return FittedCalibration(
-        fitted, throughput, collective_predictions(published, fitted), published.rejects,
-        sim_rejects, float(result.cost),
+        fitted, throughput, collective_predictions(published, fitted, catalogue),
+        published.rejects, sim_rejects, float(result.cost),
     )  # fmt: skip
 
 
-def fit_power(calibration: Calibration, target_drop_pct: float | None = None) -> Calibration:
+def fit_power(
+    calibration: Calibration, target_drop_pct: float | None = None, *, catalogue: Catalogue
+) -> Calibration:
     """Set ``power_comm_frac`` so the paper setup's power per GPU falls ``target_drop_pct``
-    from 128 to 2,048 GPUs (Llama-2 7B, FSDP, H100); bounded by the parameter's range."""
+    from 128 to 2,048 GPUs (Llama-2 7B, FSDP, H100, simulated under ``catalogue``); bounded by
+    the parameter's range."""
     from trainscale.paper.setup import power_drop_pct
     from trainscale.paper.values import PAPER_POWER_DROP_PCT
 
@@ -208,7 +220,8 @@ def fit_power(calibration: Calibration, target_drop_pct: float | None = None) ->
     spec = next(p for p in PARAMETERS if p.name == "power_comm_frac")
 
     def gap(value: float) -> float:
-        return power_drop_pct(replace(calibration, power_comm_frac=value)) - target_drop_pct
+        changed = replace(calibration, power_comm_frac=value)
+        return power_drop_pct(changed, catalogue=catalogue) - target_drop_pct
 
     low, high = gap(spec.lower), gap(spec.upper)
     if low * high > 0:  # the claim is out of reach: take the bound that comes closest
@@ -239,25 +252,29 @@ def _round(calibration: Calibration) -> Calibration:
 
 
 def calibrate(
-    output: Path | None = None,
-    published: PublishedData | None = None,
+    output: Path | None,
+    published: PublishedData,
     *,
+    catalogue: Catalogue,
     held_out: pd.DataFrame | None = None,
 ) -> FittedCalibration:
-    """Run the whole calibration and write ``data/calibration.yaml`` (or ``output``).
+    """Run the whole calibration on ``published``, simulating under ``catalogue``, and write
+    ``output`` (None: ``data/calibration.yaml``).
 
     ``held_out``: the leave-one-source-out predictions the intervals are fitted on (default:
     :func:`held_out_predictions` of ``published``, one refit per source).
     """
     from trainscale.sim.intervals import fit_intervals
 
-    published = published or load_published()
-    fit = fit_throughput(published)
+    fit = fit_throughput(published, catalogue=catalogue)
     if held_out is None:
-        held_out = held_out_predictions(published)
-    final = replace(_round(fit_power(fit.calibration)), intervals=fit_intervals(held_out))
-    throughput, sim_rejects = throughput_predictions(published, final)
-    collectives = collective_predictions(published, final)
+        held_out = held_out_predictions(published, catalogue=catalogue)
+    final = replace(
+        _round(fit_power(fit.calibration, catalogue=catalogue)),
+        intervals=fit_intervals(held_out),
+    )
+    throughput, sim_rejects = throughput_predictions(published, final, catalogue)
+    collectives = collective_predictions(published, final, catalogue)
     fit = FittedCalibration(
         final, throughput, collectives, published.rejects, sim_rejects, fit.cost
     )
@@ -298,16 +315,16 @@ def calibrate(
 
 
 def held_out_predictions(
-    published: PublishedData | None = None, *, prior_scale: float = 1.0
+    published: PublishedData, *, catalogue: Catalogue, prior_scale: float = 1.0
 ) -> pd.DataFrame:
-    """Every throughput row predicted by a fit that left its whole source out.
+    """Every throughput row predicted by a fit that left its whole source out (every fit and
+    prediction simulated under ``catalogue``).
 
     One fit per source (on all other throughput sources and every collective row); returns the
     rows of :func:`trainscale.published.accuracy.throughput_predictions` with the held-out
     prediction.
     ``prior_scale`` as in :func:`fit_throughput`.
     """
-    published = published or load_published()
     held_out = []
     for source in sorted(published.throughput["citation"].unique()):
         keep = published.throughput["citation"] != source
@@ -316,19 +333,19 @@ def held_out_predictions(
             collectives=published.collectives,
             rejects=published.rejects,
         )
-        fit = fit_throughput(training, prior_scale=prior_scale)
+        fit = fit_throughput(training, catalogue=catalogue, prior_scale=prior_scale)
         target = PublishedData(
             throughput=published.throughput[~keep].reset_index(drop=True),
             collectives=published.collectives.iloc[0:0],
             rejects=published.rejects,
         )
-        rows, _ = throughput_predictions(target, fit.calibration)
+        rows, _ = throughput_predictions(target, fit.calibration, catalogue)
         held_out.append(rows)
     return pd.concat(held_out, ignore_index=True)
 
 
 def leave_one_source_out(
-    published: PublishedData | None = None, *, prior_scale: float = 1.0
+    published: PublishedData, *, catalogue: Catalogue, prior_scale: float = 1.0
 ) -> pd.DataFrame:
     """Out-of-sample accuracy: for each source, refit on all the others and predict it.
 
@@ -336,4 +353,4 @@ def leave_one_source_out(
     ``max_ape_pct``, i.e. :func:`trainscale.published.accuracy.summarise` of
     :func:`held_out_predictions`), plus an ``all`` row over every held-out prediction.
     """
-    return summarise(held_out_predictions(published, prior_scale=prior_scale))
+    return summarise(held_out_predictions(published, catalogue=catalogue, prior_scale=prior_scale))

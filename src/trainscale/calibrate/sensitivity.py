@@ -29,9 +29,10 @@ from trainscale.calibrate.fit import _round, fit_power, fit_throughput, leave_on
 from trainscale.paper.setup import headline_claims
 from trainscale.paper.values import CLAIMS
 from trainscale.published.accuracy import collective_predictions, throughput_predictions
-from trainscale.published.measurements import PublishedData, load_published
+from trainscale.published.measurements import PublishedData
 from trainscale.schema import CLAIM_SENSITIVITY_COLUMNS, names
 from trainscale.sim.calibration import Calibration, parameters_at_bounds
+from trainscale.sim.catalogue import Catalogue, load_catalogue
 
 __all__ = [
     "LATENCY_SCALE_GRID",
@@ -77,15 +78,21 @@ PRIOR_SCAN_COLUMNS: tuple[str, ...] = (
 )
 
 
-def _refit(published: PublishedData, **kw: object) -> tuple[Calibration, pd.DataFrame]:
-    fit = fit_throughput(published, **kw)  # type: ignore[arg-type]
-    calibration = _round(fit_power(fit.calibration))
-    rows, _ = throughput_predictions(published, calibration)
+def _refit(
+    published: PublishedData, catalogue: Catalogue, **kw: object
+) -> tuple[Calibration, pd.DataFrame]:
+    fit = fit_throughput(published, catalogue=catalogue, **kw)  # type: ignore[arg-type]
+    calibration = _round(fit_power(fit.calibration, catalogue=catalogue))
+    rows, _ = throughput_predictions(published, calibration, catalogue)
     return calibration, rows
 
 
 def profile(
-    parameter: str, values: Sequence[float], published: PublishedData | None = None
+    parameter: str,
+    values: Sequence[float],
+    published: PublishedData,
+    *,
+    catalogue: Catalogue | None = None,
 ) -> pd.DataFrame:
     """Pin ``parameter`` at each of ``values``, refit the rest, report error and claims.
 
@@ -95,12 +102,16 @@ def profile(
     study's power drop at every point, as ``trainscale calibrate`` does) and the refitted
     calibration's id. Raises :class:`~trainscale.errors.TrainscaleError` for a parameter that is
     not fitted or a value outside its bounds. Costs one fit (a few seconds) per value.
+
+    Every fit simulates under ``catalogue``; not given, the shipped one (kept for
+    :mod:`trainscale.tables`, which calls this without it until the tables get their catalogue
+    from their caller; new code passes it).
     """
-    published = published or load_published()
+    catalogue = catalogue if catalogue is not None else load_catalogue()
     rows = []
     for value in values:
-        calibration, fitted = _refit(published, pinned={parameter: float(value)})
-        collectives = collective_predictions(published, calibration)
+        calibration, fitted = _refit(published, catalogue, pinned={parameter: float(value)})
+        collectives = collective_predictions(published, calibration, catalogue)
         rows.append(
             {
                 "parameter": parameter,
@@ -110,7 +121,7 @@ def profile(
                 "busbw_mape_pct": float(collectives["ape_pct"].mean())
                 if not collectives.empty
                 else float("nan"),
-                **headline_claims(calibration),
+                **headline_claims(calibration, catalogue=catalogue),
                 "calibration_id": calibration.calibration_id,
             }
         )
@@ -118,7 +129,7 @@ def profile(
 
 
 def prior_width_scan(
-    scales: Sequence[float] = PRIOR_SCALE_GRID, published: PublishedData | None = None
+    scales: Sequence[float], published: PublishedData, *, catalogue: Catalogue
 ) -> pd.DataFrame:
     """Refit with each prior width ``scale`` (1 = the calibration's; ``inf`` = no prior).
 
@@ -127,13 +138,13 @@ def prior_width_scan(
     (:func:`trainscale.calibrate.fit.leave_one_source_out`);
     which fitted parameters end on a bound (comma-separated; such a parameter is held by its
     bound, not by the data); the claims; the calibration id. Costs one fit per source plus one
-    per scale (about 30 s per scale here).
+    per scale (about 30 s per scale here). ``scales``: e.g. :data:`PRIOR_SCALE_GRID`; every fit
+    simulates under ``catalogue``.
     """
-    published = published or load_published()
     rows = []
     for scale in scales:
-        calibration, fitted = _refit(published, prior_scale=float(scale))
-        held_out = leave_one_source_out(published, prior_scale=float(scale))
+        calibration, fitted = _refit(published, catalogue, prior_scale=float(scale))
+        held_out = leave_one_source_out(published, catalogue=catalogue, prior_scale=float(scale))
         overall = held_out[held_out["source"] == "all"].iloc[0]
         rows.append(
             {
@@ -142,7 +153,7 @@ def prior_width_scan(
                 "heldout_mape_pct": float(overall["mape_pct"]),
                 "heldout_median_ape_pct": float(overall["median_ape_pct"]),
                 "parameters_at_bounds": ", ".join(parameters_at_bounds(calibration)),
-                **headline_claims(calibration),
+                **headline_claims(calibration, catalogue=catalogue),
                 "calibration_id": calibration.calibration_id,
             }
         )

@@ -30,6 +30,10 @@ shipped calibration's conformal quantiles (errors on *published sources left out
 a handful of a user's runs cannot calibrate an 80 % quantile on their own), with the coverage
 facts extended by the user's rows (their framework rows, GPU counts and GPUs count as calibrated
 data). The same measurements give the same file byte for byte.
+
+The base calibration, the published measurements (whose row count sets the prior widths) and the
+catalogue the fit simulates with are the caller's (``trainscale calibrate`` passes the shipped
+ones).
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -51,6 +56,10 @@ from trainscale.sim.calibration import (
     load_calibration,
 )
 from trainscale.sim.intervals import CoverageFacts, PredictionIntervals
+
+if TYPE_CHECKING:
+    from trainscale.published.measurements import PublishedData
+    from trainscale.sim.catalogue import Catalogue
 
 __all__ = [
     "CLUSTER_PARAMETERS",
@@ -135,12 +144,17 @@ def refitted_parameters(table: pd.DataFrame) -> tuple[str, ...]:
     return (*names, *CLUSTER_PARAMETERS)
 
 
-def _sensitive(table: pd.DataFrame, base: Calibration, names: tuple[str, ...]) -> list[str]:
+def _sensitive(
+    table: pd.DataFrame, base: Calibration, names: tuple[str, ...], catalogue: Catalogue
+) -> list[str]:
     from trainscale.sim.configs import build_configs
     from trainscale.sim.simulate import predict_arrays
 
-    configs, _, _ = build_configs(table)
-    reference = np.log(predict_arrays(configs, base)["tokens_per_s_per_gpu"])
+    configs, _, _ = build_configs(
+        table, hardware=catalogue.hardware, models=catalogue.models,
+        frameworks=catalogue.frameworks,
+    )  # fmt: skip
+    reference = np.log(predict_arrays(configs, base, catalogue)["tokens_per_s_per_gpu"])
     kept = []
     for name in names:
         spec = _SPECS[name]
@@ -148,22 +162,22 @@ def _sensitive(table: pd.DataFrame, base: Calibration, names: tuple[str, ...]) -
         step = _STEP * (spec.upper - spec.lower)
         moved = value + step if value + step <= spec.upper else value - step
         changed = np.log(
-            predict_arrays(configs, replace(base, **{name: moved}))["tokens_per_s_per_gpu"]
+            predict_arrays(configs, replace(base, **{name: moved}), catalogue)[
+                "tokens_per_s_per_gpu"
+            ]
         )
         if np.max(np.abs(changed - reference)) > _SENSITIVITY:
             kept.append(name)
     return kept
 
 
-def prior_scale(rows: int) -> float:
+def prior_scale(rows: int, published: PublishedData) -> float:
     """``sqrt(N / rows)``: the priors' widths for a fit on ``rows`` measurements, ``N`` the rows
-    the shipped fit weighs (published throughput and nccl-tests rows). The shipped priors were
-    set against the total weight of ``N`` rows (mean row weight 1); with the same widths a
-    user's handful of rows could not move a framework offset by more than about 0.02. Scaled
-    so, the prior weighs against the user's rows as it weighs against the published ones."""
-    from trainscale.published.measurements import load_published
-
-    published = load_published()
+    the shipped fit weighs (the throughput and nccl-tests rows of ``published``, the published
+    measurements). The shipped priors were set against the total weight of ``N`` rows (mean row
+    weight 1); with the same widths a user's handful of rows could not move a framework offset by
+    more than about 0.02. Scaled so, the prior weighs against the user's rows as it weighs
+    against the published ones."""
     reference = len(published.throughput) + len(published.collectives)
     return float(np.sqrt(reference / max(rows, 1)))
 
@@ -179,10 +193,13 @@ class UserCalibration:
         self.not_refitted = fixed
 
 
-def _represent(path: Path, table: pd.DataFrame) -> None:
+def _represent(path: Path, table: pd.DataFrame, catalogue: Catalogue) -> None:
     from trainscale.sim.configs import build_configs
 
-    _, _, rejects = build_configs(table, origin=str(path), skip_invalid=True)
+    _, _, rejects = build_configs(
+        table, hardware=catalogue.hardware, models=catalogue.models,
+        frameworks=catalogue.frameworks, origin=str(path), skip_invalid=True,
+    )  # fmt: skip
     if len(rejects):
         reasons = "; ".join(
             f"row {int(r.row) + 1} ({r.column}): {r.reason}" for r in rejects.itertuples()
@@ -197,24 +214,27 @@ def calibrate_user(
     measurements: Path,
     output: Path | None = None,
     *,
-    base: Calibration | None = None,
+    base: Calibration,
+    published: PublishedData,
+    catalogue: Catalogue,
     table: pd.DataFrame | None = None,
 ) -> UserCalibration:
     """Refit what a cluster changes on ``measurements`` and write ``output`` (if given).
 
-    ``base``: the calibration to start from and centre the priors on (default the shipped
-    ``data/calibration.yaml``). ``table``: the measurements already read (else read from
-    ``measurements``, which is also hashed for the provenance).
+    ``base``: the calibration to start from and centre the priors on (``trainscale calibrate``
+    passes the shipped ``data/calibration.yaml``). ``published``: the published measurements
+    the base was fitted on (their row count sets the prior widths, :func:`prior_scale`).
+    ``catalogue``: what the fit simulates with. ``table``: the measurements already read (else
+    read from ``measurements``, which is also hashed for the provenance).
     """
     from trainscale.calibrate.fit import _ranges, _round, fit_throughput
     from trainscale.published.measurements import PublishedData
 
-    base = base or load_calibration()
     path = Path(measurements)
     table = read_measurements(path) if table is None else table.reset_index(drop=True)
-    _represent(path, table)
+    _represent(path, table, catalogue)
     candidates = refitted_parameters(table)
-    refit = _sensitive(table, base, candidates)
+    refit = _sensitive(table, base, candidates, catalogue)
     if len(table) < len(refit):
         raise InputFileError(
             path,
@@ -230,17 +250,20 @@ def calibrate_user(
     data = PublishedData(
         throughput=rows, collectives=pd.DataFrame(), rejects=pd.DataFrame(columns=["csv_row"])
     )
-    scale = prior_scale(len(table))
-    fit = fit_throughput(data, start=base, pinned=pinned, prior_centre=base, prior_scale=scale)
+    scale = prior_scale(len(table), published)
+    fit = fit_throughput(
+        data, start=base, catalogue=catalogue, pinned=pinned, prior_centre=base,
+        prior_scale=scale,
+    )  # fmt: skip
     final = _round(fit.calibration)
     from trainscale.published.accuracy import throughput_predictions
 
-    before, _ = throughput_predictions(data, base)
-    after, _ = throughput_predictions(data, final)
+    before, _ = throughput_predictions(data, base, catalogue)
+    after, _ = throughput_predictions(data, final, catalogue)
     intervals = _user_intervals(base.intervals, after)
     final = replace(final, intervals=intervals)
     if intervals is not None:
-        after, _ = throughput_predictions(data, final)
+        after, _ = throughput_predictions(data, final, catalogue)
     if output is not None:
         digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
         covered = (
@@ -295,7 +318,12 @@ def _user_intervals(
 
 
 def worked_example(
-    citation: str, *, max_gpus: int = 64, published: object | None = None
+    citation: str,
+    *,
+    published: PublishedData,
+    shipped: Calibration,
+    catalogue: Catalogue,
+    max_gpus: int = 64,
 ) -> tuple[pd.DataFrame, dict[str, float]]:
     """A published source as a user's unseen cluster: calibrate on its runs at ``max_gpus`` or
     fewer, predict its larger runs.
@@ -305,13 +333,14 @@ def worked_example(
     never saw. Returns the larger rows (``num_gpus``, observed, the base's and the user
     calibration's prediction and error, the user calibration's interval) and a summary:
     ``rows_fitted``, ``rows_predicted``, ``base_mape_pct``, ``user_mape_pct``, ``covered_pct``.
+    ``published``: the published measurements; ``shipped``: the shipped calibration (its power
+    parameter and intervals); ``catalogue``: what every fit simulates with.
     """
     from trainscale.calibrate.fit import _round, fit_throughput
     from trainscale.published.accuracy import throughput_predictions
-    from trainscale.published.measurements import PublishedData, load_published
+    from trainscale.published.measurements import PublishedData
 
-    data: PublishedData = published or load_published()  # type: ignore[assignment]
-    shipped = load_calibration()
+    data = published
     rows = data.throughput
     mine = (rows["citation"] == citation).to_numpy()
     if not mine.any():
@@ -321,7 +350,8 @@ def worked_example(
         rejects=data.rejects,
     )  # fmt: skip
     base = replace(
-        _round(fit_throughput(others).calibration), power_comm_frac=shipped.power_comm_frac,
+        _round(fit_throughput(others, catalogue=catalogue).calibration),
+        power_comm_frac=shipped.power_comm_frac,
         intervals=shipped.intervals,
     )  # fmt: skip
     source = rows[mine].reset_index(drop=True)
@@ -332,9 +362,12 @@ def worked_example(
         throughput=source[source["num_gpus"] > max_gpus].reset_index(drop=True),
         collectives=data.collectives.iloc[0:0], rejects=data.rejects,
     )  # fmt: skip
-    user = calibrate_user(Path(f"{citation} (<= {max_gpus} GPUs)"), base=base, table=small)
-    before, _ = throughput_predictions(large, base)
-    after, _ = throughput_predictions(large, user.calibration)
+    user = calibrate_user(
+        Path(f"{citation} (<= {max_gpus} GPUs)"), base=base, published=published,
+        catalogue=catalogue, table=small,
+    )  # fmt: skip
+    before, _ = throughput_predictions(large, base, catalogue)
+    after, _ = throughput_predictions(large, user.calibration, catalogue)
     table = pd.DataFrame(
         {
             "csv_row": after["csv_row"], "model_name": after["model_name"],
@@ -360,8 +393,18 @@ def worked_example(
 if __name__ == "__main__":  # the README's worked example: python -m trainscale.calibrate.user
     import sys
 
+    from trainscale.published.measurements import load_published
+    from trainscale.sim.catalogue import load_catalogue
+
+    shipped_catalogue = load_catalogue()  # the shipped catalogues and data, loaded once here
+    shipped_published = load_published(
+        hardware=shipped_catalogue.hardware, models=shipped_catalogue.models
+    )
     for name in sys.argv[1:] or ["Shoeybi et al. 2019, Megatron-LM (v1)"]:
-        rows, numbers = worked_example(name)
+        rows, numbers = worked_example(
+            name, published=shipped_published, shipped=load_calibration(),
+            catalogue=shipped_catalogue,
+        )  # fmt: skip
         with pd.option_context("display.width", 200, "display.max_columns", None):
             print(name)
             print(rows.round(2).to_string(index=False))

@@ -25,6 +25,11 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from trainscale.published.measurements import PublishedData
+    from trainscale.sim.catalogue import Catalogue
 
 NAME = "calibrate"
 HELP = "fit the simulator's free parameters to data/published/measurements.csv (-o FILE)"
@@ -81,7 +86,9 @@ def _numbers(text: str, option: str) -> list[float]:
     return values
 
 
-def _sensitivity(args: argparse.Namespace, published: object) -> int:
+def _sensitivity(
+    args: argparse.Namespace, published: PublishedData, catalogue: Catalogue
+) -> int:
     import pandas as pd
 
     from trainscale.calibrate import sensitivity
@@ -92,14 +99,14 @@ def _sensitivity(args: argparse.Namespace, published: object) -> int:
         if not sep:
             raise TrainscaleError(f"--profile: expected NAME=V1,V2,..., got {args.profile!r}")
         numbers = _numbers(values, "--profile")
-        table = sensitivity.profile(name.strip(), numbers, published)  # type: ignore[arg-type]
+        table = sensitivity.profile(name.strip(), numbers, published, catalogue=catalogue)
     else:
         scales = (
             sensitivity.PRIOR_SCALE_GRID
             if args.prior_scan == "default"
             else _numbers(args.prior_scan, "--prior-scan")
         )
-        table = sensitivity.prior_width_scan(scales, published)  # type: ignore[arg-type]
+        table = sensitivity.prior_width_scan(scales, published, catalogue=catalogue)
     with pd.option_context("display.width", 200, "display.max_columns", None):
         print(table.round(2).to_string(index=False))
     if args.table is not None:
@@ -108,9 +115,11 @@ def _sensitivity(args: argparse.Namespace, published: object) -> int:
     return 0
 
 
-def _user(args: argparse.Namespace) -> int:
+def _user(args: argparse.Namespace, catalogue: Catalogue) -> int:
     from trainscale.calibrate.user import calibrate_user
     from trainscale.errors import TrainscaleError
+    from trainscale.published.measurements import load_published
+    from trainscale.sim.calibration import load_calibration
 
     if args.output is None:
         raise TrainscaleError(
@@ -119,7 +128,11 @@ def _user(args: argparse.Namespace) -> int:
         )
     if args.published is not None or args.table is not None:
         raise TrainscaleError("--measurements takes neither --published nor --table")
-    result = calibrate_user(args.measurements, args.output)
+    shipped = load_published(hardware=catalogue.hardware, models=catalogue.models)
+    result = calibrate_user(
+        args.measurements, args.output, base=load_calibration(), published=shipped,
+        catalogue=catalogue,
+    )  # fmt: skip
     values = result.calibration.as_dict()
     print(f"calibration_id {result.calibration.calibration_id} -> {args.output}")
     print(f"refitted on {len(result.rows)} rows of {args.measurements}:")
@@ -135,12 +148,16 @@ def run(args: argparse.Namespace) -> int:
     from trainscale.calibrate.fit import calibrate
     from trainscale.published.measurements import load_published
     from trainscale.sim.calibration import PARAMETERS, parameters_at_bounds
+    from trainscale.sim.catalogue import load_catalogue
 
+    catalogue = load_catalogue()  # the shipped catalogues, loaded once for the whole command
     if args.measurements is not None:
-        return _user(args)
-    published = load_published(args.published) if args.published else None
+        return _user(args, catalogue)
+    published = load_published(
+        args.published, hardware=catalogue.hardware, models=catalogue.models
+    )
     if args.profile is not None or args.prior_scan is not None:
-        return _sensitivity(args, published)
+        return _sensitivity(args, published, catalogue)
     from trainscale.errors import TrainscaleError
 
     if args.table is not None:
@@ -152,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
             "(deterministic: the same data give the same file); predict with another file with "
             "trainscale predict --calibration FILE"
         )
-    fit = calibrate(args.output, published=published)
+    fit = calibrate(args.output, published=published, catalogue=catalogue)
     values = fit.calibration.as_dict()
     on_bound = parameters_at_bounds(fit.calibration)
     print(f"calibration_id {fit.calibration.calibration_id}")

@@ -62,13 +62,18 @@ def _cell(value: object, fmt: str) -> str:
 def run(args: argparse.Namespace) -> int:
     """Ingest, print a summary per job, write the Parquet file(s). Returns the exit status."""
     from trainscale.ingest.runs import ingest_run, write_ingested
+    from trainscale.sim.model.shape import load_models
+    from trainscale.sim.system.hardware import load_hardware
 
+    catalogue = {"hardware": load_hardware(), "models": load_models()}  # the shipped ones
     if args.output is not None:
-        results = write_ingested(args.run_dir, args.output, args.steps, strict=args.strict)
+        results = write_ingested(
+            args.run_dir, args.output, args.steps, strict=args.strict, **catalogue
+        )
     else:
         if args.steps is not None:
             raise TrainscaleError("--steps needs -o/--output")
-        results, _ = ingest_run(args.run_dir, strict=args.strict)
+        results, _ = ingest_run(args.run_dir, strict=args.strict, **catalogue)
     for _, row in results.iterrows():
         print(f"{row['run_id']}:")
         for column, title, fmt in _SUMMARY:

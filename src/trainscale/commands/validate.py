@@ -22,8 +22,13 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
+
+if TYPE_CHECKING:
+    from trainscale.published.measurements import PublishedData
+    from trainscale.sim.catalogue import Catalogue
 
 NAME = "validate"
 HELP = "compare predictions with the published measurements (MAPE per source)"
@@ -89,13 +94,15 @@ def format_table(summary: pd.DataFrame, *, label: str | None = None) -> str:
     return "\n".join(lines)
 
 
-def _held_out(throughput: pd.DataFrame, calibration_id: str) -> tuple[pd.DataFrame, float]:
+def _held_out(
+    throughput: pd.DataFrame, calibration_id: str, published: PublishedData, catalogue: Catalogue
+) -> tuple[pd.DataFrame, float]:
     """Print the held-out block; return the held-out rows and the overall held-out MAPE."""
     from trainscale.calibrate.fit import held_out_predictions
     from trainscale.published.holdout import accuracy
 
     start = time.perf_counter()
-    held = held_out_predictions()
+    held = held_out_predictions(published, catalogue=catalogue)
     seconds = time.perf_counter() - start
     sources = accuracy(held, throughput)
     frameworks = accuracy(held, throughput, by="framework")
@@ -154,16 +161,20 @@ def _collectives(collectives: pd.DataFrame) -> None:
 def run(args: argparse.Namespace) -> int:
     from trainscale.commands.predict import write_table
     from trainscale.published.accuracy import summarise, validate_published
+    from trainscale.published.measurements import load_published
     from trainscale.sim.calibration import load_calibration
+    from trainscale.sim.catalogue import load_catalogue
 
+    catalogue = load_catalogue()  # the shipped catalogues, calibration and measurements
     calibration = load_calibration()
-    tables = validate_published(calibration)
+    published = load_published(hardware=catalogue.hardware, models=catalogue.models)
+    tables = validate_published(calibration, published, catalogue=catalogue)
     throughput = tables["throughput"]
     in_sample = summarise(throughput)
     overall = float(in_sample.loc[in_sample["source"] == "all", "mape_pct"].iloc[0])
     held = None
     if args.holdout:
-        held, overall = _held_out(throughput, calibration.calibration_id)
+        held, overall = _held_out(throughput, calibration.calibration_id, published, catalogue)
     else:
         print(
             "tokens/s per GPU, predicted vs published, in sample: the shipped calibration "

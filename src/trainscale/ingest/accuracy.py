@@ -15,6 +15,7 @@ import pandas as pd
 from trainscale.errors import ConfigurationError
 from trainscale.schema import CONFIGURATION_COLUMNS, SIM_VS_MEASURED_COLUMNS, names
 from trainscale.sim.calibration import Calibration
+from trainscale.sim.catalogue import Catalogue
 from trainscale.sim.simulate import predict_with_rejects
 
 __all__ = ["METRICS", "predict_measured"]
@@ -67,7 +68,7 @@ def _reason(rejects: pd.DataFrame) -> str:
 
 
 def predict_measured(
-    measured: pd.DataFrame, calibration: Calibration | None = None
+    measured: pd.DataFrame, calibration: Calibration, *, catalogue: Catalogue
 ) -> pd.DataFrame:
     """The measured rows with the simulator's prediction for the same configuration.
 
@@ -76,8 +77,10 @@ def predict_measured(
     measured : pandas.DataFrame
         Measured rows in the dataset schema (:func:`trainscale.dataset.read_dataset` with
         ``sources=("measured",)``), in the order the result keeps.
-    calibration : Calibration, optional
-        Default ``data/calibration.yaml``.
+    calibration : Calibration
+        The calibration to predict with.
+    catalogue : Catalogue
+        The catalogues to predict with.
 
     Returns
     -------
@@ -105,6 +108,7 @@ def predict_measured(
         try:
             result, rejects = predict_with_rejects(
                 pd.DataFrame([_configuration(row)]),
+                catalogue=catalogue,
                 calibration=calibration,
                 origin=f"run {out['run_id']}",
             )

@@ -28,6 +28,9 @@ How each result column is measured:
   complete profiler steps, then the mean over ranks (seconds per step). A run with traces but no
   step log takes ``step_time_s`` from the profiler steps' CPU spans.
 
+The GPU and model catalogues (names checked, peaks, TDPs and shapes) are the caller's
+(``hardware`` and ``models`` of :mod:`trainscale.sim.catalogue`).
+
 Problems are :class:`~trainscale.errors.InputFileError` naming the file and the key or line. A
 garbled step line is skipped with a warning naming file and line; in ``strict`` mode, and
 always for a harness run whose log ends before the steps its manifest says it ran, it is an
@@ -39,7 +42,7 @@ from __future__ import annotations
 import math
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -57,6 +60,11 @@ from trainscale.sim.degrees import data_parallel_degree
 
 if TYPE_CHECKING:
     from trainscale.ingest.steplog import StepLog
+    from trainscale.sim.model.shape import ModelShape
+    from trainscale.sim.system.hardware import HardwareCatalog
+
+    #: The parts of the catalogue a run is checked and ingested with: (hardware, models).
+    _Catalogues = tuple[HardwareCatalog, Mapping[str, ModelShape]]
 
 __all__ = [
     "LOG_KINDS",
@@ -292,7 +300,7 @@ def _read_yaml(path: Path) -> tuple[dict[str, Any], yaml.Node | None]:
 
 
 def _semantic_problems(
-    data: dict[str, Any], path: Path, node: yaml.Node | None
+    data: dict[str, Any], path: Path, node: yaml.Node | None, catalogue: _Catalogues
 ) -> list[tuple[int | None, str, str]]:
     """What the schema cannot check: folder name, files, jobs, catalogue keys, plan factors."""
     problems: list[tuple[int | None, str, str]] = []
@@ -337,17 +345,16 @@ def _semantic_problems(
             for name, job in jobs.items()
         ]
     for where, configuration in configurations:
-        for key_path, message in _configuration_problems(configuration):
+        for key_path, message in _configuration_problems(configuration, catalogue):
             add([*where, *key_path], message)
     return problems
 
 
-def _configuration_problems(cfg: dict[str, Any]) -> list[tuple[list[object], str]]:
-    from trainscale.sim.model.shape import load_models
-    from trainscale.sim.system.hardware import load_hardware
-
+def _configuration_problems(
+    cfg: dict[str, Any], catalogue: _Catalogues
+) -> list[tuple[list[object], str]]:
     problems: list[tuple[list[object], str]] = []
-    models = load_models()
+    hardware, models = catalogue
     if "model" in cfg and cfg["model"] not in models:
         problems.append(
             (
@@ -356,7 +363,7 @@ def _configuration_problems(cfg: dict[str, Any]) -> list[tuple[list[object], str
                 f"(data/models.yaml): {', '.join(sorted(models))}",
             )
         )
-    gpus = load_hardware().gpus
+    gpus = hardware.gpus
     if "gpu" in cfg and cfg["gpu"] != "cpu" and cfg["gpu"] not in gpus:
         problems.append(
             (
@@ -365,7 +372,7 @@ def _configuration_problems(cfg: dict[str, Any]) -> list[tuple[list[object], str
                 f"catalogue (data/hardware.yaml): {', '.join(sorted(gpus))}",
             )
         )
-    shape = _resolved_shape(cfg)
+    shape = _resolved_shape(cfg, models)
     if shape.get("hidden") and shape.get("heads") and shape["hidden"] % shape["heads"]:
         problems.append(
             (["hidden"], f"hidden {shape['hidden']} is not divisible by heads {shape['heads']}")
@@ -399,8 +406,11 @@ def _configuration_problems(cfg: dict[str, Any]) -> list[tuple[list[object], str
     return problems
 
 
-def load_manifest(path: str | Path) -> RunManifest:
-    """Load and validate a run manifest (the file, or its run folder).
+def load_manifest(
+    path: str | Path, *, hardware: HardwareCatalog, models: Mapping[str, ModelShape]
+) -> RunManifest:
+    """Load and validate a run manifest (the file, or its run folder); its GPU and model names
+    are checked against ``hardware`` and ``models`` (the caller's catalogues).
 
     Raises
     ------
@@ -414,7 +424,7 @@ def load_manifest(path: str | Path) -> RunManifest:
         path = path / MANIFEST_NAME
     data, node = _read_yaml(path)
     validate_manifest(data, path, node=node)
-    _raise_problems(path, _semantic_problems(data, path, node))
+    _raise_problems(path, _semantic_problems(data, path, node, (hardware, models)))
     run_id = data["run_id"]
     jobs = data.get("jobs") or {run_id: {"description": data["description"]}}
     logs = tuple(
@@ -464,24 +474,24 @@ def run_input_files(run_dir: str | Path) -> list[str]:
 # Ingestion
 
 
-def _resolved_shape(cfg: dict[str, Any]) -> dict[str, Any]:
+def _resolved_shape(cfg: dict[str, Any], models: Mapping[str, ModelShape]) -> dict[str, Any]:
     """Shape fields: the catalogue model's, overridden by explicit fields."""
-    from trainscale.sim.model.shape import load_models
-
     shape: dict[str, Any] = {}
-    model = load_models().get(cfg.get("model", ""))
+    model = models.get(cfg.get("model", ""))
     if model is not None:
         shape = {name: getattr(model, name) for name in _SHAPE}
     shape.update({k: cfg[k] for k in _SHAPE if k in cfg})
     return shape
 
 
-def _flops_per_token(cfg: dict[str, Any], hardware: bool) -> float | None:
+def _flops_per_token(
+    cfg: dict[str, Any], models: Mapping[str, ModelShape], *, hardware: bool
+) -> float | None:
     """Model (or hardware) FLOPs per token, or None when the shape or seq_len is unknown."""
     from trainscale.schema import RECOMPUTE_MODES
     from trainscale.sim.model.flops import hardware_flops_per_token, model_flops_per_token
 
-    shape = _resolved_shape(cfg)
+    shape = _resolved_shape(cfg, models)
     if any(k not in shape for k in _SHAPE) or "seq_len" not in cfg:
         return None
     args = (
@@ -501,11 +511,9 @@ def _flops_per_token(cfg: dict[str, Any], hardware: bool) -> float | None:
     return float(hardware_flops_per_token(*args, RECOMPUTE_MODES.index(cfg["recompute"])))
 
 
-def _peak_flops(cfg: dict[str, Any]) -> float | None:
+def _peak_flops(cfg: dict[str, Any], hardware: HardwareCatalog) -> float | None:
     """Dense peak FLOP/s per GPU at the configured precision, or None."""
-    from trainscale.sim.system.hardware import load_hardware
-
-    gpu = load_hardware().gpus.get(cfg.get("gpu", ""))
+    gpu = hardware.gpus.get(cfg.get("gpu", ""))
     if gpu is None:
         return None
     precision = cfg.get("precision", "bf16")
@@ -578,12 +586,11 @@ def _read_step_log(
 
 
 def _power_frames(
-    entries: list[LogEntry], cfg: dict[str, Any], notes: list[str]
+    entries: list[LogEntry], cfg: dict[str, Any], notes: list[str], hardware: HardwareCatalog
 ) -> list[pd.DataFrame]:
     from trainscale.ingest.power import parse_power_log
-    from trainscale.sim.system.hardware import load_hardware
 
-    gpu = load_hardware().gpus.get(cfg.get("gpu", ""))
+    gpu = hardware.gpus.get(cfg.get("gpu", ""))
     frames = []
     for entry in entries:
         fmt = "nvidia-smi" if entry.kind == "nvidia_smi" else "dcgmi"
@@ -721,11 +728,12 @@ def _median(values: pd.Series) -> float:
 
 
 def _ingest_job(
-    manifest: RunManifest, job: str, strict: bool
+    manifest: RunManifest, job: str, strict: bool, catalogue: _Catalogues
 ) -> tuple[dict[str, Any], pd.DataFrame]:
     from trainscale.ingest.nccltests import parse_nccl_tests
     from trainscale.ingest.steady import steady_state
 
+    hardware, models = catalogue
     cfg = manifest.configuration_for(job)
     entries = [e for e in manifest.logs if e.job == job]
     step_entries = [e for e in entries if e.kind in STEP_KINDS]
@@ -737,7 +745,7 @@ def _ingest_job(
 
     notes: list[str] = []
     step_logs = [_read_step_log(e, manifest, strict, notes) for e in step_entries]
-    power = _power_frames(power_entries, cfg, notes)
+    power = _power_frames(power_entries, cfg, notes, hardware)
     trace = (
         _trace_summary(trace_entries, manifest.trace_warmup_steps, cfg, manifest.path)
         if trace_entries
@@ -823,11 +831,11 @@ def _ingest_job(
 
     tokens_per_s = row.get("tokens_per_s", np.nan)
     tokens_per_s = np.nan if tokens_per_s is None else tokens_per_s
-    peak = _peak_flops(cfg)
-    flops = _flops_per_token(cfg, hardware=False)
+    peak = _peak_flops(cfg, hardware)
+    flops = _flops_per_token(cfg, models, hardware=False)
     if flops and peak and num_gpus and tokens_per_s > 0:
         row["mfu"] = flops * tokens_per_s / (num_gpus * peak)
-        hardware_flops = _flops_per_token(cfg, hardware=True)
+        hardware_flops = _flops_per_token(cfg, models, hardware=True)
         if hardware_flops:
             row["hfu"] = hardware_flops * tokens_per_s / (num_gpus * peak)
     elif logged_mfu > 0:
@@ -874,13 +882,23 @@ def _config_ids(results: pd.DataFrame, manifest: RunManifest) -> list[str]:
     return out
 
 
-def ingest_run(run_dir: str | Path, *, strict: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
+def ingest_run(
+    run_dir: str | Path,
+    *,
+    hardware: HardwareCatalog,
+    models: Mapping[str, ModelShape],
+    strict: bool = False,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Ingest one run folder.
 
     Parameters
     ----------
     run_dir
         ``data/runs/<run>`` (or its ``run.yaml``).
+    hardware, models
+        The caller's catalogues: the manifest's GPU and model names are checked against them,
+        and MFU, HFU and the power check take the GPU's peak, TDP and the model's shape from
+        them.
     strict
         Make garbled or truncated step lines an error instead of a warning.
 
@@ -910,10 +928,10 @@ def ingest_run(run_dir: str | Path, *, strict: bool = False) -> tuple[pd.DataFra
     """
     from trainscale.io.parquet import conform
 
-    manifest = load_manifest(run_dir)
+    manifest = load_manifest(run_dir, hardware=hardware, models=models)
     rows, step_tables = [], []
     for job in manifest.jobs:
-        row, steps = _ingest_job(manifest, job, strict)
+        row, steps = _ingest_job(manifest, job, strict, (hardware, models))
         rows.append(row)
         step_tables.append(steps)
     results = conform(pd.DataFrame(rows), DATASET_COLUMNS)
@@ -932,9 +950,12 @@ def write_ingested(
     results_path: str | Path,
     steps_path: str | Path | None = None,
     *,
+    hardware: HardwareCatalog,
+    models: Mapping[str, ModelShape],
     strict: bool = False,
 ) -> pd.DataFrame:
-    """Ingest ``run_dir`` and write the results (and per-step) Parquet files, all or nothing.
+    """Ingest ``run_dir`` with the caller's catalogues (see :func:`ingest_run`) and write the
+    results (and per-step) Parquet files, all or nothing.
 
     Both files appear only if the whole run was read; each is written to a temporary file and
     renamed. Returns the results frame.
@@ -942,7 +963,7 @@ def write_ingested(
     from trainscale.io.atomic import atomic_paths
     from trainscale.io.parquet import write_parquet
 
-    results, steps = ingest_run(run_dir, strict=strict)
+    results, steps = ingest_run(run_dir, hardware=hardware, models=models, strict=strict)
     targets = [Path(results_path)] + ([Path(steps_path)] if steps_path is not None else [])
     with atomic_paths(targets) as temps:
         write_parquet(results, temps[0], DATASET_COLUMNS, {"run_id": str(results["run_id"][0])})

@@ -29,7 +29,8 @@ not print its batch or sequence length. trainscale fixes them by rule, not by fi
 
 The setup's constants and the paper's numbers live in :mod:`trainscale.paper.values` (no
 simulator code); the functions here simulate the setup. They are what the claims
-(:mod:`trainscale.paper.claims`) and the calibration of ``power_comm_frac`` use.
+(:mod:`trainscale.paper.claims`) and the calibration of ``power_comm_frac`` use. Each
+simulates under the catalogue and calibration its caller passes.
 """
 
 from __future__ import annotations
@@ -49,7 +50,9 @@ from trainscale.paper.values import (
     PAPER_SEQ_LEN,
     PAPER_SYSTEMS,
 )
-from trainscale.sim.calibration import Calibration
+from trainscale.sim.calibration import Calibration, load_calibration
+from trainscale.sim.catalogue import Catalogue, load_catalogue
+from trainscale.sim.degrees import data_parallel_degree
 from trainscale.sim.simulate import predict
 from trainscale.study.micro_batch import resolve_micro_batch
 
@@ -75,7 +78,8 @@ def paper_configurations(
     pp: int = 1,
     sharding: str = "fsdp",
     recompute: str = "none",
-    calibration: Calibration | None = None,
+    catalogue: Catalogue,
+    calibration: Calibration,
 ) -> pd.DataFrame:
     """The paper setup at each GPU count (counts whose batch cannot be split are left out).
 
@@ -85,8 +89,8 @@ def paper_configurations(
     """
     rows = []
     for n in gpu_counts:
-        dp = n // (tp * pp)
-        if n % (tp * pp) or global_batch % dp:
+        dp = data_parallel_degree(n, tp, pp)
+        if dp == 0 or global_batch % dp:
             continue
         local = global_batch // dp
         micro = micro_batch if micro_batch == "auto" else min(int(micro_batch), local)
@@ -100,13 +104,15 @@ def paper_configurations(
                 "framework": PAPER_FRAMEWORK, "system": PAPER_SYSTEMS.get(gpu, ""),
             }
         )  # fmt: skip
-    return resolve_micro_batch(pd.DataFrame(rows), calibration)
+    return resolve_micro_batch(pd.DataFrame(rows), catalogue=catalogue, calibration=calibration)
 
 
-def scaleout(calibration: Calibration | None = None, **kw: object) -> pd.DataFrame:
+def scaleout(calibration: Calibration, *, catalogue: Catalogue, **kw: object) -> pd.DataFrame:
     """Predictions of the paper setup over GPU counts."""
-    configurations = paper_configurations(calibration=calibration, **kw)  # type: ignore[arg-type]
-    return predict(configurations, calibration=calibration)
+    configurations = paper_configurations(  # type: ignore[arg-type]
+        catalogue=catalogue, calibration=calibration, **kw
+    )
+    return predict(configurations, catalogue=catalogue, calibration=calibration)
 
 
 def _drop(frame: pd.DataFrame, column: str) -> float:
@@ -115,35 +121,54 @@ def _drop(frame: pd.DataFrame, column: str) -> float:
 
 
 def throughput_drop_pct(
-    calibration: Calibration | None = None, *, global_batch: int = PAPER_GLOBAL_BATCH,
+    calibration: Calibration, *, catalogue: Catalogue, global_batch: int = PAPER_GLOBAL_BATCH,
     model: str = "llama2-7b",
 ) -> float:  # fmt: skip
     """Per-GPU throughput drop (%) from 128 to 2,048 GPUs for the paper setup."""
     frame = scaleout(
-        calibration, model=model, global_batch=global_batch,
+        calibration, catalogue=catalogue, model=model, global_batch=global_batch,
         gpu_counts=(PAPER_CLAIM_FROM, PAPER_CLAIM_TO),
     )  # fmt: skip
     return _drop(frame, "tokens_per_s_per_gpu")
 
 
-def power_drop_pct(calibration: Calibration | None = None) -> float:
+def power_drop_pct(calibration: Calibration, *, catalogue: Catalogue) -> float:
     """Power-per-GPU drop (%) from 128 to 2,048 GPUs for the paper setup."""
-    frame = scaleout(calibration, gpu_counts=(PAPER_CLAIM_FROM, PAPER_CLAIM_TO))
+    frame = scaleout(
+        calibration, catalogue=catalogue, gpu_counts=(PAPER_CLAIM_FROM, PAPER_CLAIM_TO)
+    )
     return _drop(frame, "power_w_per_gpu")
 
 
 def mfu_at(
-    gpu: str, calibration: Calibration | None = None, *, num_gpus: int = PAPER_MFU_GPUS
+    gpu: str, calibration: Calibration, *, catalogue: Catalogue, num_gpus: int = PAPER_MFU_GPUS
 ) -> float:
     """MFU of the paper setup (Llama-2 7B) on ``gpu`` at ``num_gpus``."""
-    frame = scaleout(calibration, gpu=gpu, gpu_counts=(num_gpus,))
+    frame = scaleout(calibration, catalogue=catalogue, gpu=gpu, gpu_counts=(num_gpus,))
     return float(frame["mfu"].iloc[0])
 
 
+def _given_or_shipped(
+    catalogue: Catalogue | None, calibration: Calibration | None
+) -> tuple[Catalogue, Calibration]:
+    """The shipped catalogue and calibration for what a caller does not give (library users'
+    convenience, like :func:`trainscale.predict`; the workflow always passes both)."""
+    return (
+        catalogue if catalogue is not None else load_catalogue(),
+        calibration if calibration is not None else load_calibration(),
+    )
+
+
 def best_model_parallel(
-    model: str, num_gpus: int = 2048, calibration: Calibration | None = None
+    model: str,
+    num_gpus: int = 2048,
+    calibration: Calibration | None = None,
+    *,
+    catalogue: Catalogue | None = None,
 ) -> pd.DataFrame:
-    """All plans tp·pp ∈ {1, 2, 4, 8, 16} that fit memory at ``num_gpus``, best first."""
+    """All plans tp·pp ∈ {1, 2, 4, 8, 16} that fit memory at ``num_gpus``, best first
+    (``calibration`` and ``catalogue`` not given: the shipped ones)."""
+    catalogue, calibration = _given_or_shipped(catalogue, calibration)
     frames = []
     for tp in (1, 2, 4, 8):
         for pp in (1, 2, 4, 8, 16):
@@ -156,24 +181,29 @@ def best_model_parallel(
                     tp=tp,
                     pp=pp,
                     recompute=recompute,
+                    catalogue=catalogue,
                     calibration=calibration,
                 )
                 if not config.empty:
-                    frames.append(predict(config, calibration=calibration))
+                    frames.append(predict(config, catalogue=catalogue, calibration=calibration))
     table = pd.concat(frames, ignore_index=True)
     table = table[table["fits_memory"]].copy()
     table["model_parallel"] = table["tp"] * table["pp"]
     return table.sort_values("tokens_per_s", ascending=False, kind="stable").reset_index(drop=True)
 
 
-def headline_claims(calibration: Calibration | None = None) -> dict[str, float]:
+def headline_claims(
+    calibration: Calibration | None = None, *, catalogue: Catalogue | None = None
+) -> dict[str, float]:
     """The paper setup's throughput drop, power drop and MFU on A100 and H100 (percent).
 
     The best-plan claims are separate (:func:`best_model_parallel`): they simulate ~40 plans.
+    ``calibration`` and ``catalogue`` not given: the shipped ones.
     """
+    catalogue, calibration = _given_or_shipped(catalogue, calibration)
     return {
-        "throughput_drop_pct": throughput_drop_pct(calibration),
-        "power_drop_pct": power_drop_pct(calibration),
-        "mfu_a100_pct": 100.0 * mfu_at("a100-sxm-80gb", calibration),
-        "mfu_h100_pct": 100.0 * mfu_at("h100-sxm-80gb", calibration),
+        "throughput_drop_pct": throughput_drop_pct(calibration, catalogue=catalogue),
+        "power_drop_pct": power_drop_pct(calibration, catalogue=catalogue),
+        "mfu_a100_pct": 100.0 * mfu_at("a100-sxm-80gb", calibration, catalogue=catalogue),
+        "mfu_h100_pct": 100.0 * mfu_at("h100-sxm-80gb", calibration, catalogue=catalogue),
     }

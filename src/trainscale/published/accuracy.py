@@ -5,6 +5,7 @@ number with its own source's FLOP convention
 (:func:`trainscale.published.measurements.flops_per_token`);
 nccl-tests bus bandwidths are compared in GB/s. Accuracy is reported, never hidden: every
 published row appears either with its error or with the reason it could not be predicted.
+Predictions use the catalogue and calibration the caller passes.
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ import pandas as pd
 from trainscale.published.measurements import PublishedData, load_published
 from trainscale.published.summary import summarise
 from trainscale.sim.calibration import Calibration, load_calibration
+from trainscale.sim.catalogue import Catalogue, load_catalogue
 from trainscale.sim.network import Links, calibrated_network
 from trainscale.sim.simulate import predict_with_rejects
 from trainscale.sim.system.collectives import (
+    NcclConstants,
     Network,
     allgather_time,
     allreduce_time,
@@ -27,7 +30,6 @@ from trainscale.sim.system.collectives import (
     p2p_time,
     reducescatter_time,
 )
-from trainscale.sim.system.hardware import load_hardware
 
 __all__ = [
     "BUSBW_FACTOR",
@@ -41,12 +43,13 @@ __all__ = [
 
 
 def throughput_predictions(
-    published: PublishedData, calibration: Calibration
+    published: PublishedData, calibration: Calibration, catalogue: Catalogue
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Predict the throughput rows; return (rows with prediction and error, simulator rejects)."""
     results, rejects = predict_with_rejects(
-        published.throughput, calibration=calibration, origin="data/published/measurements.csv"
-    )
+        published.throughput, catalogue=catalogue, calibration=calibration,
+        origin="data/published/measurements.csv",
+    )  # fmt: skip
     predicted = results["tokens_per_s_per_gpu"].to_numpy()
     observed = results["observed_tokens_per_s_per_gpu"].to_numpy()
     results["predicted_tokens_per_s_per_gpu"] = predicted
@@ -69,7 +72,8 @@ BUSBW_FACTOR = {
 @dataclass(frozen=True, slots=True)
 class CollectiveRows:
     """The normalised nccl-tests rows as arrays: everything their prediction needs that does not
-    depend on the calibration (sizes, ranks, kinds, forced algorithms, line rates)."""
+    depend on the calibration (sizes, ranks, kinds, forced algorithms, line rates, NCCL's
+    constants)."""
 
     size: np.ndarray
     n: np.ndarray
@@ -80,10 +84,12 @@ class CollectiveRows:
     nvls: np.ndarray
     nic_line_bytes_per_s: np.ndarray
     fabric_factor: np.ndarray
+    nccl: NcclConstants
 
     @classmethod
-    def of(cls, rows: pd.DataFrame) -> CollectiveRows:
-        hardware = load_hardware()
+    def of(cls, rows: pd.DataFrame, catalogue: Catalogue) -> CollectiveRows:
+        """The rows' arrays, line rates from ``catalogue.hardware``."""
+        hardware = catalogue.hardware
         gpus = [hardware.gpus[key] for key in rows["gpu"]]
         return cls(
             size=rows["size_bytes"].to_numpy(np.float64),
@@ -101,6 +107,7 @@ class CollectiveRows:
             fabric_factor=rows["fabric"].map(hardware.fabric_efficiency_factor).to_numpy(
                 np.float64
             ),
+            nccl=catalogue.nccl,
         )
 
     def network(self, calibration: Calibration) -> Network:
@@ -115,6 +122,7 @@ class CollectiveRows:
                 fabric_factor=self.fabric_factor,
             ),
             calibration,
+            self.nccl,
         )
         return replace(net, nic_bytes_per_s=np.maximum(net.nic_bytes_per_s, 1.0))
 
@@ -138,18 +146,22 @@ class CollectiveRows:
         return busbw
 
 
-def collective_network(rows: pd.DataFrame, calibration: Calibration) -> Network:
+def collective_network(
+    rows: pd.DataFrame, calibration: Calibration, catalogue: Catalogue
+) -> Network:
     """The achieved links of each normalised nccl-tests row (see :func:`collective_predictions`)."""
-    return CollectiveRows.of(rows).network(calibration)
+    return CollectiveRows.of(rows, catalogue).network(calibration)
 
 
-def collective_predictions(published: PublishedData, calibration: Calibration) -> pd.DataFrame:
+def collective_predictions(
+    published: PublishedData, calibration: Calibration, catalogue: Catalogue
+) -> pd.DataFrame:
     """Predict the nccl-tests rows (bus bandwidth, GB/s), each with its collective's busbw factor
     and, where the row forces one, its algorithm."""
     rows = published.collectives.copy()
     if rows.empty:
         return rows
-    busbw = CollectiveRows.of(rows).busbw_gbps(calibration)
+    busbw = CollectiveRows.of(rows, catalogue).busbw_gbps(calibration)
     rows["predicted_busbw_gbps"] = busbw
     rows["error_pct"] = 100.0 * (busbw - rows["observed_busbw_gbps"]) / rows["observed_busbw_gbps"]
     rows["ape_pct"] = np.abs(rows["error_pct"])
@@ -157,12 +169,22 @@ def collective_predictions(published: PublishedData, calibration: Calibration) -
 
 
 def validate_published(
-    calibration: Calibration | None = None, published: PublishedData | None = None
+    calibration: Calibration | None = None,
+    published: PublishedData | None = None,
+    *,
+    catalogue: Catalogue | None = None,
 ) -> dict[str, pd.DataFrame]:
-    """Predict all published rows; return ``throughput``, ``collectives``, ``rejects`` tables."""
-    calibration = calibration or load_calibration()
-    published = published or load_published()
-    throughput, sim_rejects = throughput_predictions(published, calibration)
+    """Predict all published rows; return ``throughput``, ``collectives``, ``rejects`` tables.
+
+    Not given, ``calibration``, ``published`` and ``catalogue`` are the shipped ones: kept for
+    :mod:`trainscale.figures`, which calls this with the published data alone until the figures
+    get their catalogue from their caller; new code passes all three.
+    """
+    catalogue = catalogue if catalogue is not None else load_catalogue()
+    calibration = calibration if calibration is not None else load_calibration()
+    if published is None:
+        published = load_published(hardware=catalogue.hardware, models=catalogue.models)
+    throughput, sim_rejects = throughput_predictions(published, calibration, catalogue)
     rejects = published.rejects
     if not sim_rejects.empty:
         extra = sim_rejects.assign(published_value_text=sim_rejects["published_value_text"])
@@ -172,6 +194,6 @@ def validate_published(
         )
     return {
         "throughput": throughput,
-        "collectives": collective_predictions(published, calibration),
+        "collectives": collective_predictions(published, calibration, catalogue),
         "rejects": rejects,
     }

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import csv
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -28,6 +30,10 @@ from trainscale.errors import InputFileError
 from trainscale.paths import data_dir
 from trainscale.sim.degrees import data_parallel_degree
 from trainscale.sim.model.flops import model_flops_per_token
+
+if TYPE_CHECKING:
+    from trainscale.sim.model.shape import ModelShape
+    from trainscale.sim.system.hardware import HardwareCatalog
 
 __all__ = [
     "ASSUMPTIONS",
@@ -389,14 +395,13 @@ def _check_numeric_columns(path: Path, line: int, record: dict[str, str]) -> Non
                    "several GPU counts")  # fmt: skip
 
 
-def _check_physical(path: Path, line: int, record: dict[str, str], value: ParsedValue) -> None:
+def _check_physical(
+    path: Path, line: int, record: dict[str, str], value: ParsedValue, hardware: HardwareCatalog
+) -> None:
     """Refuse values no hardware in the catalogue can produce (against the row's GPU)."""
-    from trainscale.sim.system.hardware import load_hardware
-
     if value.kind == "text":
         return
     metric, number = record["metric"], value.high
-    hardware = load_hardware()
     key = _gpu_key(record.get("gpu", ""))
     gpus = [hardware.gpus[key]] if key in hardware.gpus else list(hardware.gpus.values())
     fp8 = "fp8" in record.get("precision", "").lower()
@@ -432,7 +437,9 @@ def _check_physical(path: Path, line: int, record: dict[str, str], value: Parsed
                    f"{limits[metric][1]}, physically possible for {metric}")  # fmt: skip
 
 
-def _check_record(path: Path, line: int, record: dict[str, str]) -> ParsedValue:
+def _check_record(
+    path: Path, line: int, record: dict[str, str], hardware: HardwareCatalog
+) -> ParsedValue:
     """Validate one record; return its parsed value."""
     for column in ("source", "url", "metric"):
         if not record.get(column, "").strip():
@@ -445,7 +452,7 @@ def _check_record(path: Path, line: int, record: dict[str, str]) -> ParsedValue:
         raise _bad(path, line, "metric", record["metric"], ", ".join(KNOWN_METRICS))
     _check_numeric_columns(path, line, record)
     value = parse_value(record.get("value", ""), metric, path=path, line=line)
-    _check_physical(path, line, record, value)
+    _check_physical(path, line, record, value, hardware)
     return value
 
 
@@ -960,17 +967,33 @@ def _power_anchor(row: _Row, parsed: ParsedValue) -> str:
     )
 
 
-def load_published(path: str | Path | None = None) -> PublishedData:
-    """Read, check and normalise the published measurements (default ``data/published/``).
+def load_published(
+    path: str | Path | None = None,
+    *,
+    hardware: HardwareCatalog | None = None,
+    models: Mapping[str, ModelShape] | None = None,
+) -> PublishedData:
+    """Read, check and normalise the published measurements (default
+    ``data/published/measurements.csv``).
 
     Every record is checked first (:func:`_read_records`, :func:`_check_record`): a malformed
     one raises :class:`~trainscale.errors.InputFileError` naming the file, line, column, value
     and what is allowed. Well-formed rows the simulator cannot represent go to the rejects.
+
+    ``hardware`` (the physical limits a value is checked against) and ``models`` (the shapes
+    the observed tokens/s are derived with) are the caller's catalogues. Not given: the shipped
+    ones, kept for :mod:`trainscale.figures`, which calls this with the path alone until the
+    figures get their catalogue from their caller; new code passes both.
     """
+    from trainscale.sim.model.shape import load_models
+    from trainscale.sim.system.hardware import load_hardware
+
+    hardware = hardware if hardware is not None else load_hardware()
+    models = models if models is not None else load_models()
     path = Path(path) if path is not None else data_dir() / "published" / "measurements.csv"
     throughput, collectives, rejects = [], [], []
     for line, record in _read_records(path):
-        parsed = _check_record(path, line, record)
+        parsed = _check_record(path, line, record, hardware)
         row = _Row(line, record)
         metric = row.text("metric")
         try:
@@ -999,7 +1022,9 @@ def load_published(path: str | Path | None = None) -> PublishedData:
                 throughput_frame[name] = column.astype("boolean")
             else:  # text: None where the profile's default applies
                 throughput_frame[name] = column.astype(object).where(column.notna(), None)
-    throughput_frame["observed_tokens_per_s_per_gpu"] = _observed_with_shapes(throughput_frame)
+    throughput_frame["observed_tokens_per_s_per_gpu"] = _observed_with_shapes(
+        throughput_frame, models
+    )
     return PublishedData(
         throughput=throughput_frame,
         collectives=pd.DataFrame(collectives),
@@ -1007,11 +1032,10 @@ def load_published(path: str | Path | None = None) -> PublishedData:
     )
 
 
-def _observed_with_shapes(throughput: pd.DataFrame) -> np.ndarray:
+def _observed_with_shapes(
+    throughput: pd.DataFrame, models: Mapping[str, ModelShape]
+) -> np.ndarray:
     """Observed tokens/s per GPU; catalogue models get their shape columns resolved first."""
-    from trainscale.sim.model.shape import load_models
-
-    models = load_models()
     resolved = throughput.copy()
     for name in ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "mlp"):
         values = []

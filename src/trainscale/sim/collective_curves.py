@@ -24,6 +24,7 @@ import pandas as pd
 
 from trainscale.schema import COLLECTIVE_CURVE_COLUMNS, names
 from trainscale.sim.calibration import Calibration
+from trainscale.sim.catalogue import Catalogue
 from trainscale.sim.model.shape import ModelShape, attention_params_per_layer, mlp_params_per_layer
 from trainscale.sim.network import default_network
 from trainscale.sim.system.collectives import allgather_time, allreduce_time, reducescatter_time
@@ -75,6 +76,7 @@ def layer_bytes(shape: ModelShape) -> float:
 def collective_curves(
     calibration: Calibration,
     *,
+    catalogue: Catalogue,
     gpus: Sequence[str],
     models: Mapping[str, ModelShape],
     sizes_bytes: np.ndarray = SIZES_BYTES,
@@ -86,6 +88,8 @@ def collective_curves(
     ----------
     calibration : Calibration
         Builds each GPU's network (:func:`trainscale.sim.network.default_network`).
+    catalogue : Catalogue
+        The hardware and NCCL constants that network is built from.
     gpus : sequence of str
         GPU catalogue keys, each in its default system.
     models : mapping of str to ModelShape
@@ -106,7 +110,7 @@ def collective_curves(
     model = [""] * len(sizes_bytes) + list(models)
     frames = []
     for gpu in gpus:
-        net, per_node = default_network(gpu, calibration)
+        net, per_node = default_network(gpu, calibration, catalogue=catalogue)
         terms = {"total": net, "bandwidth": dataclasses.replace(net, latency_scale=0.0)}
         for collective, time_fn in _TIME.items():
             for term, network in terms.items():

@@ -28,6 +28,7 @@ Rules (each message names the factors involved):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -52,10 +53,9 @@ from trainscale.sim.frameworks import (
     TRITON_ATTENTION_RELATIVE_SPEED,
     FrameworkProfile,
     fp8_cast_bytes_per_element,
-    load_frameworks,
 )
-from trainscale.sim.model.shape import ModelShape, load_models
-from trainscale.sim.system.hardware import HardwareCatalog, load_hardware
+from trainscale.sim.model.shape import ModelShape
+from trainscale.sim.system.hardware import HardwareCatalog
 
 __all__ = ["Configs", "build_configs"]
 
@@ -253,7 +253,7 @@ def _raw(frame: pd.DataFrame, name: str, row: int) -> object:
 
 
 def _resolve_shape(
-    frame: pd.DataFrame, models: dict[str, ModelShape], problems: _Problems
+    frame: pd.DataFrame, models: Mapping[str, ModelShape], problems: _Problems
 ) -> dict[str, np.ndarray]:
     """Shape columns from the catalogue, overridden by explicit columns."""
     n = len(frame)
@@ -420,7 +420,7 @@ def _optional_choice(
 def _framework_behaviours(
     frame: pd.DataFrame,
     v: dict[str, np.ndarray],
-    profiles: dict[str, FrameworkProfile],
+    profiles: Mapping[str, FrameworkProfile],
     problems: _Problems,
 ) -> dict[str, np.ndarray]:
     """The software stack of every row: its profile's behaviours, then the row's overrides."""
@@ -617,21 +617,23 @@ def _plan_rules(v: dict[str, np.ndarray], gpu_names: np.ndarray, problems: _Prob
 def build_configs(
     frame: pd.DataFrame,
     *,
+    hardware: HardwareCatalog,
+    models: Mapping[str, ModelShape],
+    frameworks: Mapping[str, FrameworkProfile],
     origin: str = "input",
     skip_invalid: bool = False,
-    hardware: HardwareCatalog | None = None,
-    models: dict[str, ModelShape] | None = None,
-    frameworks: dict[str, FrameworkProfile] | None = None,
 ) -> tuple[Configs, np.ndarray, pd.DataFrame]:
-    """Validate ``frame`` and return ``(configs, valid_rows, rejects)``.
+    """Validate ``frame`` against the catalogues and return ``(configs, valid_rows, rejects)``.
+
+    ``hardware``, ``models`` and ``frameworks`` are the caller's catalogues (those of a
+    :class:`~trainscale.sim.catalogue.Catalogue`); a GPU's ``gpu_index`` indexes the sorted keys
+    of ``hardware``.
 
     ``valid_rows`` holds the row positions of ``frame`` that are in ``configs``; ``rejects`` has
     the input columns of each rejected row plus ``row``, ``column`` and ``reason`` (one line per
     problem). Without ``skip_invalid`` any problem raises :class:`ConfigurationError` listing
     every invalid row, column and the allowed values.
     """
-    hardware = hardware or load_hardware()
-    models = models if models is not None else load_models()
     _check_columns(frame)
     frame = frame.reset_index(drop=True)
     problems = _Problems(len(frame))
@@ -656,7 +658,7 @@ def build_configs(
     v["fp8"] = precision == PRECISIONS.index("fp8")
     v["fp8_peak"] = gpu["fp8"]
     v["sequence_parallel"] = _sequence_parallel(frame, v["tp"], problems)
-    v.update(_framework_behaviours(frame, v, frameworks or load_frameworks(), problems))
+    v.update(_framework_behaviours(frame, v, frameworks, problems))
     _plan_rules(v, gpu_names, problems)
 
     valid = np.flatnonzero(~problems.bad)

@@ -19,8 +19,9 @@ from functools import cache
 from pathlib import Path
 
 from trainscale.errors import InputFileError
+from trainscale.io.schema import check_document
 from trainscale.io.yaml import load_yaml, require_keys
-from trainscale.paths import data_dir
+from trainscale.paths import data_dir, schema_file
 from trainscale.schema import (
     ATTENTION_KERNELS,
     FP8_RECIPES,
@@ -180,6 +181,7 @@ def _parse(path: Path, key: str, entry: dict) -> FrameworkProfile:
 @cache
 def _load(path: Path) -> dict[str, FrameworkProfile]:
     data = load_yaml(path)
+    check_document(data, path, schema_file("frameworks"))
     require_keys(path, "top level", data, ("profiles",))
     profiles = data["profiles"]
     if not isinstance(profiles, dict) or set(profiles) != set(FRAMEWORKS):
@@ -191,6 +193,7 @@ def _load(path: Path) -> dict[str, FrameworkProfile]:
 
 
 def load_frameworks(path: str | Path | None = None) -> dict[str, FrameworkProfile]:
-    """Load (and cache) ``data/frameworks.yaml``: profile key -> :class:`FrameworkProfile`, in the
-    order of :data:`FRAMEWORKS`."""
+    """Load (and cache) the framework profiles ``path`` (default: the shipped
+    ``data/frameworks.yaml``), checked against ``workflow/schemas/frameworks.schema.yaml``:
+    profile key -> :class:`FrameworkProfile`, in the order of :data:`FRAMEWORKS`."""
     return _load(Path(path) if path is not None else data_dir() / "frameworks.yaml")

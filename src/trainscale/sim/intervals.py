@@ -262,11 +262,16 @@ class PredictionIntervals:
                          for fw in FRAMEWORKS])  # fmt: skip
 
     def log_half_width(
-        self, framework: np.ndarray, num_gpus: np.ndarray, gpu_index: np.ndarray
+        self,
+        framework: np.ndarray,
+        num_gpus: np.ndarray,
+        gpu_index: np.ndarray,
+        gpu_keys: tuple[str, ...],
     ) -> np.ndarray:
-        """``q_framework * sigma(x)`` per configuration (vectorised; ``gpu_index`` indexes the
-        sorted GPU keys of the hardware catalogue)."""
-        base, log2_most, gpus = _tables(self)
+        """``q_framework * sigma(x)`` per configuration (vectorised; ``gpu_index`` indexes
+        ``gpu_keys``, the sorted GPU keys of the hardware catalogue the configurations were
+        built with)."""
+        base, log2_most, gpus = _tables(self, gpu_keys)
         excess = np.log2(num_gpus) - log2_most[framework]
         return base[framework * gpus + gpu_index] * (1.0 + PER_DOUBLING * np.maximum(excess, 0.0))
 
@@ -313,14 +318,13 @@ class PredictionIntervals:
 
 
 @cache
-def _tables(intervals: PredictionIntervals) -> tuple[np.ndarray, np.ndarray, int]:
-    """``q * s_framework * s_gpu`` per (framework, catalogued GPU), flattened framework-major;
-    log2 of the most GPUs per framework; the number of catalogued GPUs."""
-    from trainscale.sim.system.hardware import load_hardware
-
+def _tables(
+    intervals: PredictionIntervals, keys: tuple[str, ...]
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """``q * s_framework * s_gpu`` per (framework, GPU of ``keys``), flattened framework-major;
+    log2 of the most GPUs per framework; the number of GPUs."""
     rows, most = intervals.facts.framework_arrays()
     s_framework = np.sqrt(1.0 + ROWS_REFERENCE / np.maximum(rows, 1.0))
-    keys = sorted(load_hardware().gpus)
     has = set(intervals.facts.gpus_with_data)
     s_gpu = np.array([1.0 if k in has else GPU_WITHOUT_DATA for k in keys])
     base = (intervals.quantile_array() * s_framework)[:, None] * s_gpu[None, :]

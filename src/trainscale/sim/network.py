@@ -18,10 +18,11 @@ import numpy as np
 
 from trainscale.errors import TrainscaleError
 from trainscale.sim.calibration import Calibration, load_calibration
-from trainscale.sim.system.collectives import Network
-from trainscale.sim.system.hardware import load_hardware
+from trainscale.sim.system.collectives import NcclConstants, Network
+from trainscale.sim.system.hardware import HardwareCatalog
 
 if TYPE_CHECKING:
+    from trainscale.sim.catalogue import Catalogue
     from trainscale.sim.configs import Configs
 
 __all__ = ["Links", "calibrated_network", "default_links", "default_network"]
@@ -41,17 +42,20 @@ class Links:
     """Efficiency factor of the fabric (``fabric_efficiency_factor`` in data/hardware.yaml)."""
 
 
-def calibrated_network(links: Links | Configs, calibration: Calibration) -> Network:
-    """The achieved network of ``links`` under ``calibration``, built exactly as ``predict``
-    builds it (:func:`trainscale.sim.simulate._network`)."""
+def calibrated_network(
+    links: Links | Configs, calibration: Calibration, nccl: NcclConstants
+) -> Network:
+    """The achieved network of ``links`` under ``calibration`` and NCCL's constants ``nccl``
+    (``catalogue.nccl``), built exactly as ``predict`` builds it
+    (:func:`trainscale.sim.simulate._network`)."""
     from trainscale.sim.simulate import _network
 
-    return _network(cast("Configs", links), calibration)
+    return _network(cast("Configs", links), calibration, nccl)
 
 
-def default_links(gpu: str) -> tuple[Links, int]:
-    """The line-rate links of ``gpu`` in its default system, and its GPUs per node."""
-    hardware = load_hardware()
+def default_links(gpu: str, hardware: HardwareCatalog) -> tuple[Links, int]:
+    """The line-rate links of ``gpu`` in its default system of ``hardware``, and its GPUs per
+    node."""
     if gpu not in hardware.gpus:
         raise TrainscaleError(f"unknown GPU {gpu!r}; valid: {', '.join(hardware.gpus)}")
     spec, system = hardware.gpus[gpu], hardware.system_for(gpu)
@@ -64,8 +68,19 @@ def default_links(gpu: str) -> tuple[Links, int]:
     return links, int(system.gpus_per_node)
 
 
-def default_network(gpu: str, calibration: Calibration | None = None) -> tuple[Network, int]:
+def default_network(
+    gpu: str, calibration: Calibration | None = None, *, catalogue: Catalogue | None = None
+) -> tuple[Network, int]:
     """The calibrated network of ``gpu`` in its default system (as ``predict`` builds it for a
-    configuration on that GPU with no NIC override), and its GPUs per node."""
-    links, per_node = default_links(gpu)
-    return calibrated_network(links, calibration or load_calibration()), per_node
+    configuration on that GPU with no NIC override), and its GPUs per node.
+
+    ``calibration`` and ``catalogue`` not given: the shipped ones. Kept for
+    :mod:`trainscale.figures`, which calls this without them until the figures get their
+    catalogue from their caller; new code passes both.
+    """
+    from trainscale.sim.catalogue import load_catalogue
+
+    catalogue = catalogue if catalogue is not None else load_catalogue()
+    calibration = calibration if calibration is not None else load_calibration()
+    links, per_node = default_links(gpu, catalogue.hardware)
+    return calibrated_network(links, calibration, catalogue.nccl), per_node

@@ -7,6 +7,11 @@ GPU's work per micro-batch (:mod:`trainscale.sim.model.work`), place the paralle
 (:mod:`trainscale.sim.plan.schedule`), then memory (:mod:`trainscale.sim.model.memory`) and power
 (:mod:`trainscale.sim.system.power`). Every step works on numpy arrays over all configurations at
 once.
+
+The catalogues and the calibration are the caller's: every library function passes both.
+:func:`predict` and :func:`predict_with_rejects` are also the public entry points
+(``trainscale.predict``), and for a user's convenience they load the shipped ones
+(``data/``, ``TRAINSCALE_DATA``) for whichever of the two is not given.
 """
 
 from __future__ import annotations
@@ -25,13 +30,14 @@ from trainscale.schema import (
     SHARDINGS,
 )
 from trainscale.sim.calibration import Calibration, load_calibration
+from trainscale.sim.catalogue import Catalogue, load_catalogue
 from trainscale.sim.configs import Configs, build_configs
 from trainscale.sim.model.flops import hardware_flops_per_token, model_flops_per_token
 from trainscale.sim.model.memory import memory_bytes_per_gpu
 from trainscale.sim.model.work import block_work
 from trainscale.sim.plan.layout import layout
 from trainscale.sim.plan.schedule import step_times
-from trainscale.sim.system.collectives import Network, load_nccl_constants
+from trainscale.sim.system.collectives import NcclConstants, Network
 from trainscale.sim.system.power import power_per_gpu
 from trainscale.version import __version__
 
@@ -40,23 +46,24 @@ __all__ = ["predict", "predict_arrays", "predict_with_rejects"]
 _GIB = 2.0**30
 
 
-def _network(c: Configs, cal: Calibration) -> Network:
+def _network(c: Configs, cal: Calibration, nccl: NcclConstants) -> Network:
     return Network(
         nvlink_bytes_per_s=cal.nvlink_efficiency * c.nvlink_bytes_per_s,
         nic_bytes_per_s=cal.nic_efficiency * c.fabric_factor * c.nic_bytes_per_s,
         nvls_bytes_per_s=np.where(c.nvls, cal.nvls_efficiency * c.nvlink_bytes_per_s, 0.0),
         latency_scale=cal.nccl_latency_scale,
-        constants=load_nccl_constants(),
+        constants=nccl,
         congestion_per_doubling=cal.congestion_per_doubling,
         fill_chunks=cal.nccl_fill_chunks,
     )
 
 
-def predict_arrays(c: Configs, cal: Calibration) -> dict[str, np.ndarray]:
-    """Predict every metric for validated configurations; arrays of shape ``(len(c),)``."""
+def predict_arrays(c: Configs, cal: Calibration, catalogue: Catalogue) -> dict[str, np.ndarray]:
+    """Predict every metric for validated configurations (built from ``catalogue``, see
+    :func:`_configs`); arrays of shape ``(len(c),)``."""
     work = block_work(c)
     place = layout(c)
-    t = step_times(c, work, place, _network(c, cal), cal)
+    t = step_times(c, work, place, _network(c, cal, catalogue.nccl), cal)
     step = t["step_time_s"]
     tokens_per_step = (c.global_batch * c.seq_len).astype(np.float64)
     tokens_per_s = tokens_per_step / step
@@ -70,7 +77,7 @@ def predict_arrays(c: Configs, cal: Calibration) -> dict[str, np.ndarray]:
         exposed_comm_s=t["exposed_comm_s"], step_time_s=step, tdp_w=c.tdp_w, idle_w=c.idle_w,
         cal=cal,
     )  # fmt: skip
-    lo, hi = _interval_factors(c, cal)
+    lo, hi = _interval_factors(c, cal, catalogue.gpu_keys)
     return {
         "dp": c.dp,
         "grad_accum": c.grad_accum,
@@ -101,14 +108,16 @@ def predict_arrays(c: Configs, cal: Calibration) -> dict[str, np.ndarray]:
     }
 
 
-def _interval_factors(c: Configs, cal: Calibration) -> tuple[np.ndarray, np.ndarray]:
+def _interval_factors(
+    c: Configs, cal: Calibration, gpu_keys: tuple[str, ...]
+) -> tuple[np.ndarray, np.ndarray]:
     """``exp(-q·sigma)`` and ``exp(+q·sigma)`` per configuration: the 80 % interval of
     tokens/s per GPU as factors of the prediction (:mod:`trainscale.sim.intervals`); NaN when the
     calibration has no ``intervals`` block."""
     if cal.intervals is None:
         nan = np.full(len(c), np.nan)
         return nan, nan
-    half = cal.intervals.log_half_width(c.framework, c.num_gpus, c.gpu_index)
+    half = cal.intervals.log_half_width(c.framework, c.num_gpus, c.gpu_index, gpu_keys)
     hi = np.exp(half)
     return 1.0 / hi, hi
 
@@ -160,7 +169,29 @@ _EFFECTIVE = (
 )  # fmt: skip
 
 
-def _assemble(frame: pd.DataFrame, valid: np.ndarray, c: Configs, cal: Calibration) -> pd.DataFrame:
+def _configs(
+    configurations: pd.DataFrame, catalogue: Catalogue, *, origin: str, skip_invalid: bool = False
+) -> tuple[Configs, np.ndarray, pd.DataFrame]:
+    """:func:`~trainscale.sim.configs.build_configs` with the catalogue's parts."""
+    return build_configs(
+        configurations, hardware=catalogue.hardware, models=catalogue.models,
+        frameworks=catalogue.frameworks, origin=origin, skip_invalid=skip_invalid,
+    )  # fmt: skip
+
+
+def _given_or_shipped(
+    catalogue: Catalogue | None, calibration: Calibration | None
+) -> tuple[Catalogue, Calibration]:
+    """The caller's catalogue and calibration; the shipped one for either not given."""
+    return (
+        catalogue if catalogue is not None else load_catalogue(),
+        calibration if calibration is not None else load_calibration(),
+    )
+
+
+def _assemble(
+    frame: pd.DataFrame, valid: np.ndarray, c: Configs, cal: Calibration, catalogue: Catalogue
+) -> pd.DataFrame:
     out = frame.iloc[valid].reset_index(drop=True).copy()
     resolved = _resolved_configuration(c)
     for column in CONFIGURATION_COLUMNS:
@@ -168,7 +199,7 @@ def _assemble(frame: pd.DataFrame, valid: np.ndarray, c: Configs, cal: Calibrati
             column.name not in out.columns or column.name in _EFFECTIVE
         ):
             out[column.name] = resolved[column.name]
-    metrics = predict_arrays(c, cal)
+    metrics = predict_arrays(c, cal, catalogue)
     for name, values in metrics.items():
         out[name] = values
     out["source"] = "sim"
@@ -180,22 +211,25 @@ def _assemble(frame: pd.DataFrame, valid: np.ndarray, c: Configs, cal: Calibrati
 def predict_with_rejects(
     configurations: pd.DataFrame,
     *,
+    catalogue: Catalogue | None = None,
     calibration: Calibration | None = None,
     origin: str = "input",
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Predict the valid rows; return ``(results, rejects)``.
 
     ``rejects`` holds every invalid row's input columns with ``row`` (0-based position in the
-    input), ``column`` and ``reason`` — one line per problem.
+    input), ``column`` and ``reason`` — one line per problem. ``catalogue`` and ``calibration``
+    as in :func:`predict` (the shipped ones when not given).
     """
-    cal = calibration or load_calibration()
-    configs, valid, rejects = build_configs(configurations, origin=origin, skip_invalid=True)
-    return _assemble(configurations.reset_index(drop=True), valid, configs, cal), rejects
+    catalogue, cal = _given_or_shipped(catalogue, calibration)
+    configs, valid, rejects = _configs(configurations, catalogue, origin=origin, skip_invalid=True)
+    return _assemble(configurations.reset_index(drop=True), valid, configs, cal, catalogue), rejects
 
 
 def predict(
     configurations: pd.DataFrame,
     *,
+    catalogue: Catalogue | None = None,
     calibration: Calibration | None = None,
     origin: str = "input",
 ) -> pd.DataFrame:
@@ -210,8 +244,14 @@ def predict(
         ``sharding``, ``recompute``, ``precision``; optional ``cp``, ``vpp``,
         ``sequence_parallel``, ``gpus_per_node``, ``nic_gbps_per_gpu``). Other columns are
         carried through untouched.
+    catalogue
+        The hardware, model, framework and NCCL catalogues
+        (:func:`trainscale.sim.catalogue.load_catalogue`). Not given: the shipped ones, loaded
+        (once per process) from ``data/`` or ``TRAINSCALE_DATA``; a convenience of this public
+        entry point only: every library function passes its caller's.
     calibration
-        Parameter values; default ``data/calibration.yaml``.
+        Parameter values (:func:`trainscale.sim.calibration.load_calibration`). Not given: the
+        shipped ``data/calibration.yaml``, as for ``catalogue``.
 
     Returns
     -------
@@ -229,6 +269,6 @@ def predict(
     trainscale.errors.ConfigurationError
         Listing every invalid row, its column and the allowed values.
     """
-    cal = calibration or load_calibration()
-    configs, valid, _ = build_configs(configurations, origin=origin)
-    return _assemble(configurations.reset_index(drop=True), valid, configs, cal)
+    catalogue, cal = _given_or_shipped(catalogue, calibration)
+    configs, valid, _ = _configs(configurations, catalogue, origin=origin)
+    return _assemble(configurations.reset_index(drop=True), valid, configs, cal, catalogue)

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 
 from trainscale.sim.calibration import Calibration
+from trainscale.sim.catalogue import Catalogue
 from trainscale.sim.degrees import data_parallel_degree, local_batch
 from trainscale.sim.simulate import predict_with_rejects
 
@@ -13,11 +14,12 @@ __all__ = ["resolve_micro_batch"]
 
 
 def resolve_micro_batch(
-    configurations: pd.DataFrame, calibration: Calibration | None = None
+    configurations: pd.DataFrame, *, catalogue: Catalogue, calibration: Calibration
 ) -> pd.DataFrame:
     """Replace ``micro_batch`` = ``"auto"`` by the largest divisor of the local batch
-    (``global_batch / dp``) that fits in memory; 1 when none fits (the row is then kept and
-    flagged by the simulator's ``fits_memory``). Other rows are returned unchanged.
+    (``global_batch / dp``) that fits in memory (predicted under ``catalogue`` and
+    ``calibration``); 1 when none fits (the row is then kept and flagged by the simulator's
+    ``fits_memory``). Other rows are returned unchanged.
 
     ``dp`` is derived as ``num_gpus / (tp·pp·cp)``; rows where that or the local batch is not an
     integer keep ``micro_batch = 1`` and are rejected later by validation with a clear message.
@@ -41,7 +43,7 @@ def resolve_micro_batch(
             candidates.append({**row.to_dict(), "micro_batch": divisor, "_position": position})
     trial = pd.DataFrame(candidates)
     results, rejects = predict_with_rejects(
-        trial.drop(columns="_position"), calibration=calibration
+        trial.drop(columns="_position"), catalogue=catalogue, calibration=calibration
     )
     rejected = set(rejects["row"]) if not rejects.empty else set()
     valid = [i for i in range(len(trial)) if i not in rejected]  # results keep this order

@@ -33,26 +33,25 @@ import json
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError
 
 from trainscale.errors import ConfigurationError, InputFileError
 from trainscale.io.atomic import atomic_directory, write_text_atomic
 from trainscale.io.parquet import ParquetStream, write_parquet
+from trainscale.io.schema import schema_problems, subschema, validator
 from trainscale.io.yaml import load_yaml
 from trainscale.schema import CONFIGURATION_COLUMNS, MODEL_SHAPE_COLUMNS, Column, names
 from trainscale.sim.calibration import Calibration
+from trainscale.sim.catalogue import Catalogue
 from trainscale.sim.configs import build_configs
 from trainscale.sim.degrees import data_parallel_degree
-from trainscale.sim.model.shape import load_models
+from trainscale.sim.model.shape import ModelShape
 from trainscale.sim.simulate import predict
-from trainscale.sim.system.hardware import HardwareCatalog, load_hardware
+from trainscale.sim.system.hardware import HardwareCatalog
 from trainscale.study.micro_batch import resolve_micro_batch
 
 __all__ = [
@@ -146,67 +145,15 @@ class Study:
 # Loading and checking
 
 
-@cache
-def _validator(schema_path: str) -> tuple[Draft202012Validator, dict[str, Any]]:
-    schema = load_yaml(Path(schema_path))
-    Draft202012Validator.check_schema(schema)
-    return Draft202012Validator(schema), schema
-
-
-def _deref(root: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
-    """Follow local ``$ref``s; sibling keys (a ``description``) win over the target's."""
-    while isinstance(node, dict) and str(node.get("$ref", "")).startswith("#/"):
-        target: Any = root
-        for part in node["$ref"][2:].split("/"):
-            target = target[part]
-        node = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
-    return node
-
-
-def _subschema(root: dict[str, Any], path: list[str | int]) -> dict[str, Any]:
-    node = _deref(root, root)
-    for part in path:
-        key = "items" if isinstance(part, int) else "properties"
-        child = node.get(key, {})
-        node = _deref(root, child if isinstance(part, int) else child.get(part, {}))
-    return node
-
-
-def _key(path: list[str | int]) -> str:
-    text = ""
-    for part in path:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text or "(top level)"
-
-
-def _schema_problem(error: ValidationError, root: dict[str, Any]) -> tuple[str, str]:
-    """``(key, message)`` for one schema violation, with what is allowed."""
-    path = list(error.absolute_path)
-    if error.validator == "additionalProperties":
-        allowed = list(error.schema.get("properties", {}))
-        unknown = sorted(set(error.instance) - set(allowed))
-        key = _key([*path, unknown[0]]) if len(unknown) == 1 else _key(path)
-        what = "unknown key" if len(unknown) == 1 else f"unknown keys {', '.join(unknown)}"
-        return key, f"{what}; allowed: {', '.join(allowed)}"
-    if error.validator == "required":
-        missing = error.message.split("'")[1] if "'" in error.message else error.message
-        return _key([*path, missing]), "required key is missing"
-    if error.validator == "enum":
-        allowed = ", ".join(str(v) for v in error.validator_value)
-        return _key(path), f"{error.instance!r} is not allowed; allowed: {allowed}"
-    meaning = _subschema(root, path).get("description", "")
-    message = error.message
-    if error.validator in ("oneOf", "anyOf"):
-        message = f"{error.instance!r} is not allowed"
-    return _key(path), f"{message} ({' '.join(meaning.split())})" if meaning else message
-
-
 def _catalogue_problems(
-    fixed: Mapping[str, Any], sweep: Mapping[str, list[Any]], hardware: HardwareCatalog
+    fixed: Mapping[str, Any],
+    sweep: Mapping[str, list[Any]],
+    hardware: HardwareCatalog,
+    models: Mapping[str, ModelShape],
 ) -> list[tuple[str, str]]:
     valid = {
         "gpu": ("GPU", sorted(hardware.gpus)),
-        "model": ("model", sorted(load_models())),
+        "model": ("model", sorted(models)),
     }
     problems = []
     for column, (kind, allowed) in valid.items():
@@ -231,7 +178,7 @@ def _finite_problems(data: Mapping[str, Any], root: dict[str, Any]) -> list[tupl
             )
             for name, path, number in places:
                 if isinstance(number, float) and not math.isfinite(number):
-                    meaning = " ".join(_subschema(root, path).get("description", "").split())
+                    meaning = " ".join(subschema(root, path).get("description", "").split())
                     problems.append(
                         (name, f"{number} is not a finite positive number"
                          + (f" ({meaning})" if meaning else ""))
@@ -270,7 +217,11 @@ def _completeness_problems(
 
 
 def load_study(
-    path: str | Path, *, schema: str | Path, hardware: HardwareCatalog | None = None
+    path: str | Path,
+    *,
+    schema: str | Path,
+    hardware: HardwareCatalog,
+    models: Mapping[str, ModelShape],
 ) -> Study:
     """Read and check one study file; return the :class:`Study`.
 
@@ -280,8 +231,10 @@ def load_study(
         ``config/studies/<name>.yaml``; the name is the file name without ``.yaml``.
     schema
         ``workflow/schemas/study.schema.yaml`` (JSON Schema 2020-12).
-    hardware
-        GPU catalogue for the name check; default ``data/hardware.yaml``.
+    hardware, models
+        The GPU and model catalogues the names are checked against (the caller's, e.g.
+        ``catalogue.hardware`` and ``catalogue.models`` of :mod:`trainscale.sim.catalogue`).
+        A study that names its own ``calibration:`` file has that file read and checked too.
 
     Raises
     ------
@@ -291,13 +244,12 @@ def load_study(
     """
     path = Path(path)
     data = load_yaml(path)
-    validator, root = _validator(str(Path(schema).resolve()))
-    errors = sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
-    problems = [_schema_problem(error, root) for error in errors]
+    _, root = validator(str(Path(schema).resolve()))
+    problems = schema_problems(data, schema)
     if isinstance(data, dict):
         finite = _finite_problems(data, root)
         problems = finite + [p for p in problems if p[0] not in {k for k, _ in finite}]
-        problems += _semantic_problems(data, {key for key, _ in problems}, hardware)
+        problems += _semantic_problems(data, {key for key, _ in problems}, hardware, models)
     if problems:
         lines = [f"key '{key}': {message}" for key, message in problems]
         raise InputFileError(
@@ -318,7 +270,10 @@ def load_study(
 
 
 def _semantic_problems(
-    data: dict[str, Any], reported: set[str], hardware: HardwareCatalog | None
+    data: dict[str, Any],
+    reported: set[str],
+    hardware: HardwareCatalog,
+    models: Mapping[str, ModelShape],
 ) -> list[tuple[str, str]]:
     """The catalogue, completeness and calibration checks, made beside the schema's, so that
     every problem of a study is listed at once (an unknown GPU and a bad sharding together);
@@ -330,7 +285,7 @@ def _semantic_problems(
 
     fixed = section("fixed")
     sweep = {key: value for key, value in section("sweep").items() if isinstance(value, list)}
-    problems = _catalogue_problems(fixed, sweep, hardware or load_hardware())
+    problems = _catalogue_problems(fixed, sweep, hardware, models)
     problems += _completeness_problems(fixed, sweep, section("derive"))
     calibration = data.get("calibration")
     if isinstance(calibration, str) and "calibration" not in reported:
@@ -497,7 +452,7 @@ def _filter(
 
 
 def _fits_memory(
-    study: Study, kept: pd.DataFrame, hardware: HardwareCatalog, calibration: Calibration | None
+    study: Study, kept: pd.DataFrame, catalogue: Catalogue, calibration: Calibration
 ) -> list[tuple[int, str, str]]:
     """Rows of ``kept`` (valid rows) whose predicted memory per GPU does not fit, with the
     reason: the block is simulated as its chunk will be (``"auto"`` resolved first)."""
@@ -507,11 +462,15 @@ def _fits_memory(
     if "micro_batch" in frame.columns:
         micro = frame["micro_batch"].astype(object)
         frame["micro_batch"] = micro.where(micro.notna(), AUTO)
-    results = predict(resolve_micro_batch(frame, calibration), calibration=calibration)
+    results = predict(
+        resolve_micro_batch(frame, catalogue=catalogue, calibration=calibration),
+        catalogue=catalogue,
+        calibration=calibration,
+    )
     fits = results["fits_memory"].to_numpy(dtype=bool)
     memory = results["mem_gib_per_gpu"].to_numpy(dtype=float)
     names, where = np.unique(results["gpu"].astype(str).to_numpy(), return_inverse=True)
-    hbm = {g: hardware.gpus[g].hbm_bytes / 2**30 for g in names}
+    hbm = {g: catalogue.hardware.gpus[g].hbm_bytes / 2**30 for g in names}
     gpus = names[where]
     return [
         (int(r), "filters.fits_memory",
@@ -526,17 +485,18 @@ def expand_block(
     block: pd.DataFrame,
     *,
     first: int = 0,
-    hardware: HardwareCatalog | None = None,
-    calibration: Calibration | None = None,
+    catalogue: Catalogue,
+    calibration: Calibration,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Derive and filter one block of the grid (from :func:`grid_blocks`); return
     ``(configurations, rejects)`` as :func:`expand_study` does, ``row`` = ``first`` + position.
 
     Rows are dropped, in this order, by ``derive``, the cheap filters (``max_model_parallel``,
     ``max_tp_per_node``), the simulator's validator (``"auto"`` checked as 1) and, with
-    ``filters.fits_memory``, by a prediction of the block's memory per GPU.
+    ``filters.fits_memory``, by a prediction of the block's memory per GPU under
+    ``catalogue`` and ``calibration``.
     """
-    hardware = hardware or load_hardware()
+    hardware = catalogue.hardware
     grid = block.reset_index(drop=True)
     invalid = _derive(study, grid)
     candidates = np.setdiff1d(np.arange(len(grid)), [r for r, _, _ in invalid])
@@ -545,7 +505,10 @@ def expand_block(
     check = grid.iloc[candidates].reset_index(drop=True)
     if "micro_batch" in check.columns:
         check["micro_batch"] = check["micro_batch"].fillna(1)
-    _, _, rejected = build_configs(check, origin=study.path, skip_invalid=True, hardware=hardware)
+    _, _, rejected = build_configs(
+        check, origin=study.path, skip_invalid=True, hardware=hardware,
+        models=catalogue.models, frameworks=catalogue.frameworks,
+    )  # fmt: skip
     invalid += [
         (int(candidates[row]), str(column), str(reason))
         for row, column, reason in zip(rejected["row"].tolist(), rejected["column"].tolist(),
@@ -555,7 +518,7 @@ def expand_block(
         problems = sorted(((r + first, c, m) for r, c, m in invalid), key=lambda p: p[0])
         raise ConfigurationError(problems, origin=study.path)
     candidates = np.setdiff1d(candidates, [r for r, _, _ in invalid])
-    memory = _fits_memory(study, grid.iloc[candidates].reset_index(drop=True), hardware,
+    memory = _fits_memory(study, grid.iloc[candidates].reset_index(drop=True), catalogue,
                           calibration)  # fmt: skip
     filtered += [(int(candidates[r]), column, reason) for r, column, reason in memory]
     problems = sorted(invalid + filtered, key=lambda p: p[0])
@@ -650,17 +613,16 @@ class ExpansionSummary:
 def expand_blocks(
     study: Study,
     *,
-    hardware: HardwareCatalog | None = None,
-    calibration: Calibration | None = None,
+    catalogue: Catalogue,
+    calibration: Calibration,
     block_rows: int = BLOCK_ROWS,
     summary: ExpansionSummary | None = None,
 ) -> Iterator[tuple[pd.DataFrame, pd.DataFrame]]:
     """Yield ``(configurations, rejects)`` block by block, in grid order (see
     :func:`expand_block`); ``summary`` (if given) counts every block."""
-    hardware = hardware or load_hardware()
     for first, block in grid_blocks(study, block_rows):
         configurations, rejects = expand_block(
-            study, block, first=first, hardware=hardware, calibration=calibration
+            study, block, first=first, catalogue=catalogue, calibration=calibration
         )
         if summary is not None:
             summary.add(len(block), configurations, rejects)
@@ -670,8 +632,8 @@ def expand_blocks(
 def expand_study(
     study: Study,
     *,
-    hardware: HardwareCatalog | None = None,
-    calibration: Calibration | None = None,
+    catalogue: Catalogue,
+    calibration: Calibration,
     block_rows: int = BLOCK_ROWS,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Expand a study into ``(configurations, rejects)``, held in memory (small studies; the
@@ -694,7 +656,7 @@ def expand_study(
         When no row survives (see :meth:`ExpansionSummary.check`).
     """
     summary = ExpansionSummary(study)
-    parts = list(expand_blocks(study, hardware=hardware, calibration=calibration,
+    parts = list(expand_blocks(study, catalogue=catalogue, calibration=calibration,
                                block_rows=block_rows, summary=summary))  # fmt: skip
     summary.check()
     configurations = pd.concat([c for c, _ in parts], ignore_index=True)
@@ -709,8 +671,8 @@ def write_study_configurations(
     rejects: str | Path,
     counts: str | Path,
     rows_per_job: int,
-    hardware: HardwareCatalog | None = None,
-    calibration: Calibration | None = None,
+    catalogue: Catalogue,
+    calibration: Calibration,
     block_rows: int = BLOCK_ROWS,
 ) -> tuple[ExpansionSummary, str | None]:
     """Expand a study block by block and write its tables; return the summary and warning.
@@ -760,7 +722,7 @@ def write_study_configurations(
 
         with ParquetStream(rejects, (*columns, *REJECT_COLUMNS), metadata) as out:
             for configurations, block_rejects in expand_blocks(
-                study, hardware=hardware, calibration=calibration, block_rows=block_rows,
+                study, catalogue=catalogue, calibration=calibration, block_rows=block_rows,
                 summary=summary,
             ):  # fmt: skip
                 out.write(block_rejects)
@@ -795,9 +757,14 @@ def chunk_count(rows: int, rows_per_job: int) -> int:
 
 
 def simulate_configurations(
-    configurations: pd.DataFrame, filters: Filters, *, calibration: Calibration | None = None
+    configurations: pd.DataFrame,
+    filters: Filters,
+    *,
+    catalogue: Catalogue,
+    calibration: Calibration,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Simulate a (chunk of a) configuration table; return ``(results, dropped)``.
+    """Simulate a (chunk of a) configuration table under ``catalogue`` and ``calibration``;
+    return ``(results, dropped)``.
 
     ``micro_batch`` null (``"auto"``) is resolved first. ``results`` has the columns of
     :func:`trainscale.predict`; with ``filters.fits_memory`` the rows that do not fit are moved
@@ -809,7 +776,11 @@ def simulate_configurations(
     if "micro_batch" in frame.columns:
         micro = frame["micro_batch"].astype(object)
         frame["micro_batch"] = micro.where(micro.notna(), AUTO)
-    results = predict(resolve_micro_batch(frame, calibration), calibration=calibration)
+    results = predict(
+        resolve_micro_batch(frame, catalogue=catalogue, calibration=calibration),
+        catalogue=catalogue,
+        calibration=calibration,
+    )
     if not filters.fits_memory:
         return results, results.iloc[0:0]
     fits = results["fits_memory"].to_numpy(dtype=bool)

@@ -20,8 +20,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from trainscale.errors import InputFileError
+from trainscale.io.schema import check_document
 from trainscale.io.yaml import load_yaml, require_keys
-from trainscale.paths import data_dir
+from trainscale.paths import data_dir, schema_file
 
 __all__ = [
     "ModelShape",
@@ -166,10 +167,12 @@ def _parse(path: Path, key: str, entry: dict) -> ModelShape:
 @cache
 def _load(path: Path) -> dict[str, ModelShape]:
     data = load_yaml(path)
+    check_document(data, path, schema_file("models"))
     require_keys(path, "top level", data, ("models",))
     return {key: _parse(path, key, entry) for key, entry in data["models"].items()}
 
 
 def load_models(path: str | Path | None = None) -> dict[str, ModelShape]:
-    """Load (and cache) the model catalogue; default ``data/models.yaml``."""
+    """Load (and cache) the model catalogue ``path`` (default: the shipped ``data/models.yaml``),
+    checked against ``workflow/schemas/models.schema.yaml``."""
     return _load(Path(path) if path is not None else data_dir() / "models.yaml")

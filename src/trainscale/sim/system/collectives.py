@@ -47,8 +47,9 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import ArrayLike
 
+from trainscale.io.schema import check_document
 from trainscale.io.yaml import load_yaml, require_keys
-from trainscale.paths import data_dir
+from trainscale.paths import data_dir, schema_file
 
 __all__ = [
     "ALGORITHMS",
@@ -84,6 +85,7 @@ class NcclConstants:
 @cache
 def _load(path: Path) -> NcclConstants:
     data = load_yaml(path)
+    check_document(data, path, schema_file("nccl"))
     require_keys(
         path, "top level", data,
         ("bandwidth_factor", "base_latency_us", "hop_latency_us", "tree_bandwidth_factor",
@@ -102,7 +104,8 @@ def _load(path: Path) -> NcclConstants:
 
 
 def load_nccl_constants(path: str | Path | None = None) -> NcclConstants:
-    """Load (and cache) ``data/nccl.yaml``."""
+    """Load (and cache) NCCL's constants ``path`` (default: the shipped ``data/nccl.yaml``),
+    checked against ``workflow/schemas/nccl.schema.yaml``."""
     return _load(Path(path) if path is not None else data_dir() / "nccl.yaml")
 
 

@@ -12,8 +12,9 @@ from functools import cache
 from pathlib import Path
 
 from trainscale.errors import InputFileError
+from trainscale.io.schema import check_document
 from trainscale.io.yaml import load_yaml, require_keys
-from trainscale.paths import data_dir
+from trainscale.paths import data_dir, schema_file
 
 __all__ = ["FABRICS", "Gpu", "HardwareCatalog", "System", "load_hardware"]
 
@@ -176,6 +177,7 @@ def _parse_system(path: Path, key: str, entry: dict, gpus: dict[str, Gpu]) -> Sy
 @cache
 def _load(path: Path) -> HardwareCatalog:
     data = load_yaml(path)
+    check_document(data, path, schema_file("hardware"))
     require_keys(path, "top level", data, ("gpus", "systems", "default_system"))
     gpus = {key: _parse_gpu(path, key, entry) for key, entry in data["gpus"].items()}
     systems = {key: _parse_system(path, key, e, gpus) for key, e in data["systems"].items()}
@@ -200,5 +202,6 @@ def _load(path: Path) -> HardwareCatalog:
 
 
 def load_hardware(path: str | Path | None = None) -> HardwareCatalog:
-    """Load (and cache) the hardware catalogue; default ``data/hardware.yaml``."""
+    """Load (and cache) the hardware catalogue ``path`` (default: the shipped
+    ``data/hardware.yaml``), checked against ``workflow/schemas/hardware.schema.yaml``."""
     return _load(Path(path) if path is not None else data_dir() / "hardware.yaml")

@@ -1,0 +1,202 @@
+"""Catalogues are inputs: editing one catalogue file reruns exactly the jobs whose rules read it.
+
+Every rule declares, as named inputs, the catalogue files (data/hardware.yaml, models.yaml,
+frameworks.yaml, nccl.yaml) and the calibration its script reads, and the script passes what it
+loaded from them down to the library, which reads no catalogue on its own (rules/common.smk,
+``catalogue_inputs``). So Snakemake's plan after an edit is the proof: the jobs it reruns because
+the file changed ("Updated input files") are exactly the readers, the others rerun only because an
+upstream job does, and a rule that does not read the file is not planned at all. Snakemake gives
+a job that an upstream job already reruns only that reason (the study's results after its
+configurations, the per-study fits after the results, the figure after the fits, the dataset), so
+those rules are also dry-run on their own (``--allowed-rules`` with their outputs as targets: the
+files upstream of them are then finished files) to show whether the file itself reruns them.
+
+The run is the finished smoke run (one study, no figure or table) with the sample runs of
+data/runs ingested, so that every rule of the default target but the figures and tables (being
+replaced by one wildcard rule each) has a job. Each test edits one value (Snakemake also compares
+an input's content: a file touched with its bytes unchanged reruns nothing), dry-runs, and puts
+the file back with its old modification time.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.workflow
+
+REPO = Path(__file__).resolve().parents[2]
+RUNS = tuple(sorted(p.parent.name for p in (REPO / "data" / "runs").glob("*/run.yaml")))
+
+#: Jobs of the finished run, by what they read.
+STUDY = [("study_configurations", "study=smoke")]
+REPORTS = [("study_fits", "study=smoke"), ("study_scaling", "study=smoke")]
+NORMALISE = [("published_measurements", "")]
+PREDICT = [("published_validation", "")]
+INGEST = [("ingest_run", f"run={run}") for run in RUNS]
+#: What reruns when the study's configurations do (the simulate jobs are planned only once the
+#: checkpoint study_configurations has counted them).
+DOWNSTREAM_OF_STUDY = [("simulate_study", "study=smoke"), *REPORTS, ("dataset", ""), ("all", "")]
+#: The rules with jobs upstream of them, dry-run on their own (no rule of a group depends on
+#: another of it), with their targets: then each job reruns for its own inputs only.
+ON_THEIR_OWN = (
+    (("simulate_study",), ("results/sim/smoke.parquet",)),
+    (("study_fits", "dataset"), ("reports/studies/smoke/fits.csv", "results/dataset")),
+    (("study_scaling",), ("reports/studies/smoke/scaling.png",)),
+)
+
+#: file -> (one value edited: old text, new text, after the line starting with this anchor;
+#: the jobs whose rules read the file).
+EDITS = {
+    "hardware.yaml": (
+        ("hbm_gbps: 3350.0", "hbm_gbps: 3400.0", "  h100-sxm-80gb:"),
+        [*STUDY, *REPORTS, *NORMALISE, *PREDICT, *INGEST],
+    ),
+    "models.yaml": (
+        ("vocab: 32000", "vocab: 32001", "  llama2-13b:"),
+        [*STUDY, *REPORTS, *NORMALISE, *PREDICT, *INGEST],
+    ),
+    "frameworks.yaml": (
+        ("host_overhead_per_layer_s: 1.5e-04", "host_overhead_per_layer_s: 1.6e-04", "  pytorch:"),
+        [*STUDY, *NORMALISE, *PREDICT],
+    ),
+    "nccl.yaml": (
+        ("tree_bandwidth_factor: 0.92", "tree_bandwidth_factor: 0.9", ""),
+        [*STUDY, *PREDICT],
+    ),
+    # A calibration's values are hashed into its calibration_id: a comment changes the file's
+    # time as an edit does, and keeps the file loadable.
+    "calibration.yaml": (("", "# edited\n", ""), [*STUDY, *PREDICT]),
+}  # fmt: skip
+
+_REASON = re.compile(r"^    reason: (.*)$", re.MULTILINE)
+_JOB = re.compile(r"^(?:local)?(?:rule|checkpoint) (\w+):\n((?:    .*\n?)*)", re.MULTILINE)
+
+
+def _jobs_with_reasons(output: str) -> dict[tuple[str, str], dict[str, str]]:
+    """``(rule, wildcards) -> {reason: files}`` of every job a dry run printed, e.g.
+    ``{"Updated input files": "/…/data/nccl.yaml"}``."""
+    jobs = {}
+    for match in _JOB.finditer(output):
+        wildcards = re.search(r"^    wildcards: (.*)$", match[2], re.MULTILINE)
+        reason = _REASON.search(match[2])
+        parts = [part.partition(": ") for part in (reason[1] if reason else "").split("; ")]
+        jobs[(match[1], wildcards.group(1) if wildcards else "")] = {
+            why: files for why, _, files in parts
+        }
+    return jobs
+
+
+@pytest.fixture(scope="module")
+def finished_with_runs(
+    smoke_run: Path, tmp_path_factory: pytest.TempPathFactory, copy_finished, run_snakemake, plan
+) -> Path:
+    """The finished smoke run with the sample runs of data/runs ingested too."""
+    workdir = copy_finished(smoke_run, tmp_path_factory.mktemp("catalogues") / "run")
+    shutil.copytree(REPO / "data" / "runs", workdir / "data" / "runs")
+    done = run_snakemake(workdir, "--cores", "2")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert plan(done.stdout + done.stderr) == sorted([*INGEST, ("dataset", ""), ("all", "")])
+    return workdir
+
+
+@pytest.fixture
+def edit(finished_with_runs: Path) -> Iterator:
+    """``edit(name, old, new, after)``: change one catalogue file of the run; put back after."""
+    saved: list[tuple[Path, bytes, os.stat_result]] = []
+
+    def change(name: str, old: str, new: str, after: str) -> Path:
+        path = finished_with_runs / "data" / name
+        saved.append((path, path.read_bytes(), path.stat()))
+        text = path.read_text()
+        start = text.index(after)
+        assert old in text[start:], f"{old!r} not in {name}"
+        path.write_text(text[:start] + text[start:].replace(old, new, 1))
+        return path
+
+    yield change
+    for path, content, stat in saved:
+        path.write_bytes(content)
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+
+def test_the_finished_run_is_complete(finished_with_runs: Path, run_snakemake) -> None:
+    done = run_snakemake(finished_with_runs, "--dry-run")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Nothing to be done" in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("name", list(EDITS))
+def test_editing_a_catalogue_reruns_exactly_the_jobs_that_read_it(
+    name: str, finished_with_runs: Path, edit, run_snakemake
+) -> None:
+    (old, new, after), readers = EDITS[name]
+    path = edit(name, old, new, after)
+
+    done = run_snakemake(finished_with_runs, "--dry-run")
+    groups = [
+        run_snakemake(finished_with_runs, "--dry-run", *targets, "--allowed-rules", *rules)
+        for rules, targets in ON_THEIR_OWN
+    ]
+
+    for run in (done, *groups):
+        assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
+    jobs = _jobs_with_reasons(done.stdout + done.stderr)
+    assert set(jobs) == set(readers) | set(DOWNSTREAM_OF_STUDY), f"planned after editing {name}"
+    alone = [_jobs_with_reasons(run.stdout + run.stderr) for run in groups]
+    for (rules, _), plan in zip(ON_THEIR_OWN, alone, strict=True):
+        assert {rule for rule, _ in plan} <= set(rules)
+    direct = {
+        job
+        for plan in (jobs, *alone)
+        for job, reasons in plan.items()
+        if "Updated input files" in reasons
+    }
+    assert direct == set(readers), f"jobs rerun for {name} itself"
+    for job, reasons in [item for plan in (jobs, *alone) for item in plan.items()]:
+        # rerun because they read the file, or only because a job upstream of them reruns
+        assert reasons.get("Updated input files", str(path)) == str(path), (job, reasons)
+        assert set(reasons) <= {"Updated input files", "Input files updated by another job"}
+
+
+def test_a_rule_that_does_not_read_the_file_is_not_planned(
+    finished_with_runs: Path, edit, run_snakemake, plan
+) -> None:
+    """NCCL's constants are read by what simulates, not by the normalisation of the published
+    measurements nor by the ingestion of a run."""
+    edit("nccl.yaml", "tree_bandwidth_factor: 0.92", "tree_bandwidth_factor: 0.9", "")
+
+    done = run_snakemake(finished_with_runs, "--dry-run")
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    rules = {rule for rule, _ in plan(done.stdout + done.stderr)}
+    assert "study_configurations" in rules and "published_validation" in rules
+    assert "published_measurements" not in rules
+    assert "ingest_run" not in rules
+
+
+def test_a_bad_catalogue_value_stops_the_run_naming_file_line_key_and_allowed_values(
+    workflow_copy, run_snakemake
+) -> None:
+    workdir = workflow_copy("bad_catalogue")
+    path = workdir / "data" / "hardware.yaml"
+    text = path.read_text()
+    path.write_text(text.replace("fabric: slingshot", "fabric: myrinet", 1))
+    line = next(
+        i for i, row in enumerate(path.read_text().splitlines(), 1) if "fabric: myrinet" in row
+    )
+
+    done = run_snakemake(workdir, "--dry-run")
+
+    output = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert (
+        f"invalid catalogue: {path}:{line}: key 'systems.hpe-cray-ex-gh200.fabric': 'myrinet' "
+        "is not allowed; allowed: infiniband, roce, efa, ethernet, slingshot"
+    ) in output, output[-2000:]
+    assert not (workdir / "results").exists()
