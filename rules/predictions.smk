@@ -30,8 +30,8 @@ rule collective_curves:
 # cannot be (a CPU run, a manifest without a training configuration).
 rule sim_vs_measured:
     input:
-        dataset="results/dataset",
         **catalogue_inputs("hardware", "models", "frameworks", "nccl"),
+        dataset="results/dataset",
         calibration=CALIBRATION,
     output:
         table="results/sim_vs_measured.parquet",
