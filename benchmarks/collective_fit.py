@@ -53,7 +53,9 @@ def fit(published, start: Calibration, catalogue: Catalogue) -> Calibration:
 
     def residuals(x: np.ndarray) -> np.ndarray:
         pred = collective_predictions(published, with_x(x), catalogue)
-        r = np.log(pred["predicted_busbw_gbps"] / pred["observed_busbw_gbps"]).to_numpy()
+        r = np.log(
+            pred["predicted_busbw_gbytes_per_s"] / pred["observed_busbw_gbytes_per_s"]
+        ).to_numpy()
         return np.concatenate([weight * r, (x - prior) / prior_sd])
 
     x0 = np.clip([getattr(start, p.name) for p in specs], lower, upper)
@@ -98,7 +100,11 @@ def main() -> None:
         scan["nodes"] = (scan["num_gpus"] // scan["gpus_per_node"]).astype(int)
         scan["cell"] = [
             f"{p:4.0f}/{o:4.0f}"
-            for p, o in zip(scan["predicted_busbw_gbps"], scan["observed_busbw_gbps"], strict=True)
+            for p, o in zip(
+                scan["predicted_busbw_gbytes_per_s"],
+                scan["observed_busbw_gbytes_per_s"],
+                strict=True,
+            )
         ]
         grid = scan.pivot_table(index="size_bytes", columns="nodes", values="cell", aggfunc="first")
         grid.index = [f"{s / MIB:.0f}MiB" for s in grid.index]
@@ -107,8 +113,8 @@ def main() -> None:
     other = rows[~rows["citation"].str.contains("Fernandez|GTC24")]
     print("\nother rows:")
     print(
-        other[["citation", "collective", "size_bytes", "num_gpus", "predicted_busbw_gbps",
-               "observed_busbw_gbps", "error_pct"]]
+        other[["citation", "collective", "size_bytes", "num_gpus", "predicted_busbw_gbytes_per_s",
+               "observed_busbw_gbytes_per_s", "error_pct"]]
         .assign(citation=other["citation"].str[:40]).round(1).to_string(index=False)
     )  # fmt: skip
 

@@ -300,7 +300,7 @@ def test_published_rows_resolve_catalogue_shapes_and_default_networks(published)
 
     assert not llama.empty
     assert (llama["layers"] == 32).all() and (llama["hidden"] == 4096).all()
-    assert rows["nic_gbps_per_gpu"].gt(0).all()  # the GPU's default system where not stated
+    assert rows["nic_gbit_per_s_per_gpu"].gt(0).all()  # the GPU's default system where not stated
     assert (rows["dp"] * rows["tp"] * rows["pp"] * rows["cp"] == rows["num_gpus"]).all()
     assert rows["step_time_s"].notna().sum() == (rows["published_metric"] == "step_time_ms").sum()
 

@@ -376,7 +376,7 @@ def _resolved_configuration(
             "micro_batch", "num_gpus", "gpus_per_node", "tp", "pp", "cp", "vpp", "dp",
             "grad_accum", "sequence_parallel")},
         "mlp": np.where(configs.swiglu, "swiglu", "gelu"),
-        "nic_gbps_per_gpu": configs.nic_bytes_per_s * 8 / 1e9,
+        "nic_gbit_per_s_per_gpu": configs.nic_bytes_per_s * 8 / 1e9,
         "sharding": np.array(SHARDINGS, dtype=object)[configs.sharding],
         "recompute": np.array(RECOMPUTE_MODES, dtype=object)[configs.recompute],
         "precision": np.where(configs.fp8, PRECISIONS[1], PRECISIONS[0]),
@@ -447,9 +447,9 @@ def validation_rows(
     if not collectives.empty:
         parts.append(
             collectives.assign(
-                status="predicted", kind="collective", quantity="busbw_gbps", unit="GB/s",
-                observed=collectives["observed_busbw_gbps"],
-                predicted=collectives["predicted_busbw_gbps"],
+                status="predicted", kind="collective", quantity="busbw_gbytes_per_s", unit="GB/s",
+                observed=collectives["observed_busbw_gbytes_per_s"],
+                predicted=collectives["predicted_busbw_gbytes_per_s"],
             )
         )  # fmt: skip
     rejects = validated["rejects"]

@@ -141,7 +141,7 @@ CONFIGURATION_COLUMNS: tuple[Column, ...] = (
         default=0,
     ),
     _c(
-        "nic_gbps_per_gpu",
+        "nic_gbit_per_s_per_gpu",
         "float64",
         "Gb/s",
         "scale-out NIC line rate per GPU in gigabits/s (default: the GPU's default system)",
@@ -185,7 +185,7 @@ CONFIGURATION_COLUMNS: tuple[Column, ...] = (
         "string",
         "1",
         "system catalogue key (data/hardware.yaml systems: node size, NICs, fabric); default: the "
-        "GPU's default system; gpus_per_node and nic_gbps_per_gpu override it",
+        "GPU's default system; gpus_per_node and nic_gbit_per_s_per_gpu override it",
         default="",
     ),
     _c(
@@ -455,7 +455,7 @@ VALIDATION_COLUMNS: tuple[Column, ...] = (
     column("published_metric"),
     _c("published_value_text", "string", "1", "the source's number as printed"),
     *CONFIGURATION_COLUMNS,
-    _c("quantity", "string", "1", "what is compared: tokens_per_s_per_gpu or busbw_gbps"),
+    _c("quantity", "string", "1", "what is compared: tokens_per_s_per_gpu or busbw_gbytes_per_s"),
     _c("unit", "string", "1", "unit of observed and predicted: tokens/s or GB/s"),
     _c("observed", "float64", "see unit", "the published number converted to quantity"),
     _c("predicted", "float64", "see unit", "the simulator's prediction of quantity"),

@@ -32,7 +32,7 @@ def _measurements(tmp_path: Path, name: str = "runs.csv") -> Path:
         "model", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "mlp", "seq_len",
         "global_batch", "micro_batch", "gpu", "num_gpus", "tp", "pp", "sharding", "recompute",
         "precision", "framework", "attention_kernel", "system", "gpus_per_node",
-        "nic_gbps_per_gpu", "cp", "vpp", "sequence_parallel",
+        "nic_gbit_per_s_per_gpu", "cp", "vpp", "sequence_parallel",
     }]  # fmt: skip
     table = rows[keep].assign(**{MEASURED: 0.85 * rows["observed_tokens_per_s_per_gpu"]})
     path = tmp_path / name

@@ -207,7 +207,7 @@ def published_collectives() -> SimpleNamespace:
                 "size_bytes": [2.0**30, 2.0**33, 2.0**30],
                 "num_gpus": [16, 16, 8],
                 "gpu": ["h100-sxm-80gb"] * 3,
-                "observed_busbw_gbps": [400.0, 450.0, 190.0],
+                "observed_busbw_gbytes_per_s": [400.0, 450.0, 190.0],
             }
         )
     )

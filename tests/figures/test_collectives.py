@@ -45,14 +45,14 @@ def test_published_points_take_their_prediction_from_the_validation_table(
     published_collectives, collective_validation
 ):
     points = published_points(collective_validation, published_collectives)
-    assert points["predicted_busbw_gbps"].tolist() == [420.0, 470.0, 230.0]
+    assert points["predicted_busbw_gbytes_per_s"].tolist() == [420.0, 470.0, 230.0]
     assert points["citation"].tolist() == list(published_collectives.collectives["citation"])
 
 
 def test_collective_bandwidth_fits_its_axes_to_the_published_points():
     points = pd.DataFrame(
-        {"size_bytes": [2.0**20, 2.0**30], "observed_busbw_gbps": [3.0, 400.0],
-         "predicted_busbw_gbps": [3.2, 380.0]}
+        {"size_bytes": [2.0**20, 2.0**30], "observed_busbw_gbytes_per_s": [3.0, 400.0],
+         "predicted_busbw_gbytes_per_s": [3.2, 380.0]}
     )  # fmt: skip
     (x0, x1), (y0, y1) = _view_limits(points)
     assert (x0, x1) == (2.0**16, 2.0**34)

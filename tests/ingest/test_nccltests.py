@@ -76,13 +76,17 @@ def test_documented_example(tmp_path):
         "sum",
         -1,
     )
-    assert (row["time_us"], row["algbw_gbps"], row["busbw_gbps"], row["wrong"]) == (
+    assert (row["time_us"], row["algbw_gbytes_per_s"], row["busbw_gbytes_per_s"], row["wrong"]) == (
         20.50,
         51.15,
         89.51,
         0,
     )
-    assert (row["inplace_time_us"], row["inplace_algbw_gbps"], row["inplace_busbw_gbps"]) == (
+    assert (
+        row["inplace_time_us"],
+        row["inplace_algbw_gbytes_per_s"],
+        row["inplace_busbw_gbytes_per_s"],
+    ) == (
         20.31,
         51.63,
         90.35,
@@ -112,7 +116,7 @@ def test_mpi_prefixes_info_lines_and_two_nodes(tmp_path):
     row = log.results.iloc[0]
     assert (row["collective"], row["num_ranks"], row["num_nodes"]) == ("allgather", 2, 2)
     assert math.isnan(row["wrong"])  # N/A: validation off
-    assert row["inplace_busbw_gbps"] == 1200.0  # adaptive exponent format
+    assert row["inplace_busbw_gbytes_per_s"] == 1200.0  # adaptive exponent format
 
 
 def test_old_layout_with_error_column_and_no_root(tmp_path):
@@ -157,7 +161,7 @@ def test_per_iteration_columns_and_timestamp(tmp_path):
         2.5,
     ]
     assert results.loc[0, "inplace_i_cv_pct"] == 1.2
-    assert results.loc[0, "inplace_busbw_gbps"] == 90.35
+    assert results.loc[0, "inplace_busbw_gbytes_per_s"] == 90.35
 
 
 def test_several_tests_in_one_file(tmp_path):
@@ -226,8 +230,8 @@ def test_json_report(tmp_path):
     results = log.results
     assert results["collective"].tolist() == ["reducescatter", "reducescatter"]
     assert results["size_bytes"].tolist() == [8388608, 16777216]
-    assert results["busbw_gbps"].iloc[0] == 81.46
-    assert math.isnan(results["busbw_gbps"].iloc[1])
+    assert results["busbw_gbytes_per_s"].iloc[0] == 81.46
+    assert math.isnan(results["busbw_gbytes_per_s"].iloc[1])
     assert math.isnan(results["inplace_wrong"].iloc[0])
     assert results["root"].tolist() == [-1, -1]
     assert (results["num_ranks"].iloc[0], results["num_nodes"].iloc[0]) == (8, 2)
@@ -345,12 +349,12 @@ def test_property_intact_rows_exact_and_corrupted_counted(tmp_path, table):
         "size_bytes",
         "count",
         "time_us",
-        "algbw_gbps",
-        "busbw_gbps",
+        "algbw_gbytes_per_s",
+        "busbw_gbytes_per_s",
         "wrong",
         "inplace_time_us",
-        "inplace_algbw_gbps",
-        "inplace_busbw_gbps",
+        "inplace_algbw_gbytes_per_s",
+        "inplace_busbw_gbytes_per_s",
         "inplace_wrong",
     ]
     for line, row in zip(results["line"], results[columns].itertuples(index=False), strict=True):

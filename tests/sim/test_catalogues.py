@@ -144,12 +144,12 @@ def _line_of(path: Path, text: str, after: str = "") -> int:
 
 #: (file, the entry, text replaced in it, its replacement, the key named, what is said).
 BAD_VALUES = [
-    ("hardware", "  h100-sxm-80gb:", "hbm_gbps: 3350.0", "hbm_gbps: -3350.0",
-     "gpus.h100-sxm-80gb.hbm_gbps",
+    ("hardware", "  h100-sxm-80gb:", "hbm_gbytes_per_s: 3350.0", "hbm_gbytes_per_s: -3350.0",
+     "gpus.h100-sxm-80gb.hbm_gbytes_per_s",
      r"-3350.0 is less than or equal to the minimum of 0 \(HBM bandwidth, GB/s.\)$"),
     ("hardware", "  h100-sxm-80gb:", "fused_attention_efficiency_max:", "fused_attn_efficiency:",
      "gpus.h100-sxm-80gb.fused_attn_efficiency",
-     r"unknown key; allowed: description, bf16_tflops, fp8_tflops, hbm_gib, hbm_gbps, "),
+     r"unknown key; allowed: description, bf16_tflops, fp8_tflops, hbm_gib, hbm_gbytes_per_s, "),
     ("models", "  gpt3-175b:", "mlp: gelu", "mlp: relu", "models.gpt3-175b.mlp",
      r"'relu' is not allowed; allowed: swiglu, gelu$"),
     ("frameworks", "  pytorch:", "fp8_recipe: tensorwise", "fp8_recipe: blockwise",

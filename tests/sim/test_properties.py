@@ -64,8 +64,8 @@ def test_mfu_is_a_fraction(config: dict) -> None:
 @SETTINGS
 @given(configurations(), st.sampled_from([100.0, 200.0, 400.0]), st.sampled_from([1.5, 2.0, 8.0]))
 def test_a_faster_nic_never_slows_a_step(config: dict, nic: float, factor: float) -> None:
-    slow = predict(pd.DataFrame([{**config, "nic_gbps_per_gpu": nic}])).iloc[0]
-    fast = predict(pd.DataFrame([{**config, "nic_gbps_per_gpu": nic * factor}])).iloc[0]
+    slow = predict(pd.DataFrame([{**config, "nic_gbit_per_s_per_gpu": nic}])).iloc[0]
+    fast = predict(pd.DataFrame([{**config, "nic_gbit_per_s_per_gpu": nic * factor}])).iloc[0]
     assert fast["step_time_s"] <= slow["step_time_s"] * (1 + 1e-12)
 
 

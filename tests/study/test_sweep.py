@@ -177,7 +177,11 @@ def test_unknown_model_lists_the_catalogue(tmp_path: Path) -> None:
     [
         ("fixed", {"seq_len": -4096}, "key 'fixed.seq_len': -4096 is less than the minimum of 1"),
         ("sweep", {"num_gpus": [8, 0]}, "key 'sweep.num_gpus[1]': 0 is less than the minimum of 1"),
-        ("fixed", {"nic_gbps_per_gpu": 0}, "key 'fixed.nic_gbps_per_gpu': 0 is less than or equal"),
+        (
+            "fixed",
+            {"nic_gbit_per_s_per_gpu": 0},
+            "key 'fixed.nic_gbit_per_s_per_gpu': 0 is less than or equal",
+        ),
         ("fixed", {"global_batch": 2.5}, "key 'fixed.global_batch': 2.5 is not of type 'integer'"),
         ("sweep", {"tp": []}, "key 'sweep.tp': [] should be non-empty"),
     ],
@@ -399,20 +403,24 @@ def test_filtered_rows_are_not_errors_with_drop_invalid_false() -> None:
 
 
 def test_non_finite_numbers_are_rejected_at_load(tmp_path: Path) -> None:
-    data = _with("fixed", nic_gbps_per_gpu=float("inf"))
+    data = _with("fixed", nic_gbit_per_s_per_gpu=float("inf"))
     data["sweep"]["num_gpus"] = [8, float("nan")]
 
     message = _load_error(tmp_path, data)
 
-    assert "key 'fixed.nic_gbps_per_gpu': inf is not a finite positive number" in message
+    assert "key 'fixed.nic_gbit_per_s_per_gpu': inf is not a finite positive number" in message
     assert "key 'sweep.num_gpus[1]': nan is not a finite positive number" in message
 
 
 def test_a_yaml_inf_is_rejected_at_load(tmp_path: Path) -> None:
     path = _write(tmp_path, BASE)
-    path.write_text(path.read_text().replace("fixed:\n", "fixed:\n  nic_gbps_per_gpu: .inf\n"))
+    path.write_text(
+        path.read_text().replace("fixed:\n", "fixed:\n  nic_gbit_per_s_per_gpu: .inf\n")
+    )
 
-    with pytest.raises(InputFileError, match=r"nic_gbps_per_gpu': inf is not a finite positive"):
+    with pytest.raises(
+        InputFileError, match=r"nic_gbit_per_s_per_gpu': inf is not a finite positive"
+    ):
         load_study(path, schema=SCHEMA, **NAMES)
 
 

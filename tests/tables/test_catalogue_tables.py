@@ -108,3 +108,18 @@ def test_render_table_names_unknown_tables_and_missing_inputs(tmp_path):
         "best_plans",
         "claim_sensitivity",
     }
+
+
+def test_no_schema_column_or_catalogue_key_says_gbps() -> None:
+    """One unit word per unit: GB/s is ``gbytes_per_s`` and Gb/s ``gbit_per_s``, never "gbps"."""
+    import re
+    from pathlib import Path
+
+    from trainscale import schema
+
+    tables = [v for k, v in vars(schema).items() if k.endswith("_COLUMNS") and isinstance(v, tuple)]
+    names = {getattr(c, "name", c) for table in tables for c in table}
+    assert names and not [n for n in names if "gbps" in str(n)]
+    catalogue = Path(__file__).resolve().parents[2] / "data" / "hardware.yaml"
+    keys = re.findall(r"^\s*([a-z_0-9]+):", catalogue.read_text(), flags=re.M)
+    assert "hbm_gbytes_per_s" in keys and not [k for k in keys if "gbps" in k]

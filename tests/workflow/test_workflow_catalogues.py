@@ -54,7 +54,7 @@ ON_THEIR_OWN = (
 #: the jobs whose rules read the file).
 EDITS = {
     "hardware.yaml": (
-        ("hbm_gbps: 3350.0", "hbm_gbps: 3400.0", "  h100-sxm-80gb:"),
+        ("hbm_gbytes_per_s: 3350.0", "hbm_gbytes_per_s: 3400.0", "  h100-sxm-80gb:"),
         [*STUDY, *REPORTS, *NORMALISE, *PREDICT, *INGEST],
     ),
     "models.yaml": (

@@ -115,7 +115,7 @@ def _unknown_key(data: dict) -> None:
 
 
 def _infinite_nic(data: dict) -> None:
-    data["fixed"]["nic_gbps_per_gpu"] = float("inf")  # written as .inf
+    data["fixed"]["nic_gbit_per_s_per_gpu"] = float("inf")  # written as .inf
 
 
 @pytest.mark.parametrize(
@@ -124,7 +124,10 @@ def _infinite_nic(data: dict) -> None:
         (_unknown_gpu, ["key 'sweep.gpu[1]'", "unknown GPU 'h300-sxm-999gb'", "valid:"]),
         (_negative_count, ["key 'fixed.num_gpus'", "-8 is less than the minimum of 1"]),
         (_unknown_key, ["key 'fixed.num_gpu'", "unknown key; allowed:", "num_gpus"]),
-        (_infinite_nic, ["key 'fixed.nic_gbps_per_gpu'", "inf is not a finite positive number"]),
+        (
+            _infinite_nic,
+            ["key 'fixed.nic_gbit_per_s_per_gpu'", "inf is not a finite positive number"],
+        ),
     ],
     ids=["unknown-gpu", "negative-count", "unknown-key", "infinite-nic"],
 )

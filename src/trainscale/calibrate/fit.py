@@ -180,14 +180,14 @@ def fit_throughput(
     observed = published.throughput["observed_tokens_per_s_per_gpu"].to_numpy(np.float64)[valid]
     if has_collectives:
         collective_rows = CollectiveRows.of(published.collectives, catalogue)
-        observed_busbw = published.collectives["observed_busbw_gbps"].to_numpy(np.float64)
+        observed_busbw = published.collectives["observed_busbw_gbytes_per_s"].to_numpy(np.float64)
 
     def residuals(x: np.ndarray) -> np.ndarray:
         cal = _with(start, x, free)
         predicted = predict_arrays(configs, cal, catalogue)["tokens_per_s_per_gpu"]
         log_error = np.log(predicted / observed)
         if has_collectives:
-            busbw = collective_rows.busbw_gbps(cal)
+            busbw = collective_rows.busbw_gbytes_per_s(cal)
             log_error = np.concatenate([log_error, np.log(busbw / observed_busbw)])
         # Gaussian prior: each parameter is centred on its sourced or estimated default, so that
         # data that barely constrain a parameter leave it near its physical prior, not on a bound.

@@ -109,7 +109,7 @@ def read_measurements(path: Path) -> pd.DataFrame:
             f"missing column(s) {', '.join(missing)}; a measurement table needs {MEASURED} "
             f"(tokens/s per GPU), {', '.join(REQUIRED_COLUMNS)} and either 'model' or all of "
             f"{', '.join(SHAPE_COLUMNS)}; optional: any other configuration column of trainscale "
-            "predict (framework, cp, vpp, system, gpus_per_node, nic_gbps_per_gpu, ...)",
+            "predict (framework, cp, vpp, system, gpus_per_node, nic_gbit_per_s_per_gpu, ...)",
         )
     table = check_table(table, str(path)).reset_index(drop=True)
     measured = pd.to_numeric(table[MEASURED], errors="coerce").to_numpy(np.float64)

@@ -164,7 +164,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--gpus-per-node", type=int, help="GPUs per node (default: the GPU's catalogue system)"
     )
     one.add_argument(
-        "--nic-gbps-per-gpu",
+        "--nic-gbit-per-s-per-gpu",
         type=float,
         help="scale-out NIC bandwidth per GPU, Gb/s (default: the GPU's catalogue system)",
     )
@@ -218,7 +218,7 @@ def _single(args: argparse.Namespace) -> pd.DataFrame:
     row = {name: values[name] for name in dict.fromkeys(columns)}
     row |= {
         name: values[name]
-        for name in ("gpus_per_node", "nic_gbps_per_gpu", "system", "framework")
+        for name in ("gpus_per_node", "nic_gbit_per_s_per_gpu", "system", "framework")
         if values.get(name)
     }
     return pd.DataFrame([row])

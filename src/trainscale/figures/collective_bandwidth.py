@@ -76,14 +76,14 @@ def bandwidth_curves(
 
 def published_points(validation: pd.DataFrame, published: PublishedData) -> pd.DataFrame:
     """The published nccl-tests rows (``published.collectives``), each with its prediction
-    (``predicted_busbw_gbps``) from ``results/validation.parquet``, matched by CSV row."""
+    (``predicted_busbw_gbytes_per_s``) from ``results/validation.parquet``, matched by CSV row."""
     rows = published.collectives.copy()
     if rows.empty:
         return rows
     predicted = validation[
         (validation["status"] == "predicted") & (validation["kind"] == "collective")
     ].set_index("csv_row")["predicted"]
-    rows["predicted_busbw_gbps"] = rows["csv_row"].map(predicted).astype(float)
+    rows["predicted_busbw_gbytes_per_s"] = rows["csv_row"].map(predicted).astype(float)
     return rows
 
 
@@ -110,9 +110,9 @@ def _view_limits(points: pd.DataFrame) -> tuple[tuple[float, float], tuple[float
     if points.empty:
         return (2.0**10, 2.0**34), (1e-3, 2e3)
     low_size = float(points["size_bytes"].min())
-    values = [points["observed_busbw_gbps"]]
-    if "predicted_busbw_gbps" in points.columns:
-        values.append(points["predicted_busbw_gbps"])
+    values = [points["observed_busbw_gbytes_per_s"]]
+    if "predicted_busbw_gbytes_per_s" in points.columns:
+        values.append(points["predicted_busbw_gbytes_per_s"])
     observed = pd.concat(values).to_numpy(dtype=float)
     low_bw = float(np.nanmin(observed[observed > 0]))
     x = (max(2.0**10, 2.0 ** (np.floor(np.log2(low_size)) - 4)), 2.0**34)
@@ -178,18 +178,18 @@ def plot(
         mine = points[points["collective"] == key]
         for citation, rows in mine.groupby("citation") if not mine.empty else []:
             marker = markers[citation]
-            if "predicted_busbw_gbps" in rows.columns:
+            if "predicted_busbw_gbytes_per_s" in rows.columns:
                 for _, r in rows.iterrows():
                     ax.plot(
                         [r["size_bytes"]] * 2,
-                        [r["observed_busbw_gbps"], r["predicted_busbw_gbps"]],
+                        [r["observed_busbw_gbytes_per_s"], r["predicted_busbw_gbytes_per_s"]],
                         color="C3",
                         lw=0.7,
                         zorder=3,
                     )
                 ax.scatter(
                     rows["size_bytes"],
-                    rows["predicted_busbw_gbps"],
+                    rows["predicted_busbw_gbytes_per_s"],
                     marker=marker,
                     facecolor="white",
                     edgecolor="C3",
@@ -199,7 +199,7 @@ def plot(
                 )
             ax.scatter(
                 rows["size_bytes"],
-                rows["observed_busbw_gbps"],
+                rows["observed_busbw_gbytes_per_s"],
                 marker=marker,
                 color="black",
                 s=20,

@@ -52,7 +52,7 @@ _X_LABELS = {
     "seq_len": "Sequence length (tokens)",
     "global_batch": "Global batch (sequences)",
     "micro_batch": "Micro-batch (sequences per GPU)",
-    "nic_gbps_per_gpu": "NIC per GPU (Gb/s)",
+    "nic_gbit_per_s_per_gpu": "NIC per GPU (Gb/s)",
 }
 
 # How a fixed column reads in the note: a format with {v} (the readable value).

@@ -9,7 +9,7 @@ MPI prefixes such as ``[1,0]<stdout>:`` and interleaved ``NCCL INFO`` lines. The
 (``results`` with ``out_of_place``/``in_place`` objects) is read too.
 
 Units: ``size_bytes`` bytes (total buffer, see nccl-tests PERFORMANCE.md), ``time_us`` µs,
-``algbw_gbps``/``busbw_gbps`` GB/s = 10⁹ bytes/s.
+``algbw_gbytes_per_s``/``busbw_gbytes_per_s`` GB/s = 10⁹ bytes/s.
 """
 
 from __future__ import annotations
@@ -39,12 +39,12 @@ NCCL_COLUMNS: tuple[str, ...] = (
     "redop",
     "root",
     "time_us",
-    "algbw_gbps",
-    "busbw_gbps",
+    "algbw_gbytes_per_s",
+    "busbw_gbytes_per_s",
     "wrong",
     "inplace_time_us",
-    "inplace_algbw_gbps",
-    "inplace_busbw_gbps",
+    "inplace_algbw_gbytes_per_s",
+    "inplace_busbw_gbytes_per_s",
     "inplace_wrong",
     "num_ranks",
     "num_nodes",
@@ -61,7 +61,8 @@ class NcclTestsLog:
     """One row per message size (and test): ``test`` (e.g. ``all_reduce_perf``),
     ``collective`` (canonical: ``allreduce``, ``allgather``, ``reducescatter``…),
     ``size_bytes``, ``count`` (elements), ``dtype``, ``redop`` and ``root`` (NA when the
-    release has no such column), out-of-place ``time_us``, ``algbw_gbps``, ``busbw_gbps``,
+    release has no such column), out-of-place ``time_us``, ``algbw_gbytes_per_s``,
+    ``busbw_gbytes_per_s``,
     ``wrong`` (wrong elements, NaN when validation is off), the same with an ``inplace_``
     prefix, ``num_ranks`` and ``num_nodes`` (distinct ranks and hostnames of the device lines,
     NA without them), ``gpu_name``, ``line`` (1-based; NA for JSON). Older outputs add
@@ -95,8 +96,8 @@ _WORD_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _HALF_COLUMNS = {
     "time": "time_us",
     "cputime": "time_us",
-    "algbw": "algbw_gbps",
-    "busbw": "busbw_gbps",
+    "algbw": "algbw_gbytes_per_s",
+    "busbw": "busbw_gbytes_per_s",
     "#wrong": "wrong",
     "error": "max_error",
     "i_min": "i_min_us",
@@ -312,7 +313,7 @@ def _json_half(half: object, prefix: str) -> dict | None:
     if not isinstance(half, dict):
         return None
     out = {}
-    for key, column in (("alg_bw", "algbw_gbps"), ("bus_bw", "busbw_gbps")):
+    for key, column in (("alg_bw", "algbw_gbytes_per_s"), ("bus_bw", "busbw_gbytes_per_s")):
         out[prefix + column] = _json_number(half.get(key))
     out[prefix + "time_us"] = _json_number(half.get("time", half.get("cpu_time")))
     if any(v is None for v in out.values()):

@@ -103,10 +103,10 @@ class CollectiveRows:
             ),
             nvlink_bytes_per_s=np.array([g.nvlink_bytes_per_s for g in gpus]),
             nvls=np.array([g.nvls for g in gpus]) & rows["nvls"].to_numpy(bool),
-            nic_line_bytes_per_s=rows["nic_gbps_per_gpu"].to_numpy(np.float64) * 1e9 / 8,
-            fabric_factor=rows["fabric"].map(hardware.fabric_efficiency_factor).to_numpy(
-                np.float64
-            ),
+            nic_line_bytes_per_s=rows["nic_gbit_per_s_per_gpu"].to_numpy(np.float64) * 1e9 / 8,
+            fabric_factor=rows["fabric"]
+            .map(hardware.fabric_efficiency_factor)
+            .to_numpy(np.float64),
             nccl=catalogue.nccl,
         )
 
@@ -126,7 +126,7 @@ class CollectiveRows:
         )
         return replace(net, nic_bytes_per_s=np.maximum(net.nic_bytes_per_s, 1.0))
 
-    def busbw_gbps(self, calibration: Calibration) -> np.ndarray:
+    def busbw_gbytes_per_s(self, calibration: Calibration) -> np.ndarray:
         """Predicted nccl-tests bus bandwidth of every row, GB/s, each with its collective's
         busbw factor and, where the row forces one, its algorithm."""
         net = self.network(calibration)
@@ -161,9 +161,11 @@ def collective_predictions(
     rows = published.collectives.copy()
     if rows.empty:
         return rows
-    busbw = CollectiveRows.of(rows, catalogue).busbw_gbps(calibration)
-    rows["predicted_busbw_gbps"] = busbw
-    rows["error_pct"] = 100.0 * (busbw - rows["observed_busbw_gbps"]) / rows["observed_busbw_gbps"]
+    busbw = CollectiveRows.of(rows, catalogue).busbw_gbytes_per_s(calibration)
+    rows["predicted_busbw_gbytes_per_s"] = busbw
+    rows["error_pct"] = (
+        100.0 * (busbw - rows["observed_busbw_gbytes_per_s"]) / rows["observed_busbw_gbytes_per_s"]
+    )
     rows["ape_pct"] = np.abs(rows["error_pct"])
     return rows
 

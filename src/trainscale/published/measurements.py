@@ -170,8 +170,9 @@ class PublishedData:
     collectives: pd.DataFrame
     """``csv_row``, provenance, ``collective`` (allreduce, allgather, reducescatter, alltoall,
     sendrecv), ``algorithm`` ("" = NCCL's choice, or the forced nvlstree/nvls/ring/tree),
-    ``size_bytes``, ``num_gpus``, ``gpus_per_node``, ``gpu``, ``nic_gbps_per_gpu``, ``fabric``,
-    ``nvls`` (False where NVLS was disabled), ``observed_busbw_gbps``, ``assumptions``."""
+    ``size_bytes``, ``num_gpus``, ``gpus_per_node``, ``gpu``, ``nic_gbit_per_s_per_gpu``,
+    ``fabric``,
+    ``nvls`` (False where NVLS was disabled), ``observed_busbw_gbytes_per_s``, ``assumptions``."""
     rejects: pd.DataFrame
     """``csv_row``, provenance, ``published_metric``, ``published_value_text``, ``reason``."""
 
@@ -231,7 +232,7 @@ def _precision(text: str) -> str:
     return "fp8" if "fp8" in (text or "").lower() else "bf16"
 
 
-def _nic_gbps_per_gpu(text: str, gpus_per_node: int) -> float | None:
+def _nic_gbit_per_s_per_gpu(text: str, gpus_per_node: int) -> float | None:
     """Per-GPU NIC line rate in Gb/s from a free-text inter-node description."""
     t = text or ""
     if m := re.search(r"(\d+)\s*Gb(?:ps|/s)? per GPU", t, flags=re.IGNORECASE):
@@ -783,7 +784,7 @@ def _throughput_row(row: _Row, parsed: ParsedValue) -> dict:
         value = value / 100.0 * 39.0  # the published single-GPU baseline, 39 TFLOP/s
     if metric == "MFU_pct":
         raise _Rejected("MFU without a configuration the simulator can reproduce")
-    nic = _nic_gbps_per_gpu(row.text("inter_node"), gpn)
+    nic = _nic_gbit_per_s_per_gpu(row.text("inter_node"), gpn)
     overrides, cited = _behaviour_overrides(row, source)
     if approximate:
         extra.append(f"value {row.text('value')!r} is approximate as printed: {value:g} used")
@@ -797,7 +798,7 @@ def _throughput_row(row: _Row, parsed: ParsedValue) -> dict:
         "num_gpus": num_gpus,
         "gpus_per_node": gpn,
         "system": "dgx2h-v100" if "Shoeybi" in source else "",
-        "nic_gbps_per_gpu": nic if nic is not None else 0.0,
+        "nic_gbit_per_s_per_gpu": nic if nic is not None else 0.0,
         "tp": tp,
         "pp": pp,
         "cp": cp,
@@ -909,7 +910,7 @@ def _collective_row(row: _Row) -> dict:
         gpu = _gpu_key(gpu_text)
         if gpu is None:
             raise _Rejected(f"GPU {gpu_text or 'not stated'!r} is not in the catalogue")
-        nic = _nic_gbps_per_gpu(inter, gpn)
+        nic = _nic_gbit_per_s_per_gpu(inter, gpn)
         if nic is None and (m := re.search(r"(\d+)\s*x\s*(\d+)\s*Gb", inter)):
             nic = float(m.group(1)) * float(m.group(2)) / gpn
         elif nic is None and (m := re.search(r"(\d+)\s*(?:mlx5 )?HCAs per node", inter)):
@@ -932,10 +933,10 @@ def _collective_row(row: _Row) -> dict:
         "num_gpus": num_gpus,
         "gpus_per_node": gpn,
         "gpu": gpu,
-        "nic_gbps_per_gpu": nic if nic is not None else 0.0,
+        "nic_gbit_per_s_per_gpu": nic if nic is not None else 0.0,
         "fabric": _fabric(inter),
         "nvls": nvls,
-        "observed_busbw_gbps": value,
+        "observed_busbw_gbytes_per_s": value,
         "assumptions": "; ".join(assumptions),
     }
 

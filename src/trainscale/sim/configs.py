@@ -651,7 +651,7 @@ def build_configs(
         bad_gpn, "gpus_per_node",
         lambda r: f"{_fmt(_raw(frame, 'gpus_per_node', r))} is not a positive integer",
     )  # fmt: skip
-    nic_gbps = _optional_positive(frame, "nic_gbps_per_gpu", problems)
+    nic_gbit_per_s = _optional_positive(frame, "nic_gbit_per_s_per_gpu", problems)
     v["sharding"] = _choices(frame, "sharding", SHARDINGS, problems)
     v["recompute"] = _choices(frame, "recompute", RECOMPUTE_MODES, problems)
     precision = _choices(frame, "precision", PRECISIONS, problems)
@@ -695,7 +695,7 @@ def build_configs(
         "nvlink_bytes_per_s": gpu["nvlink_bytes_per_s"],
         "nvls": gpu["nvls"],
         "nic_bytes_per_s": np.where(
-            np.isfinite(nic_gbps), nic_gbps * 1e9 / 8, gpu["nic_bytes_per_s"]
+            np.isfinite(nic_gbit_per_s), nic_gbit_per_s * 1e9 / 8, gpu["nic_bytes_per_s"]
         ),
         "fabric_factor": gpu["fabric_factor"],
         "tdp_w": gpu["tdp_w"],

@@ -142,7 +142,7 @@ def _resolved_configuration(c: Configs) -> dict[str, np.ndarray | pd.Series]:
         "vocab": c.vocab,
         "mlp": _strings(np.where(c.swiglu, 0, 1), ("swiglu", "gelu")),
         "gpus_per_node": c.gpus_per_node,
-        "nic_gbps_per_gpu": c.nic_bytes_per_s * 8 / 1e9,
+        "nic_gbit_per_s_per_gpu": c.nic_bytes_per_s * 8 / 1e9,
         "cp": c.cp,
         "vpp": c.vpp,
         "sharding": _strings(c.sharding, SHARDINGS),
@@ -242,7 +242,7 @@ def predict(
         :data:`trainscale.schema.CONFIGURATION_COLUMNS` (``model`` or the shape columns,
         ``seq_len``, ``global_batch``, ``micro_batch``, ``gpu``, ``num_gpus``, ``tp``, ``pp``,
         ``sharding``, ``recompute``, ``precision``; optional ``cp``, ``vpp``,
-        ``sequence_parallel``, ``gpus_per_node``, ``nic_gbps_per_gpu``). Other columns are
+        ``sequence_parallel``, ``gpus_per_node``, ``nic_gbit_per_s_per_gpu``). Other columns are
         carried through untouched.
     catalogue
         The hardware, model, framework and NCCL catalogues

@@ -8,7 +8,7 @@ GPUs spend more of a step waiting. (Growth over the row above would compare an A
 the catalogue is not one line of generations.)
 
 Unit words in column names: ``gbytes_per_s`` is 10⁹ bytes/s (GB/s), ``gbit_per_s`` is 10⁹ bits/s
-(Gb/s); no column says "gbps", which the catalogue uses for both.
+(Gb/s); no column or catalogue key says "gbps", which could mean either.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The hardware catalogue: GPUs and systems (``data/hardware.yaml``).
 
 Units are converted to SI once, here: FLOP/s, bytes, bytes/s, watts. The YAML keys carry the
-catalogue's units (``bf16_tflops``, ``hbm_gbps``, ``nic_gbit_per_gpu``); the dataclass fields carry
+catalogue's units (``bf16_tflops``, ``hbm_gbytes_per_s``, ``nic_gbit_per_s_per_gpu``); the
+dataclass fields carry
 SI units in their names (``bf16_flops_per_s``, ``hbm_bytes_per_s``, ``nic_bytes_per_s_per_gpu``).
 """
 
@@ -22,12 +23,13 @@ FABRICS = ("infiniband", "roce", "efa", "ethernet", "slingshot")
 
 _GIB = 2**30
 _GPU_KEYS = (
-    "description", "bf16_tflops", "fp8_tflops", "hbm_gib", "hbm_gbps",
-    "nvlink_gbps_per_direction", "nvls", "tdp_w", "idle_w", "gemm_efficiency_max",
+    "description", "bf16_tflops", "fp8_tflops", "hbm_gib", "hbm_gbytes_per_s",
+    "nvlink_gbytes_per_s_per_direction", "nvls", "tdp_w", "idle_w", "gemm_efficiency_max",
     "gemm_half_efficiency_dim", "flash_attention", "attention_efficiency_max", "sources",
 )  # fmt: skip
 _SYSTEM_KEYS = (
-    "description", "gpu", "gpus_per_node", "nic_gbit_per_gpu", "fabric", "nvswitch", "sources",
+    "description", "gpu", "gpus_per_node", "nic_gbit_per_s_per_gpu", "fabric", "nvswitch",
+    "sources",
 )  # fmt: skip
 
 
@@ -125,9 +127,12 @@ def _parse_gpu(path: Path, key: str, entry: dict) -> Gpu:
         bf16_flops_per_s=_positive(path, f"{where}.bf16_tflops", entry["bf16_tflops"]) * 1e12,
         fp8_flops_per_s=None if fp8 is None else _positive(path, f"{where}.fp8_tflops", fp8) * 1e12,
         hbm_bytes=_positive(path, f"{where}.hbm_gib", entry["hbm_gib"]) * _GIB,
-        hbm_bytes_per_s=_positive(path, f"{where}.hbm_gbps", entry["hbm_gbps"]) * 1e9,
+        hbm_bytes_per_s=_positive(path, f"{where}.hbm_gbytes_per_s", entry["hbm_gbytes_per_s"])
+        * 1e9,
         nvlink_bytes_per_s=_positive(
-            path, f"{where}.nvlink_gbps_per_direction", entry["nvlink_gbps_per_direction"]
+            path,
+            f"{where}.nvlink_gbytes_per_s_per_direction",
+            entry["nvlink_gbytes_per_s_per_direction"],
         )
         * 1e9,
         nvls=bool(entry["nvls"]),
@@ -164,7 +169,7 @@ def _parse_system(path: Path, key: str, entry: dict, gpus: dict[str, Gpu]) -> Sy
         gpu=str(entry["gpu"]),
         gpus_per_node=int(_positive(path, f"{where}.gpus_per_node", entry["gpus_per_node"])),
         nic_bytes_per_s_per_gpu=_positive(
-            path, f"{where}.nic_gbit_per_gpu", entry["nic_gbit_per_gpu"]
+            path, f"{where}.nic_gbit_per_s_per_gpu", entry["nic_gbit_per_s_per_gpu"]
         )
         * 1e9
         / 8,
