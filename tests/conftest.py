@@ -120,10 +120,9 @@ def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return workdir
 
 
-@pytest.fixture
-def finished_smoke_run(smoke_run: Path, tmp_path: Path) -> Callable[[str], Path]:
-    """Factory: ``finished_smoke_run(name)`` -> a copy of :func:`smoke_run` under tmp_path, to
-    change as a test likes, which Snakemake sees as the same finished run without running it again.
+def copy_finished_run(source: Path, target: Path) -> Path:
+    """Copy the finished run in ``source`` to ``target``, which Snakemake sees as the same
+    finished run without running it again; return ``target``.
 
     The copy keeps the workflow, the outputs, every file's modification time (Snakemake compares
     those of inputs and outputs) and Snakemake's records in .snakemake/metadata, where the
@@ -132,15 +131,29 @@ def finished_smoke_run(smoke_run: Path, tmp_path: Path) -> Callable[[str], Path]
     record format is its own: tests using a copy also check that Snakemake plans none of the
     finished jobs that their change leaves alone, so a copy seen as unfinished fails them.
     """
-    old_root = json.dumps(str(smoke_run))[1:-1]
+    old_root = json.dumps(str(source))[1:-1]
+    workdir = Path(shutil.copytree(source, target, symlinks=True))
+    new_root = json.dumps(str(workdir))[1:-1]
+    for record in (workdir / ".snakemake" / "metadata").iterdir():
+        text = record.read_text()
+        if old_root in text:
+            record.write_text(text.replace(old_root, new_root))
+    return workdir
+
+
+@pytest.fixture(scope="session")
+def copy_finished() -> Callable[[Path, Path], Path]:
+    """``copy_finished(source, target)``: see :func:`copy_finished_run`."""
+    return copy_finished_run
+
+
+@pytest.fixture
+def finished_smoke_run(smoke_run: Path, tmp_path: Path) -> Callable[[str], Path]:
+    """Factory: ``finished_smoke_run(name)`` -> a copy of :func:`smoke_run` under tmp_path, to
+    change as a test likes, which Snakemake sees as the same finished run without running it again
+    (:func:`copy_finished_run`)."""
 
     def make(name: str = "finished") -> Path:
-        workdir = Path(shutil.copytree(smoke_run, tmp_path / name, symlinks=True))
-        new_root = json.dumps(str(workdir))[1:-1]
-        for record in (workdir / ".snakemake" / "metadata").iterdir():
-            text = record.read_text()
-            if old_root in text:
-                record.write_text(text.replace(old_root, new_root))
-        return workdir
+        return copy_finished_run(smoke_run, tmp_path / name)
 
     return make
