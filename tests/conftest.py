@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 from hypothesis import settings
@@ -109,6 +110,17 @@ def workflow_copy(tmp_path: Path) -> Callable[..., Path]:
         return copy_workflow(tmp_path / name, **kwargs)  # type: ignore[arg-type]
 
     return make
+
+
+@pytest.fixture(scope="session")
+def held_out() -> pd.DataFrame:
+    """The shipped published data predicted source by source, each by a fit that left its source
+    out (trainscale.calibrate.fit.held_out_predictions(), one refit per source: the slowest step
+    of a calibration). Computed once for the tests that refit the calibration and measure the
+    interval coverage; a test passes a copy on."""
+    from trainscale.calibrate.fit import held_out_predictions
+
+    return held_out_predictions()
 
 
 @pytest.fixture(scope="session")
