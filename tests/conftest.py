@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import pandas as pd
 import pytest
 import yaml
 from hypothesis import settings
@@ -83,22 +91,52 @@ def copy_workflow(
     return target
 
 
-def snakemake(workdir: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def snakemake(
+    workdir: Path, *args: str, timeout: float = 300, background: bool = False
+) -> subprocess.CompletedProcess[str]:
     """Run ``python -m snakemake *args`` in ``workdir``; return the finished process.
 
     The workflow's catalogues are those of the copy (TRAINSCALE_DATA is cleared) and no user
     profile applies (SNAKEMAKE_PROFILE is cleared); profiles/default of the copy does.
+    ``background=True`` (the background work below): at a lower priority (nice 10), so that the
+    test running meanwhile keeps its core, in a process group of its own, which the end of the
+    session stops if it still runs.
     """
     env = {k: v for k, v in os.environ.items() if k not in ("TRAINSCALE_DATA", "SNAKEMAKE_PROFILE")}
-    return subprocess.run(
-        [sys.executable, "-m", "snakemake", *args],
-        cwd=workdir,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    command = [sys.executable, "-m", "snakemake", *args]
+    if not background:
+        return subprocess.run(
+            command,
+            cwd=workdir,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    with _RUNNING_LOCK:
+        if _STOPPING.is_set():
+            raise RuntimeError("the test session ended before this background run started")
+        process = subprocess.Popen(
+            ["nice", "-n", "10", *command],
+            cwd=workdir,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        _RUNNING.add(process)
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _stop(process)
+        process.communicate()
+        raise
+    finally:
+        with _RUNNING_LOCK:
+            _RUNNING.discard(process)
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
 
 _JOB = re.compile(
@@ -138,19 +176,44 @@ def workflow_copy(tmp_path: Path) -> Callable[..., Path]:
 
 
 @pytest.fixture(scope="session")
+def held_out(published, catalogue) -> pd.DataFrame:
+    """The shipped published data predicted source by source, each by a fit that left its source
+    out (trainscale.calibrate.fit.held_out_predictions(), one refit per source: the slowest step
+    of a calibration). Computed once for the tests that refit the calibration and measure the
+    interval coverage; a test passes a copy on."""
+    from trainscale.calibrate.fit import held_out_predictions
+
+    return held_out_predictions(published, catalogue=catalogue)
+
+
+def _smoke_run(folder: Path) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """Background work of :func:`smoke_run`."""
+    workdir = copy_workflow(folder)
+    return workdir, snakemake(workdir, "--cores", "2", background=True)
+
+
+@pytest.fixture(scope="session")
 def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A finished local run (``--cores 2``) of the smoke study in a copy; do not modify it."""
-    workdir = copy_workflow(tmp_path_factory.mktemp("smoke_run"))
-    done = snakemake(workdir, "--cores", "2")
+    """A finished local run (``--cores 2``) of the smoke study in a copy; do not modify it.
+    Started in the background (:func:`background_result`)."""
+    workdir, done = background_result("smoke_run", tmp_path_factory)
     assert done.returncode == 0, done.stderr[-3000:]
     return workdir
 
 
 def copy_finished_run(source: Path, target: Path) -> Path:
-    """Copy the finished run ``source`` to ``target``, which Snakemake then sees as the same
-    finished run (see :func:`finished_smoke_run`); return ``target``."""
-    workdir = Path(shutil.copytree(source, target, symlinks=True))
+    """Copy the finished run in ``source`` to ``target``, which Snakemake sees as the same
+    finished run without running it again; return ``target``.
+
+    The copy keeps the workflow, the outputs, every file's modification time (Snakemake compares
+    those of inputs and outputs) and Snakemake's records in .snakemake/metadata, where the
+    catalogues, inputs located from the workflow's folder (rules/common.smk), are absolute paths:
+    those are moved to the copy's folder, as a run there would have recorded them. Snakemake's
+    record format is its own: tests using a copy also check that Snakemake plans none of the
+    finished jobs that their change leaves alone, so a copy seen as unfinished fails them.
+    """
     old_root = json.dumps(str(source))[1:-1]
+    workdir = Path(shutil.copytree(source, target, symlinks=True))
     new_root = json.dumps(str(workdir))[1:-1]
     for record in (workdir / ".snakemake" / "metadata").iterdir():
         text = record.read_text()
@@ -168,17 +231,188 @@ def copy_finished() -> Callable[[Path, Path], Path]:
 @pytest.fixture
 def finished_smoke_run(smoke_run: Path, tmp_path: Path) -> Callable[[str], Path]:
     """Factory: ``finished_smoke_run(name)`` -> a copy of :func:`smoke_run` under tmp_path, to
-    change as a test likes, which Snakemake sees as the same finished run without running it again.
-
-    The copy keeps the workflow, the outputs, every file's modification time (Snakemake compares
-    those of inputs and outputs) and Snakemake's records in .snakemake/metadata, where the
-    catalogues, inputs located from the workflow's folder (rules/common.smk), are absolute paths:
-    those are moved to the copy's folder, as a run there would have recorded them. Snakemake's
-    record format is its own: tests using a copy also check that Snakemake plans none of the
-    finished jobs that their change leaves alone, so a copy seen as unfinished fails them.
-    """
+    change as a test likes, which Snakemake sees as the same finished run without running it again
+    (:func:`copy_finished_run`)."""
 
     def make(name: str = "finished") -> Path:
         return copy_finished_run(smoke_run, tmp_path / name)
 
     return make
+
+
+# --- Background work ---------------------------------------------------------------------------
+#
+# The tests run one at a time, most of them in this process, on one of the machine's two cores.
+# The slowest fixtures are Snakemake runs, in subprocesses. Each one in _BACKGROUND is started in
+# a thread as soon as the tests are collected, when a collected test uses its fixture, so that it
+# runs on the core the tests before that one leave idle (at nice 10: the running test keeps its
+# core); its fixture then waits for it (:func:`background_result`) and checks its outcome as when
+# it runs the work itself. The work and every check are the same either way, only its start is
+# earlier. TRAINSCALE_TEST_BACKGROUND=0 starts nothing early: each fixture runs its work when a
+# test first needs it.
+
+
+@dataclass(frozen=True)
+class SlurmRun:
+    """The smoke study run through SLURM (:func:`slurm_smoke_run`)."""
+
+    workdir: Path
+    dry_run: subprocess.CompletedProcess[str]
+    run: subprocess.CompletedProcess[str]
+    #: ``scontrol show job`` right after the run: every job the controller knows. It forgets a
+    #: finished job MinJobAge (300 s) after its end, which may be before the test runs.
+    scontrol: str
+
+
+def slurm_cluster_problem() -> str | None:
+    """Why the SLURM tests cannot run here, or None when a node answers."""
+    if shutil.which("sinfo") is None:
+        return "sinfo not found: SLURM is not installed (.ci/slurm-up installs and starts it)"
+    try:
+        answer = subprocess.run(
+            ["sinfo", "--noheader", "--Node", "--format=%T"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return "sinfo got no answer in 20 s: slurmctld is not responding (.ci/slurm-up)"
+    if answer.returncode != 0:
+        return f"sinfo failed, the SLURM daemons are not running (.ci/slurm-up): {answer.stderr}"
+    states = answer.stdout.split()
+    if not any(s.rstrip("*~#") in ("idle", "mixed", "allocated") for s in states):
+        return f"no SLURM node is up (states: {states or 'none'}); slurmd is not running"
+    return None
+
+
+def _slurm_smoke_run(folder: Path) -> SlurmRun | str:
+    """Background work of :func:`slurm_smoke_run`: the run, or why SLURM is not available."""
+    problem = slurm_cluster_problem()
+    if problem:
+        return problem
+    workdir = copy_workflow(folder / "slurm")
+    profiles = [
+        "--profile", str(REPO / "profiles/slurm"),
+        "--profile", str(REPO / "tests/slurm/profile"),
+    ]  # fmt: skip
+    dry_run = snakemake(workdir, "--dry-run", background=True)
+    run = snakemake(workdir, *profiles, timeout=900, background=True)
+    scontrol = subprocess.run(
+        ["scontrol", "show", "job"], capture_output=True, text=True, timeout=60, check=False
+    )
+    return SlurmRun(workdir, dry_run, run, scontrol.stdout + scontrol.stderr)
+
+
+@pytest.fixture(scope="session")
+def slurm_smoke_run(tmp_path_factory: pytest.TempPathFactory) -> SlurmRun:
+    """The smoke study run in a copy through SLURM, with the site profile and the test
+    cluster's overrides (``--profile profiles/slurm --profile tests/slurm/profile``), after a
+    dry run of it; skips, with the reason, where no SLURM node answers. Started in the
+    background (:func:`background_result`)."""
+    result = background_result("slurm_smoke_run", tmp_path_factory)
+    if isinstance(result, str):
+        pytest.skip(result)
+    return result
+
+
+#: The browser test's Chromium and chromedriver (Debian's packages chromium, chromium-driver).
+BROWSER = (Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver"))
+
+
+@dataclass(frozen=True)
+class ReportRun:
+    """Every figure and table of the repository's config and the report (:func:`report_run`)."""
+
+    workdir: Path
+    config: dict[str, Any]
+    run: subprocess.CompletedProcess[str]
+    report: subprocess.CompletedProcess[str] | None
+
+
+def _report_run(folder: Path) -> ReportRun | None:
+    """Background work of :func:`report_run`; None where the browser test cannot run."""
+    if not all(path.exists() for path in BROWSER) or importlib.util.find_spec("selenium") is None:
+        return None
+    workdir = copy_workflow(folder / "report", studies=None)
+    config = yaml.safe_load((workdir / "config" / "config.yaml").read_text())
+    # The config's figures and tables and what they read: the default target less the per-study
+    # outputs (reports/studies), which the browser test does not look at and which are 16 of
+    # the default target's slowest jobs. The report is built for the same targets.
+    targets = [f"reports/figures/{name}.png" for name in config["figures"]]
+    targets += [f"reports/tables/{name}.csv" for name in config["tables"]]
+    run = snakemake(workdir, "--cores", "2", *targets, timeout=900, background=True)
+    report = None
+    if run.returncode == 0:
+        report = snakemake(workdir, "--report", "reports/report.html", *targets, background=True)
+    return ReportRun(workdir, config, run, report)
+
+
+@pytest.fixture(scope="session")
+def report_run(tmp_path_factory: pytest.TempPathFactory) -> ReportRun:
+    """Every figure and table of the repository's config/config.yaml built (``--cores 2``) in a
+    copy of the workflow, then ``snakemake --report reports/report.html`` for them, for the
+    browser test; skips, with the reason, where Chromium, chromedriver or selenium is missing.
+    Started in the background (:func:`background_result`)."""
+    result = background_result("report_run", tmp_path_factory)
+    if result is None:
+        pytest.skip(
+            f"{' or '.join(map(str, BROWSER))} or selenium missing (apt-get install chromium "
+            "chromium-driver; pip install selenium)"
+        )
+    return result
+
+
+#: fixture name -> its work, ``work(folder)``: what the fixture waits for.
+_BACKGROUND: dict[str, Callable[[Path], Any]] = {
+    "smoke_run": _smoke_run,
+    "slurm_smoke_run": _slurm_smoke_run,
+    "report_run": _report_run,
+}
+_STARTED: dict[str, Future[Any]] = {}
+_POOL: list[ThreadPoolExecutor] = []
+_RUNNING: set[subprocess.Popen[str]] = set()
+_RUNNING_LOCK = threading.Lock()
+_STOPPING = threading.Event()
+
+
+def background_result(name: str, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """What the work of fixture ``name`` returned: wait for it if it was started, else run it."""
+    future = _STARTED.pop(name, None)
+    if future is None:
+        return _BACKGROUND[name](tmp_path_factory.mktemp(name))
+    return future.result()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the work of every fixture in _BACKGROUND that a collected test uses."""
+    if session.config.option.collectonly or os.environ.get("TRAINSCALE_TEST_BACKGROUND") == "0":
+        return
+    used = {name for item in session.items for name in getattr(item, "fixturenames", ())}
+    names = [name for name in _BACKGROUND if name in used]
+    if not names:
+        return
+    pool = ThreadPoolExecutor(max_workers=len(names), thread_name_prefix="background")
+    _POOL.append(pool)
+    factory = session.config._tmp_path_factory  # what the tmp_path_factory fixture returns
+    for name in names:
+        _STARTED[name] = pool.submit(_BACKGROUND[name], factory.mktemp(name))
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    """Stop a background Snakemake run and its jobs (SIGTERM: it cancels its SLURM jobs)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Stop the background work that no test waited for (the session ended early)."""
+    _STOPPING.set()
+    for future in _STARTED.values():
+        future.cancel()
+    with _RUNNING_LOCK:
+        running = list(_RUNNING)
+    for process in running:
+        _stop(process)
+    for pool in _POOL:
+        pool.shutdown(wait=True)

@@ -1,11 +1,11 @@
 """The HTML report in a real browser: every figure is listed, opens and is displayed.
 
-Runs the default target of the workflow (the repository's config/config.yaml) in a copy, builds
-``snakemake --report reports/report.html``, opens it in Debian's headless Chromium through
-selenium and ``/usr/bin/chromedriver``, and for every figure of the config clicks its entry and
-checks that the PNG is loaded (``naturalWidth > 0``) and displayed. Skipped, with the reason,
-where Chromium, chromedriver or selenium is missing (``apt-get install chromium
-chromium-driver``; ``pip install selenium``).
+Builds every figure and table of the repository's config/config.yaml in a copy of the
+workflow, then ``snakemake --report reports/report.html`` for them (fixture ``report_run``),
+opens the report in Debian's headless Chromium through selenium and ``/usr/bin/chromedriver``,
+and for every figure of the config clicks its entry and checks that the PNG is loaded
+(``naturalWidth > 0``) and displayed. Skipped, with the reason, where Chromium, chromedriver or
+selenium is missing (``apt-get install chromium chromium-driver``; ``pip install selenium``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import tempfile
 from pathlib import Path
 
 import pytest
-import yaml
 
 from trainscale.figures import FIGURES
 from trainscale.tables import TABLES
@@ -74,23 +73,17 @@ def _entries(driver) -> dict[str, object]:
     return {row.find_element(By.XPATH, "./td[1]").text.strip(): row for row in rows}
 
 
-def test_report_shows_every_figure_in_chromium(workflow_copy, run_snakemake):
-    if not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
-        pytest.skip(
-            f"{CHROMIUM} or {CHROMEDRIVER} not installed (apt-get install chromium chromium-driver)"
-        )
-    pytest.importorskip("selenium", reason="selenium is not installed")
+def test_report_shows_every_figure_in_chromium(report_run):
+    # report_run (tests/conftest.py): the config's figures and tables, then the report for them,
+    # built in a copy of the workflow; it skips where Chromium, chromedriver or selenium is missing
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    workdir = workflow_copy("report", studies=None)
-    config = yaml.safe_load((workdir / "config" / "config.yaml").read_text())
+    workdir, config = report_run.workdir, report_run.config
     assert sorted(config["figures"]) == sorted(FIGURES), "config.yaml must list every figure"
     assert sorted(config["tables"]) == sorted(TABLES), "config.yaml must list every table"
-    done = run_snakemake(workdir, "--cores", "2", timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    done = run_snakemake(workdir, "--report", "reports/report.html")
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert report_run.run.returncode == 0, report_run.run.stderr[-3000:]
+    assert report_run.report.returncode == 0, report_run.report.stderr[-3000:]
     report = workdir / "reports" / "report.html"
     rendered = (workdir / "reports" / "figures" / "fsdp_scaleout.png").read_bytes()
     readme = Path(__file__).resolve().parents[2] / "reports" / "readme" / "fsdp_scaleout.png"

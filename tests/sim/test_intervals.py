@@ -129,12 +129,9 @@ def test_coverage_is_near_the_level_on_exchangeable_sources() -> None:
 
 
 @pytest.fixture(scope="module")
-def coverage(published, catalogue) -> dict:
-    from trainscale.calibrate.fit import held_out_predictions
-
-    return coverage_summary(
-        source_out_coverage(held_out_predictions(published, catalogue=catalogue))
-    )
+def coverage(held_out: pd.DataFrame) -> dict:
+    """The coverage of trainscale.calibrate.fit.held_out_predictions() (the held_out fixture)."""
+    return coverage_summary(source_out_coverage(held_out.copy()))
 
 
 def test_stored_coverage_is_the_measured_one(coverage: dict) -> None:

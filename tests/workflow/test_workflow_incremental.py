@@ -26,6 +26,44 @@ def _mtimes(workdir: Path) -> dict[str, int]:
     return {name: path.stat().st_mtime_ns for name, path in _parquet_files(workdir).items()}
 
 
+#: Targets that build every Parquet file of the default target: all of it but the per-study fits
+#: tables and scaling figures (reports/studies), which hold no Parquet and are the slowest jobs of
+#: the smoke run. The tests that compare a run's Parquet files with smoke_run's build only these;
+#: their check that both runs have the same Parquet file names catches one these would miss.
+PARQUET_TARGETS = ("results/dataset", "results/validation.parquet")
+
+#: The line of data/calibration.yaml that the second study's own calibration changes.
+NIC_EFFICIENCY = "  nic_efficiency:\n    value: "
+
+
+@pytest.fixture(scope="module")
+def two_studies(
+    smoke_run: Path, tmp_path_factory: pytest.TempPathFactory, copy_finished, run_snakemake
+) -> tuple[Path, str]:
+    """The finished smoke run with a second study, "other", added to its config and run with
+    ``--cores 2``: the smoke study with Llama-2 13B, simulated with its own calibration file
+    mine.yaml (the shipped one with nic_efficiency 0.7). Returns the folder, which tests copy
+    (``copy_finished``) and do not modify, and the output of the run that added the study."""
+    workdir = copy_finished(smoke_run, tmp_path_factory.mktemp("two_studies") / "run")
+    config_path = workdir / "config" / "config.yaml"
+    config = yaml.safe_load(config_path.read_text())
+    config["studies"] = ["smoke", "other"]
+    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+    shipped = (workdir / "data" / "calibration.yaml").read_text()
+    assert NIC_EFFICIENCY in shipped
+    (workdir / "mine.yaml").write_text(shipped.replace(NIC_EFFICIENCY, NIC_EFFICIENCY + "0.7 #"))
+    studies = workdir / "config" / "studies"
+    other = yaml.safe_load((studies / "smoke.yaml").read_text())
+    other["fixed"]["model"] = "llama2-13b"
+    other["calibration"] = "mine.yaml"
+    (studies / "other.yaml").write_text(yaml.safe_dump(other, sort_keys=False))
+
+    done = run_snakemake(workdir, "--cores", "2")
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    return workdir, done.stdout + done.stderr
+
+
 def test_a_second_run_with_nothing_changed_runs_no_job(smoke_run: Path, run_snakemake) -> None:
     before = _mtimes(smoke_run)
 
@@ -41,7 +79,7 @@ def test_the_same_inputs_give_byte_identical_parquet(
 ) -> None:
     workdir = workflow_copy("second_run")
 
-    done = run_snakemake(workdir, "--cores", "2")
+    done = run_snakemake(workdir, "--cores", "2", *PARQUET_TARGETS)
 
     assert done.returncode == 0, done.stderr[-3000:]
     first, second = _parquet_files(smoke_run), _parquet_files(workdir)
@@ -52,20 +90,14 @@ def test_the_same_inputs_give_byte_identical_parquet(
 
 
 def test_editing_one_study_reruns_that_study_and_what_depends_on_it(
-    finished_smoke_run, run_snakemake, plan
+    two_studies: tuple[Path, str], copy_finished, tmp_path: Path, run_snakemake, plan
 ) -> None:
-    workdir = finished_smoke_run()  # the smoke study done; a second study joins it
-    config_path = workdir / "config" / "config.yaml"
-    config = yaml.safe_load(config_path.read_text())
-    config["studies"] = ["smoke", "other"]
-    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+    finished, added = two_studies  # the smoke study done; a second study joined it
+    assert ("simulate_study", "study=other") in plan(added)
+    assert not [job for job in plan(added) if "smoke" in job[1]]
+    workdir = copy_finished(finished, tmp_path / "edited")
     studies = workdir / "config" / "studies"
-    other = yaml.safe_load((studies / "smoke.yaml").read_text())
-    other["fixed"]["model"] = "llama2-13b"
-    (studies / "other.yaml").write_text(yaml.safe_dump(other, sort_keys=False))
-    first = run_snakemake(workdir, "--cores", "2")
-    assert first.returncode == 0, first.stderr[-3000:]
-    assert not [job for job in plan(first.stdout + first.stderr) if "smoke" in job[1]]
+    other = yaml.safe_load((studies / "other.yaml").read_text())
     before = _mtimes(workdir)
 
     other["sweep"]["num_gpus"].append(128)  # 15 grid rows, 10 kept -> 3 jobs of rows_per_job 4
@@ -102,7 +134,7 @@ def test_an_interrupted_run_resumes_and_gives_the_same_outputs(
     incomplete = workdir / ".snakemake" / "incomplete"
     env = {k: v for k, v in os.environ.items() if k not in ("TRAINSCALE_DATA", "SNAKEMAKE_PROFILE")}
     run = subprocess.Popen(
-        [sys.executable, "-m", "snakemake", "--cores", "1"],
+        [sys.executable, "-m", "snakemake", "--cores", "1", *PARQUET_TARGETS],
         cwd=workdir,
         env=env,
         stdout=subprocess.DEVNULL,
@@ -123,7 +155,7 @@ def test_an_interrupted_run_resumes_and_gives_the_same_outputs(
         pq.read_metadata(path)  # every output present is complete
 
     resumed = subprocess.run(
-        [sys.executable, "-m", "snakemake", "--cores", "2"],
+        [sys.executable, "-m", "snakemake", "--cores", "2", *PARQUET_TARGETS],
         cwd=workdir,
         env=env,
         capture_output=True,
@@ -182,27 +214,22 @@ def test_a_failing_job_leaves_no_output_and_its_log_says_why(workflow_copy, run_
 
 
 def test_a_study_calibration_file_is_used_and_editing_it_reruns_that_study(
-    workflow_copy, run_snakemake, plan
+    two_studies: tuple[Path, str], copy_finished, tmp_path: Path, run_snakemake, plan
 ) -> None:
     from trainscale.sim.calibration import load_calibration
 
-    workdir = workflow_copy(studies=("smoke", "other"))
-    studies = workdir / "config" / "studies"
-    mine = workdir / "mine.yaml"
-    key = "  nic_efficiency:\n    value: "
-    shipped = (workdir / "data" / "calibration.yaml").read_text()
-    mine.write_text(shipped.replace(key, key + "0.7 #"))
-    other = yaml.safe_load((studies / "smoke.yaml").read_text())
-    other["calibration"] = "mine.yaml"
-    (studies / "other.yaml").write_text(yaml.safe_dump(other, sort_keys=False))
-    first = run_snakemake(workdir, "--cores", "2")
-    assert first.returncode == 0, first.stderr[-3000:]
+    workdir = copy_finished(two_studies[0], tmp_path / "recalibrated")
+    mine = workdir / "mine.yaml"  # the study "other" names it
+    assert yaml.safe_load((workdir / "config/studies/other.yaml").read_text())["calibration"] == (
+        "mine.yaml"
+    )
     ids = pq.read_table(workdir / "results/sim/other.parquet", columns=["calibration_id"])
     assert set(ids.column(0).to_pylist()) == {load_calibration(mine).calibration_id}
     smoke = pq.read_table(workdir / "results/sim/smoke.parquet", columns=["calibration_id"])
     assert load_calibration(mine).calibration_id not in set(smoke.column(0).to_pylist())
+    shipped = (workdir / "data" / "calibration.yaml").read_text()
 
-    mine.write_text(shipped.replace(key, key + "0.75 #"))
+    mine.write_text(shipped.replace(NIC_EFFICIENCY, NIC_EFFICIENCY + "0.75 #"))
     dry = run_snakemake(workdir, "--dry-run")
 
     assert dry.returncode == 0, dry.stderr[-3000:]
