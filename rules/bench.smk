@@ -5,6 +5,14 @@
 #   snakemake results/bench/<sweep>.parquet --profile profiles/slurm-bench
 # Copy a run folder to data/runs/ to put it into the dataset of the default target.
 from trainscale.bench.sweep import point_of, sweep_run_dirs
+from trainscale.paths import data_dir
+
+# The catalogue files the harness and the collection read, named here rather than through
+# rules/common.smk's catalogue_inputs() so that this file also works included on its own (a
+# site's bench-only Snakefile, and the SLURM bench test).
+BENCH_CATALOGUES = {
+    name: str(data_dir() / f"{name}.yaml") for name in ("hardware", "models")
+}
 
 
 # Collecting the rows takes a second: no SLURM job for it.
@@ -21,7 +29,7 @@ localrules:
 # TRAINSCALE_DATA, which points at the files declared here.
 rule bench_run:
     input:
-        **catalogue_inputs("hardware", "models"),
+        **BENCH_CATALOGUES,
         sweep="config/benches/{sweep}.yaml",
     output:
         run_dir=directory("results/bench/{sweep}/{sweep}_{point}"),
@@ -68,7 +76,7 @@ rule bench_run:
 # catalogues, as rule ingest_run).
 rule bench_collect:
     input:
-        **catalogue_inputs("hardware", "models"),
+        **BENCH_CATALOGUES,
         runs=lambda wildcards: sweep_run_dirs(f"config/benches/{wildcards.sweep}.yaml"),
     output:
         results="results/bench/{sweep}.parquet",
