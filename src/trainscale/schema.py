@@ -147,6 +147,14 @@ CONFIGURATION_COLUMNS: tuple[Column, ...] = (
         "scale-out NIC line rate per GPU in gigabits/s (default: the GPU's default system)",
         default=0.0,
     ),
+    _c(
+        "power_limit_w",
+        "float64",
+        "W",
+        "GPU board power limit (nvidia-smi -pl); below the TDP the clock drops during GEMM-bound "
+        "compute (default: the GPU's TDP, no limit)",
+        default=0.0,
+    ),
     _c("tp", "int64", "1", "tensor-parallel degree"),
     _c("pp", "int64", "1", "pipeline-parallel degree"),
     _c("cp", "int64", "1", "context-parallel degree", default=1),

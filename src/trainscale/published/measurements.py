@@ -56,10 +56,11 @@ ASSUMPTIONS: dict[str, str] = {
     "Llama 3": "micro-batch 1; interleaved 1F1B with 2 virtual stages (interleaving stated, depth "
     "not printed); 131K-context row predicted with dp 8, the value consistent with its 16,384 "
     "GPUs and 16M-token batch; FSDP without resharding after forward = zero2",
-    "torchtitan benchmarks": "H100 96GB HBM2e at 500 W predicted as a 700 W H100 SXM (the power "
-    "cap is not modelled); sequence length 8192 (torchtitan's llama3 default) where not printed; "
+    "torchtitan benchmarks": "H100 96GB HBM2e (h100-sxm-96gb, 2.4 TB/s, on the grand-teton-h100 "
+    "system) at its stated 500 W power limit (power_limit_w 500); its tensor-core peak is taken "
+    "as the SXM die's (the source does not know the exact value); sequence length 8192 (torchtitan's llama3 default) where not printed; "
     "with pipeline parallelism the local batch is split into micro-batches of 1; interleaved "
-    "1F1B with 2 stages per rank; torch.compile and AsyncTP are not modelled",
+    "1F1B with 2 stages per rank",
     "torchtitan docs": "'selective layer' and 'selective op' activation checkpointing = selective",
     "PyTorch/IBM blog: Maximizing": "inter-node bandwidth per node divided by 8 GPUs; 'selective "
     "every n blocks' = selective",
@@ -139,6 +140,7 @@ _GPU_PATTERNS: tuple[tuple[str, str], ...] = (
     (r"H800", "h800-sxm-80gb"),
     (r"A800", "a800-sxm-80gb"),
     (r"H200", "h200-sxm-141gb"),
+    (r"H100.*96\s*GB.*HBM2e", "h100-sxm-96gb"),  # before H100: Meta's Grand Teton part
     (r"H100", "h100-sxm-80gb"),
     (r"A100.*40\s*GB", "a100-sxm-40gb"),
     (r"A100", "a100-sxm-80gb"),
@@ -230,6 +232,12 @@ def _recompute(text: str) -> str:
 
 def _precision(text: str) -> str:
     return "fp8" if "fp8" in (text or "").lower() else "bf16"
+
+
+def _power_limit_w(text: str) -> float:
+    """A board power limit stated with the GPU ("500W power limit"), else 0 (the TDP)."""
+    match = re.search(r"(\d+)\s*W\s+power\s+limit", text or "", flags=re.IGNORECASE)
+    return float(match.group(1)) if match else 0.0
 
 
 def _nic_gbit_per_s_per_gpu(text: str, gpus_per_node: int) -> float | None:
@@ -799,6 +807,7 @@ def _throughput_row(row: _Row, parsed: ParsedValue) -> dict:
         "gpus_per_node": gpn,
         "system": "dgx2h-v100" if "Shoeybi" in source else "",
         "nic_gbit_per_s_per_gpu": nic if nic is not None else 0.0,
+        "power_limit_w": _power_limit_w(row.text("gpu")),
         "tp": tp,
         "pp": pp,
         "cp": cp,

@@ -152,6 +152,8 @@ class Configs:
     fabric_factor: np.ndarray
     tdp_w: np.ndarray
     idle_w: np.ndarray
+    power_limit_w: np.ndarray
+    """Board power limit, W: the TDP unless the configuration sets a lower one."""
 
     def __len__(self) -> int:
         return len(self.layers)
@@ -276,8 +278,9 @@ def _resolve_shape(
     )  # fmt: skip
     shape: dict[str, np.ndarray] = {}
     for name in _INT_SHAPE:
-        base = by_model({k: float(getattr(m, name)) for k, m in models.items()}, np.nan
-        ).astype(np.float64)
+        base = by_model({k: float(getattr(m, name)) for k, m in models.items()}, np.nan).astype(
+            np.float64
+        )
         explicit = _numeric(frame, name)
         given = ~_is_missing_mask(frame, name)
         values = np.where(given, explicit, base)
@@ -298,7 +301,8 @@ def _resolve_shape(
         bad_mlp, "mlp", lambda r: f"{mlp[r] or 'missing'!r} is not allowed; allowed: swiglu, gelu"
     )
     shape["swiglu"] = mlp == "swiglu"
-    shape["tied_embeddings"] = by_model({k: m.tied_embeddings for k, m in models.items()}, False
+    shape["tied_embeddings"] = by_model(
+        {k: m.tied_embeddings for k, m in models.items()}, False
     ).astype(bool)
     ok = ~problems.bad
     problems.add_where(
@@ -367,6 +371,25 @@ def _optional_positive(frame: pd.DataFrame, name: str, problems: _Problems) -> n
         bad, name,
         lambda r: f"{_fmt(_raw(frame, name, r))} is not a positive number (leave empty for the "
         "GPU's default system)",
+    )  # fmt: skip
+    return np.where(missing | bad, np.nan, values)
+
+
+def _power_limit(
+    frame: pd.DataFrame, gpu: dict[str, np.ndarray], problems: _Problems
+) -> np.ndarray:
+    """Optional ``power_limit_w``: above the GPU's idle power and at most its TDP; NaN where
+    absent (0 or empty: the TDP, no limit)."""
+    name = "power_limit_w"
+    values = _numeric(frame, name)
+    missing = _is_missing_mask(frame, name) | (values == 0)
+    given = ~missing & np.isfinite(values)
+    bad = ~missing & ~(given & (values > gpu["idle_w"]) & (values <= gpu["tdp_w"]))
+    problems.add_where(
+        bad & ~problems.bad_by_column.get("gpu", np.zeros(len(frame), dtype=bool)), name,
+        lambda r: f"{_fmt(_raw(frame, name, r))} W is not allowed for this GPU: a power limit "
+        f"must lie above its idle power ({gpu['idle_w'][r]:g} W) and at most its TDP "
+        f"({gpu['tdp_w'][r]:g} W); leave empty for no limit",
     )  # fmt: skip
     return np.where(missing | bad, np.nan, values)
 
@@ -509,9 +532,11 @@ def _gpu_attributes(
     position = {k: i for i, k in enumerate(system_keys)}
     default_index = np.array([position[hardware.system_for(k).key] for k in gpu_keys])[index]
     named = _text(frame, "system")
-    system_index = np.where(
-        named == "", default_index, _lookup(named, position, -1).astype(np.int64)
-    ) if "system" in frame.columns else default_index
+    system_index = (
+        np.where(named == "", default_index, _lookup(named, position, -1).astype(np.int64))
+        if "system" in frame.columns
+        else default_index
+    )
     problems.add_where(
         system_index < 0, "system",
         lambda r: f"unknown system {named[r]!r}; valid: {', '.join(system_keys)}",
@@ -652,6 +677,7 @@ def build_configs(
         lambda r: f"{_fmt(_raw(frame, 'gpus_per_node', r))} is not a positive integer",
     )  # fmt: skip
     nic_gbit_per_s = _optional_positive(frame, "nic_gbit_per_s_per_gpu", problems)
+    power_limit = _power_limit(frame, gpu, problems)
     v["sharding"] = _choices(frame, "sharding", SHARDINGS, problems)
     v["recompute"] = _choices(frame, "recompute", RECOMPUTE_MODES, problems)
     precision = _choices(frame, "precision", PRECISIONS, problems)
@@ -700,6 +726,7 @@ def build_configs(
         "fabric_factor": gpu["fabric_factor"],
         "tdp_w": gpu["tdp_w"],
         "idle_w": gpu["idle_w"],
+        "power_limit_w": np.where(np.isfinite(power_limit), power_limit, gpu["tdp_w"]),
     }
     everything = len(valid) == len(frame)
     configs = Configs(

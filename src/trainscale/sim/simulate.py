@@ -75,7 +75,7 @@ def predict_arrays(c: Configs, cal: Calibration, catalogue: Catalogue) -> dict[s
     power = power_per_gpu(
         dense_s=t["dense_s"], memory_bound_s=t["memory_bound_s"],
         exposed_comm_s=t["exposed_comm_s"], step_time_s=step, tdp_w=c.tdp_w, idle_w=c.idle_w,
-        cal=cal,
+        power_limit_w=c.power_limit_w, cal=cal,
     )  # fmt: skip
     lo, hi = _interval_factors(c, cal, catalogue.gpu_keys)
     return {
@@ -143,6 +143,7 @@ def _resolved_configuration(c: Configs) -> dict[str, np.ndarray | pd.Series]:
         "mlp": _strings(np.where(c.swiglu, 0, 1), ("swiglu", "gelu")),
         "gpus_per_node": c.gpus_per_node,
         "nic_gbit_per_s_per_gpu": c.nic_bytes_per_s * 8 / 1e9,
+        "power_limit_w": c.power_limit_w,
         "cp": c.cp,
         "vpp": c.vpp,
         "sharding": _strings(c.sharding, SHARDINGS),

@@ -64,6 +64,7 @@ from trainscale.sim.system.collectives import (
     reducescatter_time,
 )
 from trainscale.sim.system.compute import attention_time, gemm_efficiency, gemm_time, memory_time
+from trainscale.sim.system.power import tensor_clock_ratio
 
 __all__ = ["Efficiencies", "efficiencies", "step_times"]
 
@@ -98,6 +99,9 @@ class Efficiencies:
     attention: np.ndarray
     elementwise_traffic: np.ndarray
     overlap_slowdown: np.ndarray
+    clock_ratio: np.ndarray
+    """SM clock during dense compute over the unlimited clock: below 1 where a power limit
+    throttles it (:func:`trainscale.sim.system.power.tensor_clock_ratio`)."""
 
 
 def efficiencies(c: Configs, cal: Calibration) -> Efficiencies:
@@ -116,22 +120,25 @@ def efficiencies(c: Configs, cal: Calibration) -> Efficiencies:
         * c.attention_efficiency_max,
         elementwise_traffic=cal.elementwise_traffic_scale * factor("elementwise_traffic"),
         overlap_slowdown=cal.overlap_slowdown * factor("overlap_slowdown"),
+        clock_ratio=tensor_clock_ratio(
+            power_limit_w=c.power_limit_w, tdp_w=c.tdp_w, idle_w=c.idle_w, cal=cal
+        ),
     )  # fmt: skip
 
 
-def _attention_fwd(
-    c: Configs, w: BlockWork, cal: Calibration, eff: Efficiencies
-) -> np.ndarray:
+def _attention_fwd(c: Configs, w: BlockWork, cal: Calibration, eff: Efficiencies) -> np.ndarray:
     """Forward attention time of one block: FlashAttention, or (where the GPU has none) two
     batched GEMMs over the whole s×s square plus the HBM traffic of the materialised scores."""
     flash = attention_time(
-        w.attention_flops_fwd, peak=c.bf16_flops_per_s, attention_efficiency=eff.attention
+        w.attention_flops_fwd,
+        peak=c.bf16_flops_per_s * eff.clock_ratio,
+        attention_efficiency=eff.attention,
     )
     head_dim = (c.hidden // c.heads).astype(np.float64)
     seq = c.seq_len.astype(np.float64)
     d0 = c.gemm_half_efficiency_dim * cal.gemm_size_scale
     eta = gemm_efficiency(seq, seq, head_dim, eff.bf16_gemm_max, d0, cal.gemm_size_exponent)
-    materialised = w.score_flops_fwd / (eta * c.bf16_flops_per_s) + memory_time(
+    materialised = w.score_flops_fwd / (eta * c.bf16_flops_per_s * eff.clock_ratio) + memory_time(
         eff.elementwise_traffic * w.score_bytes_fwd,
         hbm_bw=c.hbm_bytes_per_s, hbm_efficiency=cal.hbm_efficiency,
     )  # fmt: skip
@@ -143,7 +150,7 @@ def _block_compute(
 ) -> dict[str, np.ndarray]:
     """Forward and backward compute-stream time of one block and of the head, per micro-batch."""
     d0 = c.gemm_half_efficiency_dim * cal.gemm_size_scale
-    kw = {"peak": c.peak_flops_per_s, "eta_max": eff.gemm_max, "d0": d0,
+    kw = {"peak": c.peak_flops_per_s * eff.clock_ratio, "eta_max": eff.gemm_max, "d0": d0,
           "hbm_bw": c.hbm_bytes_per_s, "exponent": cal.gemm_size_exponent}  # fmt: skip
     # The two backward GEMMs of a (m, n, k) product, (m, k, n) and (k, n, m), have its FLOPs, its
     # smallest dimension and its traffic: each takes the forward GEMM's time.
@@ -300,8 +307,8 @@ def step_times(
     # parameter tensor of the block, each paying the full ring latency.
     n, g = place.shard_size, place.shard_per_node
     calls = np.where(c.per_tensor_gather, w.tensors_per_layer, 1.0)
-    gathers = (sharding == Sharding.FSDP) | (sharding == Sharding.HSDP) | (
-        sharding == Sharding.ZERO2
+    gathers = (
+        (sharding == Sharding.FSDP) | (sharding == Sharding.HSDP) | (sharding == Sharding.ZERO2)
     )
     ag = calls * _only_where(gathers, allgather_time, w.layer_param_bytes / calls, n, g, net)
     rs = _only_where(gathers, reducescatter_time, w.layer_param_bytes, n, g, net)
