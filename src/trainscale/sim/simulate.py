@@ -163,10 +163,11 @@ def _resolved_configuration(c: Configs) -> dict[str, np.ndarray | pd.Series]:
 
 
 #: Columns written as the simulator resolved them even when the input had them: the framework's
-#: effective behaviours (an empty override means the profile's value, which the output shows).
+#: effective behaviours (an empty override means the profile's value, which the output shows) and
+#: the effective power limit (empty: the GPU's TDP).
 _EFFECTIVE = (
     "system", "framework", "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap",
-    "fused_kernels", "shard_granularity", "attention_kernel", "fp8_recipe",
+    "fused_kernels", "shard_granularity", "attention_kernel", "fp8_recipe", "power_limit_w",
 )  # fmt: skip
 
 
