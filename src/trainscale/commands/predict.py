@@ -169,6 +169,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="scale-out NIC bandwidth per GPU, Gb/s (default: the GPU's catalogue system)",
     )
     one.add_argument(
+        "--power-limit-w",
+        type=float,
+        help="GPU board power limit, W (nvidia-smi -pl); below the TDP the clock drops during "
+        "GEMM-bound compute (default: the GPU's TDP, no limit)",
+    )
+    one.add_argument(
         "--system",
         help="catalogue system (data/hardware.yaml), e.g. fernandez-h100 (default: the GPU's)",
     )
@@ -218,7 +224,9 @@ def _single(args: argparse.Namespace) -> pd.DataFrame:
     row = {name: values[name] for name in dict.fromkeys(columns)}
     row |= {
         name: values[name]
-        for name in ("gpus_per_node", "nic_gbit_per_s_per_gpu", "system", "framework")
+        for name in (
+            "gpus_per_node", "nic_gbit_per_s_per_gpu", "power_limit_w", "system", "framework"
+        )
         if values.get(name)
     }
     return pd.DataFrame([row])
@@ -292,7 +300,8 @@ def breakdown(result: pd.Series) -> str:
         f"{_yes(result['overlap_param_gather'])}, TP comm {_yes(result['tp_comm_overlap'])}; "
         "fused kernels "
         f"{_yes(result['fused_kernels'])}; {result['shard_granularity']} gathers; "
-        f"{result['attention_kernel']} attention)",
+        f"{result['attention_kernel']} attention; GPU power limit "
+        f"{float(result['power_limit_w']):.0f} W)",
         "",
         f"step time            {step:12.4f} s",
         f"  compute            {result['compute_s']:12.4f} s  {_pct(result['compute_s'], step)}",
