@@ -154,8 +154,8 @@ def test_overall_coverage_is_within_75_to_85_pct(coverage: dict) -> None:
     "framework",
     [
         pytest.param("megatron", marks=pytest.mark.xfail(
-            strict=True, reason="measured 85.3 % of 34 rows (29 covered): one row above the 85 % "
-            "bound; Megatron-Bridge's 8 rows are half covered, Narayanan's and Shoeybi's nearly all",
+            strict=True, reason="measured 85.3 % of 34 rows (29 covered): one row above the "
+            "85 % bound; Megatron-Bridge's 8 rows are half covered, the other sources' nearly all",
         )),
         pytest.param("pytorch", marks=pytest.mark.xfail(
             strict=True, reason="measured 96.8 % of 251 rows: llm-foundry's 216 rows are all "

@@ -57,11 +57,11 @@ ASSUMPTIONS: dict[str, str] = {
     "not printed); 131K-context row predicted with dp 8, the value consistent with its 16,384 "
     "GPUs and 16M-token batch; FSDP without resharding after forward = zero2",
     "torchtitan benchmarks": "H100 96GB HBM2e (h100-sxm-96gb, 2.4 TB/s, on the "
-    "grand-teton-h100-96gb system) at its stated 500 W power limit (power_limit_w 500); its tensor-core peak is taken "
-    "as the SXM die's (the source does not know the exact value); sequence length 8192 "
-    "(torchtitan's llama3 default) where not printed; with pipeline parallelism the local "
-    "batch is split into micro-batches of 1; interleaved "
-    "1F1B with 2 stages per rank",
+    "grand-teton-h100-96gb system) at its stated 500 W power limit (power_limit_w 500); its "
+    "tensor-core peak is taken as the SXM die's (the source does not know the exact value); "
+    "sequence length 8192 (torchtitan's llama3 default) where not printed; with pipeline "
+    "parallelism the local batch is split into micro-batches of 1; interleaved 1F1B with 2 "
+    "stages per rank",
     "torchtitan docs": "'selective layer' and 'selective op' activation checkpointing = selective",
     "PyTorch/IBM blog: Maximizing": "inter-node bandwidth per node divided by 8 GPUs; 'selective "
     "every n blocks' = selective",
