@@ -7,10 +7,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from trainscale import predict
+from trainscale.sim.system.hardware import load_hardware
 
 MODELS = ["llama2-1b", "llama2-7b", "llama2-13b", "llama2-70b", "llama3-8b", "mpt-7b"]
 GPUS = ["v100-sxm-32gb", "a100-sxm-40gb", "a100-sxm-80gb", "h100-sxm-80gb", "h200-sxm-141gb",
         "b200"]  # fmt: skip
+#: (idle, TDP) watts of each GPU, for the power limits drawn below.
+POWER_RANGE_W = {k: (g.idle_w, g.tdp_w) for k, g in load_hardware().gpus.items()}
 
 
 @st.composite
@@ -29,7 +32,10 @@ def configurations(draw: st.DrawFn) -> dict:
         if gpu in ("h100-sxm-80gb", "h200-sxm-141gb", "b200") and draw(st.booleans())
         else "bf16"
     )
+    idle_w, tdp_w = POWER_RANGE_W[gpu]
+    limit = draw(st.sampled_from([None, 0.3, 0.6, 0.9, 1.0]))
     return {
+        "power_limit_w": 0.0 if limit is None else idle_w + limit * (tdp_w - idle_w),
         "model": model, "seq_len": draw(st.sampled_from([512, 2048, 4096, 8192])),
         "global_batch": dp * micro * accum, "micro_batch": micro, "gpu": gpu,
         "num_gpus": tp * pp * cp * dp, "tp": tp, "pp": pp, "cp": cp,
@@ -100,8 +106,11 @@ def test_one_gpu_without_parallelism_has_no_communication(
 
 @SETTINGS
 @given(configurations())
-def test_power_between_idle_and_tdp_and_energy_consistent(config: dict) -> None:
+def test_power_between_idle_and_the_limit_and_energy_consistent(config: dict) -> None:
     r = predict(pd.DataFrame([config])).iloc[0]
-    assert 0 < r["power_w_per_gpu"] <= 1000.0
+    idle_w, tdp_w = POWER_RANGE_W[config["gpu"]]
+    limit_w = config["power_limit_w"] or tdp_w
+    assert r["power_limit_w"] == limit_w
+    assert idle_w <= r["power_w_per_gpu"] <= limit_w
     energy = r["power_w_per_gpu"] * r["num_gpus"] / r["tokens_per_s"]
     assert abs(energy - r["energy_j_per_token"]) <= 1e-9 * energy
