@@ -15,11 +15,16 @@ calibration id is the same for every row and goes to the caption, not a column.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from trainscale.figures._common import model_order, require
+
+if TYPE_CHECKING:
+    from trainscale.sim.model.shape import ModelShape
 
 __all__ = ["BEST_PLAN_COLUMNS", "NO_DATA_PARALLEL", "best_plans", "render"]
 
@@ -69,8 +74,9 @@ _INPUT = (
 )
 
 
-def best_plans(sim: pd.DataFrame) -> pd.DataFrame:
-    """Best plan (highest tokens/s among those that fit in memory) per model, GPU and count.
+def best_plans(sim: pd.DataFrame, *, models: Mapping[str, ModelShape]) -> pd.DataFrame:
+    """Best plan (highest tokens/s among those that fit in memory) per model, GPU and count;
+    ``models`` is the model catalogue (``data/models.yaml``), which orders the models by size.
 
     Returns
     -------
@@ -94,7 +100,7 @@ def best_plans(sim: pd.DataFrame) -> pd.DataFrame:
         exposed_comm_pct=100 * best["exposed_comm_frac"],
         sharding=best["sharding"].astype(str).where(best["dp"] != 1, NO_DATA_PARALLEL),
     )
-    order = {m: i for i, m in enumerate(model_order(best["model"].unique()))}
+    order = {m: i for i, m in enumerate(model_order(best["model"].unique(), models))}
     best = best.assign(_m=best["model"].map(order)).sort_values(["_m", "gpu", "num_gpus"])
     out = best[list(BEST_PLAN_COLUMNS)].reset_index(drop=True)
     return out.astype(
@@ -105,11 +111,13 @@ def best_plans(sim: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def render(stem: str | os.PathLike[str], sim: pd.DataFrame) -> tuple[Path, ...]:
-    """Write ``stem.{csv,md,tex}``."""
+def render(
+    stem: str | os.PathLike[str], sim: pd.DataFrame, *, models: Mapping[str, ModelShape]
+) -> tuple[Path, ...]:
+    """Write ``stem.{csv,md,tex}``; ``models`` is the model catalogue (the order by size)."""
     from trainscale.report import write_table
 
-    table = best_plans(sim)
+    table = best_plans(sim, models=models)
     fits = sim[sim["fits_memory"].astype(bool)]
     ids = ", ".join(sorted({str(i) for i in fits["calibration_id"].dropna()})) or "unknown"
     return write_table(

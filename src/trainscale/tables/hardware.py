@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from trainscale.sim.system.hardware import HardwareCatalog, load_hardware
+from trainscale.sim.system.hardware import HardwareCatalog
 
 __all__ = ["GROWTH_SUFFIX", "HARDWARE_COLUMNS", "REFERENCE_GPU", "hardware_table", "render"]
 
@@ -50,8 +50,9 @@ HARDWARE_COLUMNS: tuple[str, ...] = (
 )
 
 
-def hardware_table(catalog: HardwareCatalog | None = None) -> pd.DataFrame:
-    """The GPU table (see module docstring).
+def hardware_table(hardware: HardwareCatalog) -> pd.DataFrame:
+    """The GPU table (see module docstring) of ``hardware``, the GPU catalogue its caller
+    loaded (``data/hardware.yaml``).
 
     Returns
     -------
@@ -62,10 +63,9 @@ def hardware_table(catalog: HardwareCatalog | None = None) -> pd.DataFrame:
         ``tdp_w`` (W), and ``<quantity>_x_v100``: the quantity divided by that of
         :data:`REFERENCE_GPU` (NaN throughout if the catalogue has no such GPU).
     """
-    catalog = catalog or load_hardware()
     rows = []
-    for key, gpu in catalog.gpus.items():
-        system = catalog.system_for(key)
+    for key, gpu in hardware.gpus.items():
+        system = hardware.system_for(key)
         rows.append(
             {
                 "gpu": key,
@@ -86,11 +86,11 @@ def hardware_table(catalog: HardwareCatalog | None = None) -> pd.DataFrame:
     return table[list(HARDWARE_COLUMNS)]
 
 
-def render(stem: str | os.PathLike[str]) -> tuple[Path, ...]:
-    """Write ``stem.{csv,md,tex}``."""
+def render(stem: str | os.PathLike[str], *, hardware: HardwareCatalog) -> tuple[Path, ...]:
+    """Write ``stem.{csv,md,tex}`` for ``hardware`` (the GPU catalogue)."""
     from trainscale.report import write_table
 
-    table = hardware_table()
+    table = hardware_table(hardware)
     growth = {f"{q}{GROWTH_SUFFIX}": "{:.2f}×" for q in _QUANTITIES}
     return write_table(
         table,

@@ -9,13 +9,14 @@ per layer.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
 
 from trainscale.sim.model.shape import (
+    ModelShape,
     attention_params_per_layer,
-    load_models,
     mlp_params_per_layer,
 )
 
@@ -37,11 +38,11 @@ MODEL_COLUMNS: tuple[str, ...] = (
 )
 
 
-def models_table() -> pd.DataFrame:
-    """The model table (see module docstring); ``params_b`` in billions, ``layer_params_m`` in
-    millions."""
+def models_table(models: Mapping[str, ModelShape]) -> pd.DataFrame:
+    """The model table (see module docstring) of ``models``, the model catalogue its caller
+    loaded (``data/models.yaml``); ``params_b`` in billions, ``layer_params_m`` in millions."""
     rows = []
-    for key, m in load_models().items():
+    for key, m in models.items():
         layer = attention_params_per_layer(m.hidden, m.heads, m.kv_heads) + mlp_params_per_layer(
             m.hidden, m.ffn, m.mlp == "swiglu"
         )
@@ -64,12 +65,12 @@ def models_table() -> pd.DataFrame:
     return table.sort_values(["params_b", "model"], kind="stable").reset_index(drop=True)
 
 
-def render(stem: str | os.PathLike[str]) -> tuple[Path, ...]:
-    """Write ``stem.{csv,md,tex}``."""
+def render(stem: str | os.PathLike[str], *, models: Mapping[str, ModelShape]) -> tuple[Path, ...]:
+    """Write ``stem.{csv,md,tex}`` for ``models`` (the model catalogue)."""
     from trainscale.report import write_table
 
     return write_table(
-        models_table(),
+        models_table(models),
         stem,
         label="tab:models",
         caption="Model shapes (data/models.yaml, with sources) and parameter counts derived "
