@@ -55,9 +55,8 @@ for _kind, _registry in (("figure", FIGURES), ("table", TABLES)):
 # snakemake.input and passes them down: the library never reads a catalogue on its own. Editing
 # one reruns exactly the jobs that read it. The files are located from the workflow, not the
 # working directory (--directory). TRAINSCALE_DATA (inherited by local and SLURM jobs) points at
-# the same folder for the code that still loads the shipped catalogues itself: the `trainscale
-# bench` harness (rule bench_run) and rules paper_claims and claim_sensitivity, which declare all
-# of CATALOGUES.
+# the same folder for the one caller that still loads the shipped catalogues itself: the
+# `trainscale bench` harness (rule bench_run, which declares the files it reads).
 DATA_DIR = Path(
     os.environ.setdefault("TRAINSCALE_DATA", str(Path(workflow.basedir, "data")))
 )
@@ -66,8 +65,6 @@ CATALOGUE_FILES = {
     name: str(DATA_DIR / f"{name}.yaml")
     for name in ("hardware", "models", "nccl", "frameworks")
 }
-#: All four catalogue files (rules paper_claims and claim_sensitivity, until they name theirs).
-CATALOGUES = list(CATALOGUE_FILES.values())
 CALIBRATION = str(DATA_DIR / "calibration.yaml")
 STUDY_SCHEMA = str(Path(workflow.basedir, "workflow", "schemas", "study.schema.yaml"))
 

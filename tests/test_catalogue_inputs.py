@@ -50,16 +50,10 @@ ALLOWED = {
             ("calibration.py", "load_calibration"), ("catalogue.py", "load_catalogue"),
         )
     },
-    ("published/measurements.py", "load_published"): "the loader's default (and, for "
-    "trainscale.figures until it passes them, the shipped catalogues)",
+    ("published/measurements.py", "load_published"): "the loader's default: the shipped "
+    "measurements CSV (the catalogues it is read with are the caller's)",
     ("sim/simulate.py", "_given_or_shipped"): "trainscale.predict and predict_with_rejects: the "
     "public entry point loads the shipped files for a user who gives none",
-    ("sim/network.py", "default_network"): "kept for trainscale.figures until it passes them",
-    ("published/accuracy.py", "validate_published"): "kept for trainscale.figures until it "
-    "passes them",
-    ("calibrate/sensitivity.py", "profile"): "kept for trainscale.tables until it passes it",
-    ("paper/setup.py", "_given_or_shipped"): "kept for trainscale.tables (claims) until it "
-    "passes them",
     ("calibrate/fit.py", "calibrate"): "where `trainscale calibrate` writes by default",
     ("calibrate/user.py", "<module>"): "python -m trainscale.calibrate.user: a top-level caller",
 }  # fmt: skip

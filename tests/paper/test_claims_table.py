@@ -107,15 +107,15 @@ def test_the_model_parallel_claims_say_they_compare_fsdp_plans_only():
     assert degree["setup"].str.contains("best_plans").all()
 
 
-def test_claim_rows_carry_the_calibration_and_version(monkeypatch):
+def test_claim_rows_carry_the_calibration_and_version(monkeypatch, catalogue):
     from trainscale.paper import claims
     from trainscale.schema import CLAIM_COLUMNS, names
     from trainscale.sim.calibration import load_calibration
     from trainscale.version import __version__
 
-    monkeypatch.setattr(claims, "reproduce_claims", lambda calibration: INSIDE)
+    monkeypatch.setattr(claims, "reproduce_claims", lambda calibration, catalogue: INSIDE)
     calibration = load_calibration()
-    rows = claims.claim_rows(calibration)
+    rows = claims.claim_rows(calibration, catalogue=catalogue)
     assert list(rows.columns) == names(CLAIM_COLUMNS)
     assert (rows["calibration_id"] == calibration.calibration_id).all()
     assert (rows["simulator_version"] == __version__).all()

@@ -971,8 +971,8 @@ def _power_anchor(row: _Row, parsed: ParsedValue) -> str:
 def load_published(
     path: str | Path | None = None,
     *,
-    hardware: HardwareCatalog | None = None,
-    models: Mapping[str, ModelShape] | None = None,
+    hardware: HardwareCatalog,
+    models: Mapping[str, ModelShape],
 ) -> PublishedData:
     """Read, check and normalise the published measurements (default
     ``data/published/measurements.csv``).
@@ -982,15 +982,8 @@ def load_published(
     and what is allowed. Well-formed rows the simulator cannot represent go to the rejects.
 
     ``hardware`` (the physical limits a value is checked against) and ``models`` (the shapes
-    the observed tokens/s are derived with) are the caller's catalogues. Not given: the shipped
-    ones, kept for :mod:`trainscale.figures`, which calls this with the path alone until the
-    figures get their catalogue from their caller; new code passes both.
+    the observed tokens/s are derived with) are the caller's catalogues.
     """
-    from trainscale.sim.model.shape import load_models
-    from trainscale.sim.system.hardware import load_hardware
-
-    hardware = hardware if hardware is not None else load_hardware()
-    models = models if models is not None else load_models()
     path = Path(path) if path is not None else data_dir() / "published" / "measurements.csv"
     throughput, collectives, rejects = [], [], []
     for line, record in _read_records(path):
