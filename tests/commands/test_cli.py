@@ -173,9 +173,7 @@ def test_held_out_predictions_on_three_sources_leave_each_source_out(
     monkeypatch.setattr(
         trainscale.published.measurements, "load_published", lambda *args, **kw: subset
     )
-    monkeypatch.setattr(
-        trainscale.calibrate.fit, "held_out_predictions", lambda *args, **kw: held
-    )
+    monkeypatch.setattr(trainscale.calibrate.fit, "held_out_predictions", lambda *args, **kw: held)
     assert main(["validate", "--holdout"]) == 0
     text = capsys.readouterr().out
     assert "3 fits" in text and "Shoeybi" in text

@@ -39,7 +39,6 @@ __all__ = [
 MIN_SCORED_SIZE_BYTES = 16 * 2**20
 
 
-
 #: Columns of :func:`accuracy` (the first is ``source`` or ``framework``).
 ACCURACY_COLUMNS: tuple[str, ...] = (
     "rows",

@@ -113,7 +113,7 @@ _MEGATRON_2021 = (
 )
 _DEEPSPEED_2021 = (
     "microsoft/DeepSpeed v0.3.14 (0cd9abf2, April 2021, the ZeRO-3 of the paper's time): "
-    "deepspeed/runtime/zero/stage3.py fetch_sub_module is blocking (\"This call is blocking\") "
+    'deepspeed/runtime/zero/stage3.py fetch_sub_module is blocking ("This call is blocking") '
     "and partition_parameters.py _allgather_param calls torch.cuda.synchronize() before each "
     "parameter's all_gather, so parameter gathers are not overlapped with compute (DeepSpeed "
     "PR #1188, merged 2021-10-31: 'the async version is not async at all, because each "
@@ -1026,9 +1026,7 @@ def load_published(
     )
 
 
-def _observed_with_shapes(
-    throughput: pd.DataFrame, models: Mapping[str, ModelShape]
-) -> np.ndarray:
+def _observed_with_shapes(throughput: pd.DataFrame, models: Mapping[str, ModelShape]) -> np.ndarray:
     """Observed tokens/s per GPU; catalogue models get their shape columns resolved first."""
     resolved = throughput.copy()
     for name in ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "mlp"):

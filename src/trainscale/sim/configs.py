@@ -276,8 +276,9 @@ def _resolve_shape(
     )  # fmt: skip
     shape: dict[str, np.ndarray] = {}
     for name in _INT_SHAPE:
-        base = by_model({k: float(getattr(m, name)) for k, m in models.items()}, np.nan
-        ).astype(np.float64)
+        base = by_model({k: float(getattr(m, name)) for k, m in models.items()}, np.nan).astype(
+            np.float64
+        )
         explicit = _numeric(frame, name)
         given = ~_is_missing_mask(frame, name)
         values = np.where(given, explicit, base)
@@ -298,7 +299,8 @@ def _resolve_shape(
         bad_mlp, "mlp", lambda r: f"{mlp[r] or 'missing'!r} is not allowed; allowed: swiglu, gelu"
     )
     shape["swiglu"] = mlp == "swiglu"
-    shape["tied_embeddings"] = by_model({k: m.tied_embeddings for k, m in models.items()}, False
+    shape["tied_embeddings"] = by_model(
+        {k: m.tied_embeddings for k, m in models.items()}, False
     ).astype(bool)
     ok = ~problems.bad
     problems.add_where(
@@ -509,9 +511,11 @@ def _gpu_attributes(
     position = {k: i for i, k in enumerate(system_keys)}
     default_index = np.array([position[hardware.system_for(k).key] for k in gpu_keys])[index]
     named = _text(frame, "system")
-    system_index = np.where(
-        named == "", default_index, _lookup(named, position, -1).astype(np.int64)
-    ) if "system" in frame.columns else default_index
+    system_index = (
+        np.where(named == "", default_index, _lookup(named, position, -1).astype(np.int64))
+        if "system" in frame.columns
+        else default_index
+    )
     problems.add_where(
         system_index < 0, "system",
         lambda r: f"unknown system {named[r]!r}; valid: {', '.join(system_keys)}",

@@ -119,9 +119,7 @@ def efficiencies(c: Configs, cal: Calibration) -> Efficiencies:
     )  # fmt: skip
 
 
-def _attention_fwd(
-    c: Configs, w: BlockWork, cal: Calibration, eff: Efficiencies
-) -> np.ndarray:
+def _attention_fwd(c: Configs, w: BlockWork, cal: Calibration, eff: Efficiencies) -> np.ndarray:
     """Forward attention time of one block: FlashAttention, or (where the GPU has none) two
     batched GEMMs over the whole s×s square plus the HBM traffic of the materialised scores."""
     flash = attention_time(
@@ -300,8 +298,8 @@ def step_times(
     # parameter tensor of the block, each paying the full ring latency.
     n, g = place.shard_size, place.shard_per_node
     calls = np.where(c.per_tensor_gather, w.tensors_per_layer, 1.0)
-    gathers = (sharding == Sharding.FSDP) | (sharding == Sharding.HSDP) | (
-        sharding == Sharding.ZERO2
+    gathers = (
+        (sharding == Sharding.FSDP) | (sharding == Sharding.HSDP) | (sharding == Sharding.ZERO2)
     )
     ag = calls * _only_where(gathers, allgather_time, w.layer_param_bytes / calls, n, g, net)
     rs = _only_where(gathers, reducescatter_time, w.layer_param_bytes, n, g, net)
