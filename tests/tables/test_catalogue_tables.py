@@ -6,15 +6,22 @@ import pandas as pd
 import pytest
 
 from trainscale.errors import TrainscaleError
+from trainscale.schema import (
+    BEST_PLAN_COLUMNS,
+    CLAIMS_TABLE_COLUMNS,
+    HARDWARE_COLUMNS,
+    MODEL_COLUMNS,
+    names,
+)
 from trainscale.tables import TABLES, render_table
-from trainscale.tables.best_plans import BEST_PLAN_COLUMNS, NO_DATA_PARALLEL, best_plans
-from trainscale.tables.hardware import HARDWARE_COLUMNS, hardware_table
-from trainscale.tables.models import MODEL_COLUMNS, models_table
+from trainscale.tables.best_plans import NO_DATA_PARALLEL, best_plans
+from trainscale.tables.hardware import hardware_table
+from trainscale.tables.models import models_table
 
 
 def test_hardware_table_columns_and_growth_over_the_v100(catalogue):
     table = hardware_table(catalogue.hardware)
-    assert tuple(table.columns) == HARDWARE_COLUMNS
+    assert list(table.columns) == names(HARDWARE_COLUMNS)
     assert table["gpu"].iloc[0] == "v100-sxm-32gb"
     # growth columns compare every GPU with the V100, not with whatever row is above
     assert table["bf16_tflops_x_v100"].iloc[0] == 1.0
@@ -30,20 +37,18 @@ def test_hardware_table_columns_and_growth_over_the_v100(catalogue):
 def test_table_columns_name_their_unit_words_unambiguously():
     """No printed column says "gbps" (GB/s for HBM and NVLink but Gb/s for the NIC in the
     catalogue): bytes are "gbytes", bits "gbit" (user trial item 17)."""
-    from trainscale.tables.claims import CLAIMS_COLUMNS
-
-    for columns in (HARDWARE_COLUMNS, BEST_PLAN_COLUMNS, MODEL_COLUMNS, CLAIMS_COLUMNS):
-        assert not [c for c in columns if "gbps" in c]
+    for columns in (HARDWARE_COLUMNS, BEST_PLAN_COLUMNS, MODEL_COLUMNS, CLAIMS_TABLE_COLUMNS):
+        assert not [c for c in names(columns) if "gbps" in c]
     assert {"hbm_gbytes_per_s", "nvlink_gbytes_per_s", "nic_gbit_per_s_per_gpu"} <= set(
-        HARDWARE_COLUMNS
+        names(HARDWARE_COLUMNS)
     )
-    growth = [c for c in HARDWARE_COLUMNS if c.endswith("_x_v100")]
+    growth = [c for c in names(HARDWARE_COLUMNS) if c.endswith("_x_v100")]
     assert len(growth) == 5
 
 
 def test_models_table_columns_and_parameter_counts(catalogue):
     table = models_table(catalogue.models).set_index("model")
-    assert (table.reset_index().columns.tolist()) == list(MODEL_COLUMNS)
+    assert (table.reset_index().columns.tolist()) == names(MODEL_COLUMNS)
     # Llama-2 7B has 6.74B parameters (Touvron et al. 2023, HF config)
     assert table.loc["llama2-7b", "params_b"] == pytest.approx(6.74, abs=0.01)
     assert table["params_b"].is_monotonic_increasing
@@ -51,7 +56,7 @@ def test_models_table_columns_and_parameter_counts(catalogue):
 
 def test_best_plans_picks_the_fastest_fitting_plan(best_sim, catalogue):
     table = best_plans(best_sim, models=catalogue.models)
-    assert tuple(table.columns) == BEST_PLAN_COLUMNS
+    assert list(table.columns) == names(BEST_PLAN_COLUMNS)
     for _, row in table.iterrows():
         rows = best_sim[
             (best_sim["model"] == row["model"])
@@ -91,7 +96,7 @@ def test_best_plans_leaves_out_counts_where_nothing_fits(best_sim, catalogue):
 def test_render_table_writes_three_files(tmp_path, catalogue):
     paths = render_table("models", tmp_path / "models", catalogues={"models": catalogue.models})
     assert [p.suffix for p in paths] == [".csv", ".md", ".tex"]
-    assert pd.read_csv(paths[0]).columns.tolist() == list(MODEL_COLUMNS)
+    assert pd.read_csv(paths[0]).columns.tolist() == names(MODEL_COLUMNS)
     assert "\\toprule" in paths[2].read_text()
 
 

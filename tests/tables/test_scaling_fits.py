@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from trainscale.fits import usl_model
-from trainscale.tables.scaling_fits import SCALING_FIT_COLUMNS, scaling_fits
+from trainscale.schema import SCALING_FIT_COLUMNS, names
+from trainscale.tables.scaling_fits import scaling_fits
 
 GPUS = np.array([8, 16, 32, 64, 128, 256, 512, 1024, 2048], dtype=float)
 
@@ -59,7 +60,7 @@ def synthetic():
 
 def test_columns_and_series(synthetic, catalogue):
     table = scaling_fits(synthetic, models=catalogue.models)
-    assert tuple(table.columns) == SCALING_FIT_COLUMNS
+    assert list(table.columns) == names(SCALING_FIT_COLUMNS)
     # short series (3 counts) and studies that are not scale-outs are left out
     assert sorted(table["model"].unique()) == ["law-model", "usl-model"]
     # one row per series, metric and parameter: 2 loglog metrics x 2 + USL x 3

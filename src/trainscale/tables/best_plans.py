@@ -22,32 +22,12 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from trainscale.figures._common import model_order, require
+from trainscale.schema import BEST_PLAN_COLUMNS, names
 
 if TYPE_CHECKING:
     from trainscale.sim.model.shape import ModelShape
 
-__all__ = ["BEST_PLAN_COLUMNS", "NO_DATA_PARALLEL", "best_plans", "render"]
-
-#: Columns of :func:`best_plans`, in order.
-BEST_PLAN_COLUMNS: tuple[str, ...] = (
-    "model",
-    "gpu",
-    "num_gpus",
-    "tp",
-    "pp",
-    "dp",
-    "sharding",
-    "recompute",
-    "micro_batch",
-    "grad_accum",
-    "tokens_per_s",
-    "tokens_per_s_per_gpu",
-    "mfu_pct",
-    "mem_gib_per_gpu",
-    "power_w_per_gpu",
-    "exposed_comm_pct",
-    "plans_fitting",
-)
+__all__ = ["NO_DATA_PARALLEL", "best_plans", "render"]
 
 #: ``sharding`` shown for a plan with one data-parallel replica.
 NO_DATA_PARALLEL = "none (dp = 1)"
@@ -81,7 +61,7 @@ def best_plans(sim: pd.DataFrame, *, models: Mapping[str, ModelShape]) -> pd.Dat
     Returns
     -------
     pandas.DataFrame
-        :data:`BEST_PLAN_COLUMNS`: the plan (``tp``, ``pp``, ``dp``, ``sharding``,
+        :data:`trainscale.schema.BEST_PLAN_COLUMNS`: the plan (``tp``, ``pp``, ``dp``, ``sharding``,
         ``recompute``, ``micro_batch``, ``grad_accum``), ``tokens_per_s`` (whole job),
         ``tokens_per_s_per_gpu``, ``mfu_pct`` (%), ``mem_gib_per_gpu`` (GiB),
         ``power_w_per_gpu`` (W), ``exposed_comm_pct`` (% of the step) and ``plans_fitting``
@@ -102,7 +82,7 @@ def best_plans(sim: pd.DataFrame, *, models: Mapping[str, ModelShape]) -> pd.Dat
     )
     order = {m: i for i, m in enumerate(model_order(best["model"].unique(), models))}
     best = best.assign(_m=best["model"].map(order)).sort_values(["_m", "gpu", "num_gpus"])
-    out = best[list(BEST_PLAN_COLUMNS)].reset_index(drop=True)
+    out = best[names(BEST_PLAN_COLUMNS)].reset_index(drop=True)
     return out.astype(
         {
             c: "int64"

@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from trainscale.schema import HARDWARE_COLUMNS, names
 from trainscale.sim.system.hardware import HardwareCatalog
 
-__all__ = ["GROWTH_SUFFIX", "HARDWARE_COLUMNS", "REFERENCE_GPU", "hardware_table", "render"]
+__all__ = ["GROWTH_SUFFIX", "REFERENCE_GPU", "hardware_table", "render"]
 
 _QUANTITIES = (
     "bf16_tflops",
@@ -36,19 +37,6 @@ REFERENCE_GPU = "v100-sxm-32gb"
 #: Suffix of the growth columns: the quantity divided by :data:`REFERENCE_GPU`'s.
 GROWTH_SUFFIX = "_x_v100"
 
-#: Columns of :func:`hardware_table`, in order.
-HARDWARE_COLUMNS: tuple[str, ...] = (
-    "gpu",
-    "system",
-    "bf16_tflops",
-    "hbm_gib",
-    "hbm_gbytes_per_s",
-    "nvlink_gbytes_per_s",
-    "nic_gbit_per_s_per_gpu",
-    "tdp_w",
-    *(f"{q}{GROWTH_SUFFIX}" for q in _QUANTITIES),
-)
-
 
 def hardware_table(hardware: HardwareCatalog) -> pd.DataFrame:
     """The GPU table (see module docstring) of ``hardware``, the GPU catalogue its caller
@@ -57,11 +45,12 @@ def hardware_table(hardware: HardwareCatalog) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        :data:`HARDWARE_COLUMNS`: ``gpu`` (catalogue key), ``system`` (its default system),
-        ``bf16_tflops`` (dense TFLOP/s), ``hbm_gib`` (GiB), ``hbm_gbytes_per_s`` (GB/s),
-        ``nvlink_gbytes_per_s`` (GB/s per direction), ``nic_gbit_per_s_per_gpu`` (Gb/s),
-        ``tdp_w`` (W), and ``<quantity>_x_v100``: the quantity divided by that of
-        :data:`REFERENCE_GPU` (NaN throughout if the catalogue has no such GPU).
+        :data:`trainscale.schema.HARDWARE_COLUMNS`: ``gpu`` (catalogue key), ``system`` (its
+        default system), ``bf16_tflops`` (dense TFLOP/s), ``hbm_gib`` (GiB),
+        ``hbm_gbytes_per_s`` (GB/s), ``nvlink_gbytes_per_s`` (GB/s per direction),
+        ``nic_gbit_per_s_per_gpu`` (Gb/s), ``tdp_w`` (W), and ``<quantity>_x_v100``: the
+        quantity divided by that of :data:`REFERENCE_GPU` (NaN throughout if the catalogue has
+        no such GPU).
     """
     rows = []
     for key, gpu in hardware.gpus.items():
@@ -83,7 +72,7 @@ def hardware_table(hardware: HardwareCatalog) -> pd.DataFrame:
     for quantity in _QUANTITIES:
         base = float(reference[quantity].iloc[0]) if len(reference) else float("nan")
         table[f"{quantity}{GROWTH_SUFFIX}"] = table[quantity] / base
-    return table[list(HARDWARE_COLUMNS)]
+    return table[names(HARDWARE_COLUMNS)]
 
 
 def render(stem: str | os.PathLike[str], *, hardware: HardwareCatalog) -> tuple[Path, ...]:

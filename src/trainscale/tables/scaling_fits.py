@@ -33,15 +33,19 @@ import numpy as np
 import pandas as pd
 
 from trainscale.figures._common import paper_micro_batch, require
-from trainscale.fits.scaling import FIT_ROW_COLUMNS, fit_scaling_series
-from trainscale.schema import CONFIGURATION_COLUMNS
+from trainscale.fits.scaling import fit_scaling_series
+from trainscale.schema import (
+    CONFIGURATION_COLUMNS,
+    SCALING_FIT_COLUMNS,
+    SCALING_SERIES_COLUMNS,
+    names,
+)
 
 if TYPE_CHECKING:
     from trainscale.sim.model.shape import ModelShape
 
 __all__ = [
     "MIN_COUNTS",
-    "SCALING_FIT_COLUMNS",
     "SCALING_STUDIES",
     "SOURCE_LABELS",
     "render",
@@ -54,17 +58,6 @@ SCALING_STUDIES: tuple[str, ...] = ("fsdp_scaleout", "hardware_generations", "po
 
 #: Fewest distinct GPU counts a series needs (USL intervals need 4 points for 3 parameters).
 MIN_COUNTS = 4
-
-SERIES_COLUMNS: tuple[str, ...] = ("source", "origin", "model", "gpu", "plan", "seq_len", "batch")
-
-#: Columns of :func:`scaling_fits`, in order.
-SCALING_FIT_COLUMNS: tuple[str, ...] = (
-    *SERIES_COLUMNS,
-    *(name for name in FIT_ROW_COLUMNS if name != "note"),
-    "gpus_min",
-    "gpus_max",
-    "note",
-)
 
 _CONFIG = [c.name for c in CONFIGURATION_COLUMNS]
 
@@ -93,8 +86,8 @@ def scaling_series(
     models: Mapping[str, ModelShape],
 ) -> pd.DataFrame:
     """Rows of ``frame`` (dataset schema) that belong to scale-out series, with the series
-    columns :data:`SERIES_COLUMNS` added; simulated rows that do not fit in memory, come from
-    other studies or do not follow the paper setup's micro-batch rule
+    columns :data:`trainscale.schema.SCALING_SERIES_COLUMNS` added; simulated rows that do not
+    fit in memory, come from other studies or do not follow the paper setup's micro-batch rule
     (:func:`~trainscale.figures._common.paper_micro_batch`) are left out. A row without a model
     key is named after the model of ``models`` (the model catalogue) with its shape."""
     require(
@@ -182,7 +175,7 @@ def scaling_fits(
     Returns
     -------
     pandas.DataFrame
-        :data:`SCALING_FIT_COLUMNS`. ``metric``: ``tokens_per_s_per_gpu`` or
+        :data:`trainscale.schema.SCALING_FIT_COLUMNS`. ``metric``: ``tokens_per_s_per_gpu`` or
         ``power_w_per_gpu`` (``fit`` = ``loglog_hc3``; ``parameter`` = ``slope`` or
         ``pct_per_doubling``), or ``tokens_per_s`` (``fit`` = ``usl``; ``parameter`` =
         ``sigma``, ``kappa`` or ``n_star``); ``estimate``, ``ci_low``, ``ci_high`` (95 %);
@@ -191,7 +184,7 @@ def scaling_fits(
         ``note`` from the fit.
     """
     rows = scaling_series(frame, studies, models=models)
-    by = list(SERIES_COLUMNS)
+    by = names(SCALING_SERIES_COLUMNS)
     counts = rows.groupby(by, dropna=False)["num_gpus"].transform("nunique")
     rows = rows[counts >= min_counts]
     out = []
@@ -202,7 +195,7 @@ def scaling_fits(
         for fit in fit_scaling_series(series, min_points=min_counts):
             note = fit.pop("note")
             out.append({**head, **fit, **extent, "note": note})
-    table = pd.DataFrame(out, columns=list(SCALING_FIT_COLUMNS))
+    table = pd.DataFrame(out, columns=names(SCALING_FIT_COLUMNS))
     return table.astype(
         {"n": "int64", "gpus_min": "int64", "gpus_max": "int64", "seq_len": "int64"}
     )
