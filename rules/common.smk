@@ -55,8 +55,8 @@ for _kind, _registry in (("figure", FIGURES), ("table", TABLES)):
 # snakemake.input and passes them down: the library never reads a catalogue on its own. Editing
 # one reruns exactly the jobs that read it. The files are located from the workflow, not the
 # working directory (--directory). TRAINSCALE_DATA (inherited by local and SLURM jobs) points at
-# the same folder for the code that still loads the shipped catalogues itself: the `trainscale
-# bench` harness (rule bench_run) and the figure and table rules, which declare all of CATALOGUES.
+# the same folder for the one caller that still loads the shipped catalogues itself: the
+# `trainscale bench` harness (rule bench_run, which declares the files it reads).
 DATA_DIR = Path(
     os.environ.setdefault("TRAINSCALE_DATA", str(Path(workflow.basedir, "data")))
 )
@@ -65,8 +65,6 @@ CATALOGUE_FILES = {
     name: str(DATA_DIR / f"{name}.yaml")
     for name in ("hardware", "models", "nccl", "frameworks")
 }
-#: All four catalogue files (the figure and table rules, until they name theirs).
-CATALOGUES = list(CATALOGUE_FILES.values())
 CALIBRATION = str(DATA_DIR / "calibration.yaml")
 STUDY_SCHEMA = str(Path(workflow.basedir, "workflow", "schemas", "study.schema.yaml"))
 
@@ -273,7 +271,8 @@ PRESENTATION_FILES = {
 
 def presentation_inputs(output):
     """Named inputs of a figure or table (a trainscale.figures.Output): each file its render
-    reads, by argument name, then each catalogue file it reads itself, by catalogue name.
+    reads, by argument name, then each catalogue file it reads (Output.catalogue_files), by
+    catalogue name; workflow/scripts/{figure,table}_render.py loads those and passes them in.
     """
     files = {}
     for key, spec in output.inputs.items():
@@ -281,8 +280,8 @@ def presentation_inputs(output):
             files[key] = f"results/{spec.file}.parquet"
         else:
             files[key] = PRESENTATION_FILES[spec.file]
-    for name in output.catalogues:
-        files[name] = str(DATA_DIR / f"{name}.yaml")
+    if output.catalogue_files():
+        files.update(catalogue_inputs(*output.catalogue_files()))
     return files
 
 

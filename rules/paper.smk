@@ -7,7 +7,7 @@
 # 50 simulations, including the ~40 plans of the model-parallel claims.
 rule paper_claims:
     input:
-        catalogues=CATALOGUES,
+        **catalogue_inputs("hardware", "models", "frameworks", "nccl"),
         calibration=CALIBRATION,
     output:
         claims="results/paper/claims.parquet",
@@ -29,8 +29,8 @@ rule paper_claims:
 # refitted to the published measurements (trainscale.calibrate.sensitivity.claim_sensitivity).
 rule claim_sensitivity:
     input:
+        **catalogue_inputs("hardware", "models", "frameworks", "nccl"),
         published=config["published"],
-        catalogues=CATALOGUES,
         calibration=CALIBRATION,
     output:
         sensitivity="results/paper/claim_sensitivity.parquet",

@@ -1,7 +1,8 @@
 # Tables: reports/tables/<name>.{csv,md,tex}, one wildcard rule for every table that
 # trainscale.tables.TABLES knows, written by workflow/scripts/table_render.py through
 # trainscale.tables.render_table. Its inputs are what the registry says the table reads
-# (table_inputs, rules/common.smk). The CSV goes into the report with the table's caption,
+# (table_inputs, rules/common.smk): result tables and the catalogue files it reads, which the
+# script loads and passes in. The CSV goes into the report with the table's caption,
 # workflow/report/tables/<name>.rst (printed as params.caption by workflow/report/table.rst).
 
 

@@ -95,8 +95,6 @@ def read_study_results(path: str | Path, study: str) -> pd.DataFrame:
     return frame
 
 
-
-
 # --------------------------------------------------------------------------------------------
 # The dataset
 

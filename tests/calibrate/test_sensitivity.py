@@ -124,12 +124,13 @@ def test_cli_bad_sensitivity_arguments(
     assert message in capsys.readouterr().err
 
 
-def test_claim_sensitivity_marks_the_calibrated_row_and_the_claim(monkeypatch) -> None:
+def test_claim_sensitivity_marks_the_calibrated_row_and_the_claim(monkeypatch, catalogue) -> None:
     calibrated = load_calibration().nccl_latency_scale
     seen = {}
 
-    def fake_profile(parameter, values, published):
+    def fake_profile(parameter, values, published, *, catalogue):
         seen["values"] = list(values)
+        seen["catalogue"] = catalogue
         return pd.DataFrame(
             {
                 "parameter": parameter, "value": values,
@@ -142,8 +143,9 @@ def test_claim_sensitivity_marks_the_calibrated_row_and_the_claim(monkeypatch) -
         )  # fmt: skip
 
     monkeypatch.setattr(sensitivity, "profile", fake_profile)
-    table = sensitivity.claim_sensitivity(None, load_calibration())
+    table = sensitivity.claim_sensitivity(None, load_calibration(), catalogue=catalogue)
     assert seen["values"] == sorted(seen["values"]) and calibrated in seen["values"]
+    assert seen["catalogue"] is catalogue
     assert list(table.columns) == names(CLAIM_SENSITIVITY_COLUMNS)
     assert (table["reference_calibration_id"] == load_calibration().calibration_id).all()
     assert table["calibrated"].sum() == 1

@@ -88,8 +88,10 @@ def test_validate_prints_sources_and_overall(capsys: pytest.CaptureFixture[str])
 def _fabricated_held_out(published, *, catalogue, prior_scale=1.0) -> pd.DataFrame:
     """Held-out rows 50 % above every published value (instead of a minute of refits)."""
     from trainscale.published.accuracy import validate_published
+    from trainscale.sim.calibration import load_calibration
 
-    rows = validate_published(published=published, catalogue=catalogue)["throughput"].copy()
+    rows = validate_published(load_calibration(), published, catalogue=catalogue)["throughput"]
+    rows = rows.copy()
     rows["predicted_tokens_per_s_per_gpu"] = 1.5 * rows["observed_tokens_per_s_per_gpu"]
     rows["error_pct"] = 50.0
     rows["ape_pct"] = 50.0
@@ -129,7 +131,11 @@ def test_validate_holdout_leads_with_held_out_per_source_then_framework_then_all
 
 
 def test_held_out_predictions_on_three_sources_leave_each_source_out(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], published, catalogue
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    published,
+    catalogue,
+    shipped_calibration,
 ) -> None:
     """The real refits, on a subset of three small sources (a few seconds each)."""
     import trainscale.calibrate.fit
@@ -152,7 +158,7 @@ def test_held_out_predictions_on_three_sources_leave_each_source_out(
     assert rows["citation"].nunique() == 3
     assert rows["framework"].notna().all()
     in_sample = trainscale.published.accuracy.validate_published(
-        published=subset, catalogue=catalogue
+        shipped_calibration, subset, catalogue=catalogue
     )["throughput"]
     merged = rows.merge(in_sample, on="csv_row", suffixes=("", "_in"))
     # a fit without the source predicts it differently from the fit on everything
@@ -167,9 +173,7 @@ def test_held_out_predictions_on_three_sources_leave_each_source_out(
     monkeypatch.setattr(
         trainscale.published.measurements, "load_published", lambda *args, **kw: subset
     )
-    monkeypatch.setattr(
-        trainscale.calibrate.fit, "held_out_predictions", lambda *args, **kw: held
-    )
+    monkeypatch.setattr(trainscale.calibrate.fit, "held_out_predictions", lambda *args, **kw: held)
     assert main(["validate", "--holdout"]) == 0
     text = capsys.readouterr().out
     assert "3 fits" in text and "Shoeybi" in text

@@ -25,8 +25,8 @@ def test_labels_of_catalogue_keys_and_unknown_keys():
     assert gpu_label("cpu") == "cpu"
 
 
-def test_model_order_is_by_parameter_count_then_unknown_by_name():
-    assert model_order(["llama2-70b", "zz", "llama2-7b", "llama2-1b"]) == [
+def test_model_order_is_by_parameter_count_then_unknown_by_name(catalogue):
+    assert model_order(["llama2-70b", "zz", "llama2-7b", "llama2-1b"], catalogue.models) == [
         "llama2-1b",
         "llama2-7b",
         "llama2-70b",
@@ -34,14 +34,14 @@ def test_model_order_is_by_parameter_count_then_unknown_by_name():
     ]
 
 
-def test_fixed_colours_are_distinct_for_featured_keys():
-    gpus = gpu_colors()
+def test_fixed_colours_are_distinct_for_featured_keys(catalogue):
+    gpus = gpu_colors(catalogue.hardware)
     featured = [
         gpus[k]
         for k in ("v100-sxm-32gb", "a100-sxm-80gb", "h100-sxm-80gb", "h200-sxm-141gb", "b200")
     ]
     assert len(set(featured)) == 5
-    models = model_colors()
+    models = model_colors(catalogue.models)
     assert len({models[k] for k in ("llama2-1b", "llama2-7b", "llama2-13b", "llama2-70b")}) == 4
 
 

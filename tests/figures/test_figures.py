@@ -145,7 +145,10 @@ SPECS = {
 
 
 def _inputs(name, request):
-    return {key: request.getfixturevalue(fixture) for key, fixture in SPECS[name][0].items()}
+    """The figure's inputs from their fixtures, and the shipped catalogues it takes."""
+    inputs = {key: request.getfixturevalue(fixture) for key, fixture in SPECS[name][0].items()}
+    catalogue = request.getfixturevalue("catalogue")
+    return inputs | {key: getattr(catalogue, key) for key in FIGURES[name].catalogues}
 
 
 def _texts(fig: Figure) -> tuple[set[str], set[str], str]:

@@ -9,7 +9,8 @@ import re
 
 import pytest
 
-from trainscale.figures import CATALOGUES, FIGURES
+from trainscale.figures import CATALOGUES, FIGURES, KIND_CATALOGUES
+from trainscale.sim.catalogue import CATALOGUE_FILES
 from trainscale.tables import TABLES
 
 REGISTRIES = {"figure": FIGURES, "table": TABLES}
@@ -28,14 +29,18 @@ def test_render_takes_exactly_the_registered_inputs(kind: str, name: str) -> Non
     render = importlib.import_module(f"trainscale.{kind}s.{name}").render
     parameters = list(inspect.signature(render).parameters.values())[1:]  # after the stem
     required = {p.name for p in parameters if p.default is inspect.Parameter.empty}
-    assert required <= set(output.inputs) <= {p.name for p in parameters}
+    given = {*output.inputs, *output.catalogues}
+    assert required <= given <= {p.name for p in parameters}
+    # the catalogues it takes are required keywords: nothing falls back to the shipped files
+    keywords = {p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    assert set(output.catalogues) <= required & keywords
 
 
 @pytest.mark.parametrize(("kind", "name"), OUTPUTS)
 def test_every_input_is_a_file_the_workflow_knows(kind: str, name: str, repo_root) -> None:
     output = REGISTRIES[kind][name]
-    assert set(output.catalogues) <= set(CATALOGUES)
-    assert not set(output.inputs) & set(output.catalogues)  # one named input each
+    assert set(output.catalogues) <= set(output.catalogue_files()) <= set(CATALOGUES)
+    assert not set(output.inputs) & set(output.catalogue_files())  # one named input each
     common = (repo_root / "rules" / "common.smk").read_text()
     for spec in output.inputs.values():
         if spec.file.startswith("sim/"):
@@ -55,3 +60,11 @@ def test_every_output_has_its_report_caption(kind: str, name: str, repo_root) ->
 def test_names_are_valid_wildcard_values() -> None:
     for registry in REGISTRIES.values():
         assert all(re.fullmatch(r"[a-z][a-z0-9_]*", name) for name in registry)
+
+
+def test_catalogue_files_are_those_render_takes_and_those_its_inputs_are_read_with() -> None:
+    assert set(CATALOGUES) == set(CATALOGUE_FILES)
+    assert FIGURES["collective_bandwidth"].catalogues == ()
+    assert FIGURES["collective_bandwidth"].catalogue_files() == KIND_CATALOGUES["published"]
+    assert FIGURES["compute_per_gpu"].catalogue_files() == ("hardware", "models")
+    assert TABLES["claims"].catalogue_files() == ()

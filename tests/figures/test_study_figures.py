@@ -19,8 +19,8 @@ def test_drop_pct_between_128_and_2048_gpus():
     assert drop_pct(series.iloc[:2], "x") is None
 
 
-def test_fsdp_scaleout_marks_the_simulated_and_the_paper_drops(scaleout_sim):
-    fig = plot(scaleout_sim)
+def test_fsdp_scaleout_marks_the_simulated_and_the_paper_drops(scaleout_sim, catalogue):
+    fig = plot(scaleout_sim, models=catalogue.models)
     text = " ".join(t.get_text() for ax in fig.axes for t in ax.texts)
     seven = scaleout_sim[(scaleout_sim["model"] == "llama2-7b") & scaleout_sim["fits_memory"]]
     seven = seven.loc[seven.groupby("num_gpus")["tokens_per_s"].idxmax()]
@@ -87,7 +87,7 @@ def test_cell_label_marks_recomputation():
     assert cell_label(row.replace("full", "none")) == "tp2×pp4\nzero1"
 
 
-def test_flops_per_gpu_step_is_model_flops_times_tokens_over_gpus(compute_sim):
+def test_flops_per_gpu_step_is_model_flops_times_tokens_over_gpus(compute_sim, catalogue):
     rows = compute_sim
     per_token = model_flops_per_token(
         rows["layers"],
@@ -100,14 +100,16 @@ def test_flops_per_gpu_step_is_model_flops_times_tokens_over_gpus(compute_sim):
         rows["seq_len"],
     )
     expected = per_token * rows["global_batch"] * rows["seq_len"] / rows["num_gpus"]
-    assert flops_per_gpu_step(rows).to_numpy() == pytest.approx(expected.to_numpy(), rel=1e-9)
+    assert flops_per_gpu_step(rows, catalogue.hardware).to_numpy() == pytest.approx(
+        expected.to_numpy(), rel=1e-9
+    )
 
 
-def test_fsdp_scaleout_draws_the_interval_from_the_table_as_a_band(scaleout_sim):
+def test_fsdp_scaleout_draws_the_interval_from_the_table_as_a_band(scaleout_sim, catalogue):
     from matplotlib.collections import PolyCollection
 
     def bands(sim):
-        fig = plot(sim)
+        fig = plot(sim, models=catalogue.models)
         return [c for ax in fig.axes for c in ax.collections if isinstance(c, PolyCollection)]
 
     drawn = bands(scaleout_sim)
@@ -119,12 +121,14 @@ def test_fsdp_scaleout_draws_the_interval_from_the_table_as_a_band(scaleout_sim)
     assert bands(scaleout_sim.drop(columns=["tokens_per_s_per_gpu_lo"])) == []
 
 
-def test_model_parallel_rates_start_at_zero_and_label_only_the_mixed_plans(model_parallel_sim):
+def test_model_parallel_rates_start_at_zero_and_label_only_the_mixed_plans(
+    model_parallel_sim, catalogue
+):
     import matplotlib.pyplot as plt
 
     from trainscale.figures.model_parallel import plot as plot_model_parallel
 
-    fig = plot_model_parallel(model_parallel_sim)
+    fig = plot_model_parallel(model_parallel_sim, models=catalogue.models)
     panels = [ax for ax in fig.axes if ax.get_ylabel()]
     assert panels
     for ax in panels:
@@ -135,7 +139,7 @@ def test_model_parallel_rates_start_at_zero_and_label_only_the_mixed_plans(model
     plt.close(fig)
 
 
-def test_fsdp_scaleout_power_axis_from_zero_and_micro_batch_switch_marked(scaleout_sim):
+def test_fsdp_scaleout_power_axis_from_zero_and_micro_batch_switch_marked(scaleout_sim, catalogue):
     import matplotlib.pyplot as plt
 
     from trainscale.figures.fsdp_scaleout import micro_batch_switch
@@ -143,7 +147,7 @@ def test_fsdp_scaleout_power_axis_from_zero_and_micro_batch_switch_marked(scaleo
     frame = pd.DataFrame({"num_gpus": [128, 1024, 2048], "micro_batch": [2, 2, 1]})
     assert micro_batch_switch(frame) == 2048
     assert micro_batch_switch(frame.assign(micro_batch=2)) is None
-    fig = plot(scaleout_sim)
+    fig = plot(scaleout_sim, models=catalogue.models)
     power = next(ax for ax in fig.axes if ax.get_ylabel() == "Power per GPU (W)")
     assert power.get_ylim()[0] == 0.0
     plt.close(fig)

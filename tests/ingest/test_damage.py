@@ -402,7 +402,6 @@ def _damage(run: Path, target: str, kind: str, line: int, other: int, char: str)
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-
 @given(damage())
 def test_random_damage_is_harmless_warned_or_a_named_error(tmp_path_factory, case):
     root = tmp_path_factory.mktemp("damage")

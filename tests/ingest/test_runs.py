@@ -285,7 +285,6 @@ def _titan_line(step: int, second: int, tps: int) -> str:
 def _synthetic_run(
     tmp_path: Path, *, steps: int = 6, truncate: bool = False, harness: bool = False
 ) -> Path:
-
     """8 steps one second apart; tps 1000·step; 2 GPUs drawing (100 + step) and (300 + step) W
     during step `step` (samples every 0.25 s)."""
     run = tmp_path / "synth"

@@ -10,7 +10,7 @@ import pytest
 from trainscale.errors import TrainscaleError
 from trainscale.paper.claims import claims_table
 from trainscale.paper.values import CLAIMS, REPRODUCED, Claim
-from trainscale.tables.claims import CLAIMS_COLUMNS
+from trainscale.schema import CLAIMS_TABLE_COLUMNS, names
 
 # Values a reproduction might give; the paper's numbers are 37.22, 5.87, 59.67, 40.77 and 2-4.
 INSIDE = {
@@ -33,9 +33,9 @@ OUTSIDE = {
 
 def test_columns_and_one_row_per_claim():
     table = claims_table(INSIDE)
-    assert tuple(table.columns) == ("key", *CLAIMS_COLUMNS)
+    assert list(table.columns) == ["key", *names(CLAIMS_TABLE_COLUMNS)]
     assert table["key"].tolist() == list(INSIDE)
-    assert CLAIMS_COLUMNS == (
+    assert names(CLAIMS_TABLE_COLUMNS) == [
         "claim",
         "paper_value",
         "paper_range",
@@ -45,7 +45,7 @@ def test_columns_and_one_row_per_claim():
         "holds",
         "check",
         "setup",
-    )
+    ]
     assert len(table) == len(CLAIMS) == 6
     # numbers and ranges in separate columns
     assert table["paper_value"].iloc[:4].tolist() == [37.22, 5.87, 59.67, 40.77]
@@ -107,15 +107,15 @@ def test_the_model_parallel_claims_say_they_compare_fsdp_plans_only():
     assert degree["setup"].str.contains("best_plans").all()
 
 
-def test_claim_rows_carry_the_calibration_and_version(monkeypatch):
+def test_claim_rows_carry_the_calibration_and_version(monkeypatch, catalogue):
     from trainscale.paper import claims
     from trainscale.schema import CLAIM_COLUMNS, names
     from trainscale.sim.calibration import load_calibration
     from trainscale.version import __version__
 
-    monkeypatch.setattr(claims, "reproduce_claims", lambda calibration: INSIDE)
+    monkeypatch.setattr(claims, "reproduce_claims", lambda calibration, catalogue: INSIDE)
     calibration = load_calibration()
-    rows = claims.claim_rows(calibration)
+    rows = claims.claim_rows(calibration, catalogue=catalogue)
     assert list(rows.columns) == names(CLAIM_COLUMNS)
     assert (rows["calibration_id"] == calibration.calibration_id).all()
     assert (rows["simulator_version"] == __version__).all()

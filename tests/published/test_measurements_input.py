@@ -38,6 +38,7 @@ def load_published(path: Path | None = None) -> PublishedData:
     catalogues."""
     return _load_published(path, hardware=CATALOGUE.hardware, models=CATALOGUE.models)
 
+
 HEADER, *ROWS = list(csv.reader(REAL.open(newline="")))
 COLUMN = {name: i for i, name in enumerate(HEADER)}
 

@@ -190,8 +190,10 @@ def test_every_problem_of_a_catalogue_is_listed_with_its_line(tmp_path: Path) ->
 
     lines = str(caught.value).splitlines()
     assert lines[0] == f"{path}:{_line_of(path, 'tree_bandwidth_factor:')}: 2 problems:"
-    assert lines[1].startswith(f"  line {_line_of(path, 'tree_bandwidth_factor:')}, "
-                               "key 'tree_bandwidth_factor': 1.5 is greater than the maximum of 1")
+    assert lines[1].startswith(
+        f"  line {_line_of(path, 'tree_bandwidth_factor:')}, "
+        "key 'tree_bandwidth_factor': 1.5 is greater than the maximum of 1"
+    )
     assert lines[2].startswith(f"  line {_line_of(path, 'channels:')}, key 'channels': 0 is less")
 
 

@@ -6,15 +6,22 @@ import pandas as pd
 import pytest
 
 from trainscale.errors import TrainscaleError
+from trainscale.schema import (
+    BEST_PLAN_COLUMNS,
+    CLAIMS_TABLE_COLUMNS,
+    HARDWARE_COLUMNS,
+    MODEL_COLUMNS,
+    names,
+)
 from trainscale.tables import TABLES, render_table
-from trainscale.tables.best_plans import BEST_PLAN_COLUMNS, NO_DATA_PARALLEL, best_plans
-from trainscale.tables.hardware import HARDWARE_COLUMNS, hardware_table
-from trainscale.tables.models import MODEL_COLUMNS, models_table
+from trainscale.tables.best_plans import NO_DATA_PARALLEL, best_plans
+from trainscale.tables.hardware import hardware_table
+from trainscale.tables.models import models_table
 
 
-def test_hardware_table_columns_and_growth_over_the_v100():
-    table = hardware_table()
-    assert tuple(table.columns) == HARDWARE_COLUMNS
+def test_hardware_table_columns_and_growth_over_the_v100(catalogue):
+    table = hardware_table(catalogue.hardware)
+    assert list(table.columns) == names(HARDWARE_COLUMNS)
     assert table["gpu"].iloc[0] == "v100-sxm-32gb"
     # growth columns compare every GPU with the V100, not with whatever row is above
     assert table["bf16_tflops_x_v100"].iloc[0] == 1.0
@@ -30,28 +37,26 @@ def test_hardware_table_columns_and_growth_over_the_v100():
 def test_table_columns_name_their_unit_words_unambiguously():
     """No printed column says "gbps" (GB/s for HBM and NVLink but Gb/s for the NIC in the
     catalogue): bytes are "gbytes", bits "gbit" (user trial item 17)."""
-    from trainscale.tables.claims import CLAIMS_COLUMNS
-
-    for columns in (HARDWARE_COLUMNS, BEST_PLAN_COLUMNS, MODEL_COLUMNS, CLAIMS_COLUMNS):
-        assert not [c for c in columns if "gbps" in c]
+    for columns in (HARDWARE_COLUMNS, BEST_PLAN_COLUMNS, MODEL_COLUMNS, CLAIMS_TABLE_COLUMNS):
+        assert not [c for c in names(columns) if "gbps" in c]
     assert {"hbm_gbytes_per_s", "nvlink_gbytes_per_s", "nic_gbit_per_s_per_gpu"} <= set(
-        HARDWARE_COLUMNS
+        names(HARDWARE_COLUMNS)
     )
-    growth = [c for c in HARDWARE_COLUMNS if c.endswith("_x_v100")]
+    growth = [c for c in names(HARDWARE_COLUMNS) if c.endswith("_x_v100")]
     assert len(growth) == 5
 
 
-def test_models_table_columns_and_parameter_counts():
-    table = models_table().set_index("model")
-    assert (table.reset_index().columns.tolist()) == list(MODEL_COLUMNS)
+def test_models_table_columns_and_parameter_counts(catalogue):
+    table = models_table(catalogue.models).set_index("model")
+    assert (table.reset_index().columns.tolist()) == names(MODEL_COLUMNS)
     # Llama-2 7B has 6.74B parameters (Touvron et al. 2023, HF config)
     assert table.loc["llama2-7b", "params_b"] == pytest.approx(6.74, abs=0.01)
     assert table["params_b"].is_monotonic_increasing
 
 
-def test_best_plans_picks_the_fastest_fitting_plan(best_sim):
-    table = best_plans(best_sim)
-    assert tuple(table.columns) == BEST_PLAN_COLUMNS
+def test_best_plans_picks_the_fastest_fitting_plan(best_sim, catalogue):
+    table = best_plans(best_sim, models=catalogue.models)
+    assert list(table.columns) == names(BEST_PLAN_COLUMNS)
     for _, row in table.iterrows():
         rows = best_sim[
             (best_sim["model"] == row["model"])
@@ -63,33 +68,35 @@ def test_best_plans_picks_the_fastest_fitting_plan(best_sim):
     assert table["model"].tolist()[0] == "llama2-7b"
 
 
-def test_best_plans_never_calls_a_single_replica_ddp(best_sim):
-    table = best_plans(best_sim)
+def test_best_plans_never_calls_a_single_replica_ddp(best_sim, catalogue):
+    table = best_plans(best_sim, models=catalogue.models)
     assert "calibration_id" not in table.columns  # one id for all rows: in the caption
     assert NO_DATA_PARALLEL not in set(table["sharding"])  # every best plan here has dp > 1
-    single = best_plans(best_sim.assign(dp=1, sharding="ddp"))
+    single = best_plans(best_sim.assign(dp=1, sharding="ddp"), models=catalogue.models)
     assert set(single["sharding"]) == {NO_DATA_PARALLEL}
 
 
-def test_best_plans_caption_explains_plans_fitting_and_the_calibration(best_sim, tmp_path):
+def test_best_plans_caption_explains_plans_fitting_and_the_calibration(
+    best_sim, catalogue, tmp_path
+):
     from trainscale.tables.best_plans import render
 
-    _, _, tex = render(tmp_path / "best_plans", best_sim)
+    _, _, tex = render(tmp_path / "best_plans", best_sim, models=catalogue.models)
     text = " ".join(tex.read_text().split())
     assert r"plans\_fitting: how many swept plans fit in memory" in text
     assert "FSDP plans only" in text
     assert str(best_sim["calibration_id"].iloc[0]) in text
 
 
-def test_best_plans_leaves_out_counts_where_nothing_fits(best_sim):
+def test_best_plans_leaves_out_counts_where_nothing_fits(best_sim, catalogue):
     none_fit = best_sim.assign(fits_memory=best_sim["num_gpus"] != 64)
-    assert set(best_plans(none_fit)["num_gpus"]) == {2048}
+    assert set(best_plans(none_fit, models=catalogue.models)["num_gpus"]) == {2048}
 
 
-def test_render_table_writes_three_files(tmp_path):
-    paths = render_table("models", tmp_path / "models")
+def test_render_table_writes_three_files(tmp_path, catalogue):
+    paths = render_table("models", tmp_path / "models", catalogues={"models": catalogue.models})
     assert [p.suffix for p in paths] == [".csv", ".md", ".tex"]
-    assert pd.read_csv(paths[0]).columns.tolist() == list(MODEL_COLUMNS)
+    assert pd.read_csv(paths[0]).columns.tolist() == names(MODEL_COLUMNS)
     assert "\\toprule" in paths[2].read_text()
 
 
@@ -99,6 +106,9 @@ def test_render_table_names_unknown_tables_and_missing_inputs(tmp_path):
     missing = r"missing input\(s\) \['validation', 'holdout', 'published'\]"
     with pytest.raises(TrainscaleError, match=missing):
         render_table("validation", tmp_path / "x", {})
+    # the catalogues are the caller's: a table never loads the shipped ones itself
+    with pytest.raises(TrainscaleError, match=r"table models: missing catalogue\(s\) \['models'\]"):
+        render_table("models", tmp_path / "x")
     assert set(TABLES) == {
         "hardware",
         "models",

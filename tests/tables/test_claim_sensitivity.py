@@ -6,9 +6,8 @@ from __future__ import annotations
 import pandas as pd
 
 from trainscale.io.parquet import write_parquet
-from trainscale.schema import CLAIM_SENSITIVITY_COLUMNS
+from trainscale.schema import CLAIM_SENSITIVITY_COLUMNS, CLAIM_SENSITIVITY_TABLE_COLUMNS, names
 from trainscale.tables import render_table
-from trainscale.tables.claim_sensitivity import COLUMNS
 
 
 def test_the_table_prints_the_profile_and_names_the_calibration(tmp_path):
@@ -29,7 +28,7 @@ def test_the_table_prints_the_profile_and_names_the_calibration(tmp_path):
     csv, _, tex = render_table("claim_sensitivity", tmp_path / "t", {"sensitivity": str(path)})
 
     printed = pd.read_csv(csv)
-    assert tuple(printed.columns) == COLUMNS
+    assert list(printed.columns) == names(CLAIM_SENSITIVITY_TABLE_COLUMNS)
     assert "calibration_id" not in printed.columns
     assert printed["calibrated"].tolist() == [False, False, True, False]
     assert "trainscale calibration cal123 marks the calibrated row" in tex.read_text()

@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from trainscale.fits import usl_model
-from trainscale.tables.scaling_fits import SCALING_FIT_COLUMNS, scaling_fits
+from trainscale.schema import SCALING_FIT_COLUMNS, names
+from trainscale.tables.scaling_fits import scaling_fits
 
 GPUS = np.array([8, 16, 32, 64, 128, 256, 512, 1024, 2048], dtype=float)
 
@@ -57,9 +58,9 @@ def synthetic():
     return pd.concat([usl, law, duplicate, short, other], ignore_index=True)
 
 
-def test_columns_and_series(synthetic):
-    table = scaling_fits(synthetic)
-    assert tuple(table.columns) == SCALING_FIT_COLUMNS
+def test_columns_and_series(synthetic, catalogue):
+    table = scaling_fits(synthetic, models=catalogue.models)
+    assert list(table.columns) == names(SCALING_FIT_COLUMNS)
     # short series (3 counts) and studies that are not scale-outs are left out
     assert sorted(table["model"].unique()) == ["law-model", "usl-model"]
     # one row per series, metric and parameter: 2 loglog metrics x 2 + USL x 3
@@ -68,8 +69,10 @@ def test_columns_and_series(synthetic):
     assert table[["ci_low", "ci_high"]].notna().all().all()
 
 
-def test_loglog_slopes_recover_the_power_law(synthetic):
-    table = scaling_fits(synthetic).set_index(["model", "metric", "parameter"])
+def test_loglog_slopes_recover_the_power_law(synthetic, catalogue):
+    table = scaling_fits(synthetic, models=catalogue.models).set_index(
+        ["model", "metric", "parameter"]
+    )
     slope = table.loc[("law-model", "tokens_per_s_per_gpu", "slope")]
     assert slope["ci_low"] <= -0.1 <= slope["ci_high"]
     assert slope["estimate"] == pytest.approx(-0.1, abs=0.01)
@@ -79,8 +82,8 @@ def test_loglog_slopes_recover_the_power_law(synthetic):
     assert pct["estimate"] == pytest.approx(100 * (2 ** slope["estimate"] - 1))
 
 
-def test_usl_recovers_sigma_kappa_and_the_peak(synthetic):
-    table = scaling_fits(synthetic).set_index(["model", "parameter"])
+def test_usl_recovers_sigma_kappa_and_the_peak(synthetic, catalogue):
+    table = scaling_fits(synthetic, models=catalogue.models).set_index(["model", "parameter"])
     usl = table.loc["usl-model"]
     sigma, kappa = usl.loc["sigma"], usl.loc["kappa"]
     assert sigma["ci_low"] <= 0.02 <= sigma["ci_high"]
@@ -91,7 +94,7 @@ def test_usl_recovers_sigma_kappa_and_the_peak(synthetic):
     assert (fits["metric"] == "tokens_per_s").all() and (fits["fit"] == "usl").all()
 
 
-def test_published_series_keep_their_micro_batch_and_citation():
+def test_published_series_keep_their_micro_batch_and_citation(catalogue):
     x = 1000.0 * GPUS[:5] ** 0.95
     rows = _series(
         "",
@@ -108,14 +111,14 @@ def test_published_series_keep_their_micro_batch_and_citation():
     rows = rows.assign(source="published", global_batch=rows["num_gpus"] * 4, micro_batch=4)
     off_rule = _series("off-rule", "fsdp_scaleout", x, np.full(5, 600.0)).assign(micro_batch=1)
     rows = pd.concat([rows, off_rule], ignore_index=True)
-    table = scaling_fits(rows)
+    table = scaling_fits(rows, models=catalogue.models)
     assert set(table["origin"]) == {"Paper 2024"}
     assert set(table["batch"]) == {"micro 4 per GPU"}
     assert set(table["model"]) == {"llama2-7b"}  # named from its catalogue shape
     assert set(table["metric"]) == {"tokens_per_s_per_gpu", "tokens_per_s"}  # no power data
 
 
-def test_labels_print_integers_and_say_simulated():
+def test_labels_print_integers_and_say_simulated(catalogue):
     """User trial item 16: the dataset holds these columns as floats, and the table printed
     "12.0L h768.0", "tp1.0×pp1.0", "global 2048.0 (fixed)"; its source read "sim"."""
     x = 1000.0 * GPUS[:5] ** 0.95
@@ -126,15 +129,15 @@ def test_labels_print_integers_and_say_simulated():
         source="published", layers=12.0, hidden=768.0, heads=12.0, ffn=3072.0, vocab=50368.0,
         micro_batch=26.0, tp=1.0, pp=1.0, global_batch=np.nan, num_gpus=GPUS[:5],
     )  # fmt: skip
-    table = scaling_fits(pd.concat([sim, published], ignore_index=True))
+    table = scaling_fits(pd.concat([sim, published], ignore_index=True), models=catalogue.models)
     assert set(table["source"]) == {"simulated", "published"}
     assert set(table["plan"]) == {"tp1×pp1 fsdp, recompute none"}
     assert set(table["batch"]) == {"global 2048 (fixed)", "micro 26 per GPU"}
     assert set(table["model"]) == {"law-model", "12L h768"}
 
 
-def test_usl_rows_explain_an_infinite_peak_and_r2_is_per_gpu(synthetic):
-    table = scaling_fits(synthetic).set_index(["model", "parameter"])
+def test_usl_rows_explain_an_infinite_peak_and_r2_is_per_gpu(synthetic, catalogue):
+    table = scaling_fits(synthetic, models=catalogue.models).set_index(["model", "parameter"])
     law = table.loc[("law-model", "n_star")]  # a power law never peaks
     assert law["estimate"] == np.inf
     assert "no peak: throughput still rises at the largest count" in law["note"]

@@ -5,17 +5,13 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from trainscale.tables.validation import (
-    VALIDATION_TABLE_COLUMNS,
-    readable_reason,
-    render,
-    validation_table,
-)
+from trainscale.schema import VALIDATION_TABLE_COLUMNS, names
+from trainscale.tables.validation import readable_reason, render, validation_table
 
 
 def test_leads_with_held_out_error_per_source_with_in_sample_beside(validation_rows, holdout_rows):
     table = validation_table(validation_rows, holdout_rows)
-    assert tuple(table.columns) == VALIDATION_TABLE_COLUMNS
+    assert list(table.columns) == names(VALIDATION_TABLE_COLUMNS)
     assert table["block"].iloc[0] == "tokens/s per GPU, per source"
     sources = table[table["block"] == "tokens/s per GPU, per source"].set_index("source")
     assert sources.index.tolist() == ["A", "B"]

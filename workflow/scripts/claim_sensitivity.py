@@ -8,12 +8,17 @@ from trainscale.io.parquet import write_parquet
 from trainscale.published.measurements import load_published
 from trainscale.schema import CLAIM_SENSITIVITY_COLUMNS
 from trainscale.sim.calibration import load_calibration
+from trainscale.sim.catalogue import CATALOGUE_FILES, load_catalogue
 
 sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 (closed at exit)
 
 try:
+    catalogue = load_catalogue({name: snakemake.input[name] for name in CATALOGUE_FILES})
+    published = load_published(
+        snakemake.input.published, hardware=catalogue.hardware, models=catalogue.models
+    )
     table = claim_sensitivity(
-        load_published(snakemake.input.published), load_calibration(snakemake.input.calibration)
+        published, load_calibration(snakemake.input.calibration), catalogue=catalogue
     )
 except TrainscaleError as error:
     print(f"error: {error}", file=sys.stderr)

@@ -7,11 +7,15 @@ from trainscale.io.parquet import write_parquet
 from trainscale.paper.claims import claim_rows
 from trainscale.schema import CLAIM_COLUMNS
 from trainscale.sim.calibration import load_calibration
+from trainscale.sim.catalogue import CATALOGUE_FILES, load_catalogue
 
 sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 (closed at exit)
 
 try:
-    claims = claim_rows(load_calibration(snakemake.input.calibration))
+    claims = claim_rows(
+        load_calibration(snakemake.input.calibration),
+        catalogue=load_catalogue({name: snakemake.input[name] for name in CATALOGUE_FILES}),
+    )
 except TrainscaleError as error:
     print(f"error: {error}", file=sys.stderr)
     sys.exit(1)

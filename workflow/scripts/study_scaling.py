@@ -23,11 +23,9 @@ name = snakemake.wildcards.study
 stem = str(snakemake.output.png).removesuffix(".png")
 try:
     hardware = load_hardware(snakemake.input.hardware)
+    models = load_models(snakemake.input.models)
     study = load_study(
-        snakemake.input.study,
-        schema=snakemake.input.schema,
-        hardware=hardware,
-        models=load_models(snakemake.input.models),
+        snakemake.input.study, schema=snakemake.input.schema, hardware=hardware, models=models
     )
     spec = report_spec(study)
     rows = select_rows(read_study_results(snakemake.input.simulated, name), spec)
@@ -35,7 +33,16 @@ try:
     note = setup_note(
         study, spec, hardware, DEFAULT_FRAMEWORK, dropped_memory=rows.attrs["dropped_memory"]
     )
-    written = render_scaling(stem, rows, spec, note=note, fits=fits, title=f"Study {name}: scaling")
+    written = render_scaling(
+        stem,
+        rows,
+        spec,
+        note=note,
+        hardware=hardware,
+        models=models,
+        fits=fits,
+        title=f"Study {name}: scaling",
+    )
 except TrainscaleError as error:
     print(f"error: {error}", file=sys.stderr)
     sys.exit(1)

@@ -32,7 +32,7 @@ from trainscale.published.accuracy import collective_predictions, throughput_pre
 from trainscale.published.measurements import PublishedData
 from trainscale.schema import CLAIM_SENSITIVITY_COLUMNS, names
 from trainscale.sim.calibration import Calibration, parameters_at_bounds
-from trainscale.sim.catalogue import Catalogue, load_catalogue
+from trainscale.sim.catalogue import Catalogue
 
 __all__ = [
     "LATENCY_SCALE_GRID",
@@ -92,7 +92,7 @@ def profile(
     values: Sequence[float],
     published: PublishedData,
     *,
-    catalogue: Catalogue | None = None,
+    catalogue: Catalogue,
 ) -> pd.DataFrame:
     """Pin ``parameter`` at each of ``values``, refit the rest, report error and claims.
 
@@ -103,11 +103,8 @@ def profile(
     calibration's id. Raises :class:`~trainscale.errors.TrainscaleError` for a parameter that is
     not fitted or a value outside its bounds. Costs one fit (a few seconds) per value.
 
-    Every fit simulates under ``catalogue``; not given, the shipped one (kept for
-    :mod:`trainscale.tables`, which calls this without it until the tables get their catalogue
-    from their caller; new code passes it).
+    Every fit simulates under ``catalogue``.
     """
-    catalogue = catalogue if catalogue is not None else load_catalogue()
     rows = []
     for value in values:
         calibration, fitted = _refit(published, catalogue, pinned={parameter: float(value)})
@@ -160,9 +157,12 @@ def prior_width_scan(
     return pd.DataFrame(rows, columns=list(PRIOR_SCAN_COLUMNS))
 
 
-def claim_sensitivity(published: PublishedData, calibration: Calibration) -> pd.DataFrame:
+def claim_sensitivity(
+    published: PublishedData, calibration: Calibration, *, catalogue: Catalogue
+) -> pd.DataFrame:
     """Profile ``nccl_latency_scale`` over :data:`LATENCY_SCALE_GRID` plus its value in
-    ``calibration`` (ascending), with whether the throughput-drop claim holds at each.
+    ``calibration`` (ascending), with whether the throughput-drop claim holds at each; every fit
+    simulates under ``catalogue``.
 
     At 2,048 GPUs with one sequence per GPU, FSDP's per-layer AllGather and ReduceScatter run on
     rings of 2,047 steps whose time is mostly NCCL's per-step latency, so the headline drop moves
@@ -178,7 +178,7 @@ def claim_sensitivity(published: PublishedData, calibration: Calibration) -> pd.
     """
     calibrated = calibration.nccl_latency_scale
     values = sorted({*LATENCY_SCALE_GRID, calibrated})
-    table = profile("nccl_latency_scale", values, published)
+    table = profile("nccl_latency_scale", values, published, catalogue=catalogue)
     table = table.rename(columns={"value": "nccl_latency_scale"})
     table["calibrated"] = table["nccl_latency_scale"] == calibrated
     drop_claim = next(c for c in CLAIMS if c.key == "throughput_drop_pct")

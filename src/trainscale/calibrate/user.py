@@ -98,8 +98,10 @@ def read_measurements(path: Path) -> pd.DataFrame:
     )
 
     table = read_table(path)
-    if MEASURED not in table.columns and "tokens_per_s_per_gpu" in table.columns and (
-        "source" in table.columns and (table["source"] == "measured").all()
+    if (
+        MEASURED not in table.columns
+        and "tokens_per_s_per_gpu" in table.columns
+        and ("source" in table.columns and (table["source"] == "measured").all())
     ):
         table = table.rename(columns={"tokens_per_s_per_gpu": MEASURED})
     missing = missing_configuration_columns(table, also=(MEASURED,))
@@ -266,9 +268,8 @@ def calibrate_user(
         after, _ = throughput_predictions(data, final, catalogue)
     if output is not None:
         digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
-        covered = (
-            (after["observed_tokens_per_s_per_gpu"] >= after["tokens_per_s_per_gpu_lo"])
-            & (after["observed_tokens_per_s_per_gpu"] <= after["tokens_per_s_per_gpu_hi"])
+        covered = (after["observed_tokens_per_s_per_gpu"] >= after["tokens_per_s_per_gpu_lo"]) & (
+            after["observed_tokens_per_s_per_gpu"] <= after["tokens_per_s_per_gpu_hi"]
         )
         provenance = {
             "method": "user calibration (trainscale.calibrate.user): fit_throughput on the "

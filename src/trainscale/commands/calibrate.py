@@ -86,9 +86,7 @@ def _numbers(text: str, option: str) -> list[float]:
     return values
 
 
-def _sensitivity(
-    args: argparse.Namespace, published: PublishedData, catalogue: Catalogue
-) -> int:
+def _sensitivity(args: argparse.Namespace, published: PublishedData, catalogue: Catalogue) -> int:
     import pandas as pd
 
     from trainscale.calibrate import sensitivity
@@ -153,9 +151,7 @@ def run(args: argparse.Namespace) -> int:
     catalogue = load_catalogue()  # the shipped catalogues, loaded once for the whole command
     if args.measurements is not None:
         return _user(args, catalogue)
-    published = load_published(
-        args.published, hardware=catalogue.hardware, models=catalogue.models
-    )
+    published = load_published(args.published, hardware=catalogue.hardware, models=catalogue.models)
     if args.profile is not None or args.prior_scan is not None:
         return _sensitivity(args, published, catalogue)
     from trainscale.errors import TrainscaleError

@@ -9,7 +9,9 @@ simulated (trainscale version and calibration id), published (citations) or meas
 inputs each takes and which catalogue files it reads). Figures read tables and never run the
 simulator (an import-linter contract in ``pyproject.toml``): what they draw beyond a study's
 results is computed by rules of its own (``results/collectives.parquet``,
-``results/sim_vs_measured.parquet``).
+``results/sim_vs_measured.parquet``). Nor do they load a catalogue: the caller loads the catalogue
+files an output reads (the workflow's script, from the files its rule declares) and passes them
+in (``tests/test_catalogue_inputs.py`` checks the source for it).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CATALOGUES",
     "FIGURES",
+    "KIND_CATALOGUES",
     "Input",
     "Output",
     "load_input",
@@ -38,8 +41,15 @@ __all__ = [
     "render_registered",
 ]
 
-#: The catalogue files a figure or table may read (``data/<name>.yaml``).
-CATALOGUES: tuple[str, ...] = ("hardware", "models", "nccl", "frameworks", "calibration")
+#: The catalogue files a figure or table may read (``data/<name>.yaml``), by name; loaded by
+#: the caller: ``hardware`` a :class:`trainscale.sim.system.hardware.HardwareCatalog`, ``models``
+#: a mapping of model key to :class:`trainscale.sim.model.shape.ModelShape`, ``frameworks`` and
+#: ``nccl`` as :class:`trainscale.sim.catalogue.Catalogue` holds them.
+CATALOGUES: tuple[str, ...] = ("hardware", "models", "nccl", "frameworks")
+
+#: The catalogue files an input of each kind (:attr:`Input.kind`) is read with: the published
+#: CSV is checked against the GPU catalogue and its throughputs derived with the model shapes.
+KIND_CATALOGUES: dict[str, tuple[str, ...]] = {"published": ("hardware", "models")}
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,9 +73,18 @@ class Output:
     inputs: Mapping[str, Input] = field(default_factory=dict)
     """Argument of its ``render`` → the file it is read from."""
     catalogues: tuple[str, ...] = ()
-    """The catalogue files (:data:`CATALOGUES`) it reads itself, through
-    :func:`trainscale.paths.data_dir` (colours and order of models and GPUs, model shapes, GPU
-    peaks): inputs of its rule, so that editing one reruns it, and never passed to ``render``."""
+    """The catalogue files (:data:`CATALOGUES`) its ``render`` takes, each as the keyword
+    argument of that name (colours and order of models and GPUs, model shapes, GPU peaks)."""
+
+    def catalogue_files(self) -> tuple[str, ...]:
+        """Every catalogue file it reads, in :data:`CATALOGUES` order: those its ``render``
+        takes and those its inputs are read with (:data:`KIND_CATALOGUES`). They are the inputs
+        of its rule, so that editing one reruns it, and what its caller loads and passes to
+        :func:`render_registered`."""
+        wanted = {*self.catalogues}
+        for spec in self.inputs.values():
+            wanted.update(KIND_CATALOGUES.get(spec.kind, ()))
+        return tuple(name for name in CATALOGUES if name in wanted)
 
 
 def _study(name: str) -> Input:
@@ -78,9 +97,8 @@ FIGURES: dict[str, Output] = {
         inputs={
             "curves": Input("collectives"),
             "validation": Input("validation"),
-            "published": Input("published", "published"),
+            "published": Input("published", "published"),  # read with hardware and models
         },
-        catalogues=("hardware", "models"),  # read by the published CSV's checks
     ),
     "collective_scaling": Output(inputs={"curves": Input("collectives")}),
     "fsdp_scaleout": Output(inputs={"sim": _study("fsdp_scaleout")}, catalogues=("models",)),
@@ -103,7 +121,9 @@ FIGURES: dict[str, Output] = {
 }
 
 
-def load_input(kind: str, path: str | os.PathLike[str]) -> pd.DataFrame | PublishedData:
+def load_input(
+    kind: str, path: str | os.PathLike[str], catalogues: Mapping[str, Any] | None = None
+) -> pd.DataFrame | PublishedData:
     """Read one input of a figure or table.
 
     ``parquet``: one Parquet file (``results/sim/<study>.parquet``,
@@ -111,8 +131,13 @@ def load_input(kind: str, path: str | os.PathLike[str]) -> pd.DataFrame | Publis
     ``dataset_scaling``: the measured and published partitions of the hive-partitioned
     ``results/dataset`` folder, and the scale-out studies of the ``scaling_fits`` table;
     ``published``: the published measurements CSV, normalised
-    (:class:`trainscale.published.measurements.PublishedData`; nothing is predicted).
+    (:class:`trainscale.published.measurements.PublishedData`; nothing is predicted) with the
+    ``hardware`` and ``models`` of ``catalogues`` (:data:`KIND_CATALOGUES`).
     """
+    catalogues = catalogues or {}
+    missing = [name for name in KIND_CATALOGUES.get(kind, ()) if name not in catalogues]
+    if missing:
+        raise TrainscaleError(f"input kind {kind!r} is read with catalogue(s) {missing}")
     if kind == "parquet":
         return pd.read_parquet(path)
     if kind == "dataset_scaling":
@@ -123,7 +148,7 @@ def load_input(kind: str, path: str | os.PathLike[str]) -> pd.DataFrame | Publis
     if kind == "published":
         from trainscale.published.measurements import load_published
 
-        return load_published(path)
+        return load_published(path, hardware=catalogues["hardware"], models=catalogues["models"])
     raise TrainscaleError(f"unknown input kind {kind!r}")
 
 
@@ -133,23 +158,40 @@ def render_registered(
     name: str,
     stem: str | os.PathLike[str],
     inputs: Mapping[str, str] | None = None,
+    catalogues: Mapping[str, Any] | None = None,
 ) -> tuple[Path, ...]:
     """Render ``name`` from ``registry`` (:data:`FIGURES` or ``trainscale.tables.TABLES``) with
-    ``trainscale.<what>s.<name>.render``, after loading each named input by its kind."""
+    ``trainscale.<what>s.<name>.render``, after loading each named input by its kind.
+
+    ``catalogues`` holds the catalogue files the output reads (:meth:`Output.catalogue_files`),
+    by name, as the caller loaded them: each input is read with those of its kind and
+    ``render`` takes its own (:attr:`Output.catalogues`) as keyword arguments.
+    """
     if name not in registry:
         raise TrainscaleError(f"unknown {what} {name!r}; known: {', '.join(registry)}")
     inputs = inputs or {}
-    wanted = registry[name].inputs
-    missing = [key for key in wanted if key not in inputs]
+    catalogues = catalogues or {}
+    output = registry[name]
+    missing = [key for key in output.inputs if key not in inputs]
     if missing:
         raise TrainscaleError(f"{what} {name}: missing input(s) {missing}")
-    frames = {key: load_input(spec.kind, inputs[key]) for key, spec in wanted.items()}
+    missing = [key for key in output.catalogue_files() if key not in catalogues]
+    if missing:
+        raise TrainscaleError(f"{what} {name}: missing catalogue(s) {missing}")
+    frames = {
+        key: load_input(spec.kind, inputs[key], catalogues) for key, spec in output.inputs.items()
+    }
+    given = {key: catalogues[key] for key in output.catalogues}
     module = importlib.import_module(f"trainscale.{what}s.{name}")
-    return module.render(stem, **frames)
+    return module.render(stem, **frames, **given)
 
 
 def render_figure(
-    name: str, stem: str | os.PathLike[str], inputs: Mapping[str, str] | None = None
+    name: str,
+    stem: str | os.PathLike[str],
+    inputs: Mapping[str, str] | None = None,
+    catalogues: Mapping[str, Any] | None = None,
 ) -> tuple[Path, ...]:
-    """Render figure ``name`` to ``stem.{pdf,png,svg}`` from the files in ``inputs``."""
-    return render_registered("figure", FIGURES, name, stem, inputs)
+    """Render figure ``name`` to ``stem.{pdf,png,svg}`` from the files in ``inputs`` and the
+    catalogues it reads (:func:`render_registered`)."""
+    return render_registered("figure", FIGURES, name, stem, inputs, catalogues)

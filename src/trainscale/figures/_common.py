@@ -4,13 +4,16 @@ Every figure says where its numbers come from (simulated, published or measured)
 :func:`sim_source`, :func:`published_source` and :func:`measured_source` build that sentence from
 the rows themselves (calibration id, citation, run id), and :func:`add_source_note` writes it under
 the figure. Colours are fixed per model and per GPU (:func:`model_colors`, :func:`gpu_colors`) so a
-model has the same colour in every figure.
+model has the same colour in every figure. The catalogues that colours and orders come from are
+passed in by the caller (the figure's ``render`` gets them from its rule's declared catalogue
+files); nothing here loads one.
 """
 
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -21,8 +24,10 @@ from matplotlib.figure import Figure
 from trainscale.errors import TrainscaleError
 from trainscale.paper.values import PAPER_MICRO_BATCH
 from trainscale.report.style import PALETTE
-from trainscale.sim.model.shape import load_models
-from trainscale.sim.system.hardware import load_hardware
+
+if TYPE_CHECKING:
+    from trainscale.sim.model.shape import ModelShape
+    from trainscale.sim.system.hardware import HardwareCatalog
 
 __all__: list[str] = []
 
@@ -51,26 +56,29 @@ def _fixed_colors(keys: Iterable[str], slots: dict[str, int]) -> dict:
     return colors
 
 
-def model_colors() -> dict:
-    """Fixed colour per model catalogue key (the same in every figure)."""
-    return _fixed_colors(load_models(), _MODEL_SLOTS)
+def model_colors(models: Mapping[str, ModelShape]) -> dict:
+    """Fixed colour per model key of ``models`` (the model catalogue, ``data/models.yaml``),
+    the same in every figure."""
+    return _fixed_colors(models, _MODEL_SLOTS)
 
 
-def gpu_colors() -> dict:
-    """Fixed colour per GPU catalogue key (the same in every figure)."""
-    return _fixed_colors(load_hardware().gpus, _GPU_SLOTS)
+def gpu_colors(hardware: HardwareCatalog) -> dict:
+    """Fixed colour per GPU key of ``hardware`` (the GPU catalogue, ``data/hardware.yaml``),
+    the same in every figure."""
+    return _fixed_colors(hardware.gpus, _GPU_SLOTS)
 
 
-def model_order(keys: Iterable[str]) -> list[str]:
-    """Model keys sorted by parameter count (catalogue models first, unknown ones by name)."""
-    models = load_models()
+def model_order(keys: Iterable[str], models: Mapping[str, ModelShape]) -> list[str]:
+    """Model keys sorted by parameter count in ``models`` (the model catalogue; its models
+    first, unknown ones by name)."""
     known = sorted({k for k in keys if k in models}, key=lambda k: models[k].params)
     return known + sorted({k for k in keys if k not in models})
 
 
-def gpu_order(keys: Iterable[str]) -> list[str]:
-    """GPU keys in catalogue (generation) order, unknown ones last by name."""
-    catalogue = list(load_hardware().gpus)
+def gpu_order(keys: Iterable[str], hardware: HardwareCatalog) -> list[str]:
+    """GPU keys in the order of ``hardware`` (the GPU catalogue: generation order), unknown
+    ones last by name."""
+    catalogue = list(hardware.gpus)
     keys = set(keys)
     return [k for k in catalogue if k in keys] + sorted(keys - set(catalogue))
 

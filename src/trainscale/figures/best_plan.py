@@ -11,7 +11,9 @@ Input: the ``best_plan`` study (``results/sim/best_plan.parquet``).
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -27,6 +29,9 @@ from trainscale.figures._common import (
 )
 from trainscale.names import gpu_label, model_label
 from trainscale.tables.best_plans import NO_DATA_PARALLEL, best_plans
+
+if TYPE_CHECKING:
+    from trainscale.sim.model.shape import ModelShape
 
 __all__ = ["cell_label", "mfu_range", "plot", "render"]
 
@@ -50,24 +55,24 @@ def mfu_range(values: np.ndarray) -> tuple[float, float]:
     return float(low), float(high if high > low else low + 5.0)
 
 
-def plot(sim: pd.DataFrame) -> Figure:
+def plot(sim: pd.DataFrame, *, models: Mapping[str, ModelShape]) -> Figure:
     """The heatmap (see module docstring)."""
-    best = best_plans(sim)
-    models = model_order(best["model"].unique())
+    best = best_plans(sim, models=models)
+    order = model_order(best["model"].unique(), models)
     counts = sorted(best["num_gpus"].unique())
-    mfu = np.full((len(models), len(counts)), np.nan)
+    mfu = np.full((len(order), len(counts)), np.nan)
     fig, ax = subplot_mosaic(
-        7.2, 1.0 + 0.62 * max(len(models), 1), [["map", "bar"]], width_ratios=[1.0, 0.03]
+        7.2, 1.0 + 0.62 * max(len(order), 1), [["map", "bar"]], width_ratios=[1.0, 0.03]
     )
     a = ax["map"]
     for _, row in best.iterrows():
-        i, j = models.index(row["model"]), counts.index(row["num_gpus"])
+        i, j = order.index(row["model"]), counts.index(row["num_gpus"])
         mfu[i, j] = row["mfu_pct"]
     cmap = plt.get_cmap("viridis").with_extremes(bad="0.92")
     low, high = mfu_range(mfu)
     image = a.imshow(np.ma.masked_invalid(mfu), cmap=cmap, aspect="auto", vmin=low, vmax=high)
     for _, row in best.iterrows():
-        i, j = models.index(row["model"]), counts.index(row["num_gpus"])
+        i, j = order.index(row["model"]), counts.index(row["num_gpus"])
         dark = row["mfu_pct"] < low + 0.6 * (high - low)
         a.text(
             j,
@@ -82,7 +87,7 @@ def plot(sim: pd.DataFrame) -> Figure:
     for i, j in zip(*np.nonzero(np.isnan(mfu)), strict=True):
         a.text(j, i, "no plan\nfits", ha="center", va="center", fontsize=6, color="0.4")
     a.set_xticks(range(len(counts)), [str(n) for n in counts])
-    a.set_yticks(range(len(models)), [model_label(m) for m in models])
+    a.set_yticks(range(len(order)), [model_label(m) for m in order])
     a.set_xlabel("GPUs (count)")
     a.set_ylabel("Model")
     a.grid(False)
@@ -102,6 +107,9 @@ def plot(sim: pd.DataFrame) -> Figure:
     )
 
 
-def render(stem: str | os.PathLike[str], sim: pd.DataFrame) -> tuple[Path, ...]:
-    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``."""
-    return save_styled(lambda: plot(sim), stem)
+def render(
+    stem: str | os.PathLike[str], sim: pd.DataFrame, *, models: Mapping[str, ModelShape]
+) -> tuple[Path, ...]:
+    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``; ``models`` is the model catalogue
+    (``data/models.yaml``: the order of the models, by size)."""
+    return save_styled(lambda: plot(sim, models=models), stem)

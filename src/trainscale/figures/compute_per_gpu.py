@@ -15,7 +15,9 @@ only: no recomputation).
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -34,16 +36,21 @@ from trainscale.figures._common import (
 )
 from trainscale.names import gpu_label, model_label
 from trainscale.report.style import log2_gpu_axis
-from trainscale.sim.system.hardware import load_hardware
+
+if TYPE_CHECKING:
+    from trainscale.sim.model.shape import ModelShape
+    from trainscale.sim.system.hardware import HardwareCatalog
 
 __all__ = ["flops_per_gpu_step", "plot", "render"]
 
 _COLUMNS = ("model", "gpu", "num_gpus", "tp", "pp", "dp", "mfu", "step_time_s", "precision")
 
 
-def flops_per_gpu_step(sim: pd.DataFrame) -> pd.Series:
-    """Model FLOPs one GPU executes per optimizer step: ``mfu × peak × step_time_s``."""
-    gpus = load_hardware().gpus
+def flops_per_gpu_step(sim: pd.DataFrame, hardware: HardwareCatalog) -> pd.Series:
+    """Model FLOPs one GPU executes per optimizer step: ``mfu × peak × step_time_s``, with each
+    GPU's peak (fp8 where the row runs in fp8 and the GPU has one, else bf16) from ``hardware``
+    (the GPU catalogue)."""
+    gpus = hardware.gpus
     peak = [
         gpus[g].fp8_flops_per_s
         if p == "fp8" and gpus[g].fp8_flops_per_s
@@ -53,19 +60,21 @@ def flops_per_gpu_step(sim: pd.DataFrame) -> pd.Series:
     return sim["mfu"] * np.asarray(peak, dtype=float) * sim["step_time_s"]
 
 
-def plot(sim: pd.DataFrame) -> Figure:
+def plot(
+    sim: pd.DataFrame, *, hardware: HardwareCatalog, models: Mapping[str, ModelShape]
+) -> Figure:
     """One panel per model: PFLOP per GPU per step against dp, one line per tp·pp."""
     require(sim, _COLUMNS, where="compute_per_gpu")
-    data = sim.assign(mp=sim["tp"] * sim["pp"], flops=flops_per_gpu_step(sim))
+    data = sim.assign(mp=sim["tp"] * sim["pp"], flops=flops_per_gpu_step(sim, hardware))
     data = data.sort_values(["model", "mp", "dp", "pp"]).drop_duplicates(["model", "mp", "dp"])
-    models = model_order(data["model"].unique())
+    order = model_order(data["model"].unique(), models)
     degrees = sorted(data["mp"].unique())
     colors = dict(zip(degrees, sns.color_palette("viridis", len(degrees) + 1), strict=False))
-    keys = models or ["empty"]
+    keys = order or ["empty"]
     fig, ax = subplot_mosaic(7.0, 3.7, [keys, ["legend"] * len(keys)], height_ratios=[1, 0.1])
     gpus = sorted(data["gpu"].unique())
-    peak = load_hardware().gpus[gpus[0]].bf16_flops_per_s if len(gpus) == 1 else None
-    for model in models:
+    peak = hardware.gpus[gpus[0]].bf16_flops_per_s if len(gpus) == 1 else None
+    for model in order:
         a = ax[model]
         rows = data[data["model"] == model]
         for mp in degrees:
@@ -103,6 +112,14 @@ def plot(sim: pd.DataFrame) -> Figure:
     )
 
 
-def render(stem: str | os.PathLike[str], sim: pd.DataFrame) -> tuple[Path, ...]:
-    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``."""
-    return save_styled(lambda: plot(sim), stem)
+def render(
+    stem: str | os.PathLike[str],
+    sim: pd.DataFrame,
+    *,
+    hardware: HardwareCatalog,
+    models: Mapping[str, ModelShape],
+) -> tuple[Path, ...]:
+    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``; ``hardware`` is the GPU catalogue
+    (``data/hardware.yaml``: the peaks) and ``models`` the model catalogue (``data/models.yaml``:
+    the order of the models, by size)."""
+    return save_styled(lambda: plot(sim, hardware=hardware, models=models), stem)

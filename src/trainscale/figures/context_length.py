@@ -14,7 +14,9 @@ Input: the ``context_length`` study (``results/sim/context_length.parquet``).
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 from matplotlib.figure import Figure
@@ -40,6 +42,9 @@ from trainscale.figures._common import (
 from trainscale.names import model_label
 from trainscale.report.style import log2_gpu_axis
 
+if TYPE_CHECKING:
+    from trainscale.sim.model.shape import ModelShape
+
 __all__ = ["missing_lengths", "plot", "render"]
 
 _COLUMNS = (
@@ -56,7 +61,7 @@ _COLUMNS = (
 )
 
 
-def plot(sim: pd.DataFrame) -> Figure:
+def plot(sim: pd.DataFrame, *, models: Mapping[str, ModelShape]) -> Figure:
     """Two panels (tokens/s per GPU, MFU) against sequence length, one line per model and GPU
     count."""
     require(sim, _COLUMNS, where="context_length")
@@ -65,13 +70,13 @@ def plot(sim: pd.DataFrame) -> Figure:
         ["model", "_n"],
     )
     data = data.rename(columns={"num_gpus": "seq_len", "_n": "num_gpus"})
-    colors = model_colors()
+    colors = model_colors(models)
     fig, ax = subplot_mosaic(7.0, 3.3, [["tput", "mfu"], ["legend"] * 2], height_ratios=[1, 0.1])
     handles = []
     banded = False
     styles = ["-", "--", ":", "-."]
     counts = sorted(data["num_gpus"].unique())
-    for model in model_order(data["model"].unique()):
+    for model in model_order(data["model"].unique(), models):
         for i, n in enumerate(counts):
             rows = data[(data["model"] == model) & (data["num_gpus"] == n)].sort_values("seq_len")
             if rows.empty:
@@ -133,6 +138,9 @@ def missing_lengths(sim: pd.DataFrame, data: pd.DataFrame, lengths: list) -> lis
     return ["No point for " + "; ".join(notes) + "."] if notes else []
 
 
-def render(stem: str | os.PathLike[str], sim: pd.DataFrame) -> tuple[Path, ...]:
-    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``."""
-    return save_styled(lambda: plot(sim), stem)
+def render(
+    stem: str | os.PathLike[str], sim: pd.DataFrame, *, models: Mapping[str, ModelShape]
+) -> tuple[Path, ...]:
+    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``; ``models`` is the model catalogue
+    (``data/models.yaml``: each model's colour and the order by size)."""
+    return save_styled(lambda: plot(sim, models=models), stem)

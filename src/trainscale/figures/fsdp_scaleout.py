@@ -17,7 +17,9 @@ fit in memory (recomputed points open; :func:`~trainscale.figures._common.fastes
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -49,6 +51,9 @@ from trainscale.paper.values import (
     PAPER_THROUGHPUT_DROP_PCT,
 )
 from trainscale.report.style import log2_gpu_axis
+
+if TYPE_CHECKING:
+    from trainscale.sim.model.shape import ModelShape
 
 __all__ = [
     "PAPER_POWER_DROP_PCT",
@@ -156,19 +161,19 @@ def _mark_micro_batch_switch(ax: dict, data: pd.DataFrame) -> None:
     )  # fmt: skip
 
 
-def plot(sim: pd.DataFrame) -> Figure:
+def plot(sim: pd.DataFrame, *, models: Mapping[str, ModelShape]) -> Figure:
     """Draw the six panels from the ``fsdp_scaleout`` study rows (see module docstring)."""
     require(sim, _COLUMNS, where="fsdp_scaleout")
     data = fastest_recompute(paper_micro_batch(sim), ["model"])
-    colors = model_colors()
-    models = model_order(data["model"].unique())
+    colors = model_colors(models)
+    order = model_order(data["model"].unique(), models)
     panels = [["global", "per_gpu", "mfu"], ["power", "comm", "exposed"], ["legend"] * 3]
     fig, ax = subplot_mosaic(7.2, 5.6, panels, height_ratios=[1.0, 1.0, 0.13])
     counts = sorted(data["num_gpus"].unique()) or [CLAIM_FROM]
     handles = []
     banded = False
     used = _significant_collectives(data)
-    for model in models:
+    for model in order:
         rows = data[data["model"] == model].sort_values("num_gpus")
         color = colors[model]
         label = model_label(model)
@@ -235,6 +240,9 @@ def plot(sim: pd.DataFrame) -> Figure:
     return add_source_note(fig, sim_source(sim) + f" — paper setup: {setup}.")
 
 
-def render(stem: str | os.PathLike[str], sim: pd.DataFrame) -> tuple[Path, ...]:
-    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``."""
-    return save_styled(lambda: plot(sim), stem)
+def render(
+    stem: str | os.PathLike[str], sim: pd.DataFrame, *, models: Mapping[str, ModelShape]
+) -> tuple[Path, ...]:
+    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``; ``models`` is the model catalogue
+    (``data/models.yaml``: each model's colour and the order by size)."""
+    return save_styled(lambda: plot(sim, models=models), stem)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 from matplotlib.figure import Figure
@@ -43,6 +44,9 @@ from trainscale.figures._common import (
 from trainscale.names import gpu_label, model_label
 from trainscale.report.style import log2_gpu_axis
 
+if TYPE_CHECKING:
+    from trainscale.sim.system.hardware import HardwareCatalog
+
 __all__ = ["plot", "render"]
 
 _COLUMNS = (
@@ -62,17 +66,17 @@ _PANELS = (
 )
 
 
-def plot(sim: pd.DataFrame) -> Figure:
+def plot(sim: pd.DataFrame, *, hardware: HardwareCatalog) -> Figure:
     """Three panels (MFU, tokens/s per GPU, exposed-communication share) against GPU count."""
     require(sim, _COLUMNS, where="hardware_generations")
     data = fastest_recompute(paper_micro_batch(sim), ["gpu", "model"])
-    colors = gpu_colors()
+    colors = gpu_colors(hardware)
     keys = [key for key, *_ in _PANELS]
     fig, ax = subplot_mosaic(7.2, 3.5, [keys, ["legend"] * 3], height_ratios=[1.0, 0.1])
     counts = sorted(data["num_gpus"].unique()) or [1]
     handles = []
     banded = False
-    for gpu in gpu_order(data["gpu"].unique()):
+    for gpu in gpu_order(data["gpu"].unique(), hardware):
         rows = data[data["gpu"] == gpu].sort_values("num_gpus")
         banded |= plot_band(ax["tokens_per_s_per_gpu"], rows["num_gpus"], rows,
                             "tokens_per_s_per_gpu", colors[gpu])  # fmt: skip
@@ -104,6 +108,9 @@ def plot(sim: pd.DataFrame) -> Figure:
     )
 
 
-def render(stem: str | os.PathLike[str], sim: pd.DataFrame) -> tuple[Path, ...]:
-    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``."""
-    return save_styled(lambda: plot(sim), stem)
+def render(
+    stem: str | os.PathLike[str], sim: pd.DataFrame, *, hardware: HardwareCatalog
+) -> tuple[Path, ...]:
+    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``; ``hardware`` is the GPU catalogue
+    (``data/hardware.yaml``: each GPU's colour and the generation order)."""
+    return save_styled(lambda: plot(sim, hardware=hardware), stem)

@@ -13,7 +13,9 @@ return.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -38,6 +40,9 @@ from trainscale.fits import fit_usl, marginal_returns, usl_marginal
 from trainscale.names import model_label
 from trainscale.report.style import log2_gpu_axis
 
+if TYPE_CHECKING:
+    from trainscale.sim.model.shape import ModelShape
+
 __all__ = ["plot", "render"]
 
 _COLUMNS = ("model", "num_gpus", "recompute", "fits_memory", "tokens_per_s", "power_w_per_gpu")
@@ -57,21 +62,21 @@ _PANELS = (
 )
 
 
-def plot(sim: pd.DataFrame) -> Figure:
+def plot(sim: pd.DataFrame, *, models: Mapping[str, ModelShape]) -> Figure:
     """Rows: models; columns: per added GPU and per added kW; against GPU count."""
     require(sim, _COLUMNS, where="marginal_returns")
     data = fastest_recompute(paper_micro_batch(sim), ["model"])
-    models = model_order(data["model"].unique())
-    colors = model_colors()
-    names = [[f"{m}|{key}" for key, *_ in _PANELS] for m in models] or [["empty|gpu", "empty|kw"]]
+    order = model_order(data["model"].unique(), models)
+    colors = model_colors(models)
+    names = [[f"{m}|{key}" for key, *_ in _PANELS] for m in order] or [["empty|gpu", "empty|kw"]]
     fig, ax = subplot_mosaic(
         7.0,
-        2.5 * max(len(models), 1) + 0.6,
+        2.5 * max(len(order), 1) + 0.6,
         [*names, ["legend"] * 2],
         height_ratios=[1.0] * len(names) + [0.16],
     )
     secants = marginal_returns(data, by="model", usl=False) if len(data) else pd.DataFrame()
-    for model in models:
+    for model in order:
         rows = data[data["model"] == model].sort_values("num_gpus")
         n, x = rows["num_gpus"].to_numpy(float), rows["tokens_per_s"].to_numpy(float)
         fit = fit_usl(n, x)
@@ -112,7 +117,7 @@ def plot(sim: pd.DataFrame) -> Figure:
                 bbox={"boxstyle": "round,pad=0.25", "fc": "white", "ec": "0.8", "lw": 0.5},
             )  # fmt: skip
     # each swatch shows every model's colour, as the panels draw them
-    shown = [colors[m] for m in models] or ["0.3"]
+    shown = [colors[m] for m in order] or ["0.3"]
     handles = [
         tuple(Line2D([], [], ls="", marker="o", color=c) for c in shown),
         tuple(Line2D([], [], color=c, lw=1.2) for c in shown),
@@ -137,6 +142,9 @@ def plot(sim: pd.DataFrame) -> Figure:
     )
 
 
-def render(stem: str | os.PathLike[str], sim: pd.DataFrame) -> tuple[Path, ...]:
-    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``."""
-    return save_styled(lambda: plot(sim), stem)
+def render(
+    stem: str | os.PathLike[str], sim: pd.DataFrame, *, models: Mapping[str, ModelShape]
+) -> tuple[Path, ...]:
+    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``; ``models`` is the model catalogue
+    (``data/models.yaml``: each model's colour and the order by size)."""
+    return save_styled(lambda: plot(sim, models=models), stem)

@@ -13,7 +13,9 @@ Input: the ``model_parallel`` study (``results/sim/model_parallel.parquet``).
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 from matplotlib.figure import Figure
@@ -31,6 +33,9 @@ from trainscale.figures._common import (
 )
 from trainscale.names import model_label
 from trainscale.report.style import log2_gpu_axis
+
+if TYPE_CHECKING:
+    from trainscale.sim.model.shape import ModelShape
 
 __all__ = ["KINDS", "plan_kind", "plot", "render"]
 
@@ -52,23 +57,23 @@ def plan_kind(tp: pd.Series, pp: pd.Series) -> pd.Series:
     return kind
 
 
-def plot(sim: pd.DataFrame) -> Figure:
+def plot(sim: pd.DataFrame, *, models: Mapping[str, ModelShape]) -> Figure:
     """One panel per model (rows) and GPU count (columns); see the module docstring."""
     require(sim, _COLUMNS, where="model_parallel")
     plans = best_rows(sim, ["model", "num_gpus", "tp", "pp"]).copy()
     plans["degree"] = plans["tp"] * plans["pp"]
     plans["kind"] = plan_kind(plans["tp"], plans["pp"])
-    models = model_order(plans["model"].unique())
+    order = model_order(plans["model"].unique(), models)
     counts = sorted(plans["num_gpus"].unique())
-    names = [[f"{m}|{n}" for n in counts] for m in models]
+    names = [[f"{m}|{n}" for n in counts] for m in order]
     fig, ax = subplot_mosaic(
         7.0,
-        2.6 * max(len(models), 1) + 0.5,
+        2.6 * max(len(order), 1) + 0.5,
         [*names, ["legend"] * max(len(counts), 1)],
-        height_ratios=[1.0] * len(models) + [0.12],
+        height_ratios=[1.0] * len(order) + [0.12],
     )
     degrees = sorted(plans["degree"].unique()) or [1]
-    for model in models:
+    for model in order:
         for n in counts:
             a = ax[f"{model}|{n}"]
             rows = plans[(plans["model"] == model) & (plans["num_gpus"] == n)]
@@ -141,6 +146,9 @@ def plot(sim: pd.DataFrame) -> Figure:
     )
 
 
-def render(stem: str | os.PathLike[str], sim: pd.DataFrame) -> tuple[Path, ...]:
-    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``."""
-    return save_styled(lambda: plot(sim), stem)
+def render(
+    stem: str | os.PathLike[str], sim: pd.DataFrame, *, models: Mapping[str, ModelShape]
+) -> tuple[Path, ...]:
+    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``; ``models`` is the model catalogue
+    (``data/models.yaml``: the order of the models, by size)."""
+    return save_styled(lambda: plot(sim, models=models), stem)

@@ -11,7 +11,9 @@ Input: the ``power_efficiency`` study (``results/sim/power_efficiency.parquet``)
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 from matplotlib.figure import Figure
@@ -35,20 +37,23 @@ from trainscale.figures._common import (
 from trainscale.names import model_label
 from trainscale.report.style import log2_gpu_axis
 
+if TYPE_CHECKING:
+    from trainscale.sim.model.shape import ModelShape
+
 __all__ = ["plot", "recompute_notes", "render"]
 
 _COLUMNS = ("model", "num_gpus", "recompute", "fits_memory", "energy_j_per_token")
 
 
-def plot(sim: pd.DataFrame) -> Figure:
+def plot(sim: pd.DataFrame, *, models: Mapping[str, ModelShape]) -> Figure:
     """Two panels: tokens/J and tokens/J relative to the model's best, against GPU count."""
     require(sim, _COLUMNS, where="power_efficiency")
     data = fastest_recompute(paper_micro_batch(sim), ["model"])
     data = data.assign(tokens_per_j=1.0 / data["energy_j_per_token"])
-    colors = model_colors()
+    colors = model_colors(models)
     fig, ax = subplot_mosaic(7.0, 3.6, [["abs", "rel"], ["legend"] * 2], height_ratios=[1, 0.14])
     handles = []
-    for model in model_order(data["model"].unique()):
+    for model in model_order(data["model"].unique(), models):
         rows = data[data["model"] == model].sort_values("num_gpus")
         best = rows["tokens_per_j"].max()
         plot_series(ax["abs"], rows["num_gpus"], rows["tokens_per_j"], rows, colors[model])
@@ -73,16 +78,18 @@ def plot(sim: pd.DataFrame) -> Figure:
         sim_source(sim) + " — GPU energy only (no CPU, network or cooling); H100 (DGX H100), "
         "FSDP, seq 4,096, global batch 2,048, micro-batch 2 per GPU (1 where the local batch "
         "is 1).",
-        *recompute_notes(sim, data),
+        *recompute_notes(sim, data, models),
     )
 
 
-def recompute_notes(sim: pd.DataFrame, data: pd.DataFrame) -> list[str]:
+def recompute_notes(
+    sim: pd.DataFrame, data: pd.DataFrame, models: Mapping[str, ModelShape]
+) -> list[str]:
     """Why a model's line jumps where it switches to full recomputation: the points (open)
     where the plan without recomputation does not fit in memory, which then pays an extra
     forward pass per step."""
     forced = []
-    for model in model_order(data["model"].unique()):
+    for model in model_order(data["model"].unique(), models):
         rows = data[(data["model"] == model) & (data["recompute"] != "none")]
         if rows.empty or (data[data["model"] == model]["recompute"] != "none").all():
             continue
@@ -108,6 +115,9 @@ def recompute_notes(sim: pd.DataFrame, data: pd.DataFrame) -> list[str]:
     ]
 
 
-def render(stem: str | os.PathLike[str], sim: pd.DataFrame) -> tuple[Path, ...]:
-    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``."""
-    return save_styled(lambda: plot(sim), stem)
+def render(
+    stem: str | os.PathLike[str], sim: pd.DataFrame, *, models: Mapping[str, ModelShape]
+) -> tuple[Path, ...]:
+    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``; ``models`` is the model catalogue
+    (``data/models.yaml``: each model's colour and the order by size)."""
+    return save_styled(lambda: plot(sim, models=models), stem)

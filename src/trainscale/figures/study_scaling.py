@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -43,6 +44,7 @@ from trainscale.sim.system.hardware import HardwareCatalog
 from trainscale.study.report import METRICS, ReportSpec, format_value
 
 if TYPE_CHECKING:
+    from trainscale.sim.model.shape import ModelShape
     from trainscale.study.sweep import Study
 
 __all__ = ["plot_scaling", "render_scaling", "setup_note"]
@@ -155,11 +157,17 @@ def _system_words(hardware: HardwareCatalog, gpu: str, system: str | None) -> st
     return words + (", the GPU's default system)" if default else ")")
 
 
-def _colors(rows: pd.DataFrame, spec: ReportSpec) -> dict[str, tuple]:
-    """Colour per series label: fixed per model or GPU when that is the only series column."""
+def _colors(
+    rows: pd.DataFrame,
+    spec: ReportSpec,
+    hardware: HardwareCatalog,
+    models: Mapping[str, ModelShape],
+) -> dict[str, tuple]:
+    """Colour per series label: fixed per model or GPU (of the catalogues ``models`` and
+    ``hardware``) when that is the only series column."""
     labels = list(dict.fromkeys(rows["series_label"]))
     if spec.series in (("model",), ("gpu",)):
-        fixed = model_colors() if spec.series == ("model",) else gpu_colors()
+        fixed = model_colors(models) if spec.series == ("model",) else gpu_colors(hardware)
         key = spec.series[0]
         first = rows.drop_duplicates("series_label").set_index("series_label")[key]
         return {label: fixed.get(first[label], (0.3, 0.3, 0.3)) for label in labels}
@@ -188,6 +196,8 @@ def plot_scaling(
     spec: ReportSpec,
     *,
     note: str,
+    hardware: HardwareCatalog,
+    models: Mapping[str, ModelShape],
     fits: pd.DataFrame | None = None,
     title: str = "",
 ) -> Figure:
@@ -201,6 +211,10 @@ def plot_scaling(
         What to show.
     note : str
         The setup note (:func:`setup_note`); the source line is added from the rows.
+    hardware : HardwareCatalog
+        The GPU catalogue (``data/hardware.yaml``): each GPU's fixed colour.
+    models : mapping of str to ModelShape
+        The model catalogue (``data/models.yaml``): each model's fixed colour.
     fits : pandas.DataFrame, optional
         The study's fits table (:func:`~trainscale.tables.study_fits.study_fits`), for the legend.
     title : str
@@ -223,7 +237,7 @@ def plot_scaling(
     width = 7.2 if ncols == 3 else 2.6 * ncols + 0.6
     height = 2.2 * (len(mosaic) - (0 if legend_in_grid else 1)) + (0 if legend_in_grid else 0.7)
     fig, ax = subplot_mosaic(width, height + 0.6, mosaic, height_ratios=heights)
-    colors = _colors(rows, spec)
+    colors = _colors(rows, spec, hardware, models)
     slopes = _slopes(fits)
     xs = pd.to_numeric(rows[spec.x]).to_numpy(dtype=float) if len(rows) else np.array([1.0])
     banded = False
@@ -282,8 +296,15 @@ def render_scaling(
     spec: ReportSpec,
     *,
     note: str,
+    hardware: HardwareCatalog,
+    models: Mapping[str, ModelShape],
     fits: pd.DataFrame | None = None,
     title: str = "",
 ) -> tuple[Path, ...]:
     """Draw :func:`plot_scaling` and save ``stem.{pdf,png,svg}`` byte-reproducibly."""
-    return save_styled(lambda: plot_scaling(rows, spec, note=note, fits=fits, title=title), stem)
+    return save_styled(
+        lambda: plot_scaling(
+            rows, spec, note=note, hardware=hardware, models=models, fits=fits, title=title
+        ),
+        stem,
+    )

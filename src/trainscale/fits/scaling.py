@@ -18,7 +18,7 @@ import pandas as pd
 from trainscale.fits.loglog import fit_loglog
 from trainscale.fits.usl import fit_usl_table
 
-__all__ = ["FIT_ROW_COLUMNS", "LOGLOG_METRICS", "USL_METRIC", "fit_scaling_series"]
+__all__ = ["LOGLOG_METRICS", "USL_METRIC", "fit_scaling_series"]
 
 #: Per-GPU metrics whose log-log slope is fitted: tokens/s per GPU (tokens/s) and power per
 #: GPU (W).
@@ -26,19 +26,6 @@ LOGLOG_METRICS: tuple[str, ...] = ("tokens_per_s_per_gpu", "power_w_per_gpu")
 
 #: Whole-job throughput the USL is fitted to (tokens/s).
 USL_METRIC = "tokens_per_s"
-
-#: Keys of each row :func:`fit_scaling_series` returns, in order.
-FIT_ROW_COLUMNS: tuple[str, ...] = (
-    "metric",
-    "fit",
-    "parameter",
-    "estimate",
-    "ci_low",
-    "ci_high",
-    "r2",
-    "n",
-    "note",
-)
 
 _LOGLOG_PARAMETERS = (("slope", "slope"), ("pct_per_doubling", "pct_change_per_doubling"))
 _USL_PARAMETERS = ("sigma", "kappa", "n_star")
@@ -53,7 +40,7 @@ def fit_scaling_series(
     min_points: int = 1,
     level: float = 0.95,
 ) -> list[dict[str, Any]]:
-    """Fit one series and return its fit rows (keys :data:`FIT_ROW_COLUMNS`).
+    """Fit one series and return its fit rows (keys :data:`trainscale.schema.FIT_COLUMNS`).
 
     Parameters
     ----------

@@ -21,6 +21,7 @@ from trainscale.paper import setup as paper_setup
 from trainscale.paper.values import CLAIMS, Claim
 from trainscale.schema import CLAIM_COLUMNS, names
 from trainscale.sim.calibration import Calibration
+from trainscale.sim.catalogue import Catalogue
 from trainscale.version import __version__
 
 __all__ = ["claim_rows", "claims_table", "reproduce_claims"]
@@ -28,14 +29,15 @@ __all__ = ["claim_rows", "claims_table", "reproduce_claims"]
 _PROVENANCE = ("calibration_id", "simulator_version")
 
 
-def reproduce_claims(calibration: Calibration | None = None) -> dict[str, float]:
-    """Recompute every claim's value with the paper setup (:mod:`trainscale.paper.setup`)."""
+def reproduce_claims(calibration: Calibration, *, catalogue: Catalogue) -> dict[str, float]:
+    """Recompute every claim's value with the paper setup (:mod:`trainscale.paper.setup`) under
+    the caller's ``calibration`` and ``catalogue``."""
     best = {
-        model: paper_setup.best_model_parallel(model, 2048, calibration)
+        model: paper_setup.best_model_parallel(model, 2048, calibration, catalogue=catalogue)
         for model in ("llama2-7b", "llama2-70b")
     }
     return {
-        **paper_setup.headline_claims(calibration),
+        **paper_setup.headline_claims(calibration, catalogue=catalogue),
         **{
             f"best_degree_{model.replace('-', '_')}": (
                 float(frame["model_parallel"].iloc[0]) if len(frame) else float("nan")
@@ -93,8 +95,9 @@ def claims_table(
     return pd.DataFrame(rows, columns=columns).astype({"holds": "bool", "paper_range": "string"})
 
 
-def claim_rows(calibration: Calibration) -> pd.DataFrame:
-    """Reproduce the claims under ``calibration`` and compare them with the paper's.
+def claim_rows(calibration: Calibration, *, catalogue: Catalogue) -> pd.DataFrame:
+    """Reproduce the claims under ``calibration`` and ``catalogue`` and compare them with the
+    paper's.
 
     Returns
     -------
@@ -103,7 +106,7 @@ def claim_rows(calibration: Calibration) -> pd.DataFrame:
         ``calibration_id`` and ``simulator_version`` that reproduced them; one row per claim,
         in :data:`~trainscale.paper.values.CLAIMS` order.
     """
-    table = claims_table(reproduce_claims(calibration))
+    table = claims_table(reproduce_claims(calibration, catalogue=catalogue))
     table["calibration_id"] = calibration.calibration_id
     table["simulator_version"] = __version__
     return table[names(CLAIM_COLUMNS)]

@@ -50,8 +50,8 @@ from trainscale.paper.values import (
     PAPER_SEQ_LEN,
     PAPER_SYSTEMS,
 )
-from trainscale.sim.calibration import Calibration, load_calibration
-from trainscale.sim.catalogue import Catalogue, load_catalogue
+from trainscale.sim.calibration import Calibration
+from trainscale.sim.catalogue import Catalogue
 from trainscale.sim.degrees import data_parallel_degree
 from trainscale.sim.simulate import predict
 from trainscale.study.micro_batch import resolve_micro_batch
@@ -148,27 +148,10 @@ def mfu_at(
     return float(frame["mfu"].iloc[0])
 
 
-def _given_or_shipped(
-    catalogue: Catalogue | None, calibration: Calibration | None
-) -> tuple[Catalogue, Calibration]:
-    """The shipped catalogue and calibration for what a caller does not give (library users'
-    convenience, like :func:`trainscale.predict`; the workflow always passes both)."""
-    return (
-        catalogue if catalogue is not None else load_catalogue(),
-        calibration if calibration is not None else load_calibration(),
-    )
-
-
 def best_model_parallel(
-    model: str,
-    num_gpus: int = 2048,
-    calibration: Calibration | None = None,
-    *,
-    catalogue: Catalogue | None = None,
+    model: str, num_gpus: int, calibration: Calibration, *, catalogue: Catalogue
 ) -> pd.DataFrame:
-    """All plans tp·pp ∈ {1, 2, 4, 8, 16} that fit memory at ``num_gpus``, best first
-    (``calibration`` and ``catalogue`` not given: the shipped ones)."""
-    catalogue, calibration = _given_or_shipped(catalogue, calibration)
+    """All plans tp·pp ∈ {1, 2, 4, 8, 16} that fit memory at ``num_gpus``, best first."""
     frames = []
     for tp in (1, 2, 4, 8):
         for pp in (1, 2, 4, 8, 16):
@@ -192,15 +175,11 @@ def best_model_parallel(
     return table.sort_values("tokens_per_s", ascending=False, kind="stable").reset_index(drop=True)
 
 
-def headline_claims(
-    calibration: Calibration | None = None, *, catalogue: Catalogue | None = None
-) -> dict[str, float]:
+def headline_claims(calibration: Calibration, *, catalogue: Catalogue) -> dict[str, float]:
     """The paper setup's throughput drop, power drop and MFU on A100 and H100 (percent).
 
     The best-plan claims are separate (:func:`best_model_parallel`): they simulate ~40 plans.
-    ``calibration`` and ``catalogue`` not given: the shipped ones.
     """
-    catalogue, calibration = _given_or_shipped(catalogue, calibration)
     return {
         "throughput_drop_pct": throughput_drop_pct(calibration, catalogue=catalogue),
         "power_drop_pct": power_drop_pct(calibration, catalogue=catalogue),

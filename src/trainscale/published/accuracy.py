@@ -15,10 +15,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from trainscale.published.measurements import PublishedData, load_published
+from trainscale.published.measurements import PublishedData
 from trainscale.published.summary import summarise
-from trainscale.sim.calibration import Calibration, load_calibration
-from trainscale.sim.catalogue import Catalogue, load_catalogue
+from trainscale.sim.calibration import Calibration
+from trainscale.sim.catalogue import Catalogue
 from trainscale.sim.network import Links, calibrated_network
 from trainscale.sim.simulate import predict_with_rejects
 from trainscale.sim.system.collectives import (
@@ -171,21 +171,13 @@ def collective_predictions(
 
 
 def validate_published(
-    calibration: Calibration | None = None,
-    published: PublishedData | None = None,
-    *,
-    catalogue: Catalogue | None = None,
+    calibration: Calibration, published: PublishedData, *, catalogue: Catalogue
 ) -> dict[str, pd.DataFrame]:
     """Predict all published rows; return ``throughput``, ``collectives``, ``rejects`` tables.
 
-    Not given, ``calibration``, ``published`` and ``catalogue`` are the shipped ones: kept for
-    :mod:`trainscale.figures`, which calls this with the published data alone until the figures
-    get their catalogue from their caller; new code passes all three.
+    ``published`` (normalised with :func:`~trainscale.published.measurements.load_published`)
+    is predicted under the caller's ``calibration`` and ``catalogue``.
     """
-    catalogue = catalogue if catalogue is not None else load_catalogue()
-    calibration = calibration if calibration is not None else load_calibration()
-    if published is None:
-        published = load_published(hardware=catalogue.hardware, models=catalogue.models)
     throughput, sim_rejects = throughput_predictions(published, calibration, catalogue)
     rejects = published.rejects
     if not sim_rejects.empty:

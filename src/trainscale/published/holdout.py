@@ -47,7 +47,6 @@ MIN_SCORED_SIZE_BYTES = 16 * 2**20
 PROBLEM_REPORT_SOURCES: tuple[str, ...] = ("NCCL GitHub issues (user reports)",)
 
 
-
 #: Columns of :func:`accuracy` (the first is ``source`` or ``framework``).
 ACCURACY_COLUMNS: tuple[str, ...] = (
     "rows",

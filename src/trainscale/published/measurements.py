@@ -115,7 +115,7 @@ _MEGATRON_2021 = (
 )
 _DEEPSPEED_2021 = (
     "microsoft/DeepSpeed v0.3.14 (0cd9abf2, April 2021, the ZeRO-3 of the paper's time): "
-    "deepspeed/runtime/zero/stage3.py fetch_sub_module is blocking (\"This call is blocking\") "
+    'deepspeed/runtime/zero/stage3.py fetch_sub_module is blocking ("This call is blocking") '
     "and partition_parameters.py _allgather_param calls torch.cuda.synchronize() before each "
     "parameter's all_gather, so parameter gathers are not overlapped with compute (DeepSpeed "
     "PR #1188, merged 2021-10-31: 'the async version is not async at all, because each "
@@ -981,8 +981,8 @@ def _power_anchor(row: _Row, parsed: ParsedValue) -> str:
 def load_published(
     path: str | Path | None = None,
     *,
-    hardware: HardwareCatalog | None = None,
-    models: Mapping[str, ModelShape] | None = None,
+    hardware: HardwareCatalog,
+    models: Mapping[str, ModelShape],
 ) -> PublishedData:
     """Read, check and normalise the published measurements (default
     ``data/published/measurements.csv``).
@@ -992,15 +992,8 @@ def load_published(
     and what is allowed. Well-formed rows the simulator cannot represent go to the rejects.
 
     ``hardware`` (the physical limits a value is checked against) and ``models`` (the shapes
-    the observed tokens/s are derived with) are the caller's catalogues. Not given: the shipped
-    ones, kept for :mod:`trainscale.figures`, which calls this with the path alone until the
-    figures get their catalogue from their caller; new code passes both.
+    the observed tokens/s are derived with) are the caller's catalogues.
     """
-    from trainscale.sim.model.shape import load_models
-    from trainscale.sim.system.hardware import load_hardware
-
-    hardware = hardware if hardware is not None else load_hardware()
-    models = models if models is not None else load_models()
     path = Path(path) if path is not None else data_dir() / "published" / "measurements.csv"
     throughput, collectives, rejects = [], [], []
     for line, record in _read_records(path):
@@ -1043,9 +1036,7 @@ def load_published(
     )
 
 
-def _observed_with_shapes(
-    throughput: pd.DataFrame, models: Mapping[str, ModelShape]
-) -> np.ndarray:
+def _observed_with_shapes(throughput: pd.DataFrame, models: Mapping[str, ModelShape]) -> np.ndarray:
     """Observed tokens/s per GPU; catalogue models get their shape columns resolved first."""
     resolved = throughput.copy()
     for name in ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "mlp"):

@@ -391,9 +391,7 @@ class Calibration:
         return np.exp([getattr(self, f"{base}_offset_{fw}") for fw in FRAMEWORKS])
 
     def as_dict(self) -> dict[str, float]:
-        return {
-            f.name: float(getattr(self, f.name)) for f in fields(self) if f.name != "intervals"
-        }
+        return {f.name: float(getattr(self, f.name)) for f in fields(self) if f.name != "intervals"}
 
     @property
     def calibration_id(self) -> str:
@@ -439,8 +437,9 @@ def _parse_intervals(path: Path, block: object) -> PredictionIntervals | None:
         return PredictionIntervals.from_dict(block)  # type: ignore[arg-type]
     except (KeyError, TypeError, ValueError, AttributeError) as error:
         raise InputFileError(
-            path, f"intervals: malformed block ({type(error).__name__}: {error}); regenerate it "
-            "with trainscale calibrate"
+            path,
+            f"intervals: malformed block ({type(error).__name__}: {error}); regenerate it "
+            "with trainscale calibrate",
         ) from None
 
 

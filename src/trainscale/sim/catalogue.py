@@ -27,7 +27,7 @@ from trainscale.sim.model.shape import ModelShape, load_models
 from trainscale.sim.system.collectives import NcclConstants, load_nccl_constants
 from trainscale.sim.system.hardware import HardwareCatalog, load_hardware
 
-__all__ = ["CATALOGUE_FILES", "Catalogue", "load_catalogue"]
+__all__ = ["CATALOGUE_FILES", "Catalogue", "load_catalogue", "load_catalogue_files"]
 
 #: The catalogue files, by name: ``<name>.yaml`` in a catalogue folder.
 CATALOGUE_FILES = ("hardware", "models", "frameworks", "nccl")
@@ -91,3 +91,46 @@ def load_catalogue(
         frameworks=load_frameworks(paths["frameworks"]),
         nccl=load_nccl_constants(paths["nccl"]),
     )
+
+
+def load_catalogue_files(
+    files: Mapping[str, str | os.PathLike[str]],
+) -> dict[
+    str, HardwareCatalog | Mapping[str, ModelShape] | Mapping[str, FrameworkProfile] | NcclConstants
+]:
+    """Load (each file is cached) and check some of the catalogue files, each from its file.
+
+    For a caller that reads only some of them: a figure's or table's rule declares just the
+    catalogue files it reads, and its script loads those and passes them on.
+
+    Parameters
+    ----------
+    files
+        Catalogue name (one of :data:`CATALOGUE_FILES`) → its file.
+
+    Returns
+    -------
+    dict
+        Name → the value :class:`Catalogue` holds under that name (``hardware``: a
+        :class:`~trainscale.sim.system.hardware.HardwareCatalog`; ``models``: model key →
+        :class:`~trainscale.sim.model.shape.ModelShape`; ...), in the order of ``files``.
+
+    Raises
+    ------
+    trainscale.errors.InputFileError
+        A file that cannot be read or breaks its schema.
+    trainscale.errors.TrainscaleError
+        A name that is not a catalogue file.
+    """
+    unknown = [name for name in files if name not in CATALOGUE_FILES]
+    if unknown:
+        raise TrainscaleError(
+            f"catalogue: unknown file(s) {', '.join(unknown)} (known: {', '.join(CATALOGUE_FILES)})"
+        )
+    loaders = {
+        "hardware": load_hardware,
+        "models": load_models,
+        "frameworks": load_frameworks,
+        "nccl": load_nccl_constants,
+    }
+    return {name: loaders[name](Path(path)) for name, path in files.items()}

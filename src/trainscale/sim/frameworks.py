@@ -152,9 +152,7 @@ def _parse(path: Path, key: str, entry: dict) -> FrameworkProfile:
         raise InputFileError(path, f"{where}.sources: expected a mapping behaviour -> source")
     undocumented = [b for b in _DOCUMENTED if b not in sources]
     if undocumented:
-        raise InputFileError(
-            path, f"{where}.sources: no source for {', '.join(undocumented)}"
-        )
+        raise InputFileError(path, f"{where}.sources: no source for {', '.join(undocumented)}")
     return FrameworkProfile(
         key=key,
         description=str(entry["description"]),

@@ -36,7 +36,6 @@ SHAPE_COLUMNS = tuple(c.name for c in MODEL_SHAPE_COLUMNS)
 _CONFIG_NAMES = {c.name for c in CONFIGURATION_COLUMNS}
 
 
-
 def missing_configuration_columns(table: pd.DataFrame, also: tuple[str, ...] = ()) -> list[str]:
     """The required configuration columns (and ``also``) that ``table`` lacks; the shape columns
     count only without a ``model`` column."""

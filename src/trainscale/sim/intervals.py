@@ -110,9 +110,7 @@ class CoverageFacts:
         counts, most = grouped.size(), grouped.max()
         return cls(
             framework_rows=tuple((fw, int(counts.get(fw, 0))) for fw in FRAMEWORKS),
-            framework_max_gpus=tuple(
-                (fw, int(most[fw])) for fw in FRAMEWORKS if fw in most.index
-            ),
+            framework_max_gpus=tuple((fw, int(most[fw])) for fw in FRAMEWORKS if fw in most.index),
             gpus_with_data=tuple(sorted(str(g) for g in rows["gpu"].unique())),
         )
 
@@ -351,9 +349,7 @@ def fit_intervals(held_out: pd.DataFrame, *, coverage: bool = True) -> Predictio
     return PredictionIntervals(
         level=LEVEL,
         pooled_quantile=pooled,
-        quantiles=tuple(
-            (fw, q.value, q.kind, q.rows, q.sources) for fw, q in quantiles.items()
-        ),
+        quantiles=tuple((fw, q.value, q.kind, q.rows, q.sources) for fw, q in quantiles.items()),
         facts=CoverageFacts.of(rows),
         coverage=summary,
     )

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 
 from trainscale.errors import TrainscaleError
-from trainscale.sim.calibration import Calibration, load_calibration
+from trainscale.sim.calibration import Calibration
 from trainscale.sim.system.collectives import NcclConstants, Network
 from trainscale.sim.system.hardware import HardwareCatalog
 
@@ -69,18 +69,10 @@ def default_links(gpu: str, hardware: HardwareCatalog) -> tuple[Links, int]:
 
 
 def default_network(
-    gpu: str, calibration: Calibration | None = None, *, catalogue: Catalogue | None = None
+    gpu: str, calibration: Calibration, *, catalogue: Catalogue
 ) -> tuple[Network, int]:
     """The calibrated network of ``gpu`` in its default system (as ``predict`` builds it for a
-    configuration on that GPU with no NIC override), and its GPUs per node.
-
-    ``calibration`` and ``catalogue`` not given: the shipped ones. Kept for
-    :mod:`trainscale.figures`, which calls this without them until the figures get their
-    catalogue from their caller; new code passes both.
-    """
-    from trainscale.sim.catalogue import load_catalogue
-
-    catalogue = catalogue if catalogue is not None else load_catalogue()
-    calibration = calibration if calibration is not None else load_calibration()
+    configuration on that GPU with no NIC override), and its GPUs per node, under the caller's
+    ``calibration`` and ``catalogue`` (GPUs, systems and NCCL's constants)."""
     links, per_node = default_links(gpu, catalogue.hardware)
     return calibrated_network(links, calibration, catalogue.nccl), per_node

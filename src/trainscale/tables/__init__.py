@@ -12,9 +12,9 @@
   (``results/paper/claim_sensitivity.parquet``).
 
 Every module has ``render(stem, ...)``; :func:`render_table` renders one by name from the
-workflow's files (:data:`TABLES` says which inputs each takes and which catalogue files it
-reads). Tables read tables and never run the simulator (an import-linter contract in
-``pyproject.toml``).
+workflow's files and the catalogues its caller loaded (:data:`TABLES` says which inputs each
+takes and which catalogue files it reads). Tables read tables and never run the simulator (an
+import-linter contract in ``pyproject.toml``), nor load a catalogue.
 """
 
 from __future__ import annotations
@@ -22,13 +22,14 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from trainscale.figures import Input, Output, render_registered
 
 __all__ = ["TABLES", "render_table"]
 
 #: Table name → what it reads (inputs by name, see :class:`trainscale.figures.Input`; the
-#: catalogue files it reads itself).
+#: catalogue files its ``render`` takes).
 TABLES: dict[str, Output] = {
     "hardware": Output(catalogues=("hardware",)),
     "models": Output(catalogues=("models",)),
@@ -40,9 +41,8 @@ TABLES: dict[str, Output] = {
         inputs={
             "validation": Input("validation"),
             "holdout": Input("holdout"),
-            "published": Input("published", "published"),
+            "published": Input("published", "published"),  # read with hardware and models
         },
-        catalogues=("hardware", "models"),  # read by the published CSV's checks
     ),
     "best_plans": Output(inputs={"sim": Input("sim/best_plan")}, catalogues=("models",)),
     "claim_sensitivity": Output(inputs={"sensitivity": Input("paper/claim_sensitivity")}),
@@ -50,7 +50,11 @@ TABLES: dict[str, Output] = {
 
 
 def render_table(
-    name: str, stem: str | os.PathLike[str], inputs: Mapping[str, str] | None = None
+    name: str,
+    stem: str | os.PathLike[str],
+    inputs: Mapping[str, str] | None = None,
+    catalogues: Mapping[str, Any] | None = None,
 ) -> tuple[Path, ...]:
-    """Render table ``name`` to ``stem.{csv,md,tex}`` from the files in ``inputs``."""
-    return render_registered("table", TABLES, name, stem, inputs)
+    """Render table ``name`` to ``stem.{csv,md,tex}`` from the files in ``inputs`` and the
+    catalogues it reads (:func:`trainscale.figures.render_registered`)."""
+    return render_registered("table", TABLES, name, stem, inputs, catalogues)

@@ -15,34 +15,19 @@ calibration id is the same for every row and goes to the caption, not a column.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from trainscale.figures._common import model_order, require
+from trainscale.schema import BEST_PLAN_COLUMNS, names
 
-__all__ = ["BEST_PLAN_COLUMNS", "NO_DATA_PARALLEL", "best_plans", "render"]
+if TYPE_CHECKING:
+    from trainscale.sim.model.shape import ModelShape
 
-#: Columns of :func:`best_plans`, in order.
-BEST_PLAN_COLUMNS: tuple[str, ...] = (
-    "model",
-    "gpu",
-    "num_gpus",
-    "tp",
-    "pp",
-    "dp",
-    "sharding",
-    "recompute",
-    "micro_batch",
-    "grad_accum",
-    "tokens_per_s",
-    "tokens_per_s_per_gpu",
-    "mfu_pct",
-    "mem_gib_per_gpu",
-    "power_w_per_gpu",
-    "exposed_comm_pct",
-    "plans_fitting",
-)
+__all__ = ["NO_DATA_PARALLEL", "best_plans", "render"]
 
 #: ``sharding`` shown for a plan with one data-parallel replica.
 NO_DATA_PARALLEL = "none (dp = 1)"
@@ -69,13 +54,14 @@ _INPUT = (
 )
 
 
-def best_plans(sim: pd.DataFrame) -> pd.DataFrame:
-    """Best plan (highest tokens/s among those that fit in memory) per model, GPU and count.
+def best_plans(sim: pd.DataFrame, *, models: Mapping[str, ModelShape]) -> pd.DataFrame:
+    """Best plan (highest tokens/s among those that fit in memory) per model, GPU and count;
+    ``models`` is the model catalogue (``data/models.yaml``), which orders the models by size.
 
     Returns
     -------
     pandas.DataFrame
-        :data:`BEST_PLAN_COLUMNS`: the plan (``tp``, ``pp``, ``dp``, ``sharding``,
+        :data:`trainscale.schema.BEST_PLAN_COLUMNS`: the plan (``tp``, ``pp``, ``dp``, ``sharding``,
         ``recompute``, ``micro_batch``, ``grad_accum``), ``tokens_per_s`` (whole job),
         ``tokens_per_s_per_gpu``, ``mfu_pct`` (%), ``mem_gib_per_gpu`` (GiB),
         ``power_w_per_gpu`` (W), ``exposed_comm_pct`` (% of the step) and ``plans_fitting``
@@ -94,9 +80,9 @@ def best_plans(sim: pd.DataFrame) -> pd.DataFrame:
         exposed_comm_pct=100 * best["exposed_comm_frac"],
         sharding=best["sharding"].astype(str).where(best["dp"] != 1, NO_DATA_PARALLEL),
     )
-    order = {m: i for i, m in enumerate(model_order(best["model"].unique()))}
+    order = {m: i for i, m in enumerate(model_order(best["model"].unique(), models))}
     best = best.assign(_m=best["model"].map(order)).sort_values(["_m", "gpu", "num_gpus"])
-    out = best[list(BEST_PLAN_COLUMNS)].reset_index(drop=True)
+    out = best[names(BEST_PLAN_COLUMNS)].reset_index(drop=True)
     return out.astype(
         {
             c: "int64"
@@ -105,11 +91,13 @@ def best_plans(sim: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def render(stem: str | os.PathLike[str], sim: pd.DataFrame) -> tuple[Path, ...]:
-    """Write ``stem.{csv,md,tex}``."""
+def render(
+    stem: str | os.PathLike[str], sim: pd.DataFrame, *, models: Mapping[str, ModelShape]
+) -> tuple[Path, ...]:
+    """Write ``stem.{csv,md,tex}``; ``models`` is the model catalogue (the order by size)."""
     from trainscale.report import write_table
 
-    table = best_plans(sim)
+    table = best_plans(sim, models=models)
     fits = sim[sim["fits_memory"].astype(bool)]
     ids = ", ".join(sorted({str(i) for i in fits["calibration_id"].dropna()})) or "unknown"
     return write_table(

@@ -20,17 +20,13 @@ import pandas as pd
 
 from trainscale.figures._common import require
 from trainscale.paper.values import PAPER_THROUGHPUT_DROP_PCT
-from trainscale.schema import CLAIM_SENSITIVITY_COLUMNS, names
-
-__all__ = ["COLUMNS", "render"]
-
-#: Columns of the printed table, in order: those of the profile without the calibration ids
-#: (the calibrated row's is in the caption).
-COLUMNS: tuple[str, ...] = tuple(
-    name
-    for name in names(CLAIM_SENSITIVITY_COLUMNS)
-    if name not in ("calibration_id", "reference_calibration_id")
+from trainscale.schema import (
+    CLAIM_SENSITIVITY_COLUMNS,
+    CLAIM_SENSITIVITY_TABLE_COLUMNS,
+    names,
 )
+
+__all__ = ["render"]
 
 
 def render(stem: str | os.PathLike[str], sensitivity: pd.DataFrame) -> tuple[Path, ...]:
@@ -41,7 +37,7 @@ def render(stem: str | os.PathLike[str], sensitivity: pd.DataFrame) -> tuple[Pat
     require(sensitivity, names(CLAIM_SENSITIVITY_COLUMNS), where="claim_sensitivity")
     reference = ", ".join(sorted({str(c) for c in sensitivity["reference_calibration_id"]}))
     return write_table(
-        sensitivity[list(COLUMNS)],
+        sensitivity[names(CLAIM_SENSITIVITY_TABLE_COLUMNS)],
         stem,
         label="tab:claim_sensitivity",
         caption="The paper's claims with nccl\\_latency\\_scale pinned at each value and every "

@@ -14,17 +14,9 @@ from pathlib import Path
 import pandas as pd
 
 from trainscale.figures._common import require
-from trainscale.schema import CLAIM_COLUMNS, names
+from trainscale.schema import CLAIM_COLUMNS, CLAIMS_TABLE_COLUMNS, names
 
-__all__ = ["CLAIMS_COLUMNS", "render", "value_text"]
-
-#: Columns of the printed table, in order: those of ``results/paper/claims.parquet`` without the
-#: claim's key and the provenance (the calibration id is in the caption).
-CLAIMS_COLUMNS: tuple[str, ...] = tuple(
-    name
-    for name in names(CLAIM_COLUMNS)
-    if name not in ("key", "calibration_id", "simulator_version")
-)
+__all__ = ["render", "value_text"]
 
 
 def value_text(value: float) -> str:
@@ -38,7 +30,7 @@ def render(stem: str | os.PathLike[str], claims: pd.DataFrame) -> tuple[Path, ..
     from trainscale.report import write_table
 
     require(claims, names(CLAIM_COLUMNS), where="claims")
-    table = claims[list(CLAIMS_COLUMNS)].astype({"holds": "bool", "paper_range": "string"})
+    table = claims[names(CLAIMS_TABLE_COLUMNS)].astype({"holds": "bool", "paper_range": "string"})
     calibrations = ", ".join(sorted({str(c) for c in claims["calibration_id"]}))
     return write_table(
         table,

@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from trainscale.sim.system.hardware import HardwareCatalog, load_hardware
+from trainscale.schema import HARDWARE_COLUMNS, names
+from trainscale.sim.system.hardware import HardwareCatalog
 
-__all__ = ["GROWTH_SUFFIX", "HARDWARE_COLUMNS", "REFERENCE_GPU", "hardware_table", "render"]
+__all__ = ["GROWTH_SUFFIX", "REFERENCE_GPU", "hardware_table", "render"]
 
 _QUANTITIES = (
     "bf16_tflops",
@@ -36,36 +37,24 @@ REFERENCE_GPU = "v100-sxm-32gb"
 #: Suffix of the growth columns: the quantity divided by :data:`REFERENCE_GPU`'s.
 GROWTH_SUFFIX = "_x_v100"
 
-#: Columns of :func:`hardware_table`, in order.
-HARDWARE_COLUMNS: tuple[str, ...] = (
-    "gpu",
-    "system",
-    "bf16_tflops",
-    "hbm_gib",
-    "hbm_gbytes_per_s",
-    "nvlink_gbytes_per_s",
-    "nic_gbit_per_s_per_gpu",
-    "tdp_w",
-    *(f"{q}{GROWTH_SUFFIX}" for q in _QUANTITIES),
-)
 
-
-def hardware_table(catalog: HardwareCatalog | None = None) -> pd.DataFrame:
-    """The GPU table (see module docstring).
+def hardware_table(hardware: HardwareCatalog) -> pd.DataFrame:
+    """The GPU table (see module docstring) of ``hardware``, the GPU catalogue its caller
+    loaded (``data/hardware.yaml``).
 
     Returns
     -------
     pandas.DataFrame
-        :data:`HARDWARE_COLUMNS`: ``gpu`` (catalogue key), ``system`` (its default system),
-        ``bf16_tflops`` (dense TFLOP/s), ``hbm_gib`` (GiB), ``hbm_gbytes_per_s`` (GB/s),
-        ``nvlink_gbytes_per_s`` (GB/s per direction), ``nic_gbit_per_s_per_gpu`` (Gb/s),
-        ``tdp_w`` (W), and ``<quantity>_x_v100``: the quantity divided by that of
-        :data:`REFERENCE_GPU` (NaN throughout if the catalogue has no such GPU).
+        :data:`trainscale.schema.HARDWARE_COLUMNS`: ``gpu`` (catalogue key), ``system`` (its
+        default system), ``bf16_tflops`` (dense TFLOP/s), ``hbm_gib`` (GiB),
+        ``hbm_gbytes_per_s`` (GB/s), ``nvlink_gbytes_per_s`` (GB/s per direction),
+        ``nic_gbit_per_s_per_gpu`` (Gb/s), ``tdp_w`` (W), and ``<quantity>_x_v100``: the
+        quantity divided by that of :data:`REFERENCE_GPU` (NaN throughout if the catalogue has
+        no such GPU).
     """
-    catalog = catalog or load_hardware()
     rows = []
-    for key, gpu in catalog.gpus.items():
-        system = catalog.system_for(key)
+    for key, gpu in hardware.gpus.items():
+        system = hardware.system_for(key)
         rows.append(
             {
                 "gpu": key,
@@ -83,14 +72,14 @@ def hardware_table(catalog: HardwareCatalog | None = None) -> pd.DataFrame:
     for quantity in _QUANTITIES:
         base = float(reference[quantity].iloc[0]) if len(reference) else float("nan")
         table[f"{quantity}{GROWTH_SUFFIX}"] = table[quantity] / base
-    return table[list(HARDWARE_COLUMNS)]
+    return table[names(HARDWARE_COLUMNS)]
 
 
-def render(stem: str | os.PathLike[str]) -> tuple[Path, ...]:
-    """Write ``stem.{csv,md,tex}``."""
+def render(stem: str | os.PathLike[str], *, hardware: HardwareCatalog) -> tuple[Path, ...]:
+    """Write ``stem.{csv,md,tex}`` for ``hardware`` (the GPU catalogue)."""
     from trainscale.report import write_table
 
-    table = hardware_table()
+    table = hardware_table(hardware)
     growth = {f"{q}{GROWTH_SUFFIX}": "{:.2f}×" for q in _QUANTITIES}
     return write_table(
         table,

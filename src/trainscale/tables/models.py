@@ -9,39 +9,27 @@ per layer.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
 
+from trainscale.schema import MODEL_COLUMNS, names
 from trainscale.sim.model.shape import (
+    ModelShape,
     attention_params_per_layer,
-    load_models,
     mlp_params_per_layer,
 )
 
-__all__ = ["MODEL_COLUMNS", "models_table", "render"]
-
-#: Columns of :func:`models_table`, in order.
-MODEL_COLUMNS: tuple[str, ...] = (
-    "model",
-    "layers",
-    "hidden",
-    "heads",
-    "kv_heads",
-    "ffn",
-    "vocab",
-    "mlp",
-    "tied_embeddings",
-    "params_b",
-    "layer_params_m",
-)
+__all__ = ["models_table", "render"]
 
 
-def models_table() -> pd.DataFrame:
-    """The model table (see module docstring); ``params_b`` in billions, ``layer_params_m`` in
-    millions."""
+def models_table(models: Mapping[str, ModelShape]) -> pd.DataFrame:
+    """The model table (see module docstring) of ``models``, the model catalogue its caller
+    loaded (``data/models.yaml``), with :data:`trainscale.schema.MODEL_COLUMNS`; ``params_b`` in
+    billions, ``layer_params_m`` in millions."""
     rows = []
-    for key, m in load_models().items():
+    for key, m in models.items():
         layer = attention_params_per_layer(m.hidden, m.heads, m.kv_heads) + mlp_params_per_layer(
             m.hidden, m.ffn, m.mlp == "swiglu"
         )
@@ -60,16 +48,16 @@ def models_table() -> pd.DataFrame:
                 "layer_params_m": float(layer) / 1e6,
             }
         )
-    table = pd.DataFrame(rows, columns=list(MODEL_COLUMNS))
+    table = pd.DataFrame(rows, columns=names(MODEL_COLUMNS))
     return table.sort_values(["params_b", "model"], kind="stable").reset_index(drop=True)
 
 
-def render(stem: str | os.PathLike[str]) -> tuple[Path, ...]:
-    """Write ``stem.{csv,md,tex}``."""
+def render(stem: str | os.PathLike[str], *, models: Mapping[str, ModelShape]) -> tuple[Path, ...]:
+    """Write ``stem.{csv,md,tex}`` for ``models`` (the model catalogue)."""
     from trainscale.report import write_table
 
     return write_table(
-        models_table(),
+        models_table(models),
         stem,
         label="tab:models",
         caption="Model shapes (data/models.yaml, with sources) and parameter counts derived "

@@ -25,20 +25,27 @@ per GPU fixed, so their global batch grows with the GPU count (``batch`` says wh
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from trainscale.figures._common import paper_micro_batch, require
-from trainscale.fits.scaling import FIT_ROW_COLUMNS, fit_scaling_series
-from trainscale.schema import CONFIGURATION_COLUMNS
-from trainscale.sim.model.shape import load_models
+from trainscale.fits.scaling import fit_scaling_series
+from trainscale.schema import (
+    CONFIGURATION_COLUMNS,
+    SCALING_FIT_COLUMNS,
+    SCALING_SERIES_COLUMNS,
+    names,
+)
+
+if TYPE_CHECKING:
+    from trainscale.sim.model.shape import ModelShape
 
 __all__ = [
     "MIN_COUNTS",
-    "SCALING_FIT_COLUMNS",
     "SCALING_STUDIES",
     "SOURCE_LABELS",
     "render",
@@ -51,17 +58,6 @@ SCALING_STUDIES: tuple[str, ...] = ("fsdp_scaleout", "hardware_generations", "po
 
 #: Fewest distinct GPU counts a series needs (USL intervals need 4 points for 3 parameters).
 MIN_COUNTS = 4
-
-SERIES_COLUMNS: tuple[str, ...] = ("source", "origin", "model", "gpu", "plan", "seq_len", "batch")
-
-#: Columns of :func:`scaling_fits`, in order.
-SCALING_FIT_COLUMNS: tuple[str, ...] = (
-    *SERIES_COLUMNS,
-    *(name for name in FIT_ROW_COLUMNS if name != "note"),
-    "gpus_min",
-    "gpus_max",
-    "note",
-)
 
 _CONFIG = [c.name for c in CONFIGURATION_COLUMNS]
 
@@ -83,11 +79,17 @@ def _text(series: pd.Series) -> pd.Series:
     return series.astype(object).map(_number).astype(str)
 
 
-def scaling_series(frame: pd.DataFrame, studies: Sequence[str] = SCALING_STUDIES) -> pd.DataFrame:
+def scaling_series(
+    frame: pd.DataFrame,
+    studies: Sequence[str] = SCALING_STUDIES,
+    *,
+    models: Mapping[str, ModelShape],
+) -> pd.DataFrame:
     """Rows of ``frame`` (dataset schema) that belong to scale-out series, with the series
-    columns :data:`SERIES_COLUMNS` added; simulated rows that do not fit in memory, come from
-    other studies or do not follow the paper setup's micro-batch rule
-    (:func:`~trainscale.figures._common.paper_micro_batch`) are left out."""
+    columns :data:`trainscale.schema.SCALING_SERIES_COLUMNS` added; simulated rows that do not
+    fit in memory, come from other studies or do not follow the paper setup's micro-batch rule
+    (:func:`~trainscale.figures._common.paper_micro_batch`) are left out. A row without a model
+    key is named after the model of ``models`` (the model catalogue) with its shape."""
     require(
         frame,
         [
@@ -120,7 +122,7 @@ def scaling_series(frame: pd.DataFrame, studies: Sequence[str] = SCALING_STUDIES
             origin = origin.where(origin != "", _text(rows[column]))
     rows["origin"] = origin.where(~sim, "simulated scale-out studies")
     model = _text(rows["model"]) if "model" in rows.columns else pd.Series("", index=rows.index)
-    rows["model"] = model.where(model != "", rows.apply(_shape_name, axis=1))
+    rows["model"] = model.where(model != "", rows.apply(_shape_name, axis=1, models=models))
     rows["plan"] = (
         "tp"
         + _text(rows["tp"])
@@ -140,17 +142,21 @@ def scaling_series(frame: pd.DataFrame, studies: Sequence[str] = SCALING_STUDIES
     return rows
 
 
-def _shape_name(row: pd.Series) -> str:
-    """The catalogue model with this row's shape, else ``<layers>L h<hidden>``."""
+def _shape_name(row: pd.Series, models: Mapping[str, ModelShape]) -> str:
+    """The model of ``models`` with this row's shape, else ``<layers>L h<hidden>``."""
     shape = tuple(row.get(c) for c in ("layers", "hidden", "heads", "ffn", "vocab"))
-    for key, m in load_models().items():
+    for key, m in models.items():
         if shape == (m.layers, m.hidden, m.heads, m.ffn, m.vocab):
             return key
     return f"{_number(row.get('layers'))}L h{_number(row.get('hidden'))}"
 
 
 def scaling_fits(
-    frame: pd.DataFrame, studies: Sequence[str] = SCALING_STUDIES, min_counts: int = MIN_COUNTS
+    frame: pd.DataFrame,
+    studies: Sequence[str] = SCALING_STUDIES,
+    min_counts: int = MIN_COUNTS,
+    *,
+    models: Mapping[str, ModelShape],
 ) -> pd.DataFrame:
     """Fit every scale-out series of ``frame`` (see the module docstring).
 
@@ -162,11 +168,14 @@ def scaling_fits(
         Simulated studies whose rows form series.
     min_counts : int
         Fewest distinct GPU counts a series needs.
+    models : mapping of str to ModelShape
+        The model catalogue (``data/models.yaml``): names a row that carries a shape but no
+        model key (a published or measured row).
 
     Returns
     -------
     pandas.DataFrame
-        :data:`SCALING_FIT_COLUMNS`. ``metric``: ``tokens_per_s_per_gpu`` or
+        :data:`trainscale.schema.SCALING_FIT_COLUMNS`. ``metric``: ``tokens_per_s_per_gpu`` or
         ``power_w_per_gpu`` (``fit`` = ``loglog_hc3``; ``parameter`` = ``slope`` or
         ``pct_per_doubling``), or ``tokens_per_s`` (``fit`` = ``usl``; ``parameter`` =
         ``sigma``, ``kappa`` or ``n_star``); ``estimate``, ``ci_low``, ``ci_high`` (95 %);
@@ -174,8 +183,8 @@ def scaling_fits(
         :attr:`trainscale.fits.usl.UslFit.r2`); ``n`` points; ``gpus_min``, ``gpus_max``;
         ``note`` from the fit.
     """
-    rows = scaling_series(frame, studies)
-    by = list(SERIES_COLUMNS)
+    rows = scaling_series(frame, studies, models=models)
+    by = names(SCALING_SERIES_COLUMNS)
     counts = rows.groupby(by, dropna=False)["num_gpus"].transform("nunique")
     rows = rows[counts >= min_counts]
     out = []
@@ -186,17 +195,19 @@ def scaling_fits(
         for fit in fit_scaling_series(series, min_points=min_counts):
             note = fit.pop("note")
             out.append({**head, **fit, **extent, "note": note})
-    table = pd.DataFrame(out, columns=list(SCALING_FIT_COLUMNS))
+    table = pd.DataFrame(out, columns=names(SCALING_FIT_COLUMNS))
     return table.astype(
         {"n": "int64", "gpus_min": "int64", "gpus_max": "int64", "seq_len": "int64"}
     )
 
 
-def render(stem: str | os.PathLike[str], dataset: pd.DataFrame) -> tuple[Path, ...]:
-    """Write ``stem.{csv,md,tex}``."""
+def render(
+    stem: str | os.PathLike[str], dataset: pd.DataFrame, *, models: Mapping[str, ModelShape]
+) -> tuple[Path, ...]:
+    """Write ``stem.{csv,md,tex}``; ``models`` is the model catalogue (see :func:`scaling_fits`)."""
     from trainscale.report import write_table
 
-    table = scaling_fits(dataset)
+    table = scaling_fits(dataset, models=models)
     return write_table(
         table,
         stem,

@@ -1,6 +1,7 @@
 """Per-study fits: every series of a study's selected rows, fitted against its x axis.
 
-One row per series, metric and parameter (long table, :data:`STUDY_FIT_COLUMNS`): the log-log
+One row per series, metric and parameter (long table,
+:data:`trainscale.schema.STUDY_FIT_COLUMNS`): the log-log
 slopes of tokens/s per GPU and power per GPU (``slope``, dimensionless, and
 ``pct_per_doubling``, % per doubling of x) with 95 % intervals, and, when x is the GPU count,
 the Universal Scalability Law of whole-job tokens/s (``sigma``, ``kappa``, ``n_star`` in GPUs),
@@ -15,23 +16,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from trainscale.fits.scaling import FIT_ROW_COLUMNS, fit_scaling_series
+from trainscale.fits.scaling import fit_scaling_series
+from trainscale.schema import STUDY_FIT_COLUMNS, names
 from trainscale.study.report import ReportSpec, format_value
 
-__all__ = ["STUDY_FIT_COLUMNS", "render_fits", "study_fits"]
-
-#: Columns of :func:`study_fits` after the study's facet and series columns, in order.
-STUDY_FIT_COLUMNS: tuple[str, ...] = (
-    "facet",
-    "series",
-    "source",
-    "calibration_id",
-    "x",
-    *FIT_ROW_COLUMNS[:-1],
-    "x_min",
-    "x_max",
-    "note",
-)
+__all__ = ["render_fits", "study_fits"]
 
 
 def study_fits(rows: pd.DataFrame, spec: ReportSpec, *, level: float = 0.95) -> pd.DataFrame:
@@ -41,12 +30,12 @@ def study_fits(rows: pd.DataFrame, spec: ReportSpec, *, level: float = 0.95) -> 
     -------
     pandas.DataFrame
         The facet column (if any) and series columns as readable text (whole numbers without
-        ``.0``), then :data:`STUDY_FIT_COLUMNS`: ``facet`` (only with a facet) and ``series``
-        labels (as in the
-        figure's legend), ``source`` ("simulated"), ``calibration_id``, ``x`` (the column
-        fitted against), ``metric``, ``fit`` (``loglog_hc3`` or ``usl``), ``parameter``,
-        ``estimate``, ``ci_low``, ``ci_high`` (``level``), ``r2`` (log per-GPU scale), ``n``
-        (points), ``x_min``, ``x_max`` (range of x) and ``note``.
+        ``.0``), then :data:`trainscale.schema.STUDY_FIT_COLUMNS`: ``facet`` (only with a
+        facet) and ``series`` labels (as in the figure's legend), ``source`` ("simulated"),
+        ``calibration_id``, ``x`` (the column fitted against), ``metric``, ``fit``
+        (``loglog_hc3`` or ``usl``), ``parameter``, ``estimate``, ``ci_low``, ``ci_high``
+        (``level``), ``r2`` (log per-GPU scale), ``n`` (points), ``x_min``, ``x_max`` (range of
+        x) and ``note``.
     """
     keys = [*([spec.facet] if spec.facet else []), *spec.series]
     out = []
@@ -72,7 +61,7 @@ def study_fits(rows: pd.DataFrame, spec: ReportSpec, *, level: float = 0.95) -> 
                     "note": note,
                 }
             )
-    columns = [*keys, *(c for c in STUDY_FIT_COLUMNS if c != "facet" or spec.facet)]
+    columns = [*keys, *(c for c in names(STUDY_FIT_COLUMNS) if c != "facet" or spec.facet)]
     table = pd.DataFrame(out, columns=columns)
     return table.astype({"n": "int64"})
 

@@ -26,24 +26,9 @@ import pandas as pd
 
 from trainscale.figures._common import require
 from trainscale.published.holdout import accuracy, collective_accuracy, in_sample_throughput
+from trainscale.schema import VALIDATION_TABLE_COLUMNS, names
 
-__all__ = ["VALIDATION_TABLE_COLUMNS", "readable_reason", "render", "validation_table"]
-
-#: Columns of :func:`validation_table`, in order.
-VALIDATION_TABLE_COLUMNS: tuple[str, ...] = (
-    "block",
-    "source",
-    "rows",
-    "rejected",
-    "error",
-    "mape_pct",
-    "median_ape_pct",
-    "max_ape_pct",
-    "in_sample_mape_pct",
-    "interval_coverage_pct",
-    "interval_median_width_pct",
-    "reason",
-)
+__all__ = ["readable_reason", "render", "validation_table"]
 
 _THROUGHPUT = "tokens/s per GPU"
 _POWER = "power"
@@ -108,7 +93,7 @@ def validation_table(
     Returns
     -------
     pandas.DataFrame
-        :data:`VALIDATION_TABLE_COLUMNS`, blocks in this order:
+        :data:`trainscale.schema.VALIDATION_TABLE_COLUMNS`, blocks in this order:
 
         - ``tokens/s per GPU, per source``, ``... per framework``, ``... all sources``:
           ``source`` (citation, framework, or ``all``); ``rows`` held out; ``rejected`` rows of
@@ -189,8 +174,8 @@ def validation_table(
         ]
         parts.append(pd.DataFrame(rows).assign(block=f"not predicted: {quantity}"))
     if not parts:
-        return pd.DataFrame(columns=list(VALIDATION_TABLE_COLUMNS))
-    table = pd.concat(parts, ignore_index=True).reindex(columns=list(VALIDATION_TABLE_COLUMNS))
+        return pd.DataFrame(columns=names(VALIDATION_TABLE_COLUMNS))
+    table = pd.concat(parts, ignore_index=True).reindex(columns=names(VALIDATION_TABLE_COLUMNS))
     table["error"] = table["error"].fillna("")
     table["reason"] = table["reason"].fillna("")
     return table.astype({"rows": "int64", "rejected": "int64"})

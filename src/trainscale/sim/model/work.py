@@ -116,7 +116,9 @@ def block_work(c: Configs) -> BlockWork:
     per_hidden, per_rotary, per_ffn = (
         np.where(c.swiglu, np.where(c.fused_kernels, fused_llama, llama), gpt)
         for llama, fused_llama, gpt in zip(
-            _BLOCK_ELEMENTS["swiglu"], _FUSED_BLOCK_ELEMENTS["swiglu"], _BLOCK_ELEMENTS["gelu"],
+            _BLOCK_ELEMENTS["swiglu"],
+            _FUSED_BLOCK_ELEMENTS["swiglu"],
+            _BLOCK_ELEMENTS["gelu"],
             strict=True,
         )
     )

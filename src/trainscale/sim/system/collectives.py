@@ -133,6 +133,7 @@ class Network:
 
     def take(self, index: np.ndarray) -> Network:
         """The network of the configurations selected by ``index`` (per-row arrays sliced)."""
+
         def part(value: object) -> object:
             array = np.asarray(value)
             return array[index] if array.ndim else value
