@@ -225,7 +225,11 @@ def _single(args: argparse.Namespace) -> pd.DataFrame:
     row |= {
         name: values[name]
         for name in (
-            "gpus_per_node", "nic_gbit_per_s_per_gpu", "power_limit_w", "system", "framework"
+            "gpus_per_node",
+            "nic_gbit_per_s_per_gpu",
+            "power_limit_w",
+            "system",
+            "framework",
         )
         if values.get(name)
     }
