@@ -55,6 +55,7 @@ _X_LABELS = {
     "global_batch": "Global batch (sequences)",
     "micro_batch": "Micro-batch (sequences per GPU)",
     "nic_gbit_per_s_per_gpu": "NIC per GPU (Gb/s)",
+    "power_limit_w": "GPU power limit (W)",
 }
 
 # How a fixed column reads in the note: a format with {v} (the readable value).
@@ -69,6 +70,7 @@ _FIXED = {
     "recompute": "recompute {v}",
     "precision": "{v}",
     "framework": "framework {v}",
+    "power_limit_w": "GPU power limit {v} W",
 }
 
 
