@@ -244,7 +244,6 @@ def test_old_stacks_and_compiled_runs_carry_their_documented_behaviours() -> Non
                         "fused_kernels"].notna().any()  # fmt: skip
 
 
-
 def test_the_hardware_a_source_states_is_the_hardware_predicted() -> None:
     """torchtitan's benchmark page states "H100 96GB HBM2e" and "the default 500W power limit":
     those rows run on that part at that limit; no other row has a limit or that GPU."""
@@ -257,6 +256,7 @@ def test_the_hardware_a_source_states_is_the_hardware_predicted() -> None:
     assert (rows.loc[~titan, "power_limit_w"] == 0.0).all()
     assert CATALOGUE.hardware.system_for("h100-sxm-96gb").key == "grand-teton-h100-96gb"
     assert CATALOGUE.hardware.gpus["h100-sxm-96gb"].hbm_bytes_per_s == 2.4e12
+
 
 # --- property: damage never changes a number silently --------------------------------------
 
