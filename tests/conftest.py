@@ -98,16 +98,32 @@ def snakemake(
 
     The workflow's catalogues are those of the copy (TRAINSCALE_DATA is cleared) and no user
     profile applies (SNAKEMAKE_PROFILE is cleared); profiles/default of the copy does.
+    ``background``: see :func:`run_process`.
+    """
+    env = {k: v for k, v in os.environ.items() if k not in ("TRAINSCALE_DATA", "SNAKEMAKE_PROFILE")}
+    command = [sys.executable, "-m", "snakemake", *args]
+    return run_process(command, cwd=workdir, env=env, timeout=timeout, background=background)
+
+
+def run_process(
+    command: Sequence[str],
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    timeout: float,
+    background: bool = False,
+) -> subprocess.CompletedProcess[str]:
+    """Run ``command`` in ``cwd`` with ``env``, capturing its output as text; return the
+    finished process (whatever its exit status).
+
     ``background=True`` (the background work below): at a lower priority (nice 10), so that the
     test running meanwhile keeps its core, in a process group of its own, which the end of the
     session stops if it still runs.
     """
-    env = {k: v for k, v in os.environ.items() if k not in ("TRAINSCALE_DATA", "SNAKEMAKE_PROFILE")}
-    command = [sys.executable, "-m", "snakemake", *args]
     if not background:
         return subprocess.run(
             command,
-            cwd=workdir,
+            cwd=cwd,
             env=env,
             capture_output=True,
             text=True,
@@ -119,7 +135,7 @@ def snakemake(
             raise RuntimeError("the test session ended before this background run started")
         process = subprocess.Popen(
             ["nice", "-n", "10", *command],
-            cwd=workdir,
+            cwd=cwd,
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -243,13 +259,16 @@ def finished_smoke_run(smoke_run: Path, tmp_path: Path) -> Callable[[str], Path]
 # --- Background work ---------------------------------------------------------------------------
 #
 # The tests run one at a time, most of them in this process, on one of the machine's two cores.
-# The slowest fixtures are Snakemake runs, in subprocesses. Each one in _BACKGROUND is started in
-# a thread as soon as the tests are collected, when a collected test uses its fixture, so that it
-# runs on the core the tests before that one leave idle (at nice 10: the running test keeps its
-# core); its fixture then waits for it (:func:`background_result`) and checks its outcome as when
-# it runs the work itself. The work and every check are the same either way, only its start is
-# earlier. TRAINSCALE_TEST_BACKGROUND=0 starts nothing early: each fixture runs its work when a
-# test first needs it.
+# The slowest fixtures run subprocesses: Snakemake runs and the harness's launches
+# (tests/bench/conftest.py); a conftest below this one registers its fixtures' work with
+# :func:`register_background`. Each one in _BACKGROUND is started in a thread as soon as the tests
+# are collected, when a collected test uses its fixture, so that it runs on the core the tests
+# before that one leave idle (at nice 10: the running test keeps its core); the test files that
+# use such a fixture run last (:func:`pytest_collection_modifyitems`), so that the work has the
+# other files' time. Its fixture then waits for it (:func:`background_result`) and checks its
+# outcome as when it runs the work itself. The work and every check are the same either way,
+# only its start is earlier. TRAINSCALE_TEST_BACKGROUND=0 starts nothing early and keeps the
+# files' order: each fixture runs its work when a test first needs it.
 
 
 @dataclass(frozen=True)
@@ -376,6 +395,13 @@ _RUNNING_LOCK = threading.Lock()
 _STOPPING = threading.Event()
 
 
+def register_background(name: str, work: Callable[[Path], Any]) -> None:
+    """Make ``work(folder)`` the background work of fixture ``name``, defined in a conftest below
+    this one, which registers it when it is loaded: before the tests are collected."""
+    if _BACKGROUND.setdefault(name, work) is not work:
+        raise ValueError(f"fixture {name!r} already has background work")
+
+
 def background_result(name: str, tmp_path_factory: pytest.TempPathFactory) -> Any:
     """What the work of fixture ``name`` returned: wait for it if it was started, else run it."""
     future = _STARTED.pop(name, None)
@@ -384,9 +410,27 @@ def background_result(name: str, tmp_path_factory: pytest.TempPathFactory) -> An
     return future.result()
 
 
+def _background_on(config: pytest.Config) -> bool:
+    return not config.option.collectonly and os.environ.get("TRAINSCALE_TEST_BACKGROUND") != "0"
+
+
+def _uses_background(item: pytest.Item) -> bool:
+    return any(name in _BACKGROUND for name in getattr(item, "fixturenames", ()))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Run the test files that wait for background work last, in their order, so that the work
+    has the other test files' time to finish; the other files keep theirs. Whole files move, so
+    that a module-scoped fixture still serves its file's tests in one go."""
+    if not _background_on(config):
+        return
+    late = {item.path for item in items if _uses_background(item)}
+    items[:] = [i for i in items if i.path not in late] + [i for i in items if i.path in late]
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Start the work of every fixture in _BACKGROUND that a collected test uses."""
-    if session.config.option.collectonly or os.environ.get("TRAINSCALE_TEST_BACKGROUND") == "0":
+    if not _background_on(session.config):
         return
     used = {name for item in session.items for name in getattr(item, "fixturenames", ())}
     names = [name for name in _BACKGROUND if name in used]
@@ -400,7 +444,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 def _stop(process: subprocess.Popen[str]) -> None:
-    """Stop a background Snakemake run and its jobs (SIGTERM: it cancels its SLURM jobs)."""
+    """Stop a background run and its processes (SIGTERM: Snakemake cancels its SLURM jobs)."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGTERM)
 
