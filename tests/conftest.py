@@ -6,6 +6,7 @@ import contextlib
 import importlib.util
 import json
 import os
+import pickle
 import re
 import shutil
 import signal
@@ -191,15 +192,89 @@ def workflow_copy(tmp_path: Path) -> Callable[..., Path]:
     return make
 
 
+def with_source(env: dict[str, str]) -> dict[str, str]:
+    """``env`` with this checkout's ``src`` first on PYTHONPATH, so that a Python subprocess
+    imports this code whatever package the environment has installed."""
+    path = os.pathsep.join(filter(None, [str(REPO / "src"), env.get("PYTHONPATH")]))
+    return {**env, "PYTHONPATH": path}
+
+
+_SHIPPED: list[tuple[Catalogue, PublishedData]] = []
+_SHIPPED_LOCK = threading.Lock()
+
+
+def shipped_inputs() -> tuple[Catalogue, PublishedData]:
+    """The shipped catalogues and published measurements, loaded as the fixtures catalogue and
+    published load them, once, for the background work (objects of its own, which no test
+    sees)."""
+    with _SHIPPED_LOCK:
+        if not _SHIPPED:
+            catalogue = load_catalogue()
+            published = load_published(hardware=catalogue.hardware, models=catalogue.models)
+            _SHIPPED.append((catalogue, published))
+        return _SHIPPED[0]
+
+
+#: What a :func:`call_in_background` subprocess runs: argv[1] holds the pickled module and
+#: function names, arguments and keyword arguments; argv[2] receives the pickled result.
+_CALL_SCRIPT = """\
+import importlib, pickle, sys
+
+with open(sys.argv[1], "rb") as file:
+    module, name, args, kwargs = pickle.load(file)
+result = getattr(importlib.import_module(module), name)(*args, **kwargs)
+with open(sys.argv[2], "wb") as file:
+    pickle.dump(result, file)
+"""
+
+
+@dataclass(frozen=True)
+class Call:
+    """A function called in a subprocess (:func:`call_in_background`)."""
+
+    process: subprocess.CompletedProcess[str]
+    output: Path
+
+    def result(self) -> Any:
+        """What the function returned; fails the test with its traceback if it raised."""
+        assert self.process.returncode == 0, self.process.stderr[-5000:]
+        with self.output.open("rb") as file:
+            return pickle.load(file)
+
+
+def call_in_background(folder: Path, function: str, *args: Any, **kwargs: Any) -> Call:
+    """Call ``function(*args, **kwargs)``, ``function`` named ``"module:name"``, in a Python
+    subprocess of the background work (:func:`run_process`) that imports this checkout's code;
+    pickle carries the arguments there and the result back exactly (every dtype and value).
+    The function is named, not passed: the subprocess imports it as it is in the module, which a
+    test that replaces it meanwhile in this process (monkeypatch) does not change. Its files go
+    to ``folder``."""
+    module, name = function.split(":")
+    arguments, output = folder / f"{name}.args.pickle", folder / f"{name}.pickle"
+    arguments.write_bytes(pickle.dumps((module, name, args, kwargs)))
+    command = [sys.executable, "-c", _CALL_SCRIPT, str(arguments), str(output)]
+    done = run_process(
+        command, cwd=REPO, env=with_source(dict(os.environ)), timeout=900, background=True
+    )
+    return Call(done, output)
+
+
+def _held_out(folder: Path) -> Call:
+    """Background work of :func:`held_out`."""
+    catalogue, published = shipped_inputs()
+    held_out_predictions = "trainscale.calibrate.fit:held_out_predictions"
+    return call_in_background(folder, held_out_predictions, published, catalogue=catalogue)
+
+
 @pytest.fixture(scope="session")
-def held_out(published, catalogue) -> pd.DataFrame:
+def held_out(tmp_path_factory: pytest.TempPathFactory) -> pd.DataFrame:
     """The shipped published data predicted source by source, each by a fit that left its source
     out (trainscale.calibrate.fit.held_out_predictions(), one refit per source: the slowest step
-    of a calibration). Computed once for the tests that refit the calibration and measure the
-    interval coverage; a test passes a copy on."""
-    from trainscale.calibrate.fit import held_out_predictions
-
-    return held_out_predictions(published, catalogue=catalogue)
+    of a calibration), simulated under the shipped catalogues: those of the fixtures published
+    and catalogue. Computed once for the tests that refit the calibration and measure the
+    interval coverage; a test passes a copy on. Started in the background, in a subprocess
+    (:func:`background_result`, :func:`call_in_background`)."""
+    return background_result("held_out", tmp_path_factory).result()
 
 
 def _smoke_run(folder: Path) -> tuple[Path, subprocess.CompletedProcess[str]]:
@@ -259,8 +334,9 @@ def finished_smoke_run(smoke_run: Path, tmp_path: Path) -> Callable[[str], Path]
 # --- Background work ---------------------------------------------------------------------------
 #
 # The tests run one at a time, most of them in this process, on one of the machine's two cores.
-# The slowest fixtures run subprocesses: Snakemake runs and the harness's launches
-# (tests/bench/conftest.py); a conftest below this one registers its fixtures' work with
+# The slowest fixtures run subprocesses: Snakemake runs, the harness's launches
+# (tests/bench/conftest.py) and refits of the calibration (:func:`held_out`,
+# tests/calibrate/conftest.py); a conftest below this one registers its fixtures' work with
 # :func:`register_background`. Each one in _BACKGROUND is started in a thread as soon as the tests
 # are collected, when a collected test uses its fixture, so that it runs on the core the tests
 # before that one leave idle (at nice 10: the running test keeps its core); the test files that
@@ -387,6 +463,7 @@ _BACKGROUND: dict[str, Callable[[Path], Any]] = {
     "smoke_run": _smoke_run,
     "slurm_smoke_run": _slurm_smoke_run,
     "report_run": _report_run,
+    "held_out": _held_out,
 }
 _STARTED: dict[str, Future[Any]] = {}
 _POOL: list[ThreadPoolExecutor] = []
