@@ -113,13 +113,17 @@ def run_process(
     env: dict[str, str],
     timeout: float,
     background: bool = False,
+    one_at_a_time: bool = False,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``command`` in ``cwd`` with ``env``, capturing its output as text; return the
     finished process (whatever its exit status).
 
     ``background=True`` (the background work below): at a lower priority (nice 10), so that the
     test running meanwhile keeps its core, in a process group of its own, which the end of the
-    session stops if it still runs.
+    session stops if it still runs. ``one_at_a_time=True`` as well: after the other such
+    process, if one runs, not beside it; for work that keeps a core or two busy throughout (a
+    harness launch, a refit), which, all started at collection, would share the idle core and
+    take more of the running test's (``timeout`` counts from the process's start).
     """
     if not background:
         return subprocess.run(
@@ -131,28 +135,29 @@ def run_process(
             timeout=timeout,
             check=False,
         )
-    with _RUNNING_LOCK:
-        if _STOPPING.is_set():
-            raise RuntimeError("the test session ended before this background run started")
-        process = subprocess.Popen(
-            ["nice", "-n", "10", *command],
-            cwd=cwd,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
-        _RUNNING.add(process)
-    try:
-        stdout, stderr = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _stop(process)
-        process.communicate()
-        raise
-    finally:
+    with _ONE_AT_A_TIME if one_at_a_time else contextlib.nullcontext():
         with _RUNNING_LOCK:
-            _RUNNING.discard(process)
+            if _STOPPING.is_set():
+                raise RuntimeError("the test session ended before this background run started")
+            process = subprocess.Popen(
+                ["nice", "-n", "10", *command],
+                cwd=cwd,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                start_new_session=True,
+            )
+            _RUNNING.add(process)
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _stop(process)
+            process.communicate()
+            raise
+        finally:
+            with _RUNNING_LOCK:
+                _RUNNING.discard(process)
     return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
 
@@ -253,9 +258,8 @@ def call_in_background(folder: Path, function: str, *args: Any, **kwargs: Any) -
     arguments, output = folder / f"{name}.args.pickle", folder / f"{name}.pickle"
     arguments.write_bytes(pickle.dumps((module, name, args, kwargs)))
     command = [sys.executable, "-c", _CALL_SCRIPT, str(arguments), str(output)]
-    done = run_process(
-        command, cwd=REPO, env=with_source(dict(os.environ)), timeout=900, background=True
-    )
+    env = with_source(dict(os.environ))
+    done = run_process(command, cwd=REPO, env=env, timeout=900, background=True, one_at_a_time=True)
     return Call(done, output)
 
 
@@ -469,6 +473,7 @@ _STARTED: dict[str, Future[Any]] = {}
 _POOL: list[ThreadPoolExecutor] = []
 _RUNNING: set[subprocess.Popen[str]] = set()
 _RUNNING_LOCK = threading.Lock()
+_ONE_AT_A_TIME = threading.Lock()
 _STOPPING = threading.Event()
 
 

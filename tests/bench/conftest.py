@@ -3,7 +3,7 @@
 The runs use a tiny Llama-style shape so that a 2-rank gloo run on 2 CPU cores takes seconds.
 Tests that need PyTorch are marked ``bench`` and skip, with the reason, when it is missing.
 The runs start in the background when the tests are collected (tests/conftest.py,
-:func:`register_background`), one at a time.
+:func:`register_background`).
 """
 
 from __future__ import annotations
@@ -14,8 +14,6 @@ import re
 import shutil
 import subprocess
 import sys
-import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,7 +49,6 @@ class Launch:
 
     run_dir: Path
     process: subprocess.CompletedProcess[str]
-    wall_s: float
 
 
 def env_with_source() -> dict[str, str]:
@@ -63,21 +60,14 @@ def env_with_source() -> dict[str, str]:
     return env
 
 
-#: One harness launch at a time: each takes the machine's two cores (two ranks, or one process
-#: and PyTorch's threads) and PyTorch's memory.
-_ONE_LAUNCH = threading.Lock()
-
-
 def launch(command: list[str], run_dir: Path, *, timeout: float = 240) -> Launch:
-    """Run a harness command line in the background (nice 10, after the launch before it);
-    return it, failed or not: :func:`checked` checks it."""
-    with _ONE_LAUNCH:
-        start = time.perf_counter()
-        done = run_process(
-            command, cwd=REPO, env=env_with_source(), timeout=timeout, background=True
-        )
-        wall = time.perf_counter() - start
-    return Launch(run_dir=run_dir, process=done, wall_s=wall)
+    """Run a harness command line in the background (nice 10, one at a time: see
+    :func:`run_process`); return it, failed or not: :func:`checked` checks it."""
+    env = env_with_source()
+    done = run_process(
+        command, cwd=REPO, env=env, timeout=timeout, background=True, one_at_a_time=True
+    )
+    return Launch(run_dir=run_dir, process=done)
 
 
 def checked(run: Launch) -> Launch:
@@ -239,9 +229,8 @@ def _slurm_bench_run(folder: Path) -> SlurmBench | str:
         "--profile",
         str(REPO / "tests" / "slurm" / "profile"),
     ]
-    # The job runs two ranks on this machine, as a harness launch does: not beside one.
-    with _ONE_LAUNCH:
-        done = run_process(command, cwd=folder, env=env, timeout=600, background=True)
+    # SLURM runs the job: this process mostly waits for it (not one_at_a_time)
+    done = run_process(command, cwd=folder, env=env, timeout=600, background=True)
     return SlurmBench(folder, done)
 
 
