@@ -6,6 +6,7 @@ import contextlib
 import importlib.util
 import json
 import os
+import pickle
 import re
 import shutil
 import signal
@@ -98,44 +99,65 @@ def snakemake(
 
     The workflow's catalogues are those of the copy (TRAINSCALE_DATA is cleared) and no user
     profile applies (SNAKEMAKE_PROFILE is cleared); profiles/default of the copy does.
-    ``background=True`` (the background work below): at a lower priority (nice 10), so that the
-    test running meanwhile keeps its core, in a process group of its own, which the end of the
-    session stops if it still runs.
+    ``background``: see :func:`run_process`.
     """
     env = {k: v for k, v in os.environ.items() if k not in ("TRAINSCALE_DATA", "SNAKEMAKE_PROFILE")}
     command = [sys.executable, "-m", "snakemake", *args]
+    return run_process(command, cwd=workdir, env=env, timeout=timeout, background=background)
+
+
+def run_process(
+    command: Sequence[str],
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    timeout: float,
+    background: bool = False,
+    one_at_a_time: bool = False,
+) -> subprocess.CompletedProcess[str]:
+    """Run ``command`` in ``cwd`` with ``env``, capturing its output as text; return the
+    finished process (whatever its exit status).
+
+    ``background=True`` (the background work below): at a lower priority (nice 10), so that the
+    test running meanwhile keeps its core, in a process group of its own, which the end of the
+    session stops if it still runs. ``one_at_a_time=True`` as well: after the other such
+    process, if one runs, not beside it; for work that keeps a core or two busy throughout (a
+    harness launch, a refit), which, all started at collection, would share the idle core and
+    take more of the running test's (``timeout`` counts from the process's start).
+    """
     if not background:
         return subprocess.run(
             command,
-            cwd=workdir,
+            cwd=cwd,
             env=env,
             capture_output=True,
             text=True,
             timeout=timeout,
             check=False,
         )
-    with _RUNNING_LOCK:
-        if _STOPPING.is_set():
-            raise RuntimeError("the test session ended before this background run started")
-        process = subprocess.Popen(
-            ["nice", "-n", "10", *command],
-            cwd=workdir,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
-        _RUNNING.add(process)
-    try:
-        stdout, stderr = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _stop(process)
-        process.communicate()
-        raise
-    finally:
+    with _ONE_AT_A_TIME if one_at_a_time else contextlib.nullcontext():
         with _RUNNING_LOCK:
-            _RUNNING.discard(process)
+            if _STOPPING.is_set():
+                raise RuntimeError("the test session ended before this background run started")
+            process = subprocess.Popen(
+                ["nice", "-n", "10", *command],
+                cwd=cwd,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                start_new_session=True,
+            )
+            _RUNNING.add(process)
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _stop(process)
+            process.communicate()
+            raise
+        finally:
+            with _RUNNING_LOCK:
+                _RUNNING.discard(process)
     return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
 
@@ -175,15 +197,88 @@ def workflow_copy(tmp_path: Path) -> Callable[..., Path]:
     return make
 
 
+def with_source(env: dict[str, str]) -> dict[str, str]:
+    """``env`` with this checkout's ``src`` first on PYTHONPATH, so that a Python subprocess
+    imports this code whatever package the environment has installed."""
+    path = os.pathsep.join(filter(None, [str(REPO / "src"), env.get("PYTHONPATH")]))
+    return {**env, "PYTHONPATH": path}
+
+
+_SHIPPED: list[tuple[Catalogue, PublishedData]] = []
+_SHIPPED_LOCK = threading.Lock()
+
+
+def shipped_inputs() -> tuple[Catalogue, PublishedData]:
+    """The shipped catalogues and published measurements, loaded as the fixtures catalogue and
+    published load them, once, for the background work (objects of its own, which no test
+    sees)."""
+    with _SHIPPED_LOCK:
+        if not _SHIPPED:
+            catalogue = load_catalogue()
+            published = load_published(hardware=catalogue.hardware, models=catalogue.models)
+            _SHIPPED.append((catalogue, published))
+        return _SHIPPED[0]
+
+
+#: What a :func:`call_in_background` subprocess runs: argv[1] holds the pickled module and
+#: function names, arguments and keyword arguments; argv[2] receives the pickled result.
+_CALL_SCRIPT = """\
+import importlib, pickle, sys
+
+with open(sys.argv[1], "rb") as file:
+    module, name, args, kwargs = pickle.load(file)
+result = getattr(importlib.import_module(module), name)(*args, **kwargs)
+with open(sys.argv[2], "wb") as file:
+    pickle.dump(result, file)
+"""
+
+
+@dataclass(frozen=True)
+class Call:
+    """A function called in a subprocess (:func:`call_in_background`)."""
+
+    process: subprocess.CompletedProcess[str]
+    output: Path
+
+    def result(self) -> Any:
+        """What the function returned; fails the test with its traceback if it raised."""
+        assert self.process.returncode == 0, self.process.stderr[-5000:]
+        with self.output.open("rb") as file:
+            return pickle.load(file)
+
+
+def call_in_background(folder: Path, function: str, *args: Any, **kwargs: Any) -> Call:
+    """Call ``function(*args, **kwargs)``, ``function`` named ``"module:name"``, in a Python
+    subprocess of the background work (:func:`run_process`) that imports this checkout's code;
+    pickle carries the arguments there and the result back exactly (every dtype and value).
+    The function is named, not passed: the subprocess imports it as it is in the module, which a
+    test that replaces it meanwhile in this process (monkeypatch) does not change. Its files go
+    to ``folder``."""
+    module, name = function.split(":")
+    arguments, output = folder / f"{name}.args.pickle", folder / f"{name}.pickle"
+    arguments.write_bytes(pickle.dumps((module, name, args, kwargs)))
+    command = [sys.executable, "-c", _CALL_SCRIPT, str(arguments), str(output)]
+    env = with_source(dict(os.environ))
+    done = run_process(command, cwd=REPO, env=env, timeout=900, background=True, one_at_a_time=True)
+    return Call(done, output)
+
+
+def _held_out(folder: Path) -> Call:
+    """Background work of :func:`held_out`."""
+    catalogue, published = shipped_inputs()
+    held_out_predictions = "trainscale.calibrate.fit:held_out_predictions"
+    return call_in_background(folder, held_out_predictions, published, catalogue=catalogue)
+
+
 @pytest.fixture(scope="session")
-def held_out(published, catalogue) -> pd.DataFrame:
+def held_out(tmp_path_factory: pytest.TempPathFactory) -> pd.DataFrame:
     """The shipped published data predicted source by source, each by a fit that left its source
     out (trainscale.calibrate.fit.held_out_predictions(), one refit per source: the slowest step
-    of a calibration). Computed once for the tests that refit the calibration and measure the
-    interval coverage; a test passes a copy on."""
-    from trainscale.calibrate.fit import held_out_predictions
-
-    return held_out_predictions(published, catalogue=catalogue)
+    of a calibration), simulated under the shipped catalogues: those of the fixtures published
+    and catalogue. Computed once for the tests that refit the calibration and measure the
+    interval coverage; a test passes a copy on. Started in the background, in a subprocess
+    (:func:`background_result`, :func:`call_in_background`)."""
+    return background_result("held_out", tmp_path_factory).result()
 
 
 def _smoke_run(folder: Path) -> tuple[Path, subprocess.CompletedProcess[str]]:
@@ -243,13 +338,17 @@ def finished_smoke_run(smoke_run: Path, tmp_path: Path) -> Callable[[str], Path]
 # --- Background work ---------------------------------------------------------------------------
 #
 # The tests run one at a time, most of them in this process, on one of the machine's two cores.
-# The slowest fixtures are Snakemake runs, in subprocesses. Each one in _BACKGROUND is started in
-# a thread as soon as the tests are collected, when a collected test uses its fixture, so that it
-# runs on the core the tests before that one leave idle (at nice 10: the running test keeps its
-# core); its fixture then waits for it (:func:`background_result`) and checks its outcome as when
-# it runs the work itself. The work and every check are the same either way, only its start is
-# earlier. TRAINSCALE_TEST_BACKGROUND=0 starts nothing early: each fixture runs its work when a
-# test first needs it.
+# The slowest fixtures run subprocesses: Snakemake runs, the harness's launches
+# (tests/bench/conftest.py) and refits of the calibration (:func:`held_out`,
+# tests/calibrate/conftest.py); a conftest below this one registers its fixtures' work with
+# :func:`register_background`. Each one in _BACKGROUND is started in a thread as soon as the tests
+# are collected, when a collected test uses its fixture, so that it runs on the core the tests
+# before that one leave idle (at nice 10: the running test keeps its core); the test files that
+# use such a fixture run last (:func:`pytest_collection_modifyitems`), so that the work has the
+# other files' time. Its fixture then waits for it (:func:`background_result`) and checks its
+# outcome as when it runs the work itself. The work and every check are the same either way,
+# only its start is earlier. TRAINSCALE_TEST_BACKGROUND=0 starts nothing early and keeps the
+# files' order: each fixture runs its work when a test first needs it.
 
 
 @dataclass(frozen=True)
@@ -368,12 +467,21 @@ _BACKGROUND: dict[str, Callable[[Path], Any]] = {
     "smoke_run": _smoke_run,
     "slurm_smoke_run": _slurm_smoke_run,
     "report_run": _report_run,
+    "held_out": _held_out,
 }
 _STARTED: dict[str, Future[Any]] = {}
 _POOL: list[ThreadPoolExecutor] = []
 _RUNNING: set[subprocess.Popen[str]] = set()
 _RUNNING_LOCK = threading.Lock()
+_ONE_AT_A_TIME = threading.Lock()
 _STOPPING = threading.Event()
+
+
+def register_background(name: str, work: Callable[[Path], Any]) -> None:
+    """Make ``work(folder)`` the background work of fixture ``name``, defined in a conftest below
+    this one, which registers it when it is loaded: before the tests are collected."""
+    if _BACKGROUND.setdefault(name, work) is not work:
+        raise ValueError(f"fixture {name!r} already has background work")
 
 
 def background_result(name: str, tmp_path_factory: pytest.TempPathFactory) -> Any:
@@ -384,9 +492,27 @@ def background_result(name: str, tmp_path_factory: pytest.TempPathFactory) -> An
     return future.result()
 
 
+def _background_on(config: pytest.Config) -> bool:
+    return not config.option.collectonly and os.environ.get("TRAINSCALE_TEST_BACKGROUND") != "0"
+
+
+def _uses_background(item: pytest.Item) -> bool:
+    return any(name in _BACKGROUND for name in getattr(item, "fixturenames", ()))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Run the test files that wait for background work last, in their order, so that the work
+    has the other test files' time to finish; the other files keep theirs. Whole files move, so
+    that a module-scoped fixture still serves its file's tests in one go."""
+    if not _background_on(config):
+        return
+    late = {item.path for item in items if _uses_background(item)}
+    items[:] = [i for i in items if i.path not in late] + [i for i in items if i.path in late]
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Start the work of every fixture in _BACKGROUND that a collected test uses."""
-    if session.config.option.collectonly or os.environ.get("TRAINSCALE_TEST_BACKGROUND") == "0":
+    if not _background_on(session.config):
         return
     used = {name for item in session.items for name in getattr(item, "fixturenames", ())}
     names = [name for name in _BACKGROUND if name in used]
@@ -400,7 +526,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 def _stop(process: subprocess.Popen[str]) -> None:
-    """Stop a background Snakemake run and its jobs (SIGTERM: it cancels its SLURM jobs)."""
+    """Stop a background run and its processes (SIGTERM: Snakemake cancels its SLURM jobs)."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGTERM)
 

@@ -2,19 +2,24 @@
 
 The runs use a tiny Llama-style shape so that a 2-rank gloo run on 2 CPU cores takes seconds.
 Tests that need PyTorch are marked ``bench`` and skip, with the reason, when it is missing.
+The runs start in the background when the tests are collected (tests/conftest.py,
+:func:`register_background`).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
+import shutil
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import background_result, register_background, run_process
 
 REPO = Path(__file__).resolve().parents[2]
 _GLOG_WARNING = re.compile(r"^W\d{4} \d{2}:\d{2}:\d{2}")
@@ -44,7 +49,6 @@ class Launch:
 
     run_dir: Path
     process: subprocess.CompletedProcess[str]
-    wall_s: float
 
 
 def env_with_source() -> dict[str, str]:
@@ -57,22 +61,23 @@ def env_with_source() -> dict[str, str]:
 
 
 def launch(command: list[str], run_dir: Path, *, timeout: float = 240) -> Launch:
-    """Run a harness command line; fail the test with its output if it fails."""
-    start = time.perf_counter()
-    done = subprocess.run(
-        command,
-        cwd=REPO,
-        env=env_with_source(),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
+    """Run a harness command line in the background (nice 10, one at a time: see
+    :func:`run_process`); return it, failed or not: :func:`checked` checks it."""
+    env = env_with_source()
+    done = run_process(
+        command, cwd=REPO, env=env, timeout=timeout, background=True, one_at_a_time=True
     )
-    wall = time.perf_counter() - start
+    return Launch(run_dir=run_dir, process=done)
+
+
+def checked(run: Launch) -> Launch:
+    """``run``; fail the test with its output if it failed."""
+    done = run.process
     # torchrun's glog-style warning lines ("W1130 16:32:43.586000 …") would hide the error.
     stderr = "\n".join(line for line in done.stderr.splitlines() if not _GLOG_WARNING.match(line))
-    assert done.returncode == 0, f"{' '.join(command)}\n{done.stdout[-3000:]}\n{stderr[-6000:]}"
-    return Launch(run_dir=run_dir, process=done, wall_s=wall)
+    command = " ".join(map(str, done.args))
+    assert done.returncode == 0, f"{command}\n{done.stdout[-3000:]}\n{stderr[-6000:]}"
+    return run
 
 
 def torchrun(nproc: int, *args: str) -> list[str]:
@@ -96,10 +101,9 @@ def torch_module():
     return pytest.importorskip("torch", reason="PyTorch is not installed (pip install '.[bench]')")
 
 
-@pytest.fixture(scope="session")
-def gloo_run(torch_module, tmp_path_factory) -> Launch:
-    """2 ranks, gloo, FSDP over dp=2, 20 steps of which 5 warm-up, 3 profiled."""
-    run_dir = tmp_path_factory.mktemp("gloo") / "gloo_fsdp2"
+def _gloo_run(folder: Path) -> Launch:
+    """Background work of :func:`gloo_run`."""
+    run_dir = folder / "gloo_fsdp2"
     return launch(
         torchrun(
             2,
@@ -120,9 +124,14 @@ def gloo_run(torch_module, tmp_path_factory) -> Launch:
 
 
 @pytest.fixture(scope="session")
-def single_run(torch_module, tmp_path_factory) -> Launch:
-    """One process without torchrun (``python -m trainscale.bench``), 8 steps."""
-    run_dir = tmp_path_factory.mktemp("single") / "single"
+def gloo_run(torch_module, tmp_path_factory) -> Launch:
+    """2 ranks, gloo, FSDP over dp=2, 20 steps of which 5 warm-up, 3 profiled."""
+    return checked(background_result("gloo_run", tmp_path_factory))
+
+
+def _single_run(folder: Path) -> Launch:
+    """Background work of :func:`single_run`."""
+    run_dir = folder / "single"
     return launch(
         [
             sys.executable,
@@ -143,9 +152,14 @@ def single_run(torch_module, tmp_path_factory) -> Launch:
 
 
 @pytest.fixture(scope="session")
-def tp_run(torch_module, tmp_path_factory) -> Launch:
-    """2 ranks, tensor parallel 2 (dp = 1): the same data and weights as ``single_run``."""
-    run_dir = tmp_path_factory.mktemp("tp") / "tp2"
+def single_run(torch_module, tmp_path_factory) -> Launch:
+    """One process without torchrun (``python -m trainscale.bench``), 8 steps."""
+    return checked(background_result("single_run", tmp_path_factory))
+
+
+def _tp_run(folder: Path) -> Launch:
+    """Background work of :func:`tp_run`."""
+    run_dir = folder / "tp2"
     return launch(
         torchrun(
             2,
@@ -163,3 +177,76 @@ def tp_run(torch_module, tmp_path_factory) -> Launch:
         ),
         run_dir,
     )
+
+
+@pytest.fixture(scope="session")
+def tp_run(torch_module, tmp_path_factory) -> Launch:
+    """2 ranks, tensor parallel 2 (dp = 1): the same data and weights as ``single_run``."""
+    return checked(background_result("tp_run", tmp_path_factory))
+
+
+def slurm_problem() -> str | None:
+    """Why the SLURM bench cannot run here (no `sinfo`, or no available partition), or None."""
+    if shutil.which("sinfo") is None:
+        return "sinfo is not installed: no SLURM cluster (start one with .ci/slurm-up)"
+    done = subprocess.run(
+        ["sinfo", "-h", "-o", "%a %T"], capture_output=True, text=True, timeout=30, check=False
+    )
+    if done.returncode != 0 or "up" not in done.stdout:
+        return (
+            f"no SLURM cluster answers (start one with .ci/slurm-up): "
+            f"{(done.stderr or done.stdout).strip()[:200]}"
+        )
+    return None
+
+
+@dataclass(frozen=True)
+class SlurmBench:
+    """The CPU smoke sweep run through SLURM (:func:`slurm_bench_run`)."""
+
+    workdir: Path
+    process: subprocess.CompletedProcess[str]
+
+
+def _slurm_bench_run(folder: Path) -> SlurmBench | str:
+    """Background work of :func:`slurm_bench_run`: the run, or why it cannot run here."""
+    problem = slurm_problem()
+    if problem:
+        return problem
+    if importlib.util.find_spec("torch") is None:
+        return "PyTorch is not installed (pip install '.[bench]')"
+    (folder / "config" / "benches").mkdir(parents=True)
+    shutil.copy(REPO / "config" / "benches" / "cpu_smoke.yaml", folder / "config" / "benches")
+    (folder / "Snakefile").write_text(f'include: "{REPO / "rules" / "bench.smk"}"\n')
+    env = {k: v for k, v in env_with_source().items() if k != "SNAKEMAKE_PROFILE"}
+    command = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "results/bench/cpu_smoke.parquet",
+        "--profile",
+        str(REPO / "profiles" / "slurm-bench"),
+        "--profile",
+        str(REPO / "tests" / "slurm" / "profile"),
+    ]
+    # SLURM runs the job: this process mostly waits for it (not one_at_a_time)
+    done = run_process(command, cwd=folder, env=env, timeout=600, background=True)
+    return SlurmBench(folder, done)
+
+
+@pytest.fixture(scope="session")
+def slurm_bench_run(tmp_path_factory) -> SlurmBench:
+    """``snakemake results/bench/cpu_smoke.parquet --profile profiles/slurm-bench --profile
+    tests/slurm/profile`` in a folder with config/benches/cpu_smoke.yaml and a Snakefile that
+    includes rules/bench.smk; skips, with the reason, unless `sinfo` answers with an available
+    partition and PyTorch is installed. Started in the background."""
+    result = background_result("slurm_bench_run", tmp_path_factory)
+    if isinstance(result, str):
+        pytest.skip(result)
+    return result
+
+
+register_background("gloo_run", _gloo_run)
+register_background("single_run", _single_run)
+register_background("tp_run", _tp_run)
+register_background("slurm_bench_run", _slurm_bench_run)

@@ -7,17 +7,12 @@ rendezvous at the job's first node; rule bench_collect ingests the run folder.
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
-import sys
 
 import pandas as pd
 import pytest
 
 from trainscale.ingest.runs import load_manifest
 from trainscale.sim.catalogue import load_catalogue
-
-from .conftest import REPO, env_with_source
 
 pytestmark = [pytest.mark.slurm, pytest.mark.bench]
 
@@ -26,55 +21,20 @@ _CATALOGUE = load_catalogue()
 SHIPPED = {"hardware": _CATALOGUE.hardware, "models": _CATALOGUE.models}
 
 
-@pytest.fixture(scope="module")
-def slurm_cluster() -> None:
-    """Skip, with the reason, unless `sinfo` answers with an available partition."""
-    if shutil.which("sinfo") is None:
-        pytest.skip("sinfo is not installed: no SLURM cluster (start one with .ci/slurm-up)")
-    done = subprocess.run(
-        ["sinfo", "-h", "-o", "%a %T"], capture_output=True, text=True, timeout=30, check=False
-    )
-    if done.returncode != 0 or "up" not in done.stdout:
-        pytest.skip(
-            f"no SLURM cluster answers (start one with .ci/slurm-up): "
-            f"{(done.stderr or done.stdout).strip()[:200]}"
-        )
-
-
-def test_cpu_bench_through_slurm(slurm_cluster, torch_module, tmp_path):
-    (tmp_path / "config" / "benches").mkdir(parents=True)
-    shutil.copy(REPO / "config" / "benches" / "cpu_smoke.yaml", tmp_path / "config" / "benches")
-    (tmp_path / "Snakefile").write_text(f'include: "{REPO / "rules" / "bench.smk"}"\n')
-    env = {k: v for k, v in env_with_source().items() if k != "SNAKEMAKE_PROFILE"}
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "snakemake",
-            "results/bench/cpu_smoke.parquet",
-            "--profile",
-            str(REPO / "profiles" / "slurm-bench"),
-            "--profile",
-            str(REPO / "tests" / "slurm" / "profile"),
-        ],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    log = tmp_path / "results" / "logs" / "bench_run" / "cpu_smoke" / "n1_fsdp2.log"
+def test_cpu_bench_through_slurm(slurm_bench_run):
+    # the run: fixture slurm_bench_run (tests/bench/conftest.py), started in the background
+    workdir, done = slurm_bench_run.workdir, slurm_bench_run.process
+    log = workdir / "results" / "logs" / "bench_run" / "cpu_smoke" / "n1_fsdp2.log"
     bench_log = log.read_text()[-4000:] if log.is_file() else "(no bench log)"
     assert done.returncode == 0, f"{done.stderr[-4000:]}\n--- bench log ---\n{bench_log}"
     # It went through sbatch: the executor kept the job's SLURM log under its job id.
-    slurm_logs = list((tmp_path / "results" / "logs" / "slurm" / "rule_bench_run").rglob("*.log"))
+    slurm_logs = list((workdir / "results" / "logs" / "slurm" / "rule_bench_run").rglob("*.log"))
     assert len(slurm_logs) == 1 and slurm_logs[0].stem.isdigit()
-    run_dir = tmp_path / "results" / "bench" / "cpu_smoke" / "cpu_smoke_n1_fsdp2"
+    run_dir = workdir / "results" / "bench" / "cpu_smoke" / "cpu_smoke_n1_fsdp2"
     manifest = load_manifest(run_dir, **SHIPPED)
     assert manifest.configuration["num_gpus"] == 2 and manifest.cluster["nodes"] == 1
     assert "harness timing: 8 steps after 4 warm-up" in bench_log
-    rows = pd.read_parquet(tmp_path / "results" / "bench" / "cpu_smoke.parquet")
+    rows = pd.read_parquet(workdir / "results" / "bench" / "cpu_smoke.parquet")
     assert rows["run_id"].tolist() == ["cpu_smoke_n1_fsdp2"]
     assert rows["tokens_per_s"].iloc[0] > 0 and rows["n_steps"].iloc[0] == 8
     assert os.path.getsize(run_dir / "traces" / "trace_rank1.json.gz") > 0

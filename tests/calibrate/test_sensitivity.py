@@ -12,7 +12,6 @@ import pytest
 import yaml
 
 from trainscale.calibrate import sensitivity
-from trainscale.calibrate.fit import leave_one_source_out
 from trainscale.calibrate.sensitivity import (
     PRIOR_SCAN_COLUMNS,
     PROFILE_COLUMNS,
@@ -27,12 +26,8 @@ from trainscale.published.measurements import PublishedData
 from trainscale.schema import CLAIM_SENSITIVITY_COLUMNS, names
 from trainscale.sim.calibration import load_calibration
 
-
-@pytest.fixture(scope="module")
-def latency_profile(published: PublishedData, catalogue) -> pd.DataFrame:
-    """The profile at the calibrated NCCL latency scale and at twice NCCL's table."""
-    values = [load_calibration().nccl_latency_scale, 2.0, 0.5]
-    return profile("nccl_latency_scale", values, published, catalogue=catalogue)
+# latency_profile (conftest.py): the profile of nccl_latency_scale at the calibrated value, at
+# twice NCCL's table and at half of it
 
 
 def test_profile_at_the_calibrated_value_reproduces_the_calibration(
@@ -80,19 +75,14 @@ def test_bad_pins_are_errors_naming_the_parameter(
         profile(name, [value], published, catalogue=catalogue)
 
 
-def test_prior_scan_matches_leave_one_source_out(published: PublishedData, catalogue) -> None:
-    keep = published.throughput["citation"].str.startswith(("PyTorch/IBM", "torchtitan docs"))
-    small = PublishedData(
-        throughput=published.throughput[keep].reset_index(drop=True),
-        collectives=published.collectives.iloc[0:0],
-        rejects=published.rejects,
-    )
+def test_prior_scan_matches_leave_one_source_out(catalogue, unpriored_scan) -> None:
+    # unpriored_scan (conftest.py): two sources' throughput rows, no collective row, and on them
+    # prior_width_scan([math.inf], …) and leave_one_source_out(…, prior_scale=math.inf)
     with pytest.raises(TrainscaleError, match="prior_scale must be > 0"):
-        prior_width_scan([0.0], small, catalogue=catalogue)
-    scan = prior_width_scan([math.inf], small, catalogue=catalogue)
+        prior_width_scan([0.0], unpriored_scan.data, catalogue=catalogue)
+    scan, held_out = unpriored_scan.scan, unpriored_scan.held_out
     assert tuple(scan.columns) == PRIOR_SCAN_COLUMNS
     assert list(scan["prior_scale"]) == [math.inf]
-    held_out = leave_one_source_out(small, catalogue=catalogue, prior_scale=math.inf)
     assert scan["heldout_mape_pct"].iloc[0] == pytest.approx(
         held_out.loc[held_out["source"] == "all", "mape_pct"].iloc[0]
     )
