@@ -13,18 +13,18 @@ import yaml
 
 from trainscale.calibrate import sensitivity
 from trainscale.calibrate.fit import leave_one_source_out
-from trainscale.calibrate.sensitivity import (
-    PRIOR_SCAN_COLUMNS,
-    PROFILE_COLUMNS,
-    prior_width_scan,
-    profile,
-)
+from trainscale.calibrate.sensitivity import prior_width_scan, profile
 from trainscale.cli import main
 from trainscale.errors import TrainscaleError
 from trainscale.paper.setup import throughput_drop_pct
 from trainscale.paths import data_dir
 from trainscale.published.measurements import PublishedData
-from trainscale.schema import CLAIM_SENSITIVITY_COLUMNS, names
+from trainscale.schema import (
+    CLAIM_SENSITIVITY_COLUMNS,
+    PRIOR_SCAN_COLUMNS,
+    PROFILE_COLUMNS,
+    names,
+)
 from trainscale.sim.calibration import load_calibration
 
 
@@ -36,11 +36,11 @@ def latency_profile(published: PublishedData, catalogue) -> pd.DataFrame:
 
 
 def test_profile_at_the_calibrated_value_reproduces_the_calibration(
-    latency_profile: pd.DataFrame, catalogue
+    latency_profile: pd.DataFrame, catalogue, assert_columns
 ) -> None:
     stored = yaml.safe_load((data_dir() / "calibration.yaml").read_text())
     at_calibrated = latency_profile.iloc[0]
-    assert tuple(latency_profile.columns) == PROFILE_COLUMNS
+    assert_columns(latency_profile, PROFILE_COLUMNS)
     assert at_calibrated["throughput_mape_pct"] == pytest.approx(
         stored["residual_error"]["throughput_mape_pct"], abs=0.01
     )
@@ -80,7 +80,9 @@ def test_bad_pins_are_errors_naming_the_parameter(
         profile(name, [value], published, catalogue=catalogue)
 
 
-def test_prior_scan_matches_leave_one_source_out(published: PublishedData, catalogue) -> None:
+def test_prior_scan_matches_leave_one_source_out(
+    published: PublishedData, catalogue, assert_columns
+) -> None:
     keep = published.throughput["citation"].str.startswith(("PyTorch/IBM", "torchtitan docs"))
     small = PublishedData(
         throughput=published.throughput[keep].reset_index(drop=True),
@@ -90,7 +92,7 @@ def test_prior_scan_matches_leave_one_source_out(published: PublishedData, catal
     with pytest.raises(TrainscaleError, match="prior_scale must be > 0"):
         prior_width_scan([0.0], small, catalogue=catalogue)
     scan = prior_width_scan([math.inf], small, catalogue=catalogue)
-    assert tuple(scan.columns) == PRIOR_SCAN_COLUMNS
+    assert_columns(scan, PRIOR_SCAN_COLUMNS)
     assert list(scan["prior_scale"]) == [math.inf]
     held_out = leave_one_source_out(small, catalogue=catalogue, prior_scale=math.inf)
     assert scan["heldout_mape_pct"].iloc[0] == pytest.approx(
