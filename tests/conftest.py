@@ -23,8 +23,10 @@ import pandas as pd
 import pytest
 import yaml
 from hypothesis import settings
+from pandas.api import types
 
 from trainscale.published.measurements import PublishedData, load_published
+from trainscale.schema import Column, names
 from trainscale.sim.calibration import Calibration, load_calibration
 from trainscale.sim.catalogue import Catalogue, load_catalogue
 
@@ -44,6 +46,33 @@ WORKFLOW_FILES = ("Snakefile", "rules", "workflow", "config", "profiles", "envir
 def repo_root() -> Path:
     """The repository root."""
     return REPO
+
+
+#: How a frame's column passes for each dtype of trainscale.schema (nullable types included).
+_DTYPE_CHECKS = {
+    "int64": types.is_integer_dtype,
+    "float64": types.is_float_dtype,
+    "bool": types.is_bool_dtype,
+    "string": types.is_string_dtype,
+    "timestamp": types.is_datetime64_dtype,
+}
+
+
+def _assert_columns(
+    table: pd.DataFrame, columns: tuple[Column, ...], *, leading: Sequence[str] = ()
+) -> None:
+    """``table`` has ``leading`` then exactly ``columns``, in order, each of its schema dtype."""
+    assert list(table.columns) == [*leading, *names(columns)]
+    for column in columns:
+        assert _DTYPE_CHECKS[column.dtype](table[column.name]), (column.name, column.dtype)
+
+
+@pytest.fixture(scope="session")
+def assert_columns() -> Callable[..., None]:
+    """``assert_columns(table, columns, leading=())``: the table has the ``leading`` columns,
+    then exactly ``columns`` (a table of :mod:`trainscale.schema`), in order and of their
+    dtype."""
+    return _assert_columns
 
 
 # The library takes its catalogues, calibration and published measurements from its caller; the

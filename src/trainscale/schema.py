@@ -12,8 +12,11 @@ published-measurement normaliser, the Parquet dataset (``arrow_schema``) and the
 Beside them, the tables the figures and tables read that no study holds (validation, collective
 curves, measured runs against their prediction, the paper's claims and their sensitivity), so
 that presentation reads tables and never runs the simulator.
-Last, the presentation tables themselves (``reports/tables/<name>`` and each study's fits): the
-columns each one prints, in order.
+Then the presentation tables themselves (``reports/tables/<name>`` and each study's fits): the
+columns each one prints, in order. Last, the tables the ingesters, the fits and the calibration
+checks return or write (a run's steps, nccl-tests results, traces, rejects, the log-log, USL and
+marginal-return fits, the calibration profile and prior scan, held-out accuracy), each with its
+columns in order.
 
 Column names carry their units (``_s``, ``_w``, ``_gib``, ``_j``); ratios (``mfu``) are fractions
 in [0, 1], never percentages.
@@ -28,12 +31,14 @@ from typing import Literal
 import pyarrow as pa
 
 __all__ = [
+    "ACCURACY_COLUMNS",
     "ATTENTION_KERNELS",
     "BEST_PLAN_COLUMNS",
     "CLAIMS_TABLE_COLUMNS",
     "CLAIM_COLUMNS",
     "CLAIM_SENSITIVITY_COLUMNS",
     "CLAIM_SENSITIVITY_TABLE_COLUMNS",
+    "COLLECTIVE_ACCURACY_COLUMNS",
     "COLLECTIVE_CURVE_COLUMNS",
     "CONFIGURATION_COLUMNS",
     "DATASET_COLUMNS",
@@ -43,11 +48,17 @@ __all__ = [
     "FRAMEWORKS",
     "HARDWARE_COLUMNS",
     "HOLDOUT_COLUMNS",
+    "LOGLOG_COLUMNS",
+    "MARGINAL_COLUMNS",
     "METRIC_COLUMNS",
     "MODEL_COLUMNS",
     "MODEL_SHAPE_COLUMNS",
+    "NCCL_COLUMNS",
+    "PRIOR_SCAN_COLUMNS",
+    "PROFILE_COLUMNS",
     "PROVENANCE_COLUMNS",
     "RECOMPUTE_MODES",
+    "REJECT_COLUMNS",
     "RESULT_COLUMNS",
     "SCALING_FIT_COLUMNS",
     "SCALING_SERIES_COLUMNS",
@@ -55,7 +66,12 @@ __all__ = [
     "SHARD_GRANULARITIES",
     "SIM_VS_MEASURED_COLUMNS",
     "SOURCES",
+    "STEP_COLUMNS",
+    "STEP_TABLE_COLUMNS",
     "STUDY_FIT_COLUMNS",
+    "TRACE_COLUMNS",
+    "USL_COLUMNS",
+    "USL_MARGINAL_COLUMNS",
     "VALIDATION_COLUMNS",
     "VALIDATION_TABLE_COLUMNS",
     "Column",
@@ -66,7 +82,7 @@ __all__ = [
     "names",
 ]
 
-Dtype = Literal["int64", "float64", "string", "bool"]
+Dtype = Literal["int64", "float64", "string", "bool", "timestamp"]
 
 SHARDINGS = ("ddp", "zero1", "zero2", "fsdp", "hsdp")
 RECOMPUTE_MODES = ("none", "selective", "full")
@@ -106,7 +122,8 @@ class Column:
     name: str
     """Column name; the same from config key to dataclass field to Parquet column."""
     dtype: Dtype
-    """Logical type; integers are int64, flags bool, categories string."""
+    """Logical type; integers are int64, flags bool, categories string, points in time
+    timestamp (naive, nanoseconds)."""
     unit: str
     """SI-style unit ("s", "W", "GiB", "tokens/s"), "1" for counts and fractions."""
     description: str
@@ -433,6 +450,7 @@ _ARROW_TYPES = {
     "float64": pa.float64(),
     "string": pa.string(),
     "bool": pa.bool_(),
+    "timestamp": pa.timestamp("ns"),
 }
 
 
@@ -863,5 +881,331 @@ BEST_PLAN_COLUMNS: tuple[Column, ...] = (
         "int64",
         "1",
         "swept plans that fit in memory at this model, GPU and count (the row is the fastest)",
+    ),
+)
+
+
+# --------------------------------------------------------------------------------------------
+# The tables the ingesters, the fits and the calibration checks return or write, each with its
+# columns in order.
+
+#: Columns of :attr:`trainscale.ingest.steplog.StepLog.steps`: one row per logged step of one
+#: step log. Fields a format does not have are null.
+STEP_COLUMNS: tuple[Column, ...] = (
+    _c("step", "int64", "1", "optimizer step / iteration number as logged"),
+    _c("line", "int64", "1", "1-based line of the log file; null for a JSON log"),
+    _c("timestamp", "timestamp", "datetime", "the line's time, naive, as written; null if none"),
+    _c("loss", "float64", "1", "training loss (Megatron lm loss)"),
+    _c(
+        "step_time_s",
+        "float64",
+        "s",
+        "seconds per step: the log's own (Megatron elapsed time per iteration, golden values "
+        "iteration-time) or, for torchtitan, the time since the previous parsed line divided by "
+        "the steps between them",
+    ),
+    _c(
+        "tokens_per_s_per_gpu",
+        "float64",
+        "tokens/s",
+        "logged tokens/s per GPU (torchtitan tps/wps, Primus tokens per GPU, Megatron-DeepSpeed "
+        "tgs)",
+    ),
+    _c(
+        "tflops_per_gpu",
+        "float64",
+        "TFLOP/s",
+        "logged model TFLOP/s per GPU (torchtitan tflops, Megatron throughput per GPU)",
+    ),
+    _c("mfu", "float64", "1", "logged model FLOPs utilisation, fraction in [0, 1]"),
+    _c("mem_gib", "float64", "GiB", "peak memory per GPU (torchtitan reserved, golden allocated)"),
+    _c("power_w_per_gpu", "float64", "W", "logged average power per GPU (Megatron --log-energy)"),
+    _c(
+        "energy_j_per_gpu", "float64", "J", "logged energy per GPU per step (Megatron --log-energy)"
+    ),
+    _c("global_batch", "int64", "sequences", "sequences per step as logged (Megatron)"),
+)
+
+#: Columns of the per-step table of a run (:func:`trainscale.ingest.runs.ingest_run`, written to
+#: ``results/measured/<run>_steps.parquet``): where each step came from, whether it was warm-up,
+#: then the parsed step-log columns (:data:`STEP_COLUMNS`).
+STEP_TABLE_COLUMNS: tuple[Column, ...] = (
+    _c("run_id", "string", "1", "run folder under data/runs"),
+    _c("job", "string", "1", "the job of the run the step belongs to (the run id for one job)"),
+    _c("log_file", "string", "1", "the step log, relative to the run folder"),
+    *(c for c in STEP_COLUMNS if c.name == "line"),
+    *(c for c in STEP_COLUMNS if c.name == "step"),
+    _c("warmup", "bool", "1", "the step is warm-up, left out of the run's steady state"),
+    *(c for c in STEP_COLUMNS if c.name not in ("step", "line")),
+)
+
+#: Columns of :attr:`trainscale.ingest.nccltests.NcclTestsLog.results`: one row per message size
+#: (and test) of an nccl-tests output. Columns an output has beyond these (``max_error``, the
+#: per-iteration timings ``i_min_us`` …) come between ``gpu_name`` and ``line``.
+NCCL_COLUMNS: tuple[Column, ...] = (
+    _c("test", "string", "1", "nccl-tests binary, e.g. all_reduce_perf"),
+    _c("collective", "string", "1", "canonical collective: allreduce, allgather, reducescatter …"),
+    _c("size_bytes", "int64", "bytes", "message size: the whole buffer, as nccl-tests counts it"),
+    _c("count", "int64", "1", "elements in the buffer"),
+    _c("dtype", "string", "1", "element type, e.g. float"),
+    _c("redop", "string", "1", "reduction operator, e.g. sum; null where the test has none"),
+    _c("root", "int64", "1", "root rank (-1 for none); null where the release has no column"),
+    *(
+        _c(f"{prefix}{name}", dtype, unit, f"{place}: {meaning}")
+        for prefix, place in (("", "out of place"), ("inplace_", "in place"))
+        for name, dtype, unit, meaning in (
+            ("time_us", "float64", "µs", "time of one collective"),
+            ("algbw_gbytes_per_s", "float64", "GB/s", "algorithm bandwidth: size / time"),
+            ("busbw_gbytes_per_s", "float64", "GB/s", "bus bandwidth as nccl-tests defines it"),
+            ("wrong", "float64", "1", "wrong elements; NaN when validation is off"),
+        )
+    ),
+    _c("num_ranks", "int64", "1", "distinct ranks of the device lines; null without them"),
+    _c("num_nodes", "int64", "1", "distinct hostnames of the device lines; null without them"),
+    _c("gpu_name", "string", "1", "the device lines' (most common) GPU name; null without them"),
+    _c("line", "int64", "1", "1-based line of the output; null for a JSON report"),
+)
+
+#: Columns of ``trainscale trace`` (:func:`trainscale.commands.trace.trace_table`): one row per
+#: rank of a job's Kineto traces, HolisticTraceAnalysis's overlap and temporal breakdown.
+TRACE_COLUMNS: tuple[Column, ...] = (
+    _c("rank", "int64", "1", "the trace's rank"),
+    _c("comp_us", "float64", "µs", "computation kernels' time (merged intervals)"),
+    _c("comm_us", "float64", "µs", "communication kernels' time (merged intervals)"),
+    _c("overlap_us", "float64", "µs", "communication time overlapped by computation"),
+    _c(
+        "comp_comm_overlap_pctg",
+        "float64",
+        "%",
+        "share of communication time hidden under computation, 2 decimals; NaN without any",
+    ),
+    _c("exposed_comm_us", "float64", "µs", "communication time not overlapped: comm - overlap"),
+    _c("idle_us", "float64", "µs", "time of the kernel span with no kernel running"),
+    _c("idle_pct", "float64", "%", "idle_us as a share of the kernel span, 2 decimals"),
+    _c("kernel_span_us", "float64", "µs", "last GPU kernel end - first GPU kernel start"),
+    _c("path", "string", "1", "the trace file"),
+)
+
+#: Columns of a rejects table after the columns of the rows it rejects: a study's
+#: ``results/studies/<study>/rejects.parquet``, :func:`trainscale.sim.configs.build_configs`'
+#: rejects.
+REJECT_COLUMNS: tuple[Column, ...] = (
+    _c("row", "int64", "1", "0-based row of the input (a study's grid)"),
+    _c(
+        "column",
+        "string",
+        "1",
+        "configuration column at fault, or the study key (derive.*, filters.*) that dropped the "
+        "row",
+    ),
+    _c("reason", "string", "1", "why the row was dropped"),
+)
+
+#: The paper setup's claims as :func:`trainscale.paper.setup.headline_claims` computes them, in
+#: percent: the columns the calibration checks report next to each refit.
+_HEADLINE_CLAIM_COLUMNS: tuple[Column, ...] = tuple(
+    c
+    for c in CLAIM_SENSITIVITY_COLUMNS
+    if c.name in ("throughput_drop_pct", "power_drop_pct", "mfu_a100_pct", "mfu_h100_pct")
+)
+
+#: Columns of :func:`trainscale.calibrate.sensitivity.profile` (``trainscale calibrate --profile
+#: --table``): one row per pinned value of one parameter, the others refitted.
+PROFILE_COLUMNS: tuple[Column, ...] = (
+    _c("parameter", "string", "1", "the pinned calibration parameter"),
+    _c("value", "float64", "see parameter", "the value it is pinned at"),
+    _c(
+        "throughput_mape_pct",
+        "float64",
+        "%",
+        "mean absolute percentage error of the refit's tokens/s per GPU, published rows",
+    ),
+    _c(
+        "throughput_median_ape_pct",
+        "float64",
+        "%",
+        "median absolute percentage error of the refit's tokens/s per GPU, published rows",
+    ),
+    _c(
+        "busbw_mape_pct",
+        "float64",
+        "%",
+        "mean absolute percentage error of the refit's nccl-tests bus bandwidth; NaN without rows",
+    ),
+    *_HEADLINE_CLAIM_COLUMNS,
+    _c("calibration_id", "string", "1", "content hash of the refitted calibration"),
+)
+
+#: Columns of :func:`trainscale.calibrate.sensitivity.prior_width_scan` (``trainscale calibrate
+#: --prior-scan --table``): one row per prior width.
+PRIOR_SCAN_COLUMNS: tuple[Column, ...] = (
+    _c(
+        "prior_scale",
+        "float64",
+        "1",
+        "factor on every prior's width (1: the calibration's; inf: no prior)",
+    ),
+    *(c for c in PROFILE_COLUMNS if c.name == "throughput_mape_pct"),
+    _c(
+        "heldout_mape_pct",
+        "float64",
+        "%",
+        "mean absolute percentage error of tokens/s per GPU, each source predicted by a fit "
+        "without it",
+    ),
+    _c("heldout_median_ape_pct", "float64", "%", "median of those held-out errors"),
+    _c(
+        "parameters_at_bounds",
+        "string",
+        "1",
+        "fitted parameters that end on a bound, comma-separated (held by the bound, not the data)",
+    ),
+    *_HEADLINE_CLAIM_COLUMNS,
+    _c("calibration_id", "string", "1", "content hash of the refitted calibration"),
+)
+
+#: Columns of :func:`trainscale.published.holdout.accuracy` after its first column (``source``,
+#: the citation or ``all``, or ``framework``): one row per group, then ``all``.
+ACCURACY_COLUMNS: tuple[Column, ...] = (
+    _c("rows", "int64", "1", "rows held out"),
+    _c(
+        "held_out_mape_pct",
+        "float64",
+        "%",
+        "mean absolute percentage error of tokens/s per GPU, each source predicted by a fit "
+        "without it",
+    ),
+    _c("held_out_median_ape_pct", "float64", "%", "median of those held-out errors"),
+    _c("held_out_max_ape_pct", "float64", "%", "largest of those held-out errors"),
+    _c(
+        "in_sample_mape_pct",
+        "float64",
+        "%",
+        "mean absolute percentage error of the shipped calibration, fitted on every source; NaN "
+        "where the group has no in-sample row",
+    ),
+)
+
+#: Columns of :func:`trainscale.published.holdout.collective_accuracy`: the error of the
+#: nccl-tests bus bandwidths per source, all sizes and the sizes precise enough to score.
+COLLECTIVE_ACCURACY_COLUMNS: tuple[Column, ...] = (
+    _c(
+        "sizes",
+        "string",
+        "1",
+        "all, >= 16 MiB, or >= 16 MiB, no problem reports (without the NCCL issue reports)",
+    ),
+    _c("source", "string", "1", "citation, or all"),
+    _c("rows", "int64", "1", "rows predicted"),
+    _c("mape_pct", "float64", "%", "mean absolute percentage error of bus bandwidth"),
+    _c("median_ape_pct", "float64", "%", "median absolute percentage error of bus bandwidth"),
+    _c("max_ape_pct", "float64", "%", "largest absolute percentage error of bus bandwidth"),
+)
+
+_FIT_METRIC = _c("metric", "string", "1", "the column fitted")
+_FIT_NOTE = _c("note", "string", "1", "why a value is NaN, or what was dropped; '' if nothing")
+
+#: Columns of :func:`trainscale.fits.loglog.fit_loglog` after the series (``by``) columns: the
+#: power law ``log2(y) = intercept + slope * log2(x)`` of each series and metric.
+LOGLOG_COLUMNS: tuple[Column, ...] = (
+    _FIT_METRIC,
+    _c("n", "int64", "1", "points fitted (rows with a missing x or y are dropped)"),
+    _c("x_min", "float64", "see x", "smallest x of the series"),
+    _c("x_max", "float64", "see x", "largest x of the series"),
+    _c("slope", "float64", "1", "elasticity of y in x (1: linear scaling, 0: flat)"),
+    _c("slope_se", "float64", "1", "HC3 heteroskedasticity-robust standard error of the slope"),
+    _c("slope_ci_low", "float64", "1", "lower end of the slope's Student-t interval"),
+    _c("slope_ci_high", "float64", "1", "upper end of the slope's Student-t interval"),
+    _c("intercept", "float64", "log2 of y's unit", "log2(y) at x = 1"),
+    _c("r2", "float64", "1", "R² on the log2 scale; NaN when log2(y) has no spread"),
+    _c(
+        "pct_change_per_doubling",
+        "float64",
+        "%",
+        "change of y when x doubles: 100 * (2**slope - 1)",
+    ),
+    _c("pct_change_per_doubling_ci_low", "float64", "%", "the slope interval's lower end, mapped"),
+    _c("pct_change_per_doubling_ci_high", "float64", "%", "the slope interval's upper end, mapped"),
+    _FIT_NOTE,
+)
+
+
+def _interval(name: str, unit: str, what: str) -> tuple[Column, ...]:
+    """``name``, its standard error and its interval's ends."""
+    return (
+        _c(name, "float64", unit, what),
+        _c(f"{name}_se", "float64", unit, f"standard error of {name}"),
+        _c(f"{name}_ci_low", "float64", unit, f"lower end of the interval of {name}"),
+        _c(f"{name}_ci_high", "float64", unit, f"upper end of the interval of {name}"),
+    )
+
+
+#: Columns of :func:`trainscale.fits.usl.fit_usl_table` after the series (``by``) columns: the
+#: Universal Scalability Law ``X(N) = x1 N / (1 + sigma (N - 1) + kappa N (N - 1))`` of each
+#: series; the fields of :class:`trainscale.fits.usl.UslFit` but its covariance.
+USL_COLUMNS: tuple[Column, ...] = (
+    _FIT_METRIC,
+    *_interval("x1", "see metric", "throughput of one GPU without contention (Wald on ln x1)"),
+    *_interval("sigma", "1", "contention coefficient in [0, 1] (interval clipped to it)"),
+    *_interval("kappa", "1", "coherency coefficient >= 0 (interval clipped at 0)"),
+    _c("n_star", "float64", "GPUs", "GPU count of peak throughput; inf when kappa = 0"),
+    _c("n_star_ci_low", "float64", "GPUs", "lower end of the interval of n_star (>= 1)"),
+    _c("n_star_ci_high", "float64", "GPUs", "upper end of the interval of n_star; inf: no peak"),
+    _c("n_star_ci_method", "string", "1", "how the n_star interval was made: delta or bootstrap"),
+    _c("r2", "float64", "1", "R² of ln(X / N), the per-GPU throughput"),
+    _c("residual_sd_log", "float64", "1", "residual standard deviation of ln X"),
+    _c("n", "int64", "1", "points fitted"),
+    _c("dof", "int64", "1", "residual degrees of freedom, n - 3"),
+    _c("level", "float64", "1", "confidence level of every interval"),
+    _c("converged", "bool", "1", "the optimiser converged (false when nothing could be fitted)"),
+    _c("note", "string", "1", "why values are NaN, active bounds, what was dropped; '' if none"),
+)
+
+#: Columns of :func:`trainscale.fits.marginal.marginal_returns` after the series (``by``)
+#: columns: one row per pair of consecutive GPU counts.
+MARGINAL_COLUMNS: tuple[Column, ...] = (
+    _c("n_from", "int64", "GPUs", "the smaller GPU count of the pair"),
+    _c("n_to", "int64", "GPUs", "the larger GPU count of the pair"),
+    _c("tokens_per_s_from", "float64", "tokens/s", "throughput at n_from, mean of replicates"),
+    _c("tokens_per_s_to", "float64", "tokens/s", "throughput at n_to, mean of replicates"),
+    _c("power_kw_from", "float64", "kW", "total GPU power at n_from, mean of replicates"),
+    _c("power_kw_to", "float64", "kW", "total GPU power at n_to, mean of replicates"),
+    _c("added_tokens_per_s_per_gpu", "float64", "tokens/s", "throughput per added GPU: ΔX / ΔN"),
+    _c(
+        "added_tokens_per_s_per_kw",
+        "float64",
+        "tokens/s per kW",
+        "throughput per added kW of total GPU power: ΔX / ΔP; NaN when power did not rise",
+    ),
+    *(
+        _c(f"usl_added_tokens_per_s_per_{per}{end}", "float64", unit, f"{what}{suffix}")
+        for per, unit, what in (
+            ("gpu", "tokens/s", "the USL fit's (X(n_to) - X(n_from)) / ΔN"),
+            ("kw", "tokens/s per kW", "the USL fit's secant divided by the measured ΔP"),
+        )
+        for end, suffix in (
+            ("", "; NaN unless usl=True"),
+            ("_ci_low", ": lower end of its delta-method band"),
+            ("_ci_high", ": upper end of its delta-method band"),
+        )
+    ),
+    _c("note", "string", "1", "replicates averaged, rows dropped, why a value is NaN"),
+)
+
+#: Columns of :func:`trainscale.fits.marginal.usl_marginal`: a USL fit's derivative dX/dN on a
+#: grid of GPU counts, with a delta-method band.
+USL_MARGINAL_COLUMNS: tuple[Column, ...] = (
+    _c("n", "float64", "GPUs", "GPU count of the grid"),
+    *(
+        _c(f"marginal_tokens_per_s_per_{per}{end}", "float64", unit, f"{what}{suffix}")
+        for per, unit, what in (
+            ("gpu", "tokens/s", "dX/dN: throughput per added GPU (0 at n_star, negative beyond)"),
+            ("kw", "tokens/s per kW", "dX/dN divided by the power one more GPU adds"),
+        )
+        for end, suffix in (
+            ("", ""),
+            ("_ci_low", ": lower end of its band"),
+            ("_ci_high", ": upper end of its band"),
+        )
     ),
 )

@@ -12,18 +12,18 @@ import pytest
 import yaml
 
 from trainscale.calibrate import sensitivity
-from trainscale.calibrate.sensitivity import (
-    PRIOR_SCAN_COLUMNS,
-    PROFILE_COLUMNS,
-    prior_width_scan,
-    profile,
-)
+from trainscale.calibrate.sensitivity import prior_width_scan, profile
 from trainscale.cli import main
 from trainscale.errors import TrainscaleError
 from trainscale.paper.setup import throughput_drop_pct
 from trainscale.paths import data_dir
 from trainscale.published.measurements import PublishedData
-from trainscale.schema import CLAIM_SENSITIVITY_COLUMNS, names
+from trainscale.schema import (
+    CLAIM_SENSITIVITY_COLUMNS,
+    PRIOR_SCAN_COLUMNS,
+    PROFILE_COLUMNS,
+    names,
+)
 from trainscale.sim.calibration import load_calibration
 
 # latency_profile (conftest.py): the profile of nccl_latency_scale at the calibrated value, at
@@ -31,11 +31,11 @@ from trainscale.sim.calibration import load_calibration
 
 
 def test_profile_at_the_calibrated_value_reproduces_the_calibration(
-    latency_profile: pd.DataFrame, catalogue
+    latency_profile: pd.DataFrame, catalogue, assert_columns
 ) -> None:
     stored = yaml.safe_load((data_dir() / "calibration.yaml").read_text())
     at_calibrated = latency_profile.iloc[0]
-    assert tuple(latency_profile.columns) == PROFILE_COLUMNS
+    assert_columns(latency_profile, PROFILE_COLUMNS)
     assert at_calibrated["throughput_mape_pct"] == pytest.approx(
         stored["residual_error"]["throughput_mape_pct"], abs=0.01
     )
@@ -75,13 +75,13 @@ def test_bad_pins_are_errors_naming_the_parameter(
         profile(name, [value], published, catalogue=catalogue)
 
 
-def test_prior_scan_matches_leave_one_source_out(catalogue, unpriored_scan) -> None:
+def test_prior_scan_matches_leave_one_source_out(catalogue, unpriored_scan, assert_columns) -> None:
     # unpriored_scan (conftest.py): two sources' throughput rows, no collective row, and on them
     # prior_width_scan([math.inf], …) and leave_one_source_out(…, prior_scale=math.inf)
     with pytest.raises(TrainscaleError, match="prior_scale must be > 0"):
         prior_width_scan([0.0], unpriored_scan.data, catalogue=catalogue)
     scan, held_out = unpriored_scan.scan, unpriored_scan.held_out
-    assert tuple(scan.columns) == PRIOR_SCAN_COLUMNS
+    assert_columns(scan, PRIOR_SCAN_COLUMNS)
     assert list(scan["prior_scale"]) == [math.inf]
     assert scan["heldout_mape_pct"].iloc[0] == pytest.approx(
         held_out.loc[held_out["source"] == "all", "mape_pct"].iloc[0]

@@ -1,10 +1,15 @@
 """Every figure: renders from small inputs, labels its axes with units, names every series in its
-legend, says where its numbers come from, and gives byte-identical files on a second render."""
+legend, says where its numbers come from, and gives byte-identical files on a second render, in
+the same process or in another one."""
 
 from __future__ import annotations
 
 import importlib
+import os
 import re
+import subprocess
+import sys
+import textwrap
 
 import matplotlib.pyplot as plt
 import pytest
@@ -182,6 +187,8 @@ def test_figure_labels_legend_and_source(name, request):
 
 @pytest.mark.parametrize("name", sorted(SPECS))
 def test_figure_files_are_byte_identical_across_renders(name, request, tmp_path):
+    """Two renders in this process (see test_svg_is_byte_identical_across_processes for two
+    processes)."""
     module = importlib.import_module(f"trainscale.figures.{name}")
     inputs = _inputs(name, request)
     first = module.render(tmp_path / "a" / name, **inputs)
@@ -190,3 +197,84 @@ def test_figure_files_are_byte_identical_across_renders(name, request, tmp_path)
     for a, b in zip(first, second, strict=True):
         assert a.read_bytes() == b.read_bytes(), a.name
     assert first[1].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# A study's scaling figure (reports/studies/<study>/scaling), drawn in a fresh process: the
+# fsdp_scaleout study's layout (a row of five metric panels per recompute mode, the legend row),
+# from the small scale-out. Matplotlib's constrained layout solves with kiwisolver, which orders
+# each constraint's terms by the memory address of its variables, so that where this process's
+# allocator happens to put them decides the last bits of every Axes position. ``shuffle`` hands
+# the layout its variables in a shuffled address order: another process's heap, on demand.
+_RENDER_SCALING = textwrap.dedent(
+    """
+    import random
+    import sys
+
+    import kiwisolver
+    import matplotlib
+    import pandas as pd
+
+    matplotlib.use("Agg")
+
+    from trainscale.figures.study_scaling import render_scaling
+    from trainscale.report import apply_style
+    from trainscale.sim.catalogue import load_catalogue
+    from trainscale.study.report import DEFAULT_METRICS, ReportSpec, select_rows
+
+    parquet, stem, shuffle = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    apply_style()
+    catalogue = load_catalogue()
+    spec = ReportSpec(
+        x="num_gpus",
+        series=("model",),
+        facet="recompute",
+        best_of=(),
+        metrics=DEFAULT_METRICS,
+        levels={"model": ("llama2-7b", "llama2-70b"), "recompute": ("none", "full")},
+    )
+    rows = select_rows(pd.read_parquet(parquet), spec)
+    if shuffle:
+        pool = [kiwisolver.Variable() for _ in range(20_000)]
+        random.Random(shuffle).shuffle(pool)
+
+        def variable(name=""):
+            chosen = pool.pop()
+            chosen.setName(name)
+            return chosen
+
+        kiwisolver.Variable = variable
+    render_scaling(
+        stem,
+        rows,
+        spec,
+        note="The study's setup.",
+        hardware=catalogue.hardware,
+        models=catalogue.models,
+        title="Study fsdp_scaleout: scaling",
+    )
+    """
+)
+
+
+def test_svg_is_byte_identical_across_processes(scaleout_sim, tmp_path):
+    """Two fresh processes, different hash seeds and heaps, give the same bytes, SVG included
+    (its clip-path ids hash the clip rectangles' full-precision coordinates)."""
+    parquet = tmp_path / "sim.parquet"
+    scaleout_sim.to_parquet(parquet)
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _RENDER_SCALING, str(parquet), str(tmp_path / name), shuffle],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for name, seed, shuffle in (("a", "0", "0"), ("b", "1", "1"))
+    ]
+    for run in runs:
+        _, stderr = run.communicate(timeout=300)
+        assert run.returncode == 0, stderr
+    formats = (".pdf", ".png", ".svg")
+    differ = [
+        s for s in formats if (tmp_path / f"a{s}").read_bytes() != (tmp_path / f"b{s}").read_bytes()
+    ]
+    assert differ == []

@@ -11,7 +11,8 @@ from scipy import stats
 
 import trainscale.fits.loglog as loglog_module
 from trainscale.errors import TrainscaleError
-from trainscale.fits.loglog import LOGLOG_COLUMNS, fit_loglog
+from trainscale.fits.loglog import fit_loglog
+from trainscale.schema import LOGLOG_COLUMNS, names
 
 GPUS = np.array([8, 16, 32, 64, 128, 256, 512, 1024, 2048])
 
@@ -98,7 +99,7 @@ def test_one_row_per_series_and_metric_sorted():
         parts.append(part.assign(power_w_per_gpu=500.0 * part["num_gpus"] ** -0.01))
     df = pd.concat(parts, ignore_index=True)
     fits = fit_loglog(df, y=["y", "power_w_per_gpu"], by=["model", "gpu"])
-    assert list(fits.columns) == ["model", "gpu", *LOGLOG_COLUMNS]
+    assert list(fits.columns) == ["model", "gpu", *names(LOGLOG_COLUMNS)]
     assert list(zip(fits["gpu"], fits["metric"], strict=True)) == [
         ("a100", "y"),
         ("a100", "power_w_per_gpu"),

@@ -7,14 +7,9 @@ import pandas as pd
 import pytest
 
 from trainscale.errors import TrainscaleError
-from trainscale.fits.marginal import (
-    MARGINAL_COLUMNS,
-    USL_MARGINAL_COLUMNS,
-    _grad_dx_dn,
-    marginal_returns,
-    usl_marginal,
-)
+from trainscale.fits.marginal import _grad_dx_dn, marginal_returns, usl_marginal
 from trainscale.fits.usl import fit_usl, usl_model
+from trainscale.schema import MARGINAL_COLUMNS, USL_MARGINAL_COLUMNS, names
 
 GPUS = np.array([8, 16, 32, 64, 128, 256, 512, 1024, 2048], dtype=float)
 X1, SIGMA, KAPPA = 5000.0, 0.02, 1e-4
@@ -35,7 +30,7 @@ def test_hand_computed_secants():
         }
     )
     out = marginal_returns(df)
-    assert list(out.columns) == list(MARGINAL_COLUMNS)
+    assert list(out.columns) == names(MARGINAL_COLUMNS)
     assert out[["n_from", "n_to"]].to_numpy().tolist() == [[8, 16], [16, 32]]
     # Total power: 8*400 = 3.2 kW, 16*390 = 6.24 kW, 32*380 = 12.16 kW.
     assert out["power_kw_from"].tolist() == pytest.approx([3.2, 6.24])
@@ -148,7 +143,7 @@ def test_usl_marginal_curve():
     )
     grid = np.array([8.0, 32.0, fit.n_star, 512.0])
     out = usl_marginal(fit, grid, watts_per_added_gpu=500.0)
-    assert list(out.columns) == list(USL_MARGINAL_COLUMNS)
+    assert list(out.columns) == names(USL_MARGINAL_COLUMNS)
     value = out["marginal_tokens_per_s_per_gpu"].to_numpy()
     # Against a central difference of the fitted curve itself.
     numeric = (fit.predict(grid + 1e-3) - fit.predict(grid - 1e-3)) / 2e-3

@@ -12,7 +12,8 @@ from scipy import optimize
 
 import trainscale.fits.usl as usl_module
 from trainscale.errors import TrainscaleError
-from trainscale.fits.usl import USL_COLUMNS, UslFit, fit_usl, fit_usl_table, usl_curve, usl_model
+from trainscale.fits.usl import UslFit, fit_usl, fit_usl_table, usl_curve, usl_model
+from trainscale.schema import USL_COLUMNS, names
 
 GPUS = np.array([8, 16, 32, 64, 128, 256, 512, 1024, 2048], dtype=float)
 X1, SIGMA, KAPPA = 5000.0, 0.02, 1e-4
@@ -169,7 +170,7 @@ def test_fit_is_frozen_and_flattens():
     fit = fit_usl(GPUS, usl_model(GPUS, X1, SIGMA, KAPPA))
     with pytest.raises(dataclasses.FrozenInstanceError):
         fit.sigma = 0.5  # type: ignore[misc]
-    assert list(fit.to_dict()) == list(USL_COLUMNS[1:])
+    assert list(fit.to_dict()) == names(USL_COLUMNS)[1:]
     assert fit.cov.shape == (3, 3)
 
 
@@ -186,7 +187,7 @@ def test_table_fits_each_series():
         ignore_index=True,
     )
     table = fit_usl_table(df, by="gpu")
-    assert list(table.columns) == ["gpu", *USL_COLUMNS]
+    assert list(table.columns) == ["gpu", *names(USL_COLUMNS)]
     assert table["gpu"].tolist() == ["a100", "h100"]
     assert (table["metric"] == "tokens_per_s").all()
     for _, row in table.iterrows():

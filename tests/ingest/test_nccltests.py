@@ -19,7 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from trainscale.errors import InputFileError
-from trainscale.ingest.nccltests import NCCL_COLUMNS, parse_nccl_tests
+from trainscale.ingest.nccltests import parse_nccl_tests
+from trainscale.schema import NCCL_COLUMNS, names
 
 DEVICE_LINES = [
     f"#  Rank {r:2d} Group  0 Pid {12345 + r:6d} on {'node01':>10s} device {r:2d} "
@@ -66,7 +67,7 @@ def test_documented_example(tmp_path):
     assert log.format == "text"
     assert log.skipped_lines == 0
     results = log.results
-    assert list(results.columns) == list(NCCL_COLUMNS)
+    assert list(results.columns) == names(NCCL_COLUMNS)
     row = results.iloc[0]
     assert (row["test"], row["collective"]) == ("all_reduce_perf", "allreduce")
     assert (row["size_bytes"], row["count"], row["dtype"], row["redop"], row["root"]) == (

@@ -22,14 +22,13 @@ import yaml
 
 from trainscale.errors import InputFileError
 from trainscale.ingest.runs import (
-    STEP_TABLE_COLUMNS,
     ingest_run,
     load_manifest,
     run_input_files,
     schema_path,
     write_ingested,
 )
-from trainscale.schema import CONFIGURATION_COLUMNS, DATASET_COLUMNS
+from trainscale.schema import CONFIGURATION_COLUMNS, DATASET_COLUMNS, STEP_TABLE_COLUMNS, names
 from trainscale.sim.catalogue import load_catalogue
 
 REPO = Path(__file__).resolve().parents[2]
@@ -247,7 +246,7 @@ def test_megatron_golden_row():
     assert row["source"] == "measured" and row["study"] == "runs"
     assert row["dp"] == 4 and row["grad_accum"] == 2
     assert row["mem_gib_per_gpu"] == pytest.approx(3637371904 / 2**30)
-    assert list(steps.columns) == list(STEP_TABLE_COLUMNS)
+    assert list(steps.columns) == names(STEP_TABLE_COLUMNS)
     assert steps["warmup"].tolist() == [True, True] + [False] * 9
 
 
@@ -395,7 +394,7 @@ def test_write_ingested_writes_both_tables(tmp_path):
     assert list(results.columns) == [c.name for c in DATASET_COLUMNS]
     assert results["tokens_per_s"].tolist() == [9000]
     steps = pd.read_parquet(out / "synth_steps.parquet")
-    assert list(steps.columns) == list(STEP_TABLE_COLUMNS) and len(steps) == 6
+    assert list(steps.columns) == names(STEP_TABLE_COLUMNS) and len(steps) == 6
     assert sorted(p.name for p in out.iterdir()) == ["synth.parquet", "synth_steps.parquet"]
 
 

@@ -21,7 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from trainscale.errors import InputFileError
-from trainscale.ingest.steplog import STEP_COLUMNS, detect_step_format, parse_step_log
+from trainscale.ingest.steplog import detect_step_format, parse_step_log
+from trainscale.schema import STEP_COLUMNS, names
 
 from ._samples import MEGATRON_GOLDEN, sample_file
 
@@ -51,7 +52,7 @@ def test_ezpz_example_line(tmp_path):
     log = parse_step_log(_write(tmp_path, "launch\n" + EZPZ_LINE + "\n"))
     assert log.format == "torchtitan"
     assert log.skipped_lines == 0
-    assert list(log.steps.columns) == list(STEP_COLUMNS)
+    assert list(log.steps.columns) == names(STEP_COLUMNS)
     row = log.steps.iloc[0]
     assert (row["step"], row["line"]) == (2, 2)
     assert row["loss"] == 14.4458

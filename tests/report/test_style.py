@@ -12,7 +12,9 @@ import seaborn as sns
 
 from trainscale.errors import TrainscaleError
 from trainscale.report.style import (
+    LAYOUT_DECIMALS,
     PNG_DPI,
+    SnappedConstrainedLayout,
     apply_style,
     category_colors,
     log2_gpu_axis,
@@ -87,6 +89,26 @@ def test_png_resolution_and_truetype_pdf_fonts(saved):
     pdf_bytes = pdf.read_bytes()
     assert b"/FontFile2" in pdf_bytes  # TrueType (pdf.fonttype 42)
     assert b"/Type3" not in pdf_bytes
+
+
+def test_saving_snaps_the_constrained_layout_to_a_fixed_grid(tmp_path):
+    """save_figure keeps the layout's settings and rounds every Axes corner it solves to
+    LAYOUT_DECIMALS decimals of the figure, so no last-bit noise of the solver reaches a file."""
+    with style_context():
+        fig, axes = plt.subplots(2, 3, layout="constrained")
+        for ax in axes.flat:
+            ax.set(xlabel="GPUs (count)", ylabel="tokens/s")
+        fig.get_layout_engine().set(rect=(0.0, 0.1, 1.0, 0.9))
+        save_figure(fig, tmp_path / "fig", formats=("svg",))
+    engine = fig.get_layout_engine()
+    assert isinstance(engine, SnappedConstrainedLayout)
+    assert engine.get()["rect"] == (0.0, 0.1, 1.0, 0.9)
+    grid = 10.0**LAYOUT_DECIMALS
+    for ax in fig.axes:
+        corners = ax.get_position().get_points()
+        assert np.array_equal(corners, np.round(corners * grid) / grid)
+        assert ax.get_in_layout()
+    plt.close(fig)
 
 
 def test_failure_leaves_no_partial_output(tmp_path, monkeypatch):

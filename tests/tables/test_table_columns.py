@@ -1,30 +1,52 @@
-"""Every presentation table has its columns in trainscale.schema: each table builder returns
+"""Every table has its columns in trainscale.schema: each presentation table builder returns
 exactly its schema's columns, in order and of their dtype, and each registered table's CSV
-prints exactly them."""
+prints exactly them; so do the tables the ingesters, the fits and the accuracy summaries return
+or write (the calibration profile and prior scan are checked in tests/calibrate, where they are
+computed anyway)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
-from pandas.api import types
 
+from trainscale.commands.trace import trace_table
+from trainscale.fits import fit_loglog, fit_usl, fit_usl_table, marginal_returns, usl_marginal
+from trainscale.fits.usl import UslFit
+from trainscale.ingest.nccltests import parse_nccl_tests
+from trainscale.ingest.runs import ingest_run, write_ingested
+from trainscale.ingest.steplog import parse_step_log
 from trainscale.io.parquet import write_parquet
 from trainscale.paper.claims import claims_table
 from trainscale.paper.values import CLAIMS
+from trainscale.published.holdout import accuracy, collective_accuracy
 from trainscale.schema import (
+    ACCURACY_COLUMNS,
     BEST_PLAN_COLUMNS,
     CLAIM_COLUMNS,
     CLAIM_SENSITIVITY_COLUMNS,
     CLAIM_SENSITIVITY_TABLE_COLUMNS,
     CLAIMS_TABLE_COLUMNS,
+    COLLECTIVE_ACCURACY_COLUMNS,
+    CONFIGURATION_COLUMNS,
     HARDWARE_COLUMNS,
+    LOGLOG_COLUMNS,
+    MARGINAL_COLUMNS,
     MODEL_COLUMNS,
+    NCCL_COLUMNS,
+    REJECT_COLUMNS,
     SCALING_FIT_COLUMNS,
+    STEP_COLUMNS,
+    STEP_TABLE_COLUMNS,
     STUDY_FIT_COLUMNS,
+    TRACE_COLUMNS,
+    USL_COLUMNS,
+    USL_MARGINAL_COLUMNS,
     VALIDATION_TABLE_COLUMNS,
     Column,
     names,
 )
+from trainscale.sim.simulate import predict_with_rejects
 from trainscale.study.report import ReportSpec, select_rows
 from trainscale.tables import TABLES, render_table
 from trainscale.tables.best_plans import best_plans
@@ -45,49 +67,35 @@ TABLE_COLUMNS: dict[str, tuple[Column, ...]] = {
     "claim_sensitivity": CLAIM_SENSITIVITY_TABLE_COLUMNS,
 }
 
-_DTYPE_CHECKS = {
-    "int64": types.is_integer_dtype,
-    "float64": types.is_float_dtype,
-    "bool": types.is_bool_dtype,
-    "string": types.is_string_dtype,
-}
-
-
-def _assert_columns(table: pd.DataFrame, columns: tuple[Column, ...], *, leading=()) -> None:
-    """``table`` has ``leading`` then exactly ``columns``, in order, each of its schema dtype."""
-    assert list(table.columns) == [*leading, *names(columns)]
-    for column in columns:
-        assert _DTYPE_CHECKS[column.dtype](table[column.name]), (column.name, column.dtype)
-
 
 def test_every_registered_table_has_its_columns_in_the_schema() -> None:
     assert set(TABLE_COLUMNS) == set(TABLES)
 
 
-def test_catalogue_tables(catalogue) -> None:
-    _assert_columns(hardware_table(catalogue.hardware), HARDWARE_COLUMNS)
-    _assert_columns(models_table(catalogue.models), MODEL_COLUMNS)
+def test_catalogue_tables(catalogue, assert_columns) -> None:
+    assert_columns(hardware_table(catalogue.hardware), HARDWARE_COLUMNS)
+    assert_columns(models_table(catalogue.models), MODEL_COLUMNS)
 
 
-def test_best_plans(best_sim, catalogue) -> None:
-    _assert_columns(best_plans(best_sim, models=catalogue.models), BEST_PLAN_COLUMNS)
+def test_best_plans(best_sim, catalogue, assert_columns) -> None:
+    assert_columns(best_plans(best_sim, models=catalogue.models), BEST_PLAN_COLUMNS)
 
 
-def test_scaling_fits(scaleout_sim, catalogue) -> None:
+def test_scaling_fits(scaleout_sim, catalogue, assert_columns) -> None:
     dataset = scaleout_sim.assign(source="sim", study="fsdp_scaleout")
     table = scaling_fits(dataset, models=catalogue.models)
     assert len(table)
-    _assert_columns(table, SCALING_FIT_COLUMNS)
+    assert_columns(table, SCALING_FIT_COLUMNS)
     empty = scaling_fits(dataset.iloc[0:0], models=catalogue.models)
     assert list(empty.columns) == names(SCALING_FIT_COLUMNS)
 
 
-def test_validation(validation_rows, holdout_rows) -> None:
-    _assert_columns(validation_table(validation_rows, holdout_rows), VALIDATION_TABLE_COLUMNS)
+def test_validation(validation_rows, holdout_rows, assert_columns) -> None:
+    assert_columns(validation_table(validation_rows, holdout_rows), VALIDATION_TABLE_COLUMNS)
 
 
 @pytest.mark.parametrize("facet", [None, "recompute"])
-def test_study_fits_after_the_study_columns(scaleout_sim, facet) -> None:
+def test_study_fits_after_the_study_columns(scaleout_sim, facet, assert_columns) -> None:
     spec = ReportSpec(
         x="num_gpus",
         series=("model",),
@@ -99,7 +107,7 @@ def test_study_fits_after_the_study_columns(scaleout_sim, facet) -> None:
     table = study_fits(select_rows(scaleout_sim, spec), spec)
     assert len(table)
     columns = tuple(c for c in STUDY_FIT_COLUMNS if c.name != "facet" or facet)
-    _assert_columns(table, columns, leading=[*([facet] if facet else []), "model"])
+    assert_columns(table, columns, leading=[*([facet] if facet else []), "model"])
 
 
 def test_every_registered_table_prints_its_schema_columns(
@@ -146,3 +154,112 @@ def test_every_registered_table_prints_its_schema_columns(
             parts = {key: getattr(catalogue, key) for key in TABLES[name].catalogue_files()}
             csv, *_ = render_table(name, tmp_path / name, files, parts)
         assert pd.read_csv(csv, nrows=0).columns.tolist() == names(columns), name
+
+
+# --------------------------------------------------------------------------------------------
+# The tables the ingesters, the fits and the accuracy summaries return or write.
+
+#: An nccl-tests stdout table: one AllReduce size on 8 ranks of one node.
+NCCL_OUTPUT = "\n".join(
+    [
+        "# Collective test starting: all_reduce_perf",
+        *(
+            f"#  Rank {r:2d} Group  0 Pid {12345 + r:6d} on     node01 device {r:2d} "
+            f"[0000:{0x18 + r:02x}:00] NVIDIA H100 80GB HBM3"
+            for r in range(8)
+        ),
+        "#       size         count      type   redop    root     time   algbw   busbw #wrong"
+        "     time   algbw   busbw #wrong",
+        "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)"
+        "            (us)  (GB/s)  (GB/s)",
+        "     1048576        262144     float     sum      -1    20.50   51.15   89.51      0"
+        "    20.31   51.63   90.35      0",
+        "# Collective test concluded: all_reduce_perf",
+    ]
+)
+
+
+def test_step_tables(tmp_path, repo_root, catalogue, assert_columns) -> None:
+    """A step log's steps, a run's per-step table and ``results/measured/<run>_steps.parquet``."""
+    run = repo_root / "data" / "runs" / "megatron_golden_345m"
+    (golden,) = run.glob("*.json")
+    assert_columns(parse_step_log(golden).steps, STEP_COLUMNS)
+    shipped = {"hardware": catalogue.hardware, "models": catalogue.models}
+    _, steps = ingest_run(run, **shipped)
+    assert len(steps)
+    assert_columns(steps, STEP_TABLE_COLUMNS)
+    write_ingested(run, tmp_path / "run.parquet", tmp_path / "steps.parquet", **shipped)
+    assert_columns(pd.read_parquet(tmp_path / "steps.parquet"), STEP_TABLE_COLUMNS)
+
+
+def test_nccl_tests_results(tmp_path, assert_columns) -> None:
+    path = tmp_path / "nccl.log"
+    path.write_text(NCCL_OUTPUT)
+    assert_columns(parse_nccl_tests(path).results, NCCL_COLUMNS)
+
+
+def test_trace_table(repo_root, assert_columns) -> None:
+    traces = sorted((repo_root / "data" / "runs" / "hta_samples" / "traces").glob("*filter*"))
+    if not traces:
+        pytest.skip("the HTA sample traces are not shipped")
+    assert_columns(trace_table(traces), TRACE_COLUMNS)
+
+
+def test_rejects_after_the_input_columns(catalogue, shipped_calibration, assert_columns) -> None:
+    frame = pd.DataFrame(
+        [{"model": "llama2-7b", "seq_len": 4096, "global_batch": 64, "micro_batch": 1,
+          "gpu": "no-such-gpu", "num_gpus": 8, "tp": 1, "pp": 1, "sharding": "fsdp",
+          "recompute": "none", "precision": "bf16"}]
+    )  # fmt: skip
+    _, rejects = predict_with_rejects(frame, catalogue=catalogue, calibration=shipped_calibration)
+    assert len(rejects)
+    assert_columns(rejects, REJECT_COLUMNS, leading=list(frame.columns))
+    assert set(names(REJECT_COLUMNS)).isdisjoint(names(CONFIGURATION_COLUMNS))
+
+
+def test_fits(assert_columns) -> None:
+    gpus = [8, 16, 32, 64]
+    frame = pd.DataFrame(
+        {
+            "series": ["a"] * 4 + ["b"] * 4,
+            "num_gpus": gpus * 2,
+            "tokens_per_s": [100.0, 190, 370, 700, 90, 170, 300, 500],
+            "power_w_per_gpu": [500.0, 510, 520, 530, 500, 505, 510, 515],
+        }
+    )
+    by = ["series"]
+    assert_columns(fit_loglog(frame, y="tokens_per_s", by="series"), LOGLOG_COLUMNS, leading=by)
+    assert_columns(fit_usl_table(frame, by="series"), USL_COLUMNS, leading=by)
+    assert [f.name for f in UslFit.__dataclass_fields__.values() if f.name != "cov_theta"] == (
+        names(USL_COLUMNS)[1:]
+    )
+    marginal = marginal_returns(frame, by="series", usl=True)
+    assert_columns(marginal, MARGINAL_COLUMNS, leading=by)
+    fit = fit_usl(np.array(gpus, dtype=float), frame["tokens_per_s"].to_numpy()[:4])
+    assert_columns(usl_marginal(fit, gpus, watts_per_added_gpu=500.0), USL_MARGINAL_COLUMNS)
+
+
+def test_accuracy_summaries(assert_columns) -> None:
+    held_out = pd.DataFrame(
+        {
+            "csv_row": [2, 3, 4],
+            "citation": ["A", "A", "B"],
+            "framework": ["megatron", "megatron", "pytorch"],
+            "ape_pct": [1.0, 2.0, 3.0],
+        }
+    )
+    in_sample = held_out.assign(
+        observed_tokens_per_s_per_gpu=[1.0, 2.0, 3.0], predicted_tokens_per_s_per_gpu=1.5
+    ).drop(columns="framework")
+    assert_columns(accuracy(held_out, in_sample), ACCURACY_COLUMNS, leading=["source"])
+    by_framework = accuracy(held_out, in_sample, by="framework")
+    assert_columns(by_framework, ACCURACY_COLUMNS, leading=["framework"])
+    collectives = pd.DataFrame(
+        {
+            "citation": ["A", "NCCL GitHub issues (user reports)"],
+            "size_bytes": [2**25, 2**26],
+            "ape_pct": [1.0, 2.0],
+        }
+    )
+    assert_columns(collective_accuracy(collectives), COLLECTIVE_ACCURACY_COLUMNS)
+    assert_columns(collective_accuracy(collectives.iloc[0:0]), COLLECTIVE_ACCURACY_COLUMNS)

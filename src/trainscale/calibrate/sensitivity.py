@@ -30,15 +30,18 @@ from trainscale.paper.setup import headline_claims
 from trainscale.paper.values import CLAIMS
 from trainscale.published.accuracy import collective_predictions, throughput_predictions
 from trainscale.published.measurements import PublishedData
-from trainscale.schema import CLAIM_SENSITIVITY_COLUMNS, names
+from trainscale.schema import (
+    CLAIM_SENSITIVITY_COLUMNS,
+    PRIOR_SCAN_COLUMNS,
+    PROFILE_COLUMNS,
+    names,
+)
 from trainscale.sim.calibration import Calibration, parameters_at_bounds
 from trainscale.sim.catalogue import Catalogue
 
 __all__ = [
     "LATENCY_SCALE_GRID",
     "PRIOR_SCALE_GRID",
-    "PRIOR_SCAN_COLUMNS",
-    "PROFILE_COLUMNS",
     "claim_sensitivity",
     "prior_width_scan",
     "profile",
@@ -52,30 +55,6 @@ LATENCY_SCALE_GRID: tuple[float, ...] = (0.2, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.
 #: Prior widths scanned by ``trainscale calibrate --prior-scan`` when no list is given
 #: (1 is the calibration's own; ``inf`` drops the prior).
 PRIOR_SCALE_GRID: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0, 8.0, math.inf)
-
-_CLAIMS = ("throughput_drop_pct", "power_drop_pct", "mfu_a100_pct", "mfu_h100_pct")
-
-#: Columns of :func:`profile`.
-PROFILE_COLUMNS: tuple[str, ...] = (
-    "parameter",
-    "value",
-    "throughput_mape_pct",
-    "throughput_median_ape_pct",
-    "busbw_mape_pct",
-    *_CLAIMS,
-    "calibration_id",
-)
-
-#: Columns of :func:`prior_width_scan`.
-PRIOR_SCAN_COLUMNS: tuple[str, ...] = (
-    "prior_scale",
-    "throughput_mape_pct",
-    "heldout_mape_pct",
-    "heldout_median_ape_pct",
-    "parameters_at_bounds",
-    *_CLAIMS,
-    "calibration_id",
-)
 
 
 def _refit(
@@ -96,12 +75,12 @@ def profile(
 ) -> pd.DataFrame:
     """Pin ``parameter`` at each of ``values``, refit the rest, report error and claims.
 
-    Returns one row per value with :data:`PROFILE_COLUMNS`: the fit's MAPE and median absolute
-    percentage error of tokens/s per GPU over the published rows, the MAPE of nccl-tests bus
-    bandwidth, the paper setup's claims (percent; ``power_comm_frac`` is re-solved to the
-    study's power drop at every point, as ``trainscale calibrate`` does) and the refitted
-    calibration's id. Raises :class:`~trainscale.errors.TrainscaleError` for a parameter that is
-    not fitted or a value outside its bounds. Costs one fit (a few seconds) per value.
+    Returns one row per value with :data:`trainscale.schema.PROFILE_COLUMNS`: the fit's MAPE and
+    median absolute percentage error of tokens/s per GPU over the published rows, the MAPE of
+    nccl-tests bus bandwidth, the paper setup's claims (percent; ``power_comm_frac`` is re-solved to
+    the study's power drop at every point, as ``trainscale calibrate`` does) and the refitted
+    calibration's id. Raises :class:`~trainscale.errors.TrainscaleError` for a parameter that is not
+    fitted or a value outside its bounds. Costs one fit (a few seconds) per value.
 
     Every fit simulates under ``catalogue``.
     """
@@ -122,7 +101,7 @@ def profile(
                 "calibration_id": calibration.calibration_id,
             }
         )
-    return pd.DataFrame(rows, columns=list(PROFILE_COLUMNS))
+    return pd.DataFrame(rows, columns=names(PROFILE_COLUMNS))
 
 
 def prior_width_scan(
@@ -130,7 +109,7 @@ def prior_width_scan(
 ) -> pd.DataFrame:
     """Refit with each prior width ``scale`` (1 = the calibration's; ``inf`` = no prior).
 
-    Returns one row per scale with :data:`PRIOR_SCAN_COLUMNS`: in-sample MAPE; the
+    Returns one row per scale with :data:`trainscale.schema.PRIOR_SCAN_COLUMNS`: in-sample MAPE; the
     leave-one-source-out MAPE and median error
     (:func:`trainscale.calibrate.fit.leave_one_source_out`);
     which fitted parameters end on a bound (comma-separated; such a parameter is held by its
@@ -154,7 +133,7 @@ def prior_width_scan(
                 "calibration_id": calibration.calibration_id,
             }
         )
-    return pd.DataFrame(rows, columns=list(PRIOR_SCAN_COLUMNS))
+    return pd.DataFrame(rows, columns=names(PRIOR_SCAN_COLUMNS))
 
 
 def claim_sensitivity(

@@ -17,6 +17,7 @@ import pandas as pd
 from trainscale.errors import InputFileError
 from trainscale.ingest.hta import overlap_summary
 from trainscale.ingest.kineto import load_traces
+from trainscale.schema import TRACE_COLUMNS, names
 
 __all__ = ["HELP", "NAME", "add_arguments", "run", "trace_table"]
 
@@ -26,8 +27,8 @@ HELP = (
     "PyTorch profiler traces (HTA's algorithm)."
 )
 
-#: Output columns (CSV header) and their printed titles.
-_COLUMNS: dict[str, str] = {
+#: Printed title of each output column (:data:`trainscale.schema.TRACE_COLUMNS`, the CSV's).
+_TITLES: dict[str, str] = {
     "rank": "rank",
     "comp_us": "compute (us)",
     "comm_us": "comm (us)",
@@ -60,7 +61,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def trace_table(paths: list[str | Path], *, include_last_step: bool = False) -> pd.DataFrame:
-    """The command's table: one row per rank, columns as in the CSV output.
+    """The command's table: one row per rank, columns :data:`trainscale.schema.TRACE_COLUMNS`
+    (the CSV output's).
 
     Parameters
     ----------
@@ -77,7 +79,7 @@ def trace_table(paths: list[str | Path], *, include_last_step: bool = False) -> 
         ``idle_pct``, ``kernel_span_us`` (all µs unless %), ``path``.
     """
     traces = load_traces(paths, include_last_profiler_step=include_last_step)
-    return overlap_summary(traces)[list(_COLUMNS)]
+    return overlap_summary(traces)[names(TRACE_COLUMNS)]
 
 
 def _cell(value: object, column: str) -> str:
@@ -91,8 +93,9 @@ def _cell(value: object, column: str) -> str:
 
 def format_table(table: pd.DataFrame) -> str:
     """Aligned text: numbers right-aligned, µs with thousands separators, % with 2 decimals."""
-    titles = list(_COLUMNS.values())
-    cells = [[_cell(row[c], c) for c in _COLUMNS] for _, row in table.iterrows()]
+    columns = names(TRACE_COLUMNS)
+    titles = [_TITLES[c] for c in columns]
+    cells = [[_cell(row[c], c) for c in columns] for _, row in table.iterrows()]
     widths = [max(len(t), *(len(r[i]) for r in cells)) for i, t in enumerate(titles)]
     last = len(titles) - 1
 

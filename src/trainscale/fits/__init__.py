@@ -1,7 +1,9 @@
 """Statistics behind the study's figures and tables: power-law, USL and marginal-return fits.
 
 Every function takes a long table (one row per configuration) and the columns that define a
-series, and returns a tidy DataFrame whose columns are documented in its docstring:
+series, and returns a tidy DataFrame whose columns are documented in its docstring and defined,
+with dtype, unit and meaning, in :mod:`trainscale.schema` (``LOGLOG_COLUMNS``, ``USL_COLUMNS``,
+``MARGINAL_COLUMNS``, ``USL_MARGINAL_COLUMNS``):
 
 - :func:`fit_loglog`: ``log2(y) ~ log2(num_gpus)`` per series (OLS, HC3 errors);
 - :func:`fit_usl`, :func:`fit_usl_table`, :func:`usl_curve`: Universal Scalability Law;
@@ -10,20 +12,11 @@ series, and returns a tidy DataFrame whose columns are documented in its docstri
 
 from __future__ import annotations
 
-from trainscale.fits.loglog import LOGLOG_COLUMNS, fit_loglog
-from trainscale.fits.marginal import (
-    MARGINAL_COLUMNS,
-    USL_MARGINAL_COLUMNS,
-    marginal_returns,
-    usl_marginal,
-)
-from trainscale.fits.usl import USL_COLUMNS, UslFit, fit_usl, fit_usl_table, usl_curve, usl_model
+from trainscale.fits.loglog import fit_loglog
+from trainscale.fits.marginal import marginal_returns, usl_marginal
+from trainscale.fits.usl import UslFit, fit_usl, fit_usl_table, usl_curve, usl_model
 
 __all__ = [
-    "LOGLOG_COLUMNS",
-    "MARGINAL_COLUMNS",
-    "USL_COLUMNS",
-    "USL_MARGINAL_COLUMNS",
     "UslFit",
     "fit_loglog",
     "fit_usl",

@@ -20,26 +20,9 @@ from trainscale.fits._series import (
     r_squared,
     require_columns,
 )
+from trainscale.schema import LOGLOG_COLUMNS, names
 
-__all__ = ["LOGLOG_COLUMNS", "fit_loglog"]
-
-#: Columns of :func:`fit_loglog`'s result after the ``by`` columns, in order.
-LOGLOG_COLUMNS: tuple[str, ...] = (
-    "metric",
-    "n",
-    "x_min",
-    "x_max",
-    "slope",
-    "slope_se",
-    "slope_ci_low",
-    "slope_ci_high",
-    "intercept",
-    "r2",
-    "pct_change_per_doubling",
-    "pct_change_per_doubling_ci_low",
-    "pct_change_per_doubling_ci_high",
-    "note",
-)
+__all__ = ["fit_loglog"]
 
 # A point whose leverage is this close to 1 makes HC3's 1/(1 - h) blow up.
 _LEVERAGE_TOL = 1e-9
@@ -75,7 +58,7 @@ def fit_loglog(
     -------
     pandas.DataFrame
         One row per series and metric, sorted by ``by`` then ``y`` order, with the ``by``
-        columns followed by:
+        columns followed by :data:`trainscale.schema.LOGLOG_COLUMNS`:
 
         - ``metric`` (str): the ``y`` column fitted;
         - ``n`` (int): points used (rows with missing ``x`` or ``y`` are dropped and noted);
@@ -114,7 +97,7 @@ def fit_loglog(
         for metric in metrics:
             xs, ys, dropped = clean_pairs(series, x, metric, where="fit_loglog", key=key)
             rows.append({**key, "metric": metric, **_fit_one(xs, ys, dropped, level, x, metric)})
-    out = pd.DataFrame(rows, columns=[*by_cols, *LOGLOG_COLUMNS])
+    out = pd.DataFrame(rows, columns=[*by_cols, *names(LOGLOG_COLUMNS)])
     return out.astype({"n": "int64", "metric": "str", "note": "str"})
 
 

@@ -23,38 +23,9 @@ from trainscale.fits._series import (
     t_quantile,
 )
 from trainscale.fits.usl import UslFit, _grad_log_x, fit_usl
+from trainscale.schema import MARGINAL_COLUMNS, USL_MARGINAL_COLUMNS, names
 
-__all__ = ["MARGINAL_COLUMNS", "USL_MARGINAL_COLUMNS", "marginal_returns", "usl_marginal"]
-
-#: Columns of :func:`marginal_returns`'s result after the ``by`` columns, in order.
-MARGINAL_COLUMNS: tuple[str, ...] = (
-    "n_from",
-    "n_to",
-    "tokens_per_s_from",
-    "tokens_per_s_to",
-    "power_kw_from",
-    "power_kw_to",
-    "added_tokens_per_s_per_gpu",
-    "added_tokens_per_s_per_kw",
-    "usl_added_tokens_per_s_per_gpu",
-    "usl_added_tokens_per_s_per_gpu_ci_low",
-    "usl_added_tokens_per_s_per_gpu_ci_high",
-    "usl_added_tokens_per_s_per_kw",
-    "usl_added_tokens_per_s_per_kw_ci_low",
-    "usl_added_tokens_per_s_per_kw_ci_high",
-    "note",
-)
-
-#: Columns of :func:`usl_marginal`'s result, in order.
-USL_MARGINAL_COLUMNS: tuple[str, ...] = (
-    "n",
-    "marginal_tokens_per_s_per_gpu",
-    "marginal_tokens_per_s_per_gpu_ci_low",
-    "marginal_tokens_per_s_per_gpu_ci_high",
-    "marginal_tokens_per_s_per_kw",
-    "marginal_tokens_per_s_per_kw_ci_low",
-    "marginal_tokens_per_s_per_kw_ci_high",
-)
+__all__ = ["marginal_returns", "usl_marginal"]
 
 
 def marginal_returns(
@@ -92,7 +63,7 @@ def marginal_returns(
     -------
     pandas.DataFrame
         One row per pair of consecutive distinct GPU counts in each series, sorted by ``by``
-        and ``n_from``; the ``by`` columns then (see :data:`MARGINAL_COLUMNS`):
+        and ``n_from``; the ``by`` columns then (see :data:`trainscale.schema.MARGINAL_COLUMNS`):
 
         - ``n_from``, ``n_to`` (int, GPUs);
         - ``tokens_per_s_from``, ``tokens_per_s_to`` (tokens/s): mean over replicates;
@@ -116,7 +87,7 @@ def marginal_returns(
     rows: list[dict[str, object]] = []
     for key, series in iter_series(df, by_cols):
         rows.extend({**key, **row} for row in _series_rows(series, key, n, x, power, usl, level))
-    out = pd.DataFrame(rows, columns=[*by_cols, *MARGINAL_COLUMNS])
+    out = pd.DataFrame(rows, columns=[*by_cols, *names(MARGINAL_COLUMNS)])
     return out.astype({"n_from": "int64", "n_to": "int64", "note": "str"})
 
 
@@ -247,7 +218,7 @@ def usl_marginal(
     Returns
     -------
     pandas.DataFrame
-        ``k`` rows (see :data:`USL_MARGINAL_COLUMNS`): ``n`` (GPUs);
+        ``k`` rows (see :data:`trainscale.schema.USL_MARGINAL_COLUMNS`): ``n`` (GPUs);
         ``marginal_tokens_per_s_per_gpu`` with ``_ci_low``/``_ci_high`` (tokens/s per added
         GPU; zero at ``N*``, negative beyond); ``marginal_tokens_per_s_per_kw`` with
         ``_ci_low``/``_ci_high`` (tokens/s per added kW = per-GPU values ÷ ``dP/dN`` in kW).
@@ -274,5 +245,5 @@ def usl_marginal(
             "marginal_tokens_per_s_per_kw_ci_low": (value - half) * per_kw,
             "marginal_tokens_per_s_per_kw_ci_high": (value + half) * per_kw,
         },
-        columns=list(USL_MARGINAL_COLUMNS),
+        columns=names(USL_MARGINAL_COLUMNS),
     )

@@ -36,8 +36,9 @@ from trainscale.fits._series import (
     require_columns,
     t_quantile,
 )
+from trainscale.schema import USL_COLUMNS, names
 
-__all__ = ["USL_COLUMNS", "UslFit", "fit_usl", "fit_usl_table", "usl_curve", "usl_model"]
+__all__ = ["UslFit", "fit_usl", "fit_usl_table", "usl_curve", "usl_model"]
 
 NStarCi = Literal["delta", "bootstrap"]
 
@@ -120,13 +121,6 @@ class UslFit:
         out = asdict(self)
         del out["cov_theta"]
         return out
-
-
-#: Columns of :func:`fit_usl_table`'s result after the ``by`` columns, in order.
-USL_COLUMNS: tuple[str, ...] = (
-    "metric",
-    *(f.name for f in fields(UslFit) if f.name != "cov_theta"),
-)
 
 
 def usl_model(
@@ -477,7 +471,7 @@ def fit_usl_table(
     -------
     pandas.DataFrame
         One row per series: the ``by`` columns, ``metric`` (the ``x`` column name) and the
-        fields of :class:`UslFit` except ``cov_theta`` (see :data:`USL_COLUMNS`).
+        fields of :class:`UslFit` except ``cov_theta`` (see :data:`trainscale.schema.USL_COLUMNS`).
 
     Raises
     ------
@@ -497,7 +491,7 @@ def fit_usl_table(
         notes = [f"{dropped} row(s) with missing {n} or {x} dropped"] if dropped else []
         fit = _fit(ns, xs, level=level, n_star_ci=n_star_ci, rng=rng, n_boot=n_boot, notes=notes)
         rows.append({**key, "metric": x, **fit.to_dict()})
-    out = pd.DataFrame(rows, columns=[*by_cols, *USL_COLUMNS])
+    out = pd.DataFrame(rows, columns=[*by_cols, *names(USL_COLUMNS)])
     return out.astype({"n": "int64", "dof": "int64", "converged": "bool", "note": "str"})
 
 

@@ -13,7 +13,12 @@ import numpy as np
 import pandas as pd
 
 from trainscale.errors import ConfigurationError
-from trainscale.schema import CONFIGURATION_COLUMNS, SIM_VS_MEASURED_COLUMNS, names
+from trainscale.schema import (
+    CONFIGURATION_COLUMNS,
+    REJECT_COLUMNS,
+    SIM_VS_MEASURED_COLUMNS,
+    names,
+)
 from trainscale.sim.calibration import Calibration
 from trainscale.sim.catalogue import Catalogue
 from trainscale.sim.simulate import predict_with_rejects
@@ -114,7 +119,7 @@ def predict_measured(
             )
         except ConfigurationError as error:  # e.g. a manifest that leaves columns out
             result = pd.DataFrame()
-            rejects = pd.DataFrame(error.problems, columns=["row", "column", "reason"])
+            rejects = pd.DataFrame(error.problems, columns=names(REJECT_COLUMNS))
         if len(result):
             for metric in METRICS:
                 out[f"predicted_{metric}"] = float(result[metric].iloc[0])

@@ -26,31 +26,9 @@ import pandas as pd
 from trainscale.errors import InputFileError
 from trainscale.ingest._collectives import canonical_collective
 from trainscale.ingest._text import parse_json, read_lines, read_text
+from trainscale.schema import NCCL_COLUMNS, names
 
-__all__ = ["NCCL_COLUMNS", "NcclTestsLog", "parse_nccl_tests"]
-
-#: Leading columns of :attr:`NcclTestsLog.results` (more follow when the output has them).
-NCCL_COLUMNS: tuple[str, ...] = (
-    "test",
-    "collective",
-    "size_bytes",
-    "count",
-    "dtype",
-    "redop",
-    "root",
-    "time_us",
-    "algbw_gbytes_per_s",
-    "busbw_gbytes_per_s",
-    "wrong",
-    "inplace_time_us",
-    "inplace_algbw_gbytes_per_s",
-    "inplace_busbw_gbytes_per_s",
-    "inplace_wrong",
-    "num_ranks",
-    "num_nodes",
-    "gpu_name",
-    "line",
-)
+__all__ = ["NcclTestsLog", "parse_nccl_tests"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -58,14 +36,14 @@ class NcclTestsLog:
     """The result rows of one nccl-tests output and the rows that could not be read."""
 
     results: pd.DataFrame
-    """One row per message size (and test): ``test`` (e.g. ``all_reduce_perf``),
-    ``collective`` (canonical: ``allreduce``, ``allgather``, ``reducescatter``…),
-    ``size_bytes``, ``count`` (elements), ``dtype``, ``redop`` and ``root`` (NA when the
-    release has no such column), out-of-place ``time_us``, ``algbw_gbytes_per_s``,
-    ``busbw_gbytes_per_s``,
-    ``wrong`` (wrong elements, NaN when validation is off), the same with an ``inplace_``
-    prefix, ``num_ranks`` and ``num_nodes`` (distinct ranks and hostnames of the device lines,
-    NA without them), ``gpu_name``, ``line`` (1-based; NA for JSON). Older outputs add
+    """One row per message size (and test), columns :data:`trainscale.schema.NCCL_COLUMNS`
+    (more between ``gpu_name`` and ``line`` when the output has them): ``test`` (e.g.
+    ``all_reduce_perf``), ``collective`` (canonical: ``allreduce``, ``allgather``,
+    ``reducescatter``…), ``size_bytes``, ``count`` (elements), ``dtype``, ``redop`` and ``root`` (NA
+    when the release has no such column), out-of-place ``time_us``, ``algbw_gbytes_per_s``,
+    ``busbw_gbytes_per_s``, ``wrong`` (wrong elements, NaN when validation is off), the same with an
+    ``inplace_`` prefix, ``num_ranks`` and ``num_nodes`` (distinct ranks and hostnames of the device
+    lines, NA without them), ``gpu_name``, ``line`` (1-based; NA for JSON). Older outputs add
     ``max_error``/``inplace_max_error`` instead of ``wrong``; per-iteration timing adds
     ``i_min_us``, ``i_max_us``, ``i_p99_us``, ``i_cv_pct`` (and ``inplace_`` ones)."""
     skipped_lines: int
@@ -235,17 +213,18 @@ def _finish(rows: list[dict], ranks: dict[int, tuple[str, str]]) -> pd.DataFrame
     frame["num_ranks"] = pd.array([len(ranks) or pd.NA] * len(frame), dtype="Int64")
     hosts = {host for host, _ in ranks.values()}
     frame["num_nodes"] = pd.array([len(hosts) or pd.NA] * len(frame), dtype="Int64")
-    names = Counter(name for _, name in ranks.values() if name)
+    gpu_names = Counter(name for _, name in ranks.values() if name)
     frame["gpu_name"] = pd.array(
-        [names.most_common(1)[0][0] if names else pd.NA] * len(frame), dtype="string"
+        [gpu_names.most_common(1)[0][0] if gpu_names else pd.NA] * len(frame), dtype="string"
     )
-    for column in NCCL_COLUMNS:
+    leading = names(NCCL_COLUMNS)
+    for column in leading:
         if column not in frame:
             frame[column] = pd.NA if column in {"redop", "root", "line"} else np.nan
     frame["root"] = pd.array(frame["root"], dtype="Int64")
     frame["line"] = pd.array(frame["line"], dtype="Int64")
-    extra = [c for c in frame.columns if c not in NCCL_COLUMNS]
-    return frame[[*NCCL_COLUMNS[:-1], *extra, "line"]]
+    extra = [c for c in frame.columns if c not in leading]
+    return frame[[*leading[:-1], *extra, "line"]]
 
 
 # --- JSON report -------------------------------------------------------------------------------
@@ -370,7 +349,8 @@ def parse_nccl_tests(
     Returns
     -------
     NcclTestsLog
-        ``results`` (columns :data:`NCCL_COLUMNS` and any extra ones), ``skipped_lines``.
+        ``results`` (columns :data:`trainscale.schema.NCCL_COLUMNS` and any extra ones),
+        ``skipped_lines``.
 
     Raises
     ------

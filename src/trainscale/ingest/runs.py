@@ -53,9 +53,13 @@ import pandas as pd
 import yaml
 
 from trainscale.errors import InputFileError, TrainscaleError
-from trainscale.ingest.steplog import STEP_COLUMNS
 from trainscale.io.yaml import safe_load, yaml_error
-from trainscale.schema import CONFIGURATION_COLUMNS, DATASET_COLUMNS
+from trainscale.schema import (
+    CONFIGURATION_COLUMNS,
+    DATASET_COLUMNS,
+    STEP_TABLE_COLUMNS,
+    names,
+)
 from trainscale.sim.degrees import data_parallel_degree
 
 if TYPE_CHECKING:
@@ -70,7 +74,6 @@ __all__ = [
     "LOG_KINDS",
     "POWER_KINDS",
     "STEP_KINDS",
-    "STEP_TABLE_COLUMNS",
     "LogEntry",
     "RunManifest",
     "ingest_run",
@@ -85,18 +88,6 @@ STEP_KINDS = ("torchtitan", "megatron", "megatron_golden")
 POWER_KINDS = ("nvidia_smi", "dcgmi")
 LOG_KINDS = (*STEP_KINDS, *POWER_KINDS, "nccl_tests", "kineto_trace")
 MANIFEST_NAME = "run.yaml"
-
-#: Columns of the per-step table returned by :func:`ingest_run`: where each step came from,
-#: whether it was warm-up, then the parsed step-log columns.
-STEP_TABLE_COLUMNS: tuple[str, ...] = (
-    "run_id",
-    "job",
-    "log_file",
-    "line",
-    "step",
-    "warmup",
-    *(c for c in STEP_COLUMNS if c not in ("step", "line")),
-)
 
 _SCHEMA_NAME = "run.schema.yaml"
 _SCHEMA_LOCATIONS = (
@@ -862,7 +853,7 @@ def _ingest_job(
     steps = (
         pd.concat(step_tables, ignore_index=True)
         if step_tables
-        else pd.DataFrame(columns=list(STEP_TABLE_COLUMNS))
+        else pd.DataFrame(columns=names(STEP_TABLE_COLUMNS))
     )
     return row, steps
 
@@ -914,7 +905,8 @@ def ingest_run(
         ``line_range`` (first-last line of the steady steps, or ``steps a-b`` for JSON logs),
         ``n_steps``, ``step_time_s_iqr``.
     steps : pandas.DataFrame
-        One row per logged step of every step log, columns :data:`STEP_TABLE_COLUMNS`:
+        One row per logged step of every step log, columns
+        :data:`trainscale.schema.STEP_TABLE_COLUMNS`:
         ``run_id``, ``job``, ``log_file``, ``line``, ``step``, ``warmup`` (dropped from the
         steady state), ``timestamp``, ``loss``, ``step_time_s``, ``tokens_per_s_per_gpu``,
         ``tflops_per_gpu``, ``mfu`` (fraction), ``mem_gib``, ``power_w_per_gpu`` (aligned power
@@ -940,9 +932,9 @@ def ingest_run(
     steps = (
         pd.concat(non_empty, ignore_index=True)
         if non_empty
-        else pd.DataFrame(columns=list(STEP_TABLE_COLUMNS))
+        else pd.DataFrame(columns=names(STEP_TABLE_COLUMNS))
     )
-    return results, steps[list(STEP_TABLE_COLUMNS)].reset_index(drop=True)
+    return results, steps[names(STEP_TABLE_COLUMNS)].reset_index(drop=True)
 
 
 def write_ingested(
@@ -972,15 +964,8 @@ def write_ingested(
     return results
 
 
-_STEP_DTYPES = {
-    "run_id": "string", "job": "string", "log_file": "string", "line": "Int64",
-    "step": "Int64", "warmup": "boolean", "timestamp": "datetime64[ns]", "global_batch": "Int64",
-}  # fmt: skip
-
-
 def _write_steps(steps: pd.DataFrame, path: Path) -> None:
-    frame = steps.copy()
-    for column in STEP_TABLE_COLUMNS:
-        dtype = _STEP_DTYPES.get(column, "float64")
-        frame[column] = frame[column].astype(dtype)
+    from trainscale.io.parquet import conform
+
+    frame = conform(steps, STEP_TABLE_COLUMNS)
     frame.to_parquet(path, index=False, engine="pyarrow", compression="zstd")

@@ -42,28 +42,13 @@ from trainscale.ingest._text import (
     parse_timestamps,
     read_text,
 )
+from trainscale.schema import STEP_COLUMNS, names
 
-__all__ = ["STEP_COLUMNS", "StepFormat", "StepLog", "detect_step_format", "parse_step_log"]
+__all__ = ["StepFormat", "StepLog", "detect_step_format", "parse_step_log"]
 
 StepFormat = Literal["torchtitan", "megatron", "megatron_golden"]
 
-#: Columns of :attr:`StepLog.steps`, in order.
-STEP_COLUMNS: tuple[str, ...] = (
-    "step",
-    "line",
-    "timestamp",
-    "loss",
-    "step_time_s",
-    "tokens_per_s_per_gpu",
-    "tflops_per_gpu",
-    "mfu",
-    "mem_gib",
-    "power_w_per_gpu",
-    "energy_j_per_gpu",
-    "global_batch",
-)
-
-_FLOAT_COLUMNS = STEP_COLUMNS[3:11]
+_FLOAT_COLUMNS = tuple(c.name for c in STEP_COLUMNS if c.dtype == "float64")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,7 +56,7 @@ class StepLog:
     """The step rows of one log file and what could not be read."""
 
     steps: pd.DataFrame
-    """One row per logged step, columns :data:`STEP_COLUMNS`:
+    """One row per logged step, columns :data:`trainscale.schema.STEP_COLUMNS`:
 
     - ``step`` (int64): optimizer step / iteration number as logged;
     - ``line`` (Int64): 1-based line number in the file, NA for JSON;
@@ -371,7 +356,7 @@ def _frame(rows: list[dict], timestamps: pd.Series) -> pd.DataFrame:
         out[column] = frame[column].astype(np.float64) if column in frame else np.nan
     batch = frame["global_batch"] if "global_batch" in frame else pd.Series(np.nan, frame.index)
     out["global_batch"] = pd.array(batch.round().astype("Float64"), dtype="Int64")
-    return out[list(STEP_COLUMNS)]
+    return out[names(STEP_COLUMNS)]
 
 
 def _step_time_from_timestamps(steps: pd.DataFrame) -> pd.DataFrame:
@@ -454,8 +439,8 @@ def parse_step_log(path: str | Path, format: StepFormat | Literal["auto"] = "aut
     Returns
     -------
     StepLog
-        ``steps`` (columns :data:`STEP_COLUMNS`, units in their names), ``skipped_lines``
-        (garbled step lines), ``path``, ``format``.
+        ``steps`` (columns :data:`trainscale.schema.STEP_COLUMNS`, units in their names),
+        ``skipped_lines`` (garbled step lines), ``path``, ``format``.
 
     Raises
     ------

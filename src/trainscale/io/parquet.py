@@ -66,6 +66,8 @@ def typed_column(values: pd.Series, col: Column) -> pd.Series:
         return pd.to_numeric(values.astype(object).where(values.notna(), np.nan)).astype(float)
     if col.dtype == "bool":
         return values.astype(object).where(values.notna(), None).astype("boolean")
+    if col.dtype == "timestamp":
+        return pd.to_datetime(values).astype("datetime64[ns]")
     if isinstance(values.dtype, pd.StringDtype):
         return values.astype("string")
     # str() of every value, missing ones (None, NaN, pd.NA) null: vectorised by pandas
@@ -78,8 +80,9 @@ def conform(
     """Return ``frame`` with exactly ``columns``, in order, typed by the schema.
 
     Integers become nullable ``Int64``, floats ``float64`` (NaN for missing), flags nullable
-    ``boolean``, text nullable ``string``. Missing columns are null; extra columns are dropped.
-    ``constants`` set a column to one value on every row (for example ``study="smoke"``).
+    ``boolean``, text nullable ``string``, points in time ``datetime64[ns]`` (NaT for missing).
+    Missing columns are null; extra columns are dropped. ``constants`` set a column to one value
+    on every row (for example ``study="smoke"``).
 
     Raises
     ------

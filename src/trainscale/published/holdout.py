@@ -19,11 +19,14 @@ import pandas as pd
 
 from trainscale.errors import TrainscaleError
 from trainscale.published.summary import summarise
-from trainscale.schema import HOLDOUT_COLUMNS
+from trainscale.schema import (
+    ACCURACY_COLUMNS,
+    COLLECTIVE_ACCURACY_COLUMNS,
+    HOLDOUT_COLUMNS,
+    names,
+)
 
 __all__ = [
-    "ACCURACY_COLUMNS",
-    "COLLECTIVE_ACCURACY_COLUMNS",
     "HOLDOUT_COLUMNS",
     "MIN_SCORED_SIZE_BYTES",
     "PROBLEM_REPORT_SOURCES",
@@ -45,26 +48,6 @@ MIN_SCORED_SIZE_BYTES = 16 * 2**20
 #: predicts a healthy cluster, so :func:`collective_accuracy` scores the large messages once
 #: with them and once without them, and reports both.
 PROBLEM_REPORT_SOURCES: tuple[str, ...] = ("NCCL GitHub issues (user reports)",)
-
-
-#: Columns of :func:`accuracy` (the first is ``source`` or ``framework``).
-ACCURACY_COLUMNS: tuple[str, ...] = (
-    "rows",
-    "held_out_mape_pct",
-    "held_out_median_ape_pct",
-    "held_out_max_ape_pct",
-    "in_sample_mape_pct",
-)
-
-#: Columns of :func:`collective_accuracy`.
-COLLECTIVE_ACCURACY_COLUMNS: tuple[str, ...] = (
-    "sizes",
-    "source",
-    "rows",
-    "mape_pct",
-    "median_ape_pct",
-    "max_ape_pct",
-)
 
 
 def _require(frame: pd.DataFrame, columns, where: str) -> None:
@@ -96,8 +79,7 @@ def holdout_rows(
     """
     from trainscale.io.parquet import conform
 
-    names = [c.name for c in HOLDOUT_COLUMNS[:-2]]
-    _require(held_out, names, "holdout_rows")
+    _require(held_out, names(HOLDOUT_COLUMNS[:-2]), "holdout_rows")
     frame = conform(
         held_out,
         HOLDOUT_COLUMNS,
@@ -168,11 +150,12 @@ def accuracy(holdout: pd.DataFrame, in_sample: pd.DataFrame, by: str = "citation
     Returns
     -------
     pandas.DataFrame
-        First column ``source`` (by citation) or ``framework``, then :data:`ACCURACY_COLUMNS`:
-        ``rows`` held out; ``held_out_mape_pct``, ``held_out_median_ape_pct``,
-        ``held_out_max_ape_pct`` (% error of tokens/s per GPU, each source predicted by a fit
-        without it); ``in_sample_mape_pct`` (the shipped calibration, fitted on all sources;
-        NaN where that group has no in-sample row). Groups sorted by name, then ``all``.
+        First column ``source`` (by citation) or ``framework``, then
+        :data:`trainscale.schema.ACCURACY_COLUMNS`: ``rows`` held out; ``held_out_mape_pct``,
+        ``held_out_median_ape_pct``, ``held_out_max_ape_pct`` (% error of tokens/s per GPU, each
+        source predicted by a fit without it); ``in_sample_mape_pct`` (the shipped calibration,
+        fitted on all sources; NaN where that group has no in-sample row). Groups sorted by
+        name, then ``all``.
     """
     label = "source" if by == "citation" else by
     _require(holdout, [by, "ape_pct"], "accuracy")
@@ -190,7 +173,7 @@ def accuracy(holdout: pd.DataFrame, in_sample: pd.DataFrame, by: str = "citation
     )
     fitted = _summary(in_sample, by).set_index(label)["mape_pct"]
     held["in_sample_mape_pct"] = held[label].map(fitted).astype(float)
-    return held[[label, *ACCURACY_COLUMNS]].astype({"rows": "int64"})
+    return held[[label, *names(ACCURACY_COLUMNS)]].astype({"rows": "int64"})
 
 
 def collective_accuracy(collectives: pd.DataFrame) -> pd.DataFrame:
@@ -206,14 +189,17 @@ def collective_accuracy(collectives: pd.DataFrame) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        :data:`COLLECTIVE_ACCURACY_COLUMNS`: ``sizes`` (``all``, ``>= 16 MiB``, and
-        ``>= 16 MiB, no problem reports``: without :data:`PROBLEM_REPORT_SOURCES`); ``source``
-        (citation, then ``all``); ``rows``; ``mape_pct``, ``median_ape_pct``, ``max_ape_pct``
-        (% error of bus bandwidth, GB/s). Below 16 MiB the published values are read from plots
-        to about ±5 GB/s (:data:`MIN_SCORED_SIZE_BYTES`). Empty when there are no rows.
+        :data:`trainscale.schema.COLLECTIVE_ACCURACY_COLUMNS`: ``sizes`` (``all``,
+        ``>= 16 MiB``, and ``>= 16 MiB, no problem reports``: without
+        :data:`PROBLEM_REPORT_SOURCES`); ``source`` (citation, then ``all``); ``rows``;
+        ``mape_pct``, ``median_ape_pct``, ``max_ape_pct`` (% error of bus bandwidth, GB/s).
+        Below 16 MiB the published values are read from plots to about ±5 GB/s
+        (:data:`MIN_SCORED_SIZE_BYTES`). Empty when there are no rows.
     """
     if collectives.empty:
-        return pd.DataFrame(columns=list(COLLECTIVE_ACCURACY_COLUMNS))
+        from trainscale.io.parquet import conform
+
+        return conform(pd.DataFrame(), COLLECTIVE_ACCURACY_COLUMNS)
     _require(collectives, ["citation", "size_bytes", "ape_pct"], "collective_accuracy")
     rows = collectives.dropna(subset=["ape_pct"])
     large = rows[rows["size_bytes"].astype(float) >= MIN_SCORED_SIZE_BYTES]
@@ -225,7 +211,7 @@ def collective_accuracy(collectives: pd.DataFrame) -> pd.DataFrame:
             parts.append(
                 _summary(healthy, "citation").assign(sizes=">= 16 MiB, no problem reports")
             )
-    table = pd.concat(parts, ignore_index=True)[list(COLLECTIVE_ACCURACY_COLUMNS)]
+    table = pd.concat(parts, ignore_index=True)[names(COLLECTIVE_ACCURACY_COLUMNS)]
     return table.astype({"rows": "int64"})
 
 

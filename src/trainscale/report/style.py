@@ -3,8 +3,9 @@
 All figures use one seaborn theme (``ticks`` style, ``paper`` context, the colour-blind-safe
 ``colorblind`` palette) plus a fixed rc: DejaVu Sans (shipped with matplotlib, so text renders
 the same on every machine), fixed font sizes, TrueType fonts in PDF (``pdf.fonttype`` 42) and a
-fixed ``svg.hashsalt``. :func:`save_figure` strips dates and tool versions from the metadata, so
-the same figure gives the same bytes on every run.
+fixed ``svg.hashsalt``. :func:`save_figure` strips dates and tool versions from the metadata and
+snaps the constrained layout's Axes positions to a fixed grid (:class:`SnappedConstrainedLayout`),
+so the same figure gives the same bytes on every run, in every process.
 """
 
 from __future__ import annotations
@@ -21,16 +22,20 @@ import seaborn as sns
 from cycler import cycler
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.layout_engine import ConstrainedLayoutEngine
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+from matplotlib.transforms import Bbox
 
 from trainscale.errors import TrainscaleError
 from trainscale.io.atomic import atomic_paths, with_suffix
 
 __all__ = [
     "FIGURE_FORMATS",
+    "LAYOUT_DECIMALS",
     "PALETTE",
     "PNG_DPI",
     "RC",
+    "SnappedConstrainedLayout",
     "apply_style",
     "category_colors",
     "log2_gpu_axis",
@@ -178,6 +183,49 @@ def _count_label(value: float, _pos: int | None = None) -> str:
     return str(round(value)) if float(value).is_integer() else f"{value:g}"
 
 
+#: Decimals of the figure fraction that :class:`SnappedConstrainedLayout` keeps: 10^-6 of a
+#: 7-inch figure is 0.0005 pt, a thousandth of a PNG pixel at 200 dpi.
+LAYOUT_DECIMALS = 6
+
+
+class SnappedConstrainedLayout(ConstrainedLayoutEngine):
+    """Constrained layout whose Axes positions are rounded to :data:`LAYOUT_DECIMALS` decimals of
+    the figure, so that they do not depend on the process that drew them.
+
+    Matplotlib's constrained layout solves its constraints with kiwisolver, which orders the
+    terms of every constraint by the memory address of their variables (a ``std::map`` keyed by
+    pointer; the layout makes new variables at every draw). Pivot and summation order, and so
+    the last bits of every Axes position, depend on where the allocator put those variables:
+    the same figure drawn twice, in one process or two, lands a few units in the last place
+    apart. PNG and PDF round that away; SVG does not: its clip-path ids hash the clip
+    rectangle's full-precision floats, and a coordinate near a rounding boundary prints
+    differently at its sixth decimal. Rounding the solved positions (their corners, so that
+    aligned edges stay aligned) leaves every later number a function of the figure alone.
+    """
+
+    def execute(self, fig: Figure) -> Any:
+        result = super().execute(fig)
+        for ax in fig.get_axes():
+            if not ax.get_in_layout() or ax.get_axes_locator() is not None:
+                continue
+            corners = np.round(ax.get_position(original=True).get_points(), LAYOUT_DECIMALS)
+            ax.set_position(Bbox(corners + 0.0))  # + 0.0: no -0.0
+            ax.set_in_layout(True)  # set_position takes an Axes out of the layout; keep it in
+        return result
+
+
+def _snapped_layout(fig: Figure) -> None:
+    """Replace ``fig``'s constrained layout by a :class:`SnappedConstrainedLayout` with the
+    same settings (pads, spaces, rect, compress)."""
+    engine = fig.get_layout_engine()
+    if isinstance(engine, ConstrainedLayoutEngine) and not isinstance(
+        engine, SnappedConstrainedLayout
+    ):
+        snapped = SnappedConstrainedLayout(compress=getattr(engine, "_compress", False))
+        snapped.set(**engine.get())
+        fig.set_layout_engine(snapped)
+
+
 def save_figure(
     fig: Figure,
     stem: str | os.PathLike[str],
@@ -186,12 +234,13 @@ def save_figure(
 ) -> tuple[Path, ...]:
     """Write ``fig`` as ``stem.pdf``, ``stem.png`` (200 dpi) and ``stem.svg``, reproducibly.
 
-    Dates and tool versions are removed from the metadata, PNGs are rendered with Agg, and the
+    Dates and tool versions are removed from the metadata, PNGs are rendered with Agg, a
+    constrained layout is snapped to a fixed grid (:class:`SnappedConstrainedLayout`), and the
     theme's save-time settings (``pdf.fonttype`` 42, ``svg.fonttype``, the fixed
     ``svg.hashsalt``) apply whatever the caller's rcParams, so the same figure gives the same
-    bytes on every run. All files are first written to temporary files in the target folder
-    and renamed only when every format succeeded: a failure leaves the previous outputs (or
-    none).
+    bytes on every run, in any process. All files are first written to temporary files in the
+    target folder and renamed only when every format succeeded: a failure leaves the previous
+    outputs (or none).
 
     Parameters
     ----------
@@ -212,6 +261,7 @@ def save_figure(
     if unknown:
         raise TrainscaleError(f"save_figure: unknown format(s) {unknown}; use {FIGURE_FORMATS}")
     targets = [with_suffix(stem, f".{fmt}") for fmt in formats]
+    _snapped_layout(fig)
     with (
         mpl.rc_context({key: RC[key] for key in _SAVE_RC}),
         atomic_paths(targets) as temps,

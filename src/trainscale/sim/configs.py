@@ -42,9 +42,11 @@ from trainscale.schema import (
     MODEL_SHAPE_COLUMNS,
     PRECISIONS,
     RECOMPUTE_MODES,
+    REJECT_COLUMNS,
     SHARD_GRANULARITIES,
     SHARDINGS,
     Sharding,
+    names,
 )
 from trainscale.sim.degrees import data_parallel_degree, model_parallel_degree
 from trainscale.sim.frameworks import (
@@ -655,9 +657,9 @@ def build_configs(
     of ``hardware``.
 
     ``valid_rows`` holds the row positions of ``frame`` that are in ``configs``; ``rejects`` has
-    the input columns of each rejected row plus ``row``, ``column`` and ``reason`` (one line per
-    problem). Without ``skip_invalid`` any problem raises :class:`ConfigurationError` listing
-    every invalid row, column and the allowed values.
+    the input columns of each rejected row plus :data:`trainscale.schema.REJECT_COLUMNS` (``row``,
+    ``column`` and ``reason``; one line per problem). Without ``skip_invalid`` any problem raises
+    :class:`ConfigurationError` listing every invalid row, column and the allowed values.
     """
     _check_columns(frame)
     frame = frame.reset_index(drop=True)
@@ -743,7 +745,7 @@ def build_configs(
             reason=[message for _, _, message in items],
         )
     else:
-        rejects = pd.DataFrame(columns=[*frame.columns, "row", "column", "reason"])
+        rejects = pd.DataFrame(columns=[*frame.columns, *names(REJECT_COLUMNS)])
     return configs, valid, rejects
 
 

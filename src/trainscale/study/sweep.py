@@ -44,7 +44,13 @@ from trainscale.io.atomic import atomic_directory, write_text_atomic
 from trainscale.io.parquet import ParquetStream, write_parquet
 from trainscale.io.schema import schema_problems, subschema, validator
 from trainscale.io.yaml import load_yaml
-from trainscale.schema import CONFIGURATION_COLUMNS, MODEL_SHAPE_COLUMNS, Column, names
+from trainscale.schema import (
+    CONFIGURATION_COLUMNS,
+    MODEL_SHAPE_COLUMNS,
+    REJECT_COLUMNS,
+    Column,
+    names,
+)
 from trainscale.sim.calibration import Calibration
 from trainscale.sim.catalogue import Catalogue
 from trainscale.sim.configs import build_configs
@@ -57,7 +63,6 @@ from trainscale.study.micro_batch import resolve_micro_batch
 __all__ = [
     "AUTO",
     "BLOCK_ROWS",
-    "REJECT_COLUMNS",
     "ExpansionSummary",
     "Filters",
     "Study",
@@ -82,19 +87,6 @@ _REQUIRED = (
 )  # fmt: skip
 _SHAPE = tuple(names(MODEL_SHAPE_COLUMNS))
 _COLUMNS = {c.name: c for c in CONFIGURATION_COLUMNS}
-
-#: Columns of a study's rejects table after the configuration columns it gives.
-REJECT_COLUMNS: tuple[Column, ...] = (
-    Column(name="row", dtype="int64", unit="1", description="0-based row of the study's grid"),
-    Column(
-        name="column",
-        dtype="string",
-        unit="1",
-        description="configuration column at fault, or the study key (derive.*, filters.*) "
-        "that dropped the row",
-    ),
-    Column(name="reason", dtype="string", unit="1", description="why the row was dropped"),
-)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -640,11 +632,11 @@ def expand_study(
     workflow streams with :func:`write_study_configurations`).
 
     ``configurations`` has one row per kept grid row (grid order) and the columns of
-    :func:`configuration_columns`; ``micro_batch`` null means ``"auto"``. ``rejects`` has the
-    same columns for every dropped row plus :data:`REJECT_COLUMNS` (``row``, ``column``,
-    ``reason``), one line per problem. Rows are dropped, in this order, by ``derive`` (derived
-    value not a whole number), ``filters`` (``max_model_parallel``, ``max_tp_per_node``), the
-    simulator's validator (checked with ``micro_batch`` 1 for ``"auto"`` rows: the resolved
+    :func:`configuration_columns`; ``micro_batch`` null means ``"auto"``. ``rejects`` has the same
+    columns for every dropped row plus :data:`trainscale.schema.REJECT_COLUMNS` (``row``,
+    ``column``, ``reason``), one line per problem. Rows are dropped, in this order, by ``derive``
+    (derived value not a whole number), ``filters`` (``max_model_parallel``, ``max_tp_per_node``),
+    the simulator's validator (checked with ``micro_batch`` 1 for ``"auto"`` rows: the resolved
     value is a divisor of the local batch that passes the same checks) and ``fits_memory``.
 
     Raises
@@ -679,7 +671,7 @@ def write_study_configurations(
 
     - ``directory``/``<i>.parquet``: chunk ``i`` of the kept rows (grid order), ``rows_per_job``
       rows each, the last one fewer; one file per simulate job, so a job reads only its rows;
-    - ``rejects``: every dropped row with its reason (:data:`REJECT_COLUMNS`);
+    - ``rejects``: every dropped row with its reason (:data:`trainscale.schema.REJECT_COLUMNS`);
     - ``counts``: JSON with ``chunks`` (the number of files), ``rows``, ``grid_rows``,
       ``rows_per_job`` and ``dropped`` (study key or column -> rows), which the workflow's
       checkpoint reads to plan one job per chunk.
