@@ -175,14 +175,31 @@ def _numeric(frame: pd.DataFrame, name: str) -> np.ndarray:
     return pd.to_numeric(column, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
 
 
-def _text(frame: pd.DataFrame, name: str, *, lower: bool = False) -> np.ndarray:
-    """Column as stripped strings; "" where missing. Works on the unique values only."""
+def _coded_text(
+    frame: pd.DataFrame, name: str, *, lower: bool = False
+) -> tuple[np.ndarray, list[str]]:
+    """Column as codes into its stripped (and maybe lower-cased) distinct values, with one
+    factorisation: ``(codes, values)``, where a missing cell has the code ``len(values) - 1``,
+    whose value is ""."""
     if name not in frame.columns:
-        return np.full(len(frame), "", dtype=object)
+        return np.zeros(len(frame), dtype=np.intp), [""]
     codes, uniques = pd.factorize(frame[name], use_na_sentinel=True)
     cleaned = [str(u).strip().lower() if lower else str(u).strip() for u in uniques]
-    table = np.array([*cleaned, ""], dtype=object)
-    return table[codes]  # code -1 (missing) picks the trailing ""
+    return np.where(codes < 0, len(cleaned), codes), [*cleaned, ""]
+
+
+def _text(frame: pd.DataFrame, name: str, *, lower: bool = False) -> np.ndarray:
+    """Column as stripped strings; "" where missing. Works on the unique values only."""
+    codes, values = _coded_text(frame, name, lower=lower)
+    return np.array(values, dtype=object)[codes]
+
+
+def _text_lookup(
+    frame: pd.DataFrame, name: str, mapping: dict, default: int, *, lower: bool = False
+) -> np.ndarray:
+    """``mapping.get(text, default)`` for the column's stripped text, per row (int64)."""
+    codes, values = _coded_text(frame, name, lower=lower)
+    return np.array([mapping.get(v, default) for v in values], dtype=np.int64)[codes]
 
 
 def _lookup(keys: np.ndarray, mapping: dict, default: object) -> np.ndarray:
@@ -260,23 +277,21 @@ def _resolve_shape(
     frame: pd.DataFrame, models: Mapping[str, ModelShape], problems: _Problems
 ) -> dict[str, np.ndarray]:
     """Shape columns from the catalogue, overridden by explicit columns."""
-    n = len(frame)
-    keys = _text(frame, "model")
-    codes, uniques = pd.factorize(keys)
+    codes, uniques = _coded_text(frame, "model")
 
     def by_model(mapping: dict, default: object) -> np.ndarray:
         """``mapping.get(model, default)`` per row, from one factorisation of the model column
         (numbers and flags come back typed, text as objects)."""
-        values = [mapping.get(u, default) for u in uniques] + [default]
+        values = [mapping.get(u, default) for u in uniques]
         typed = not any(isinstance(v, str) for v in values)
         return np.array(values, dtype=None if typed else object)[codes]
 
-    named = keys != ""
+    named = by_model({u: u != "" for u in uniques}, False).astype(bool)
     known = by_model({k: True for k in models}, False).astype(bool)
     valid_names = ", ".join(sorted(models))
     problems.add_where(
         named & ~known, "model",
-        lambda r: f"unknown model {keys[r]!r}; valid: {valid_names}",
+        lambda r: f"unknown model {uniques[codes[r]]!r}; valid: {valid_names}",
     )  # fmt: skip
     shape: dict[str, np.ndarray] = {}
     for name in _INT_SHAPE:
@@ -295,14 +310,25 @@ def _resolve_shape(
             ),
         )  # fmt: skip
         shape[name] = np.where(_is_positive_int(values), values, 1).astype(np.int64)
-    mlp_explicit = _text(frame, "mlp", lower=True)
-    mlp_base = by_model({k: m.mlp for k, m in models.items()}, "")
-    mlp = np.where(mlp_explicit != "", mlp_explicit, mlp_base)
-    bad_mlp = ~np.isin(mlp, ("swiglu", "gelu")) & ~(named & ~known)
+    # The MLP: the row's text where given, else the model's; resolved on distinct values only.
+    mlp_codes, mlp_values = _coded_text(frame, "mlp", lower=True)
+    base_mlp = [models[u].mlp if u in models else "" for u in uniques]
+    given_mlp = np.array([v != "" for v in mlp_values])[mlp_codes]
+
+    def mlp_is(allowed: tuple[str, ...]) -> np.ndarray:
+        return np.where(
+            given_mlp,
+            np.array([v in allowed for v in mlp_values])[mlp_codes],
+            np.array([v in allowed for v in base_mlp])[codes],
+        )
+
+    bad_mlp = ~mlp_is(("swiglu", "gelu")) & ~(named & ~known)
     problems.add_where(
-        bad_mlp, "mlp", lambda r: f"{mlp[r] or 'missing'!r} is not allowed; allowed: swiglu, gelu"
-    )
-    shape["swiglu"] = mlp == "swiglu"
+        bad_mlp, "mlp",
+        lambda r: f"{mlp_values[mlp_codes[r]] or base_mlp[codes[r]] or 'missing'!r} is not "
+        "allowed; allowed: swiglu, gelu",
+    )  # fmt: skip
+    shape["swiglu"] = mlp_is(("swiglu",))
     shape["tied_embeddings"] = by_model(
         {k: m.tied_embeddings for k, m in models.items()}, False
     ).astype(bool)
@@ -316,7 +342,6 @@ def _resolve_shape(
         lambda r: f"heads {shape['heads'][r]} is not divisible by kv_heads "
         f"{shape['kv_heads'][r]}",
     )  # fmt: skip
-    del n
     return shape
 
 
@@ -326,7 +351,8 @@ def _is_missing_mask(frame: pd.DataFrame, name: str) -> np.ndarray:
     column = frame[name]
     missing = column.isna().to_numpy(dtype=bool, copy=True)
     if column.dtype == object or pd.api.types.is_string_dtype(column):
-        missing |= _text(frame, name) == ""
+        codes, values = _coded_text(frame, name)
+        missing |= np.array([v == "" for v in values])[codes]
     return missing
 
 
@@ -354,8 +380,8 @@ def _positive_ints(
 def _choices(
     frame: pd.DataFrame, name: str, allowed: tuple[str, ...], problems: _Problems
 ) -> np.ndarray:
-    text = _text(frame, name, lower=True)
-    index = _lookup(text, {t: i for i, t in enumerate(allowed)}, -1).astype(np.int64)
+    index = _text_lookup(frame, name, {t: i for i, t in enumerate(allowed)}, -1, lower=True)
+    text = _text(frame, name) if (index < 0).any() else None
     problems.add_where(
         index < 0, name,
         lambda r: ("missing" if text[r] == "" else f"{_raw(frame, name, r)!r} is not allowed")
@@ -406,11 +432,10 @@ def _optional_bool(
     missing = _is_missing_mask(frame, name)
     if column.dtype == bool:
         return column.to_numpy(dtype=bool), np.ones(len(frame), dtype=bool)
-    text = _text(frame, name, lower=True)
+    codes, values = _coded_text(frame, name, lower=True)
     numeric = _numeric(frame, name)
-    codes, uniques = pd.factorize(text)
-    true = np.array([u in _TRUE for u in uniques] + [False])[codes] | (numeric == 1)
-    false = np.array([u in _FALSE for u in uniques] + [False])[codes] | (numeric == 0)
+    true = np.array([v in _TRUE for v in values])[codes] | (numeric == 1)
+    false = np.array([v in _FALSE for v in values])[codes] | (numeric == 0)
     bad = ~missing & ~true & ~false
     problems.add_where(
         bad, name,
@@ -432,10 +457,11 @@ def _optional_choice(
     """Optional categorical column: index into ``allowed``, -1 where empty or invalid."""
     if name not in frame.columns:
         return np.full(len(frame), -1, dtype=np.int64)
-    text = _text(frame, name, lower=True)
-    index = _lookup(text, {t: i for i, t in enumerate(allowed)}, -1).astype(np.int64)
+    codes, values = _coded_text(frame, name, lower=True)
+    index = np.array([allowed.index(v) if v in allowed else -1 for v in values])[codes]
+    empty = np.array([v == "" for v in values])[codes]
     problems.add_where(
-        (text != "") & (index < 0), name,
+        ~empty & (index < 0), name,
         lambda r: f"{_raw(frame, name, r)!r} is not allowed; allowed: {', '.join(allowed)} "
         "(or empty for the framework profile's)",
     )  # fmt: skip
@@ -449,9 +475,8 @@ def _framework_behaviours(
     problems: _Problems,
 ) -> dict[str, np.ndarray]:
     """The software stack of every row: its profile's behaviours, then the row's overrides."""
-    text = _text(frame, "framework", lower=True)
     keys = {"": FRAMEWORKS.index(DEFAULT_FRAMEWORK)} | {k: i for i, k in enumerate(FRAMEWORKS)}
-    framework = _lookup(text, keys, -1).astype(np.int64)
+    framework = _text_lookup(frame, "framework", keys, -1, lower=True)
     problems.add_where(
         framework < 0, "framework",
         lambda r: f"unknown framework {_raw(frame, 'framework', r)!r}; valid: "
@@ -518,9 +543,8 @@ def _framework_behaviours(
 def _gpu_attributes(
     frame: pd.DataFrame, hardware: HardwareCatalog, problems: _Problems
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    keys = _text(frame, "gpu")
     gpu_keys = sorted(hardware.gpus)
-    index = _lookup(keys, {k: i for i, k in enumerate(gpu_keys)}, -1).astype(np.int64)
+    index = _text_lookup(frame, "gpu", {k: i for i, k in enumerate(gpu_keys)}, -1)
     problems.add_where(
         index < 0, "gpu",
         lambda r: f"unknown GPU {_fmt(_raw(frame, 'gpu', r))}; valid: {', '.join(gpu_keys)}",

@@ -194,20 +194,18 @@ def _given_or_shipped(
 def _assemble(
     frame: pd.DataFrame, valid: np.ndarray, c: Configs, cal: Calibration, catalogue: Catalogue
 ) -> pd.DataFrame:
-    out = frame.iloc[valid].reset_index(drop=True).copy()
+    rows = frame.iloc[valid].reset_index(drop=True)
+    # One dict, one DataFrame: a replaced column keeps its place, as ``out[name] = …`` would, at a
+    # fraction of the cost of inserting fifty columns one by one.
+    columns: dict[str, object] = {name: rows[name] for name in rows.columns}
     resolved = _resolved_configuration(c)
     for column in CONFIGURATION_COLUMNS:
-        if column.name in resolved and (
-            column.name not in out.columns or column.name in _EFFECTIVE
-        ):
-            out[column.name] = resolved[column.name]
-    metrics = predict_arrays(c, cal, catalogue)
-    for name, values in metrics.items():
-        out[name] = values
-    out["source"] = "sim"
-    out["simulator_version"] = __version__
-    out["calibration_id"] = cal.calibration_id
-    return out
+        if column.name in resolved and (column.name not in columns or column.name in _EFFECTIVE):
+            columns[column.name] = resolved[column.name]
+    columns.update(predict_arrays(c, cal, catalogue))
+    return pd.DataFrame(columns, copy=False).assign(
+        source="sim", simulator_version=__version__, calibration_id=cal.calibration_id
+    )
 
 
 def predict_with_rejects(

@@ -180,6 +180,7 @@ def _block_compute(
     return {
         "gemm_fwd": gemm_fwd,
         "gemm_bwd": gemm_bwd,
+        "attn_fwd": attn_fwd,
         "fwd_dense": fwd_dense,
         "fwd_mem": fwd_mem,
         "bwd_dense": bwd_dense,
@@ -196,7 +197,7 @@ def _tensor_parallel(c: Configs, w: BlockWork, place: Layout, net: Network) -> d
     sp = c.sequence_parallel & on
     group = (size, c.tp, place.tp_per_node, net)
     ag = _only_where(sp, allgather_time, *group)
-    rs = _only_where(sp, reducescatter_time, *group)
+    rs = ag  # a ring ReduceScatter of the same buffer costs the AllGather's (reducescatter_time)
     ar = _only_where(on & ~sp, allreduce_time, *group)
     passes_bwd = np.where(
         c.recompute == Recompute.FULL, 2.0, 1.0
@@ -292,8 +293,7 @@ def step_times(
     eff = efficiencies(c, cal)
     comp = _block_compute(c, w, cal, eff)
     tp = _tensor_parallel(c, w, place, net)
-    attn_fwd = _attention_fwd(c, w, cal, eff)
-    cp = _context_parallel(c, w, place, net, attn_fwd)
+    cp = _context_parallel(c, w, place, net, comp["attn_fwd"])
     sharding = c.sharding
     layers = np.ceil(c.layers / (c.pp * c.vpp)) * c.vpp  # blocks on the slowest stage
     m = c.grad_accum.astype(np.float64)
