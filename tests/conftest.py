@@ -366,18 +366,19 @@ def finished_smoke_run(smoke_run: Path, tmp_path: Path) -> Callable[[str], Path]
 
 # --- Background work ---------------------------------------------------------------------------
 #
-# The tests run one at a time, most of them in this process, on one of the machine's two cores.
-# The slowest fixtures run subprocesses: Snakemake runs, the harness's launches
+# The tests run one at a time, most of them in this process, on one of the machine's two cores. The
+# slowest fixtures run subprocesses: Snakemake runs, the harness's launches
 # (tests/bench/conftest.py) and refits of the calibration (:func:`held_out`,
 # tests/calibrate/conftest.py); a conftest below this one registers its fixtures' work with
 # :func:`register_background`. Each one in _BACKGROUND is started in a thread as soon as the tests
 # are collected, when a collected test uses its fixture, so that it runs on the core the tests
-# before that one leave idle (at nice 10: the running test keeps its core); the test files that
-# use such a fixture run last (:func:`pytest_collection_modifyitems`), so that the work has the
-# other files' time. Its fixture then waits for it (:func:`background_result`) and checks its
-# outcome as when it runs the work itself. The work and every check are the same either way,
-# only its start is earlier. TRAINSCALE_TEST_BACKGROUND=0 starts nothing early and keeps the
-# files' order: each fixture runs its work when a test first needs it.
+# before that one leave idle (at nice 10: the running test keeps its core); the test files that use
+# such a fixture run last, those waiting for the longest work after the others
+# (:func:`pytest_collection_modifyitems`), so that the work has the other files' time. Its fixture
+# then waits for it (:func:`background_result`) and checks its outcome as when it runs the work
+# itself. The work and every check are the same either way, only its start is earlier.
+# TRAINSCALE_TEST_BACKGROUND=0 starts nothing early and keeps the files' order: each fixture runs
+# its work when a test first needs it.
 
 
 @dataclass(frozen=True)
@@ -525,18 +526,28 @@ def _background_on(config: pytest.Config) -> bool:
     return not config.option.collectonly and os.environ.get("TRAINSCALE_TEST_BACKGROUND") != "0"
 
 
-def _uses_background(item: pytest.Item) -> bool:
-    return any(name in _BACKGROUND for name in getattr(item, "fixturenames", ()))
+#: The background work that takes longest, minutes even alone: every figure and table of the
+#: config (the browser test's run) and the runs whose jobs wait in SLURM's queue.
+_LONGEST = frozenset({"report_run", "slurm_smoke_run", "slurm_bench_run"})
+
+
+def _lateness(item: pytest.Item) -> int:
+    """0: the test waits for no background work; 1: for some; 2: for some of _LONGEST."""
+    names = set(getattr(item, "fixturenames", ()))
+    return 2 if names & _LONGEST else 1 if names & _BACKGROUND.keys() else 0
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Run the test files that wait for background work last, in their order, so that the work
-    has the other test files' time to finish; the other files keep theirs. Whole files move, so
-    that a module-scoped fixture still serves its file's tests in one go."""
+    """Run the test files that wait for background work last, those that wait for the longest
+    after the others, each group in its order, so that the work has the other test files' time
+    to finish; the other files keep theirs. Whole files move, so that a module-scoped fixture
+    still serves its file's tests in one go."""
     if not _background_on(config):
         return
-    late = {item.path for item in items if _uses_background(item)}
-    items[:] = [i for i in items if i.path not in late] + [i for i in items if i.path in late]
+    lateness: dict[Path, int] = {}
+    for item in items:
+        lateness[item.path] = max(lateness.get(item.path, 0), _lateness(item))
+    items.sort(key=lambda item: lateness[item.path])  # stable: keeps the order within a group
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
