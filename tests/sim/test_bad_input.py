@@ -45,6 +45,12 @@ def _error(**overrides: object) -> ConfigurationError:
         ({"precision": "fp8", "gpu": "a100-sxm-80gb"}, "precision", "has no FP8 tensor cores"),
         ({"cp": 3, "num_gpus": 192}, "seq_len", "not divisible by 2·cp = 6"),
         ({"vpp": 2}, "vpp", "vpp 2 needs pp > 1"),
+        ({"system": "dgx-z"}, "system", "unknown system 'dgx-z'; valid: "),
+        ({"system": "dgx-a100"}, "system",
+         "system 'dgx-a100' holds a100-sxm-80gb, not h100-sxm-80gb"),
+        ({"mlp": "relu"}, "mlp", "'relu' is not allowed; allowed: swiglu, gelu"),
+        ({"sequence_parallel": "maybe"}, "sequence_parallel",
+         "'maybe' is not allowed; allowed: true, false"),
     ],
 )  # fmt: skip
 def test_each_invalid_value_names_row_and_column(
@@ -99,3 +105,16 @@ def test_explicit_shape_columns_override_the_catalogue() -> None:
     fewer = predict(pd.DataFrame([{**GOOD, "layers": 16}])).iloc[0]
     assert fewer["layers"] == 16
     assert fewer["step_time_s"] < base["step_time_s"]
+
+
+def test_boolean_columns_read_words_numbers_and_empty_cells() -> None:
+    """An optional boolean column takes true/false words, 1 and 0 as text or numbers, and an
+    empty cell for the default, in one column."""
+    spellings = ["yes", "No", " TRUE ", "f", "1", "0.0", 1.0, 0, None, ""]
+    frame = pd.DataFrame([{**GOOD, "tp": 2, "sequence_parallel": s} for s in spellings])
+    out = predict(frame)
+    expected = [True, False, True, False, True, False, True, False, True, True]  # empty: tp > 1
+    plain = predict(pd.DataFrame([{**GOOD, "tp": 2, "sequence_parallel": e} for e in expected]))
+    assert out["step_time_s"].tolist() == plain["step_time_s"].tolist()
+    on, off = plain["step_time_s"].iloc[0], plain["step_time_s"].iloc[1]
+    assert on != off  # the column changes the prediction, so the comparison can fail

@@ -28,6 +28,7 @@ Rules (each message names the factors involved):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
@@ -200,13 +201,6 @@ def _text_lookup(
     """``mapping.get(text, default)`` for the column's stripped text, per row (int64)."""
     codes, values = _coded_text(frame, name, lower=lower)
     return np.array([mapping.get(v, default) for v in values], dtype=np.int64)[codes]
-
-
-def _lookup(keys: np.ndarray, mapping: dict, default: object) -> np.ndarray:
-    """Vectorised ``mapping.get(key, default)`` over an object array with few distinct keys."""
-    codes, uniques = pd.factorize(keys)
-    table = np.array([mapping.get(u, default) for u in uniques] + [default], dtype=object)
-    return table[codes]
 
 
 def _is_positive_int(values: np.ndarray) -> np.ndarray:
@@ -422,6 +416,14 @@ def _power_limit(
     return np.where(missing | bad, np.nan, values)
 
 
+def _as_number(text: str) -> float:
+    """``text`` as a number, NaN where it is none (as ``pd.to_numeric(errors="coerce")``)."""
+    try:
+        return float(text)
+    except ValueError:
+        return math.nan
+
+
 def _optional_bool(
     frame: pd.DataFrame, name: str, problems: _Problems, default: np.ndarray, default_text: str
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -429,13 +431,14 @@ def _optional_bool(
     if name not in frame.columns:
         return default, np.zeros(len(frame), dtype=bool)
     column = frame[name]
-    missing = _is_missing_mask(frame, name)
     if column.dtype == bool:
         return column.to_numpy(dtype=bool), np.ones(len(frame), dtype=bool)
+    # Decided on the distinct values: empty, a word of _TRUE or _FALSE, or the number 1 or 0.
     codes, values = _coded_text(frame, name, lower=True)
-    numeric = _numeric(frame, name)
-    true = np.array([v in _TRUE for v in values])[codes] | (numeric == 1)
-    false = np.array([v in _FALSE for v in values])[codes] | (numeric == 0)
+    numbers = [_as_number(v) for v in values]
+    missing = np.array([v == "" for v in values])[codes]
+    true = np.array([v in _TRUE or x == 1 for v, x in zip(values, numbers, strict=True)])[codes]
+    false = np.array([v in _FALSE or x == 0 for v, x in zip(values, numbers, strict=True)])[codes]
     bad = ~missing & ~true & ~false
     problems.add_where(
         bad, name,
@@ -557,22 +560,26 @@ def _gpu_attributes(
     system_keys = sorted(hardware.systems)
     position = {k: i for i, k in enumerate(system_keys)}
     default_index = np.array([position[hardware.system_for(k).key] for k in gpu_keys])[index]
-    named = _text(frame, "system")
-    system_index = (
-        np.where(named == "", default_index, _lookup(named, position, -1).astype(np.int64))
-        if "system" in frame.columns
-        else default_index
+    system_codes, system_names = _coded_text(frame, "system")
+    named = np.array([v != "" for v in system_names])[system_codes]
+    system_index = np.where(
+        named,
+        np.array([position.get(v, -1) for v in system_names], dtype=np.int64)[system_codes],
+        default_index,
     )
     problems.add_where(
         system_index < 0, "system",
-        lambda r: f"unknown system {named[r]!r}; valid: {', '.join(system_keys)}",
+        lambda r: f"unknown system {system_names[system_codes[r]]!r}; valid: "
+        f"{', '.join(system_keys)}",
     )  # fmt: skip
     system_index = np.where(system_index < 0, 0, system_index)
-    system_gpu = np.array([hardware.systems[k].gpu for k in system_keys], dtype=object)
+    system_gpu = [hardware.systems[k].gpu for k in system_keys]
+    system_gpu_index = np.array([gpu_keys.index(g) if g in gpu_keys else -1 for g in system_gpu])
     gpu_names = np.array(gpu_keys, dtype=object)[index]
     problems.add_where(
-        (named != "") & ~unknown_gpu & (system_gpu[system_index] != gpu_names), "system",
-        lambda r: f"system {named[r]!r} holds {system_gpu[system_index[r]]}, not {gpu_names[r]}",
+        named & ~unknown_gpu & (system_gpu_index[system_index] != index), "system",
+        lambda r: f"system {system_names[system_codes[r]]!r} holds "
+        f"{system_gpu[system_index[r]]}, not {gpu_names[r]}",
     )  # fmt: skip
     systems = [hardware.systems[k] for k in system_keys]
 

@@ -49,6 +49,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 from numpy.typing import ArrayLike
 
 from trainscale.schema import Recompute, Sharding
@@ -80,6 +81,9 @@ def expected_max_standard_normal(n: ArrayLike) -> np.ndarray:
     from scipy.special import ndtri
 
     n = np.asarray(n, dtype=np.float64)
+    if n.ndim == 1 and n.size > 1000:  # a sweep: few distinct GPU counts, each computed once
+        codes, distinct = pd.factorize(n)
+        return expected_max_standard_normal(distinct)[codes]
     return np.where(n > 1, ndtri((n - 0.375) / (n + 0.25)), 0.0)
 
 
