@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.commands.conftest import three_sources
 from trainscale.cli import main
 
 ROW = {
@@ -134,25 +135,19 @@ def test_held_out_predictions_on_three_sources_leave_each_source_out(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
     published,
-    catalogue,
     shipped_calibration,
+    catalogue,
+    three_sources_held_out,
 ) -> None:
-    """The real refits, on a subset of three small sources (a few seconds each)."""
+    """The real refits, on a subset of three small sources (a few seconds each), computed in the
+    background (conftest.py)."""
     import trainscale.calibrate.fit
     import trainscale.published.accuracy
     import trainscale.published.measurements
-    from trainscale.calibrate.fit import held_out_predictions
     from trainscale.published.holdout import accuracy, holdout_rows
-    from trainscale.published.measurements import PublishedData
 
-    full = published
-    keep = full.throughput["citation"].str.startswith(("torchtitan docs", "PyTorch/IBM", "Shoeybi"))
-    subset = PublishedData(
-        throughput=full.throughput[keep].reset_index(drop=True),
-        collectives=full.collectives,
-        rejects=full.rejects.iloc[0:0],
-    )
-    held = held_out_predictions(subset, catalogue=catalogue)
+    subset = three_sources(published)
+    held = three_sources_held_out
     rows = holdout_rows(held, calibration_id="cal", simulator_version="v")
     assert rows["csv_row"].tolist() == sorted(subset.throughput["csv_row"])
     assert rows["citation"].nunique() == 3

@@ -8,6 +8,11 @@ render with Agg, rcParams changes stay inside each test and every figure is clos
 from __future__ import annotations
 
 import itertools
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 from types import SimpleNamespace
 
 import matplotlib as mpl
@@ -18,6 +23,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
+from tests.conftest import background_result, register_background, run_process, with_source
 from trainscale import predict
 from trainscale.dataset import conform
 from trainscale.paper.values import PAPER_MICRO_BATCH
@@ -61,11 +67,101 @@ def _isolated_matplotlib():
 @pytest.fixture(scope="session")
 def scaleout_sim() -> pd.DataFrame:
     """Llama-2 7B and 70B, FSDP, H100, no and full recompute, 8 to 2,048 GPUs."""
+    return scaleout()
+
+
+def scaleout() -> pd.DataFrame:
+    """The frame of :func:`scaleout_sim`."""
     return simulate(
         model=["llama2-7b", "llama2-70b"],
         recompute=["none", "full"],
         num_gpus=[8, 32, 128, 512, 2048],
     )
+
+
+# A study's scaling figure (reports/studies/<study>/scaling), drawn in a fresh process: the
+# fsdp_scaleout study's layout (a row of five metric panels per recompute mode, the legend row),
+# from the small scale-out. Matplotlib's constrained layout solves with kiwisolver, which orders
+# each constraint's terms by the memory address of its variables, so that where this process's
+# allocator happens to put them decides the last bits of every Axes position. ``shuffle`` hands
+# the layout its variables in a shuffled address order: another process's heap, on demand.
+RENDER_SCALING = textwrap.dedent(
+    """
+    import random
+    import sys
+
+    import kiwisolver
+    import matplotlib
+    import pandas as pd
+
+    matplotlib.use("Agg")
+
+    from trainscale.figures.study_scaling import render_scaling
+    from trainscale.report import apply_style
+    from trainscale.sim.catalogue import load_catalogue
+    from trainscale.study.report import DEFAULT_METRICS, ReportSpec, select_rows
+
+    parquet, stem, shuffle = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    apply_style()
+    catalogue = load_catalogue()
+    spec = ReportSpec(
+        x="num_gpus",
+        series=("model",),
+        facet="recompute",
+        best_of=(),
+        metrics=DEFAULT_METRICS,
+        levels={"model": ("llama2-7b", "llama2-70b"), "recompute": ("none", "full")},
+    )
+    rows = select_rows(pd.read_parquet(parquet), spec)
+    if shuffle:
+        pool = [kiwisolver.Variable() for _ in range(20_000)]
+        random.Random(shuffle).shuffle(pool)
+
+        def variable(name=""):
+            chosen = pool.pop()
+            chosen.setName(name)
+            return chosen
+
+        kiwisolver.Variable = variable
+    render_scaling(
+        stem,
+        rows,
+        spec,
+        note="The study's setup.",
+        hardware=catalogue.hardware,
+        models=catalogue.models,
+        title="Study fsdp_scaleout: scaling",
+    )
+    """
+)
+
+
+def _scaling_renders(folder: Path) -> list[tuple[subprocess.CompletedProcess[str], Path]]:
+    """Background work of :func:`scaling_renders`."""
+    parquet = folder / "sim.parquet"
+    scaleout().to_parquet(parquet)
+    renders = []
+    for name, seed, shuffle in (("a", "0", "0"), ("b", "1", "1")):
+        command = [sys.executable, "-c", RENDER_SCALING, str(parquet), str(folder / name), shuffle]
+        env = with_source({**os.environ, "PYTHONHASHSEED": seed})
+        renders.append(
+            (run_process(command, cwd=folder, env=env, timeout=300, background=True), folder / name)
+        )
+    return renders
+
+
+@pytest.fixture(scope="session")
+def scaling_renders(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> list[tuple[subprocess.CompletedProcess[str], Path]]:
+    """The scale-out's study scaling figure (:func:`scaleout`) rendered in two fresh processes,
+    one after the other, with hash seeds 0 and 1, the second given its layout variables in a
+    shuffled address order (:data:`RENDER_SCALING`): ``[(finished process, stem), …]``, the
+    stem's ``.pdf``, ``.png`` and ``.svg`` written. Started in the background."""
+    return background_result("scaling_renders", tmp_path_factory)
+
+
+register_background("scaling_renders", _scaling_renders)
 
 
 @pytest.fixture(scope="session")

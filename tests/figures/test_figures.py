@@ -6,11 +6,7 @@ from __future__ import annotations
 
 import functools
 import importlib
-import os
 import re
-import subprocess
-import sys
-import textwrap
 
 import matplotlib.pyplot as plt
 import pytest
@@ -209,82 +205,13 @@ def test_figure_files_are_byte_identical_across_renders(name, request, tmp_path,
     assert second.read_bytes() == first[0].read_bytes()
 
 
-# A study's scaling figure (reports/studies/<study>/scaling), drawn in a fresh process: the
-# fsdp_scaleout study's layout (a row of five metric panels per recompute mode, the legend row),
-# from the small scale-out. Matplotlib's constrained layout solves with kiwisolver, which orders
-# each constraint's terms by the memory address of its variables, so that where this process's
-# allocator happens to put them decides the last bits of every Axes position. ``shuffle`` hands
-# the layout its variables in a shuffled address order: another process's heap, on demand.
-_RENDER_SCALING = textwrap.dedent(
-    """
-    import random
-    import sys
-
-    import kiwisolver
-    import matplotlib
-    import pandas as pd
-
-    matplotlib.use("Agg")
-
-    from trainscale.figures.study_scaling import render_scaling
-    from trainscale.report import apply_style
-    from trainscale.sim.catalogue import load_catalogue
-    from trainscale.study.report import DEFAULT_METRICS, ReportSpec, select_rows
-
-    parquet, stem, shuffle = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    apply_style()
-    catalogue = load_catalogue()
-    spec = ReportSpec(
-        x="num_gpus",
-        series=("model",),
-        facet="recompute",
-        best_of=(),
-        metrics=DEFAULT_METRICS,
-        levels={"model": ("llama2-7b", "llama2-70b"), "recompute": ("none", "full")},
-    )
-    rows = select_rows(pd.read_parquet(parquet), spec)
-    if shuffle:
-        pool = [kiwisolver.Variable() for _ in range(20_000)]
-        random.Random(shuffle).shuffle(pool)
-
-        def variable(name=""):
-            chosen = pool.pop()
-            chosen.setName(name)
-            return chosen
-
-        kiwisolver.Variable = variable
-    render_scaling(
-        stem,
-        rows,
-        spec,
-        note="The study's setup.",
-        hardware=catalogue.hardware,
-        models=catalogue.models,
-        title="Study fsdp_scaleout: scaling",
-    )
-    """
-)
-
-
-def test_svg_is_byte_identical_across_processes(scaleout_sim, tmp_path):
+def test_svg_is_byte_identical_across_processes(scaling_renders) -> None:
     """Two fresh processes, different hash seeds and heaps, give the same bytes, SVG included
-    (its clip-path ids hash the clip rectangles' full-precision coordinates)."""
-    parquet = tmp_path / "sim.parquet"
-    scaleout_sim.to_parquet(parquet)
-    runs = [
-        subprocess.Popen(
-            [sys.executable, "-c", _RENDER_SCALING, str(parquet), str(tmp_path / name), shuffle],
-            env={**os.environ, "PYTHONHASHSEED": seed},
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for name, seed, shuffle in (("a", "0", "0"), ("b", "1", "1"))
-    ]
-    for run in runs:
-        _, stderr = run.communicate(timeout=300)
-        assert run.returncode == 0, stderr
+    (its clip-path ids hash the clip rectangles' full-precision coordinates); the renders run
+    in the background (conftest.py, :func:`_scaling_renders`)."""
+    for done, _ in scaling_renders:
+        assert done.returncode == 0, done.stderr
+    (_, a), (_, b) = scaling_renders
     formats = (".pdf", ".png", ".svg")
-    differ = [
-        s for s in formats if (tmp_path / f"a{s}").read_bytes() != (tmp_path / f"b{s}").read_bytes()
-    ]
+    differ = [s for s in formats if a.with_suffix(s).read_bytes() != b.with_suffix(s).read_bytes()]
     assert differ == []
