@@ -509,9 +509,17 @@ _STOPPING = threading.Event()
 
 def register_background(name: str, work: Callable[[Path], Any]) -> None:
     """Make ``work(folder)`` the background work of fixture ``name``, defined in a conftest below
-    this one, which registers it when it is loaded: before the tests are collected."""
-    if _BACKGROUND.setdefault(name, work) is not work:
+    this one, which registers it when it is loaded: before the tests are collected. A conftest
+    loaded twice (tests/tables/conftest.py executes the figures' conftest for its fixtures)
+    registers the same definition again, which keeps the first."""
+    known = _BACKGROUND.setdefault(name, work)
+    if known is not work and _definition(known) != _definition(work):
         raise ValueError(f"fixture {name!r} already has background work")
+
+
+def _definition(function: Callable[..., Any]) -> tuple[str, str]:
+    """Where ``function`` is defined: its source file and qualified name."""
+    return function.__code__.co_filename, function.__qualname__
 
 
 def background_result(name: str, tmp_path_factory: pytest.TempPathFactory) -> Any:
