@@ -203,6 +203,12 @@ def _text_lookup(
     return np.array([mapping.get(v, default) for v in values], dtype=np.int64)[codes]
 
 
+def _per_row(codes: np.ndarray, values: list, test) -> np.ndarray:
+    """``test(value)`` for each row's value, evaluated once per distinct value: ``codes`` and
+    ``values`` as :func:`_coded_text` returns them (bool, shape ``(n,)``)."""
+    return np.array([bool(test(v)) for v in values], dtype=bool)[codes]
+
+
 def _is_positive_int(values: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore"):
         return np.isfinite(values) & (values > 0) & (values == np.floor(values))
@@ -280,7 +286,7 @@ def _resolve_shape(
         typed = not any(isinstance(v, str) for v in values)
         return np.array(values, dtype=None if typed else object)[codes]
 
-    named = by_model({u: u != "" for u in uniques}, False).astype(bool)
+    named = _per_row(codes, uniques, lambda u: u != "")
     known = by_model({k: True for k in models}, False).astype(bool)
     valid_names = ", ".join(sorted(models))
     problems.add_where(
@@ -307,13 +313,13 @@ def _resolve_shape(
     # The MLP: the row's text where given, else the model's; resolved on distinct values only.
     mlp_codes, mlp_values = _coded_text(frame, "mlp", lower=True)
     base_mlp = [models[u].mlp if u in models else "" for u in uniques]
-    given_mlp = np.array([v != "" for v in mlp_values])[mlp_codes]
+    given_mlp = _per_row(mlp_codes, mlp_values, lambda v: v != "")
 
     def mlp_is(allowed: tuple[str, ...]) -> np.ndarray:
         return np.where(
             given_mlp,
-            np.array([v in allowed for v in mlp_values])[mlp_codes],
-            np.array([v in allowed for v in base_mlp])[codes],
+            _per_row(mlp_codes, mlp_values, lambda v: v in allowed),
+            _per_row(codes, base_mlp, lambda v: v in allowed),
         )
 
     bad_mlp = ~mlp_is(("swiglu", "gelu")) & ~(named & ~known)
@@ -346,7 +352,7 @@ def _is_missing_mask(frame: pd.DataFrame, name: str) -> np.ndarray:
     missing = column.isna().to_numpy(dtype=bool, copy=True)
     if column.dtype == object or pd.api.types.is_string_dtype(column):
         codes, values = _coded_text(frame, name)
-        missing |= np.array([v == "" for v in values])[codes]
+        missing |= _per_row(codes, values, lambda v: v == "")
     return missing
 
 
@@ -435,10 +441,9 @@ def _optional_bool(
         return column.to_numpy(dtype=bool), np.ones(len(frame), dtype=bool)
     # Decided on the distinct values: empty, a word of _TRUE or _FALSE, or the number 1 or 0.
     codes, values = _coded_text(frame, name, lower=True)
-    numbers = [_as_number(v) for v in values]
-    missing = np.array([v == "" for v in values])[codes]
-    true = np.array([v in _TRUE or x == 1 for v, x in zip(values, numbers, strict=True)])[codes]
-    false = np.array([v in _FALSE or x == 0 for v, x in zip(values, numbers, strict=True)])[codes]
+    missing = _per_row(codes, values, lambda v: v == "")
+    true = _per_row(codes, values, lambda v: v in _TRUE or _as_number(v) == 1)
+    false = _per_row(codes, values, lambda v: v in _FALSE or _as_number(v) == 0)
     bad = ~missing & ~true & ~false
     problems.add_where(
         bad, name,
@@ -462,7 +467,7 @@ def _optional_choice(
         return np.full(len(frame), -1, dtype=np.int64)
     codes, values = _coded_text(frame, name, lower=True)
     index = np.array([allowed.index(v) if v in allowed else -1 for v in values])[codes]
-    empty = np.array([v == "" for v in values])[codes]
+    empty = _per_row(codes, values, lambda v: v == "")
     problems.add_where(
         ~empty & (index < 0), name,
         lambda r: f"{_raw(frame, name, r)!r} is not allowed; allowed: {', '.join(allowed)} "
@@ -561,7 +566,7 @@ def _gpu_attributes(
     position = {k: i for i, k in enumerate(system_keys)}
     default_index = np.array([position[hardware.system_for(k).key] for k in gpu_keys])[index]
     system_codes, system_names = _coded_text(frame, "system")
-    named = np.array([v != "" for v in system_names])[system_codes]
+    named = _per_row(system_codes, system_names, lambda v: v != "")
     system_index = np.where(
         named,
         np.array([position.get(v, -1) for v in system_names], dtype=np.int64)[system_codes],
