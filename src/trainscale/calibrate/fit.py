@@ -35,6 +35,7 @@ published measurements and the catalogue the fit simulates with are the caller's
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -247,8 +248,29 @@ def _ranges(rows: object) -> str:
     return ", ".join(spans)
 
 
+#: A fitted value is kept to 6 significant digits and to the decimal place at or below this
+#: fraction of its bound range. Below that the digits are the solver's floating-point noise, not a
+#: fit: refits on two CPUs (different BLAS kernels) differ by about 1e-10 in a value, and a
+#: parameter that no row moves (DeepSpeed's FP8 offset: no DeepSpeed FP8 row), held at its prior
+#: only by the prior term, ends at about +-1e-24, sign and digits differing between the two. With
+#: the decimal place a refit reproduces the file byte for byte on another machine too, unless a
+#: value falls within that noise of a rounding boundary.
+VALUE_RESOLUTION = 1e-6
+
+
 def _round(calibration: Calibration) -> Calibration:
-    return Calibration(**{k: float(f"{v:.6g}") for k, v in calibration.as_dict().items()})
+    """``calibration`` with every value rounded, once, to 6 significant digits or to the decimal
+    place at or below :data:`VALUE_RESOLUTION` times its bound range, whichever is coarser (a
+    value closer to 0 than that place is 0)."""
+    ranges = {spec.name: spec.upper - spec.lower for spec in PARAMETERS}
+
+    def rounded(name: str, value: float) -> float:
+        places = -math.floor(math.log10(VALUE_RESOLUTION * ranges.get(name, 1.0)))
+        if value != 0.0:  # one rounding, to whichever place is coarser
+            places = min(places, 5 - math.floor(math.log10(abs(value))))
+        return round(value, places) + 0.0  # + 0.0: no negative zero
+
+    return Calibration(**{k: rounded(k, v) for k, v in calibration.as_dict().items()})
 
 
 def calibrate(
