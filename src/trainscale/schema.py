@@ -41,6 +41,7 @@ __all__ = [
     "COLLECTIVE_ACCURACY_COLUMNS",
     "COLLECTIVE_CURVE_COLUMNS",
     "CONFIGURATION_COLUMNS",
+    "CP_COMM_TYPES",
     "DATASET_COLUMNS",
     "DERIVED_COLUMNS",
     "FIT_COLUMNS",
@@ -93,6 +94,7 @@ FRAMEWORKS = ("megatron", "deepspeed", "pytorch")
 SHARD_GRANULARITIES = ("layer", "tensor")
 FP8_RECIPES = ("delayed", "current", "tensorwise", "rowwise")
 ATTENTION_KERNELS = ("flash2", "fused", "triton")
+CP_COMM_TYPES = ("p2p", "all_gather")
 SOURCES = ("sim", "measured", "published")
 
 
@@ -294,6 +296,26 @@ CONFIGURATION_COLUMNS: tuple[Column, ...] = (
         "FP8 scaling: delayed (Transformer Engine DelayedScaling), current (TE current scaling), "
         "tensorwise or rowwise (torchao float8); default: the framework profile's",
         choices=FP8_RECIPES,
+        default="",
+    ),
+    _c(
+        "repeat_kv",
+        "bool",
+        "1",
+        "the model repeats K/V to the query heads before the attention kernel (torchtitan's "
+        "Llama: repeat_kv), so context parallelism moves heads / kv_heads times the K/V bytes; "
+        "default: the framework profile's",
+        default=None,
+    ),
+    _c(
+        "cp_comm_type",
+        "string",
+        "1",
+        "context-parallel K/V exchange: p2p (a ring of sends, each hidden behind one chunk's "
+        "attention; Transformer Engine cp_comm_type p2p) or all_gather (one AllGather hidden "
+        "behind the local chunk only; PyTorch's allgather rotate method, Llama 3); default: the "
+        "framework profile's",
+        choices=CP_COMM_TYPES,
         default="",
     ),
 )

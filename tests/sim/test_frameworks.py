@@ -44,7 +44,7 @@ def test_every_profile_behaviour_has_a_source() -> None:
     for profile in profiles.values():
         for behaviour in ("overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap",
                           "fused_kernels", "shard_granularity", "fp8_recipe",
-                          "ddp_bucket_params"):  # fmt: skip
+                          "repeat_kv", "cp_comm_type", "ddp_bucket_params"):  # fmt: skip
             assert len(profile.sources[behaviour]) > 20, (profile.key, behaviour)
 
 
@@ -163,6 +163,57 @@ def test_fused_kernels_cut_the_memory_bound_time_of_a_llama_block_only() -> None
     assert bool(megatron.fused_kernels) and not bool(pytorch.fused_kernels)
 
 
+def _long_context(**overrides: object) -> dict:
+    """Llama 3 8B (32 heads, 8 KV heads) at 131,072 tokens on 32 GPUs: cp 4 across 4 nodes
+    (tp 8 fills each node), full recomputation."""
+    return _row(**{"model": "llama3-8b", "seq_len": 131072, "global_batch": 1, "num_gpus": 32,
+                   "tp": 8, "cp": 4, "recompute": "full", **overrides})  # fmt: skip
+
+
+def test_all_gather_context_parallelism_exposes_what_the_local_chunk_cannot_hide() -> None:
+    """PyTorch's allgather rotation waits for the whole K/V after the local chunk's attention; a
+    ring hides each send behind one chunk's attention. The same bytes, so the gather exposes
+    more; both are busy for the same volume order."""
+    ring, gather = _predict(
+        _long_context(cp_comm_type="p2p", repeat_kv=True),
+        _long_context(cp_comm_type="all_gather", repeat_kv=True),
+    ).itertuples()
+    assert (ring.cp_comm_type, gather.cp_comm_type) == ("p2p", "all_gather")
+    assert gather.exposed_comm_s > ring.exposed_comm_s
+    assert gather.step_time_s > ring.step_time_s
+
+
+def test_repeat_kv_multiplies_the_context_parallel_bytes_by_heads_over_kv_heads() -> None:
+    """torchtitan repeats K/V before SDPA: its context parallelism moves 32 heads of K/V where a
+    GQA kernel's moves 8 (tp 8: 4 against 1 per rank), so every exchange carries 4x the bytes
+    (the gather, which the local chunk cannot hide, then lengthens the step)."""
+    gqa, repeated = _predict(
+        _long_context(cp_comm_type="all_gather", repeat_kv=False),
+        _long_context(cp_comm_type="all_gather", repeat_kv=True),
+    ).itertuples()
+    assert repeated.p2p_s > 3.0 * gqa.p2p_s
+    assert repeated.step_time_s > gqa.step_time_s
+
+
+def test_recomputation_repeats_the_context_parallel_exchange() -> None:
+    """Full recomputation reruns the forward attention, and with it the K/V exchange."""
+    none, full = _predict(
+        _long_context(recompute="none", cp_comm_type="all_gather"),
+        _long_context(recompute="full", cp_comm_type="all_gather"),
+    ).itertuples()
+    assert full.p2p_s > 1.2 * none.p2p_s
+
+
+def test_context_parallel_profiles_follow_their_frameworks() -> None:
+    """Transformer Engine's p2p ring with GQA K/V for Megatron; PyTorch's allgather rotation of
+    torchtitan's repeated K/V for pytorch."""
+    megatron, pytorch = _predict(
+        _long_context(framework="megatron"), _long_context(framework="pytorch")
+    ).itertuples()
+    assert (megatron.cp_comm_type, bool(megatron.repeat_kv)) == ("p2p", False)
+    assert (pytorch.cp_comm_type, bool(pytorch.repeat_kv)) == ("all_gather", True)
+
+
 def test_an_override_beats_its_profile() -> None:
     out = _predict(
         _row(framework="deepspeed"),
@@ -171,6 +222,12 @@ def test_an_override_beats_its_profile() -> None:
     )
     assert list(out["shard_granularity"]) == ["tensor", "layer", "layer"]
     np.testing.assert_allclose(out["allgather_s"].iloc[1], out["allgather_s"].iloc[2], rtol=1e-9)
+    cp = _predict(
+        _long_context(framework="pytorch", cp_comm_type="p2p", repeat_kv=False),
+        _long_context(framework="megatron"),
+    )
+    assert list(cp["cp_comm_type"]) == ["p2p", "p2p"]
+    np.testing.assert_allclose(cp["p2p_s"].iloc[0], cp["p2p_s"].iloc[1], rtol=1e-9)
 
 
 def test_framework_offsets_move_only_their_framework() -> None:
@@ -198,6 +255,8 @@ def test_unknown_framework_is_a_named_error() -> None:
         ({"tp_comm_overlap": True}, "tp_comm_overlap", "needs tp > 1"),
         ({"overlap_grad_reduce": "sometimes"}, "overlap_grad_reduce", "allowed: true, false"),
         ({"fp8_recipe": "mxfp8", "precision": "fp8"}, "fp8_recipe", "allowed: delayed"),
+        ({"cp_comm_type": "ring"}, "cp_comm_type", "allowed: p2p, all_gather"),
+        ({"repeat_kv": "yes please"}, "repeat_kv", "allowed: true, false"),
     ],
 )  # fmt: skip
 def test_contradictory_or_invalid_overrides_are_named_errors(

@@ -96,6 +96,8 @@ BEHAVIOUR_OVERRIDES: dict[str, tuple[object, ...]] = {
     "shard_granularity": ("layer", "tensor"),
     "attention_kernel": ("flash2", "fused", "triton"),
     "fp8_recipe": ("delayed", "current", "tensorwise", "rowwise"),
+    "repeat_kv": (True, False),
+    "cp_comm_type": ("p2p", "all_gather"),
 }
 
 _LLM_FOUNDRY_ATTENTION = (
@@ -134,6 +136,13 @@ _TORCHTITAN_2412 = (
     "= fp8_recipe tensorwise; AsyncTP = --experimental.enable_async_tensor_parallel, stated per "
     "row (Table 4 compares 2D with and without it; Tables 5-6 use it); torch.compile "
     "(--training.compile, each TransformerBlock compiled) stated per row = fused_kernels"
+)
+
+_LLAMA3_CONTEXT_PARALLEL = (
+    "Llama 3 Herd of Models (arXiv 2407.21783) section 3.3.2: context parallelism is "
+    "'all-gather based': K and V are all-gathered and attention is computed for the local Q "
+    "chunk, and with GQA 'the K and V tensors are much smaller than Q' (gathered as kv_heads "
+    "heads, not repeated) = cp_comm_type all_gather, repeat_kv false"
 )
 
 _GPU_PATTERNS: tuple[tuple[str, str], ...] = (
@@ -599,6 +608,9 @@ def _behaviour_overrides(row: _Row, source: str) -> tuple[dict[str, object], lis
         out["overlap_param_gather"] = True
     if "tp-comm-overlap" in row.text("framework"):
         out["tp_comm_overlap"] = True
+    if "Llama 3 Herd" in source and (_int(row.r.get("cp")) or 1) > 1:
+        out.update(cp_comm_type="all_gather", repeat_kv=False)
+        cited.append(_LLAMA3_CONTEXT_PARALLEL)
     if "llm-foundry" in source:
         out["attention_kernel"] = "triton"
         cited.append(_LLM_FOUNDRY_ATTENTION)

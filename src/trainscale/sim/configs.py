@@ -21,7 +21,8 @@ Rules (each message names the factors involved):
 - ``system`` (optional) is a catalogue system holding the row's GPU;
 - ``framework`` is a profile of ``data/frameworks.yaml``; its behaviours come from the profile
   unless an override column (``overlap_grad_reduce``, ``overlap_param_gather``,
-  ``tp_comm_overlap``, ``shard_granularity``, ``attention_kernel``, ``fp8_recipe``) sets them;
+  ``tp_comm_overlap``, ``fused_kernels``, ``repeat_kv``, ``shard_granularity``,
+  ``attention_kernel``, ``fp8_recipe``, ``cp_comm_type``) sets them;
   an override that contradicts the plan (a granularity for unsharded parameters, an FP8 recipe in
   bf16, a parameter gather under DDP, TP overlap without TP) is an error.
 """
@@ -38,6 +39,7 @@ import pandas as pd
 from trainscale.errors import ConfigurationError
 from trainscale.schema import (
     ATTENTION_KERNELS,
+    CP_COMM_TYPES,
     FP8_RECIPES,
     FRAMEWORKS,
     MODEL_SHAPE_COLUMNS,
@@ -124,6 +126,13 @@ class Configs:
     """Sharded all-gathers are issued per parameter tensor (DeepSpeed ZeRO-3), not per layer."""
     fp8_recipe: np.ndarray
     """Index into :data:`~trainscale.schema.FP8_RECIPES`."""
+    repeat_kv: np.ndarray
+    """K/V repeated to the query heads before the attention kernel (context parallelism moves
+    ``heads`` heads of K/V, not ``kv_heads``)."""
+    cp_comm_type: np.ndarray
+    """Index into :data:`~trainscale.schema.CP_COMM_TYPES`."""
+    cp_all_gather: np.ndarray
+    """Context parallelism all-gathers K/V (``cp_comm_type`` all_gather), else a ring of sends."""
     fp8_cast_bytes: np.ndarray
     """HBM bytes per FP8 GEMM input element spent on quantisation (the FP8 recipe)."""
     ddp_bucket_params: np.ndarray
@@ -516,6 +525,10 @@ def _framework_behaviours(
     cast = np.array([fp8_cast_bytes_per_element(r) for r in FP8_RECIPES])
     out["fp8_cast_bytes"] = cast[recipe]
     out["fp8_recipe"] = recipe
+    comm = _optional_choice(frame, "cp_comm_type", CP_COMM_TYPES, problems)
+    profile_comm = np.array([CP_COMM_TYPES.index(p.cp_comm_type) for p in ordered])[framework]
+    out["cp_comm_type"] = np.where(comm >= 0, comm, profile_comm)
+    out["cp_all_gather"] = out["cp_comm_type"] == CP_COMM_TYPES.index("all_gather")
     dp = np.maximum(data_parallel_degree(v["num_gpus"], v["tp"], v["pp"], v["cp"]), 1)
     bucket_min = np.array([p.ddp_bucket_params for p in ordered])[framework]
     bucket_per_dp = np.array([p.ddp_bucket_params_per_dp_rank for p in ordered])[framework]
@@ -788,7 +801,7 @@ def build_configs(
 _FIELD_NAMES = tuple(f.name for f in fields(Configs))
 _FRAMEWORK_FIELDS = (
     "framework", *BOOLEAN_BEHAVIOURS, "attention_kernel", "fused_attention", "per_tensor_gather",
-    "fp8_recipe",
+    "fp8_recipe", "cp_comm_type", "cp_all_gather",
     "fp8_cast_bytes",
     "ddp_bucket_params", "host_overhead_s",
 )  # fmt: skip

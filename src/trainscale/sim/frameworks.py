@@ -24,6 +24,7 @@ from trainscale.io.yaml import load_yaml, require_keys
 from trainscale.paths import data_dir, schema_file
 from trainscale.schema import (
     ATTENTION_KERNELS,
+    CP_COMM_TYPES,
     FP8_RECIPES,
     FRAMEWORKS,
     SHARD_GRANULARITIES,
@@ -47,9 +48,15 @@ DEFAULT_FRAMEWORK = "pytorch"
 """A configuration without a ``framework`` runs PyTorch (DDP/FSDP): the stack of the paper that
 trainscale reproduces (Fernandez et al. trained with PyTorch FSDP) and of most published runs."""
 BOOLEAN_BEHAVIOURS = (
-    "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap", "fused_kernels",
+    "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap", "fused_kernels", "repeat_kv",
 )  # fmt: skip
-OVERRIDE_COLUMNS = (*BOOLEAN_BEHAVIOURS, "shard_granularity", "attention_kernel", "fp8_recipe")
+OVERRIDE_COLUMNS = (
+    *BOOLEAN_BEHAVIOURS,
+    "shard_granularity",
+    "attention_kernel",
+    "fp8_recipe",
+    "cp_comm_type",
+)
 """Configuration columns that override one behaviour of the row's profile (empty: the profile's)."""
 
 # Bytes moved per element of an FP8 GEMM input by its quantisation: delayed scaling casts with the
@@ -59,7 +66,7 @@ OVERRIDE_COLUMNS = (*BOOLEAN_BEHAVIOURS, "shard_granularity", "attention_kernel"
 _CAST_BYTES = {"delayed": 3.0, "current": 5.0, "tensorwise": 5.0, "rowwise": 5.0}
 _PROFILE_KEYS = (
     "description", "aliases", *BOOLEAN_BEHAVIOURS, "shard_granularity", "attention_kernel",
-    "fp8_recipe",
+    "fp8_recipe", "cp_comm_type",
     "ddp_bucket_params", "ddp_bucket_params_per_dp_rank", "host_overhead_per_layer_s", "sources",
 )  # fmt: skip
 
@@ -71,7 +78,8 @@ TRITON_ATTENTION_RELATIVE_SPEED = 1.0 / (1.3 * 2.5) ** 0.5
 
 #: Behaviours whose source ``data/frameworks.yaml`` must give.
 _DOCUMENTED = (
-    *BOOLEAN_BEHAVIOURS, "shard_granularity", "attention_kernel", "fp8_recipe", "ddp_bucket_params",
+    *BOOLEAN_BEHAVIOURS, "shard_granularity", "attention_kernel", "fp8_recipe", "cp_comm_type",
+    "ddp_bucket_params",
 )  # fmt: skip
 
 
@@ -102,6 +110,11 @@ class FrameworkProfile:
     """One of :data:`~trainscale.schema.ATTENTION_KERNELS`."""
     fp8_recipe: str
     """One of :data:`FP8_RECIPES`."""
+    repeat_kv: dict[str, bool]
+    """K/V repeated to the query heads before the attention kernel (what context parallelism
+    then moves), else the kernel takes the ``kv_heads`` heads as they are (GQA)."""
+    cp_comm_type: str
+    """One of :data:`~trainscale.schema.CP_COMM_TYPES`: how context parallelism exchanges K/V."""
     ddp_bucket_params: float
     """Smallest gradient bucket, parameters."""
     ddp_bucket_params_per_dp_rank: float
@@ -165,6 +178,7 @@ def _parse(path: Path, key: str, entry: dict) -> FrameworkProfile:
             path, f"{where}.attention_kernel", entry["attention_kernel"], ATTENTION_KERNELS
         ),
         fp8_recipe=_choice(path, f"{where}.fp8_recipe", entry["fp8_recipe"], FP8_RECIPES),
+        cp_comm_type=_choice(path, f"{where}.cp_comm_type", entry["cp_comm_type"], CP_COMM_TYPES),
         ddp_bucket_params=_number(path, f"{where}.ddp_bucket_params", entry["ddp_bucket_params"]),
         ddp_bucket_params_per_dp_rank=_number(
             path, f"{where}.ddp_bucket_params_per_dp_rank", entry["ddp_bucket_params_per_dp_rank"]

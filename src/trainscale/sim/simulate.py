@@ -23,6 +23,7 @@ import pyarrow as pa
 from trainscale.schema import (
     ATTENTION_KERNELS,
     CONFIGURATION_COLUMNS,
+    CP_COMM_TYPES,
     FP8_RECIPES,
     FRAMEWORKS,
     PRECISIONS,
@@ -159,6 +160,8 @@ def _resolved_configuration(c: Configs) -> dict[str, np.ndarray | pd.Series]:
         "shard_granularity": _strings(c.per_tensor_gather.astype(np.int32), ("layer", "tensor")),
         "attention_kernel": _strings(c.attention_kernel, ATTENTION_KERNELS),
         "fp8_recipe": _strings(np.where(c.fp8, c.fp8_recipe, len(FP8_RECIPES)), [*FP8_RECIPES, ""]),
+        "repeat_kv": c.repeat_kv,
+        "cp_comm_type": _strings(c.cp_comm_type, CP_COMM_TYPES),
     }
 
 
@@ -167,7 +170,8 @@ def _resolved_configuration(c: Configs) -> dict[str, np.ndarray | pd.Series]:
 #: the effective power limit (empty: the GPU's TDP).
 _EFFECTIVE = (
     "system", "framework", "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap",
-    "fused_kernels", "shard_granularity", "attention_kernel", "fp8_recipe", "power_limit_w",
+    "fused_kernels", "shard_granularity", "attention_kernel", "fp8_recipe", "repeat_kv",
+    "cp_comm_type", "power_limit_w",
 )  # fmt: skip
 
 

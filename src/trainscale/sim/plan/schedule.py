@@ -219,20 +219,56 @@ def _tensor_parallel(c: Configs, w: BlockWork, place: Layout, net: Network) -> d
 def _context_parallel(
     c: Configs, w: BlockWork, place: Layout, net: Network, attn_fwd: ArrayLike
 ) -> dict:
-    """Ring attention: (cp−1) K/V transfers per block forward, twice the volume backward."""
-    kv_local = np.maximum(c.kv_heads // c.tp, 1) * (c.hidden // c.heads)
-    chunk = 2.0 * 2.0 * w.tokens * kv_local  # K and V of the local tokens, bf16
-    steps = (c.cp - 1).astype(np.float64)
+    """Context-parallel K/V exchange of one block pass (forward; backward, recomputation
+    included), busy and exposed.
+
+    The attention of the local queries runs chunk by chunk over the ``cp`` K/V chunks, the local
+    chunk first. The K/V moved are the tensors the attention kernel takes: ``kv_heads`` heads, or
+    ``heads`` where the model repeats K/V to the query heads before the kernel (``repeat_kv``).
+
+    - ``cp_comm_type`` ``p2p`` (ring; Transformer Engine's ``p2p``): ``cp − 1`` sends of one chunk
+      forward, each hidden behind one chunk's attention; backward K/V and their gradients, twice
+      the volume.
+    - ``all_gather`` (PyTorch's ``allgather`` rotate method, Llama 3's CP): one AllGather of all
+      ``cp`` chunks, started before the local chunk's attention and waited for after it, so only
+      that chunk's attention hides it; backward gathers K/V again the same way and passes the
+      K/V gradients around the ring in fp32 (twice a bf16 chunk per step), each step hidden
+      behind one chunk's backward attention, the last one exposed.
+
+    Full and selective recomputation rerun the forward attention, and with it its exchange.
+    """
+    kv_local = np.where(c.repeat_kv, c.heads // c.tp, np.maximum(c.kv_heads // c.tp, 1))
+    chunk = 2.0 * 2.0 * w.tokens * kv_local * (c.hidden // c.heads)  # K and V, local tokens, bf16
+    on = c.cp > 1
+    cp = np.maximum(c.cp, 1).astype(np.float64)
+    steps = cp - 1.0
     same_node = place.cp_per_node >= c.cp
     one = p2p_time(chunk, same_node, net)
-    busy_fwd = np.where(c.cp > 1, steps * one, 0.0)
-    busy_bwd = np.where(c.cp > 1, 2.0 * steps * one, 0.0)
-    hidden_fwd = attn_fwd * steps / np.maximum(c.cp, 1)
+    local_fwd = attn_fwd / cp  # the attention of one chunk
+    local_bwd = _ATTENTION_BACKWARD_RATIO * local_fwd
+    # ring
+    ring_fwd, ring_bwd = steps * one, 2.0 * steps * one
+    ring_exposed_fwd = np.maximum(ring_fwd - steps * local_fwd, 0.0)
+    ring_exposed_bwd = np.maximum(ring_bwd - steps * local_bwd, 0.0)
+    # all-gather
+    gather = _only_where(on & c.cp_all_gather, allgather_time, cp * chunk, c.cp, place.cp_per_node,
+                         net)  # fmt: skip
+    grads = steps * p2p_time(2.0 * chunk, same_node, net)
+    ag_exposed_fwd = np.maximum(gather - local_fwd, 0.0)
+    ag_exposed_bwd = np.maximum(gather - local_bwd, 0.0) + np.maximum(
+        grads - steps * local_bwd, grads / np.maximum(steps, 1.0)
+    )
+    ag = c.cp_all_gather
+    busy_fwd = np.where(on, np.where(ag, gather, ring_fwd), 0.0)
+    busy_bwd = np.where(on, np.where(ag, gather + grads, ring_bwd), 0.0)
+    exposed_fwd = np.where(on, np.where(ag, ag_exposed_fwd, ring_exposed_fwd), 0.0)
+    exposed_bwd = np.where(on, np.where(ag, ag_exposed_bwd, ring_exposed_bwd), 0.0)
+    recomputed = c.recompute != Recompute.NONE
     return {
         "busy_fwd": busy_fwd,
-        "busy_bwd": busy_bwd,
-        "exposed_fwd": np.maximum(busy_fwd - hidden_fwd, 0.0),
-        "exposed_bwd": np.maximum(busy_bwd - _ATTENTION_BACKWARD_RATIO * hidden_fwd, 0.0),
+        "busy_bwd": busy_bwd + np.where(recomputed, busy_fwd, 0.0),
+        "exposed_fwd": exposed_fwd,
+        "exposed_bwd": exposed_bwd + np.where(recomputed, exposed_fwd, 0.0),
     }
 
 
