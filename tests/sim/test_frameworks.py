@@ -57,9 +57,10 @@ def test_default_framework_is_pytorch_and_is_written_out() -> None:
 
 
 def test_zero3_per_tensor_all_gathers_are_latency_bound_at_1024_ranks() -> None:
-    """DeepSpeed ZeRO-3 gathers each of a Llama block's 9 tensors separately: at 1,024 ranks the
-    ring's latency, paid 9 times, dominates the bytes, so the gather time is several times that
-    of one flat per-layer gather of the same bytes."""
+    """DeepSpeed ZeRO-3 gathers each of a Llama block's 7 weight matrices separately (its two
+    RMSNorm weights stay whole, below the persistence threshold): at 1,024 ranks the ring's
+    latency, paid 7 times, dominates the bytes, so the gather time is several times that of one
+    flat per-layer gather of the same bytes."""
     fsdp, zero3 = _predict(
         _row(num_gpus=1024, global_batch=1024, framework="pytorch"),
         _row(num_gpus=1024, global_batch=1024, framework="deepspeed"),
@@ -75,10 +76,55 @@ def test_zero3_per_tensor_all_gathers_are_latency_bound_at_1024_ranks() -> None:
     net = _network(configs, CAL, CATALOGUE.nccl)
     layer_bytes = 2 * 202e6  # one Llama-2 7B block in bf16
     whole = allgather_time(layer_bytes, 1024, 8, net)
-    per_tensor = allgather_time(layer_bytes / 9, 1024, 8, net)
-    bandwidth_only = layer_bytes / 9 / (8 * net.nic_bytes_per_s)
+    per_tensor = allgather_time(layer_bytes / 7, 1024, 8, net)
+    bandwidth_only = layer_bytes / 7 / (8 * net.nic_bytes_per_s)
     assert per_tensor > 5 * bandwidth_only
-    assert 9 * per_tensor > 3 * whole
+    assert 7 * per_tensor > 3 * whole
+
+
+def _gpt_175b(**overrides: object) -> dict:
+    """GPT-3 175B as Narayanan et al. ran it under ZeRO-3 (tp 1, 384 GPUs, micro-batch 4)."""
+    shape = {"model": "", "layers": 96, "hidden": 12288, "heads": 96, "kv_heads": 96,
+             "ffn": 49152, "vocab": 51200, "mlp": "gelu"}  # fmt: skip
+    return _row(**{**shape, "seq_len": 2048, "global_batch": 1536, "micro_batch": 4,
+                   "gpu": "a100-sxm-80gb", "num_gpus": 384, "framework": "deepspeed",
+                   **overrides})  # fmt: skip
+
+
+def _tensor_gathers(*rows: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    from trainscale.sim.model.work import block_work
+    from trainscale.sim.plan.schedule import _per_tensor_gathers
+
+    configs, _, _ = build_configs(
+        pd.DataFrame(list(rows)), hardware=CATALOGUE.hardware, models=CATALOGUE.models,
+        frameworks=CATALOGUE.frameworks,
+    )  # fmt: skip
+    return _per_tensor_gathers(block_work(configs), np.ones(len(rows), dtype=bool))
+
+
+def test_zero3_keeps_tensors_below_its_persistence_threshold_whole() -> None:
+    """stage3_param_persistence_threshold (1e5 elements): a GPT block's biases and LayerNorms
+    are never gathered, its 4 weight matrices are; a Llama block's 7 matrices, not its norms."""
+    tensors, _, _ = _tensor_gathers(_gpt_175b(), _row(model="llama2-7b"))
+    assert list(tensors) == [4.0, 7.0]
+
+
+def test_zero3_regathers_under_full_recomputation_beyond_its_reuse_distance() -> None:
+    """stage3_max_reuse_distance (1e9 elements): in GPT-3 175B the QKV, projection and MLP-in
+    weights are reused after more than 1e9 elements (the later submodules twice), so full
+    recomputation gathers them a third time; the MLP-out weight, reused at once, is kept, and a
+    Llama-2 7B block (202M elements) keeps everything."""
+    _, regathered, share = _tensor_gathers(_gpt_175b(), _row(model="llama2-7b"))
+    assert list(regathered) == [3.0, 0.0]
+    np.testing.assert_allclose(share, [8.0 / 12.0, 0.0], rtol=1e-6)
+    # Selective recomputation reruns attention only, which holds no parameters: no third gather.
+    full, selective, small_full, small_selective = _predict(
+        _gpt_175b(recompute="full"), _gpt_175b(recompute="selective"),
+        _row(model="llama2-7b", framework="deepspeed", recompute="full"),
+        _row(model="llama2-7b", framework="deepspeed", recompute="selective"),
+    ).itertuples()  # fmt: skip
+    assert full.allgather_s > 1.25 * selective.allgather_s
+    assert small_full.allgather_s == pytest.approx(small_selective.allgather_s, rel=1e-12)
 
 
 def test_gradient_all_reduce_without_overlap_adds_its_time_to_the_step() -> None:

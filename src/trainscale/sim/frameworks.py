@@ -39,6 +39,8 @@ __all__ = [
     "OVERRIDE_COLUMNS",
     "SHARD_GRANULARITIES",
     "TRITON_ATTENTION_RELATIVE_SPEED",
+    "ZERO3_MAX_REUSE_DISTANCE",
+    "ZERO3_PERSISTENCE_THRESHOLD",
     "FrameworkProfile",
     "fp8_cast_bytes_per_element",
     "load_frameworks",
@@ -75,6 +77,20 @@ _PROFILE_KEYS = (
 #: "FlashAttention-2 is ... 1.3-2.5x faster than FlashAttention in Triton" (Dao 2023,
 #: arXiv 2307.08691, section 4.1, forward and backward on A100); the geometric mean of the range.
 TRITON_ATTENTION_RELATIVE_SPEED = 1.0 / (1.3 * 2.5) ** 0.5
+
+#: DeepSpeed ZeRO-3, which gathers tensor by tensor (``shard_granularity: tensor``), does not
+#: partition a parameter smaller than this many elements: it stays whole on every rank and is never
+#: gathered ("stage3_param_persistence_threshold: Do not partition parameters smaller than this
+#: threshold", default 1e5, https://www.deepspeed.ai/docs/config-json/; the same default,
+#: ``param_persistence_threshold=100000``, in deepspeed/runtime/zero/stage3.py at v0.3.14).
+ZERO3_PERSISTENCE_THRESHOLD = 1e5
+#: ZeRO-3 releases a gathered parameter after its submodule runs unless the submodule runs again
+#: within this many parameter elements ("stage3_max_reuse_distance: Do not release a parameter
+#: if it will be reused within this threshold of parameters", default 1e9, same page; stage3.py
+#: ``_keep_for_later`` at v0.3.14). With full recomputation a block's forward runs again right
+#: before its backward, so a tensor is gathered a third time when the submodules between its
+#: recomputed forward and its backward (those after it, twice) hold this many elements or more.
+ZERO3_MAX_REUSE_DISTANCE = 1e9
 
 #: Behaviours whose source ``data/frameworks.yaml`` must give.
 _DOCUMENTED = (

@@ -50,11 +50,6 @@ _FUSED_BLOCK_ELEMENTS = {
 #: scores written (2), read and softmax written (4), dropout read, mask and output (5), read by
 #: the AV product (2) — Korthikanti et al.'s 5·a·s² activation bytes plus their reads.
 _SCORE_BYTES = 13.0
-#: Parameter tensors per block. Llama: q, k, v, o, gate, up, down and two RMSNorm weights (9);
-#: GPT/MPT (Megatron and DeepSpeed GPT layout): fused QKV weight and bias, projection weight and
-#: bias, two MLP weights and biases, two LayerNorm weights and biases (12).
-_LLAMA_TENSORS = 9.0
-_GPT_TENSORS = 12.0
 #: Bytes per logit element over the LM head's cross-entropy, forward and backward: bf16 logits
 #: written and read, upcast to fp32 for the softmax, gradient written (2 + 2 + 4 + 4).
 _LOGIT_BYTES = 12.0
@@ -85,9 +80,34 @@ class BlockWork:
     """bf16 bytes of one block's weights on this GPU (after tensor parallelism)."""
     embedding_param_bytes: np.ndarray
     """bf16 bytes of the embedding and LM head weights on this GPU."""
-    tensors_per_layer: np.ndarray
-    """Parameter tensors of one block: a framework that all-gathers tensor by tensor (DeepSpeed
-    ZeRO-3) issues this many collectives per block and pass."""
+    shape: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+    """``(swiglu, hidden, hidden / tp, K/V width on this GPU, ffn / tp)`` of every configuration,
+    what :meth:`block_tensors` sizes the block's parameter tensors from."""
+
+    def block_tensors(self, rows: np.ndarray) -> np.ndarray:
+        """Elements on one GPU of each parameter tensor of one block, submodule by submodule in
+        forward order, for the configurations ``rows`` (indices): shape ``(len(rows), 9, 2)``, 0
+        where a slot is unused. Llama: attention RMSNorm, q, k, v, o, MLP RMSNorm, gate (w1), up
+        (w3), down (w2), one weight each; GPT/MPT (Megatron and DeepSpeed GPT layout): LayerNorm,
+        fused QKV, projection, LayerNorm, MLP in, MLP out, each a weight and a bias. What a
+        framework that gathers tensor by tensor (DeepSpeed ZeRO-3) gathers and regathers depends
+        on them (:mod:`trainscale.sim.plan.schedule`); built only for the rows that need them."""
+        swiglu, h, h_local, kv_local, ffn = (a[rows] for a in self.shape)
+        zero = np.zeros_like(h)
+        qkv = h_local + 2.0 * kv_local
+        llama = [  # (weight, bias) per submodule
+            (h, zero), (h * h_local, zero), (h * kv_local, zero), (h * kv_local, zero),
+            (h_local * h, zero), (h, zero), (h * ffn, zero), (h * ffn, zero), (ffn * h, zero),
+        ]  # fmt: skip
+        gpt = [
+            (h, h), (h * qkv, qkv), (h_local * h, h), (h, h), (h * ffn, ffn), (ffn * h, h),
+            (zero, zero), (zero, zero), (zero, zero),
+        ]  # fmt: skip
+        return np.where(
+            swiglu[:, None, None],
+            np.stack([np.stack(pair, axis=-1) for pair in llama], axis=1),
+            np.stack([np.stack(pair, axis=-1) for pair in gpt], axis=1),
+        )
 
 
 def block_work(c: Configs) -> BlockWork:
@@ -156,5 +176,5 @@ def block_work(c: Configs) -> BlockWork:
         head_elementwise_bytes=head_elementwise_bytes,
         layer_param_bytes=2.0 * layer_params / tp,
         embedding_param_bytes=2.0 * embedding_params / tp,
-        tensors_per_layer=np.where(c.swiglu, _LLAMA_TENSORS, _GPT_TENSORS),
+        shape=(np.asarray(c.swiglu), h, h / tp, kv_local.astype(np.float64), ffn_local),
     )

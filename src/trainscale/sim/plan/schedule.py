@@ -55,6 +55,7 @@ from numpy.typing import ArrayLike
 from trainscale.schema import Recompute, Sharding
 from trainscale.sim.calibration import Calibration
 from trainscale.sim.configs import Configs
+from trainscale.sim.frameworks import ZERO3_MAX_REUSE_DISTANCE, ZERO3_PERSISTENCE_THRESHOLD
 from trainscale.sim.model.work import BlockWork
 from trainscale.sim.plan.layout import Layout
 from trainscale.sim.system.collectives import (
@@ -309,6 +310,35 @@ def _bucketed(
     return busy, np.where(size > 0, exposed, 0.0)
 
 
+def _per_tensor_gathers(
+    w: BlockWork, per_tensor: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What a framework that gathers tensor by tensor (DeepSpeed ZeRO-3) gathers per block:
+    ``(tensors, regathered, regathered_share)``.
+
+    ``tensors``: the block's parameter tensors of at least
+    :data:`~trainscale.sim.frameworks.ZERO3_PERSISTENCE_THRESHOLD` elements (smaller ones stay
+    whole on every rank). ``regathered``: those gathered a third time under full recomputation,
+    whose submodule's reuse distance (the elements of the submodules after it in the block, once
+    in the recomputed forward and once in backward) reaches
+    :data:`~trainscale.sim.frameworks.ZERO3_MAX_REUSE_DISTANCE`; ``regathered_share``: their
+    share of the gathered elements. Computed on the rows of ``per_tensor`` (a mask); 0 elsewhere.
+    """
+    out = np.zeros((3, len(per_tensor)))
+    rows = np.flatnonzero(per_tensor)
+    if rows.size:
+        numel = w.block_tensors(rows)
+        gathered = numel >= ZERO3_PERSISTENCE_THRESHOLD
+        per_submodule = numel.sum(axis=2)
+        after = per_submodule[:, ::-1].cumsum(axis=1)[:, ::-1] - per_submodule
+        released = gathered & (2.0 * after >= ZERO3_MAX_REUSE_DISTANCE)[:, :, None]
+        total = np.maximum((numel * gathered).sum(axis=(1, 2)), 1.0)
+        out[0, rows] = gathered.sum(axis=(1, 2))
+        out[1, rows] = released.sum(axis=(1, 2))
+        out[2, rows] = (numel * released).sum(axis=(1, 2)) / total
+    return out[0], out[1], out[2]
+
+
 def _tensor_parallel_exposed(
     c: Configs, busy: np.ndarray, gemm: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -344,9 +374,10 @@ def step_times(
 
     # --- Data-parallel collectives of one block (per micro-batch for FSDP/HSDP/ZeRO-2). A
     # framework that gathers tensor by tensor (DeepSpeed ZeRO-3) issues one all-gather per
-    # parameter tensor of the block, each paying the full ring latency.
+    # partitioned parameter tensor of the block, each paying the full ring latency.
     n, g = place.shard_size, place.shard_per_node
-    calls = np.where(c.per_tensor_gather, w.tensors_per_layer, 1.0)
+    tensors, regathered, regathered_share = _per_tensor_gathers(w, c.per_tensor_gather)
+    calls = np.where(c.per_tensor_gather, tensors, 1.0)
     gathers = (
         (sharding == Sharding.FSDP) | (sharding == Sharding.HSDP) | (sharding == Sharding.ZERO2)
     )
@@ -359,6 +390,13 @@ def step_times(
     sharded = (sharding == Sharding.FSDP) | (sharding == Sharding.HSDP)
     gather_fwd = np.where(sharded | (sharding == Sharding.ZERO2), ag, 0.0)
     gather_bwd = np.where(sharded, ag, 0.0)
+    # ZeRO-3 under full recomputation: the recomputed forward gathers again what was released.
+    again = sharded & c.per_tensor_gather & (c.recompute == Recompute.FULL) & (regathered > 0)
+    regather = np.where(again, regathered, 1.0) * _only_where(
+        again, allgather_time,
+        regathered_share * w.layer_param_bytes / np.maximum(regathered, 1.0), n, g, net,
+    )  # fmt: skip
+    gather_bwd = gather_bwd + regather
     reduce_bwd = np.where(sharded | (sharding == Sharding.ZERO2), rs, 0.0) + ar_replicas
     embed_calls = np.where(c.per_tensor_gather, 2.0, 1.0)
     embed_gather = embed_calls * _only_where(
