@@ -131,8 +131,6 @@ class Configs:
     ``heads`` heads of K/V, not ``kv_heads``)."""
     cp_comm_type: np.ndarray
     """Index into :data:`~trainscale.schema.CP_COMM_TYPES`."""
-    cp_all_gather: np.ndarray
-    """Context parallelism all-gathers K/V (``cp_comm_type`` all_gather), else a ring of sends."""
     fp8_cast_bytes: np.ndarray
     """HBM bytes per FP8 GEMM input element spent on quantisation (the FP8 recipe)."""
     ddp_bucket_params: np.ndarray
@@ -528,7 +526,6 @@ def _framework_behaviours(
     comm = _optional_choice(frame, "cp_comm_type", CP_COMM_TYPES, problems)
     profile_comm = np.array([CP_COMM_TYPES.index(p.cp_comm_type) for p in ordered])[framework]
     out["cp_comm_type"] = np.where(comm >= 0, comm, profile_comm)
-    out["cp_all_gather"] = out["cp_comm_type"] == CP_COMM_TYPES.index("all_gather")
     dp = np.maximum(data_parallel_degree(v["num_gpus"], v["tp"], v["pp"], v["cp"]), 1)
     bucket_min = np.array([p.ddp_bucket_params for p in ordered])[framework]
     bucket_per_dp = np.array([p.ddp_bucket_params_per_dp_rank for p in ordered])[framework]
@@ -801,7 +798,7 @@ def build_configs(
 _FIELD_NAMES = tuple(f.name for f in fields(Configs))
 _FRAMEWORK_FIELDS = (
     "framework", *BOOLEAN_BEHAVIOURS, "attention_kernel", "fused_attention", "per_tensor_gather",
-    "fp8_recipe", "cp_comm_type", "cp_all_gather",
+    "fp8_recipe", "cp_comm_type",
     "fp8_cast_bytes",
     "ddp_bucket_params", "host_overhead_s",
 )  # fmt: skip

@@ -52,7 +52,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from trainscale.schema import Recompute, Sharding
+from trainscale.schema import CP_COMM_TYPES, Recompute, Sharding
 from trainscale.sim.calibration import Calibration
 from trainscale.sim.configs import Configs
 from trainscale.sim.frameworks import ZERO3_MAX_REUSE_DISTANCE, ZERO3_PERSISTENCE_THRESHOLD
@@ -238,8 +238,9 @@ def _context_parallel(
 
     Full and selective recomputation rerun the forward attention, and with it its exchange.
     """
-    kv_local = np.where(c.repeat_kv, c.heads // c.tp, np.maximum(c.kv_heads // c.tp, 1))
-    chunk = 2.0 * 2.0 * w.tokens * kv_local * (c.hidden // c.heads)  # K and V, local tokens, bf16
+    _, _, q_width, kv_width, _ = w.shape  # per GPU: all query heads, the K/V heads
+    chunk = 2.0 * 2.0 * w.tokens * np.where(c.repeat_kv, q_width, kv_width)  # K and V, bf16
+    all_gather = c.cp_comm_type == CP_COMM_TYPES.index("all_gather")
     on = c.cp > 1
     cp = np.maximum(c.cp, 1).astype(np.float64)
     steps = cp - 1.0
@@ -252,14 +253,14 @@ def _context_parallel(
     ring_exposed_fwd = np.maximum(ring_fwd - steps * local_fwd, 0.0)
     ring_exposed_bwd = np.maximum(ring_bwd - steps * local_bwd, 0.0)
     # all-gather
-    gather = _only_where(on & c.cp_all_gather, allgather_time, cp * chunk, c.cp, place.cp_per_node,
+    gather = _only_where(on & all_gather, allgather_time, cp * chunk, c.cp, place.cp_per_node,
                          net)  # fmt: skip
     grads = steps * p2p_time(2.0 * chunk, same_node, net)
     ag_exposed_fwd = np.maximum(gather - local_fwd, 0.0)
     ag_exposed_bwd = np.maximum(gather - local_bwd, 0.0) + np.maximum(
         grads - steps * local_bwd, grads / np.maximum(steps, 1.0)
     )
-    ag = c.cp_all_gather
+    ag = all_gather
     busy_fwd = np.where(on, np.where(ag, gather, ring_fwd), 0.0)
     busy_bwd = np.where(on, np.where(ag, gather + grads, ring_bwd), 0.0)
     exposed_fwd = np.where(on, np.where(ag, ag_exposed_fwd, ring_exposed_fwd), 0.0)
