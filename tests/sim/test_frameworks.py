@@ -146,6 +146,23 @@ def test_deepspeed_ddp_reduces_after_backward_megatron_and_pytorch_overlap() -> 
     assert by.loc["deepspeed", "exposed_comm_s"] > 2 * by.loc["pytorch", "exposed_comm_s"]
 
 
+def test_zero2_under_pipelining_gathers_and_reduces_once_per_step() -> None:
+    """PyTorch pipelining defers FSDP2's gradient sync and resharding to the last micro-batch:
+    doubling the micro-batches leaves the data-parallel traffic unchanged under PP, doubles it
+    without, and the one reduce-scatter after the last backward is exposed whole."""
+    base = _row(sharding="zero2", model="llama2-7b", num_gpus=64, micro_batch=1)
+    piped = _predict(
+        {**base, "pp": 4, "global_batch": 64}, {**base, "pp": 4, "global_batch": 128}
+    )  # fmt: skip
+    flat = _predict({**base, "global_batch": 64}, {**base, "global_batch": 128})
+    assert list(piped["grad_accum"]) == [4, 8] and list(flat["grad_accum"]) == [1, 2]
+    for column in ("allgather_s", "reducescatter_s"):
+        assert piped[column].iloc[1] == pytest.approx(piped[column].iloc[0], rel=1e-12)
+        assert flat[column].iloc[1] == pytest.approx(2 * flat[column].iloc[0], rel=1e-9)
+    one = piped.iloc[0]
+    assert one.exposed_comm_s - one.straggler_s > one.reducescatter_s
+
+
 def test_param_gather_prefetch_hides_fsdp_gathers() -> None:
     prefetched, serial = _predict(
         _row(overlap_param_gather=True), _row(overlap_param_gather=False)

@@ -61,7 +61,9 @@ ASSUMPTIONS: dict[str, str] = {
     "tensor-core peak is taken as the SXM die's (the source does not know the exact value); "
     "sequence length 8192 (torchtitan's llama3 default) where not printed; with pipeline "
     "parallelism the local batch is split into micro-batches of 1; interleaved 1F1B with 2 "
-    "stages per rank",
+    "stages per rank; with pipeline parallelism FSDP2 keeps parameters unsharded after forward = "
+    "zero2 (pytorch/torchtitan@9dec370 torchtitan/parallelisms/parallelize_llama.py apply_fsdp: "
+    "'For PP, do not reshard after forward to avoid per-microbatch all-gathers')",
     "torchtitan docs": "'selective layer' and 'selective op' activation checkpointing = selective",
     "PyTorch/IBM blog: Maximizing": "inter-node bandwidth per node divided by 8 GPUs; 'selective "
     "every n blocks' = selective",
@@ -755,6 +757,8 @@ def _throughput_row(row: _Row, parsed: ParsedValue) -> dict:
         if pp > 1:
             local = micro or 1
             micro = 1
+            if sharding == "fsdp":
+                sharding = "zero2"  # reshard_after_forward=False under PP (ASSUMPTIONS)
             global_batch = local * dp
             vpp = 2 if "Interleaved" in notes else 1
         global_batch = global_batch or (micro or 1) * dp

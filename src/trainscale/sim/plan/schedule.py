@@ -13,6 +13,15 @@ communication stream can hide:
   Parameters are resharded after forward, so they are re-gathered for backward and, under
   gradient accumulation, for every micro-batch. **HSDP** does the same inside a node and adds an
   AllReduce of each shard's gradient across replicas. **ZeRO-2** gathers in forward only.
+- **ZeRO-2 under pipelining** is how torchtitan runs FSDP2 with PP (``reshard_after_forward=False``
+  "to avoid per-microbatch all-gathers", ``torchtitan/parallelisms/parallelize_llama.py``), and
+  PyTorch's pipeline stages defer FSDP's gradient sync and resharding to the last micro-batch
+  (``torch/distributed/pipelining/stage.py``: ``set_requires_gradient_sync(False)`` and
+  ``set_reshard_after_backward(False)`` on every backward, then ``_post_backward``): the
+  parameters are gathered once per step, prefetched under the first micro-batch's forward, and the
+  gradients reduce-scattered once, after the last backward, exposed whatever
+  ``overlap_grad_reduce`` says. (DeepSpeed's pipeline engine
+  accepts ZeRO stages 0 and 1 only; Megatron's distributed optimizer is ZeRO-1.)
 - **DDP** and **ZeRO-1** reduce gradients once per step in buckets while the last micro-batch's
   backward runs; only what the backward cannot cover, and at least the last bucket, is exposed.
   ZeRO-1 gathers the updated parameters in buckets under the next forward (Megatron's
@@ -389,6 +398,12 @@ def step_times(
         w.layer_param_bytes / np.maximum(n, 1), place.replicas, 1, net,
     )  # fmt: skip
     sharded = (sharding == Sharding.FSDP) | (sharding == Sharding.HSDP)
+    # ZeRO-2 under pipelining (module docstring): gathered once per step, reduced once per step.
+    deferred = (sharding == Sharding.ZERO2) & (c.pp > 1)
+    step_gather = np.where(deferred, ag, 0.0)
+    step_reduce = np.where(deferred, rs, 0.0)
+    ag = np.where(deferred, 0.0, ag)
+    rs = np.where(deferred, 0.0, rs)
     gather_fwd = np.where(sharded | (sharding == Sharding.ZERO2), ag, 0.0)
     gather_bwd = np.where(sharded, ag, 0.0)
     # ZeRO-3 under full recomputation: the recomputed forward gathers again what was released.
@@ -403,6 +418,8 @@ def step_times(
     embed_gather = embed_calls * _only_where(
         gathers, allgather_time, w.embedding_param_bytes / embed_calls, n, g, net
     )
+    step_embed_gather = np.where(deferred, embed_gather, 0.0)
+    embed_gather = np.where(deferred, 0.0, embed_gather)
     # What the communication stream hides (prefetched gathers, overlapped reductions) and what
     # runs on the critical path instead (gathers issued when the layer is reached, reductions
     # after the backward pass).
@@ -487,8 +504,17 @@ def step_times(
         np.where(zero1, grad_bytes, 0.0), bucket,
         lambda s: _only_where(zero1, allgather_time, s, d, dg, net), fwd_window,
     )  # fmt: skip
-    step_sync_exposed = ddp_ar_exposed + z1_rs_exposed + z1_ag_exposed
-    step_sync_slow = slow * (
+    # Deferred ZeRO-2 (above): the first micro-batch's forward prefetches the gathers one block
+    # ahead; the reduce-scatters all run after the last backward, exposed.
+    deferred_gather_exposed = np.where(
+        prefetch,
+        step_gather + (layers - 1) * np.maximum(step_gather - f_crit, 0.0),
+        layers * step_gather,
+    )
+    deferred_exposed = step_embed_gather + deferred_gather_exposed + layers * step_reduce
+    deferred_slow = slow * layers * np.where(prefetch, np.minimum(step_gather, f_comp), 0.0)
+    step_sync_exposed = ddp_ar_exposed + z1_rs_exposed + z1_ag_exposed + deferred_exposed
+    step_sync_slow = deferred_slow + slow * (
         np.minimum(ddp_ar_busy + z1_rs_busy, bwd_window) + np.minimum(z1_ag_busy, fwd_window)
     )
 
@@ -522,9 +548,12 @@ def step_times(
     allgather = (
         m * (layers * (gather_fwd + gather_bwd) + embed_gather)
         + blocks * (tp["ag_fwd"] + tp["ag_bwd"])
-        + z1_ag_busy
-    )
-    reducescatter = blocks * (reduce_bwd - ar_replicas + tp["rs_fwd"] + tp["rs_bwd"]) + z1_rs_busy
+        + z1_ag_busy + layers * step_gather + step_embed_gather
+    )  # fmt: skip
+    reducescatter = (
+        blocks * (reduce_bwd - ar_replicas + tp["rs_fwd"] + tp["rs_bwd"]) + z1_rs_busy
+        + layers * step_reduce
+    )  # fmt: skip
     allreduce = blocks * (ar_replicas + tp["ar_fwd"] + tp["ar_bwd"]) + ddp_ar_busy
     p2p = m * p2p_mb + blocks * (cp["busy_fwd"] + cp["busy_bwd"])
     return {
