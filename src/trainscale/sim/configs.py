@@ -555,6 +555,17 @@ def _framework_behaviours(
         & given["tp_comm_overlap"] & out["tp_comm_overlap"] & (v["tp"] == 1), "tp_comm_overlap",
         lambda r: "tp_comm_overlap needs tp > 1",
     )  # fmt: skip
+    # DeepSpeed's PipelineEngine asserts "ZeRO-2 and ZeRO-3 are incompatible with pipeline
+    # parallelism" (deepspeed/runtime/pipe/engine.py, v0.9.5).
+    deepspeed = framework == FRAMEWORKS.index("deepspeed")
+    problems.add_where(
+        problems.ok_for("framework", "sharding", "pp")
+        & deepspeed & np.isin(sharding, (Sharding.ZERO2, Sharding.FSDP, Sharding.HSDP))
+        & (v["pp"] > 1), "sharding",
+        lambda r: f"DeepSpeed runs ZeRO-2 and ZeRO-3 without pipeline parallelism (its pipeline "
+        f"engine refuses them); sharding is {SHARDINGS[sharding[r]]} with pp {v['pp'][r]}: use "
+        "zero1 or ddp, or pp 1",
+    )  # fmt: skip
     return out
 
 
