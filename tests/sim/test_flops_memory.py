@@ -65,6 +65,19 @@ def test_zero3_shard_memory_by_hand() -> None:
     assert result["mem_gib_per_gpu"] * 2**30 == pytest.approx(expected, rel=0.005)
 
 
+def test_zero2_under_pipelining_holds_unsharded_gradients_as_zero1_does() -> None:
+    # Without PP, ZeRO-2 shards the bf16 gradients: (2 + 14/d) bytes per parameter against
+    # ZeRO-1's (4 + 12/d). Under PP the gradient sync waits for the last micro-batch, so both
+    # hold 4 + 12/d.
+    rows = [_row(sharding=s, pp=pp, num_gpus=64, global_batch=64, recompute="full")
+            for pp in (1, 2) for s in ("zero1", "zero2")]  # fmt: skip
+    mem = predict(pd.DataFrame(rows))["mem_gib_per_gpu"].to_numpy() * 2**30
+    block = 2 * 4096 * 4096 + 2 * 4096 * 4096 + 3 * 4096 * 11008
+    flat_params = 32 * block + 2 * 32000 * 4096
+    assert mem[0] - mem[1] == pytest.approx((2 - 2 / 64) * flat_params, rel=1e-6)
+    assert mem[2] == pytest.approx(mem[3], rel=1e-12)
+
+
 def test_one_f_one_b_bubble_fraction() -> None:
     # 1F1B: bubble / step = (p - 1) / (m + p - 1) for DDP (no per-micro-batch data-parallel
     # traffic) on one node so that every micro-batch slot takes the same time; without

@@ -5,7 +5,9 @@
   holds after tensor and pipeline parallelism, Ψ': ``ddp`` 16Ψ', ``zero1`` (4 + 12/d)Ψ',
   ``zero2`` (2 + 14/d)Ψ', ``fsdp`` 16Ψ'/d, ``hsdp`` 16Ψ'/g with d the sharding group and g its
   ranks on one node. FSDP and HSDP add two gathered blocks of bf16 weights and gradients
-  (the one computing and the one prefetched).
+  (the one computing and the one prefetched). ZeRO-2 under pipelining keeps its gradients
+  unsharded until the last micro-batch (PyTorch's pipeline stages defer FSDP's gradient sync:
+  :mod:`trainscale.sim.plan.schedule`), so it holds (4 + 12/d)Ψ', as ZeRO-1 does.
 - **Activations** per block per token, in bf16, counted for FlashAttention (no s² softmax is
   stored): layer-norm inputs and outputs (4h), Q (h), K and V (2·kv_dim), attention output (h),
   MLP intermediates (3·ffn SwiGLU, 2·ffn GELU). Without sequence parallelism the 4h of the norms
@@ -54,7 +56,11 @@ def memory_bytes_per_gpu(
     d = place.shard_size.astype(np.float64)
     states = np.select(
         [c.sharding == Sharding.DDP, c.sharding == Sharding.ZERO1, c.sharding == Sharding.ZERO2],
-        [16.0 * params, (4.0 + 12.0 / d) * params, (2.0 + 14.0 / d) * params],
+        [
+            16.0 * params,
+            (4.0 + 12.0 / d) * params,
+            np.where(c.pp > 1, 4.0 + 12.0 / d, 2.0 + 14.0 / d) * params,
+        ],
         default=16.0 * params / d,
     )
     gathered = np.where(
