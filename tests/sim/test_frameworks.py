@@ -191,6 +191,16 @@ def test_tp_comm_overlap_hides_tensor_parallel_collectives() -> None:
     assert plain.exposed_comm_s - overlapped.exposed_comm_s < tp_busy
 
 
+def test_fp8_sequence_parallel_gathers_move_one_byte_per_element() -> None:
+    """Transformer Engine and torchao's Float8 TP all-gather the FP8 cast; the reduce-scatters
+    of GEMM outputs stay bf16."""
+    base = _row(model="llama2-70b", sharding="ddp", num_gpus=8, tp=8, global_batch=8,
+                gpu="h100-sxm-80gb")  # fmt: skip
+    bf16, fp8 = _predict({**base, "precision": "bf16"}, {**base, "precision": "fp8"}).itertuples()
+    assert fp8.reducescatter_s == pytest.approx(bf16.reducescatter_s, rel=1e-12)
+    assert 0.45 * bf16.allgather_s < fp8.allgather_s < 0.75 * bf16.allgather_s
+
+
 def test_fp8_current_scaling_costs_more_casts_than_delayed() -> None:
     base = _row(precision="fp8", num_gpus=8, global_batch=8)
     delayed, current = _predict(

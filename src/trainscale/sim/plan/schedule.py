@@ -205,13 +205,22 @@ def _block_compute(
 
 
 def _tensor_parallel(c: Configs, w: BlockWork, place: Layout, net: Network) -> dict:
-    """Per block per micro-batch TP collective times (forward, backward) by kind."""
+    """Per block per micro-batch TP collective times (forward, backward) by kind.
+
+    Under FP8 the sequence-parallel AllGathers move the FP8 cast of their tensor, 1 byte per
+    element: Transformer Engine gathers the FP8 output of the norm (forward) and of the output
+    gradient (backward), and torchao's ``Float8ColwiseParallel`` / ``Float8RowwiseParallel``
+    (torchtitan's TP under Float8) cast before the all-gather ("all-gather in float8"). The
+    ReduceScatters sum GEMM outputs in bf16, 2 bytes.
+    """
     size = 2.0 * w.tokens * c.hidden
     on = c.tp > 1
     sp = c.sequence_parallel & on
     group = (size, c.tp, place.tp_per_node, net)
-    ag = _only_where(sp, allgather_time, *group)
-    rs = ag  # a ring ReduceScatter of the same buffer costs the AllGather's (reducescatter_time)
+    gathered = np.where(c.fp8, 0.5, 1.0) * size
+    ag = _only_where(sp, allgather_time, gathered, c.tp, place.tp_per_node, net)
+    # A ring ReduceScatter of a buffer costs the AllGather of the same buffer (reducescatter_time).
+    rs = _only_where(sp, allgather_time, *group)
     ar = _only_where(on & ~sp, allreduce_time, *group)
     passes_bwd = np.where(
         c.recompute == Recompute.FULL, 2.0, 1.0
