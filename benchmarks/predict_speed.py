@@ -41,13 +41,18 @@ def configurations(rows: int, seed: int = 0) -> pd.DataFrame:
     accum = rng.choice([1, 2, 4, 8], size=rows)
     sharding = np.array(columns[5])
     overlap = rng.choice(np.array([True, False, None], dtype=object), size=rows, p=[0.1, 0.1, 0.8])
+    framework = rng.choice(["megatron", "deepspeed", "pytorch"], size=rows)
+    # DeepSpeed's pipeline engine refuses ZeRO-2/3: those plans run on the pytorch profile.
+    refused = (framework == "deepspeed") & (np.array(columns[4]) > 1)
+    refused &= np.isin(sharding, ["zero2", "fsdp", "hsdp"])
+    framework[refused] = "pytorch"
     return pd.DataFrame(
         {
             "model": columns[0], "gpu": columns[1], "num_gpus": columns[2], "tp": columns[3],
             "pp": columns[4], "sharding": sharding, "recompute": columns[6],
             "seq_len": rng.choice([2048, 4096, 8192], size=rows), "micro_batch": micro,
             "global_batch": dp * micro * accum, "precision": "bf16",
-            "framework": rng.choice(["megatron", "deepspeed", "pytorch"], size=rows),
+            "framework": framework,
             "overlap_grad_reduce": overlap,
         }
     )  # fmt: skip
