@@ -65,7 +65,7 @@ def test_zero3_shard_memory_by_hand() -> None:
     assert result["mem_gib_per_gpu"] * 2**30 == pytest.approx(expected, rel=0.005)
 
 
-def test_zero2_under_pipelining_holds_unsharded_gradients_as_zero1_does() -> None:
+def test_sharded_data_parallelism_under_pipelining_holds_unsharded_state_as_zero1_does() -> None:
     # Without PP, ZeRO-2 shards the bf16 gradients: (2 + 14/d) bytes per parameter against
     # ZeRO-1's (4 + 12/d). Under PP the gradient sync waits for the last micro-batch, so both
     # hold 4 + 12/d.
@@ -76,6 +76,10 @@ def test_zero2_under_pipelining_holds_unsharded_gradients_as_zero1_does() -> Non
     flat_params = 32 * block + 2 * 32000 * 4096
     assert mem[0] - mem[1] == pytest.approx((2 - 2 / 64) * flat_params, rel=1e-6)
     assert mem[2] == pytest.approx(mem[3], rel=1e-12)
+    # FSDP under PyTorch's pipelining keeps the stage unsharded after each backward, too.
+    fsdp = predict(pd.DataFrame([_row(sharding="fsdp", pp=2, num_gpus=64, global_batch=64,
+                                      recompute="full")]))["mem_gib_per_gpu"].iloc[0]  # fmt: skip
+    assert fsdp * 2**30 == pytest.approx(mem[2], rel=1e-12)
 
 
 def test_one_f_one_b_bubble_fraction() -> None:

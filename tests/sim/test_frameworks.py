@@ -163,6 +163,26 @@ def test_zero2_under_pipelining_gathers_and_reduces_once_per_step() -> None:
     assert one.exposed_comm_s - one.straggler_s > one.reducescatter_s
 
 
+def test_fsdp_under_pytorch_pipelining_gathers_every_backward_and_the_warm_up_forwards() -> None:
+    """Resharded after forward, FSDP gathers in every backward, but a forward that follows a
+    backward finds the parameters unsharded: m + min(pp, m) gathers of the stage per step under
+    PyTorch's pipelining, against 2m for a stack that syncs every micro-batch (megatron here)."""
+    base = _row(sharding="fsdp", model="llama2-7b", num_gpus=64, micro_batch=1, pp=4)
+    out = _predict(*(
+        {**base, "framework": f, "global_batch": b}
+        for f in ("pytorch", "megatron") for b in (64, 128)
+    ))  # fmt: skip
+    assert list(out["grad_accum"]) == [4, 8, 4, 8]
+    torch_4, torch_8, megatron_4, megatron_8 = out["allgather_s"]
+    # m = pp = 4: every forward is a warm-up forward, so both gather 2m times; at m = 8 PyTorch
+    # adds 4 backward gathers of the blocks (no forward ones), megatron 4 of each.
+    assert torch_4 == pytest.approx(megatron_4, rel=1e-12)
+    assert megatron_8 == pytest.approx(2 * megatron_4, rel=1e-9)
+    assert 0 < torch_8 - torch_4 < 0.5 * (megatron_8 - megatron_4)
+    rs = out["reducescatter_s"].to_numpy()
+    assert rs[1] == pytest.approx(rs[0], rel=1e-12) and rs[3] == pytest.approx(2 * rs[2], rel=1e-9)
+
+
 def test_param_gather_prefetch_hides_fsdp_gathers() -> None:
     prefetched, serial = _predict(
         _row(overlap_param_gather=True), _row(overlap_param_gather=False)

@@ -13,15 +13,20 @@ communication stream can hide:
   Parameters are resharded after forward, so they are re-gathered for backward and, under
   gradient accumulation, for every micro-batch. **HSDP** does the same inside a node and adds an
   AllReduce of each shard's gradient across replicas. **ZeRO-2** gathers in forward only.
-- **ZeRO-2 under pipelining** is how torchtitan runs FSDP2 with PP (``reshard_after_forward=False``
-  "to avoid per-microbatch all-gathers", ``torchtitan/parallelisms/parallelize_llama.py``), and
-  PyTorch's pipeline stages defer FSDP's gradient sync and resharding to the last micro-batch
+- **Sharded data parallelism under PyTorch's pipelining** (framework ``pytorch``, ``pp`` > 1):
+  the pipeline stages defer FSDP's gradient sync and resharding to the last micro-batch
   (``torch/distributed/pipelining/stage.py``: ``set_requires_gradient_sync(False)`` and
-  ``set_reshard_after_backward(False)`` on every backward, then ``_post_backward``): the
-  parameters are gathered once per step, prefetched under the first micro-batch's forward, and the
-  gradients reduce-scattered once, after the last backward, exposed whatever
-  ``overlap_grad_reduce`` says. (DeepSpeed's pipeline engine
-  accepts ZeRO stages 0 and 1 only; Megatron's distributed optimizer is ZeRO-1.)
+  ``set_reshard_after_backward(False)`` on every backward, then ``_post_backward``), so the
+  gradients are reduce-scattered (and, for HSDP, all-reduced across replicas) once per step, after
+  the last backward, exposed whatever ``overlap_grad_reduce`` says. **ZeRO-2** is how torchtitan
+  runs FSDP2 with PP (``reshard_after_forward=False`` "to avoid per-microbatch all-gathers",
+  ``torchtitan/parallelisms/parallelize_llama.py``): its parameters are gathered once per step,
+  prefetched under the first micro-batch's forward. **FSDP/HSDP** reshards after each forward,
+  so every backward gathers again, while a forward that follows a backward finds the parameters
+  still unsharded: only the forwards that follow a forward gather, ``min(pp, m)`` of the ``m``
+  micro-batches on the first stage under 1F1B (its warm-up; taken for interleaving too).
+  DeepSpeed's pipeline engine refuses ZeRO-2/3 (a configuration error); the other profiles'
+  sharded data parallelism under PP keeps the per-micro-batch schedule above.
 - **DDP** and **ZeRO-1** reduce gradients once per step in buckets while the last micro-batch's
   backward runs; only what the backward cannot cover, and at least the last bucket, is exposed.
   ZeRO-1 gathers the updated parameters in buckets under the next forward (Megatron's
@@ -61,7 +66,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from trainscale.schema import CP_COMM_TYPES, Recompute, Sharding
+from trainscale.schema import CP_COMM_TYPES, FRAMEWORKS, Recompute, Sharding
 from trainscale.sim.calibration import Calibration
 from trainscale.sim.configs import Configs
 from trainscale.sim.frameworks import ZERO3_MAX_REUSE_DISTANCE, ZERO3_PERSISTENCE_THRESHOLD
@@ -407,13 +412,20 @@ def step_times(
         w.layer_param_bytes / np.maximum(n, 1), place.replicas, 1, net,
     )  # fmt: skip
     sharded = (sharding == Sharding.FSDP) | (sharding == Sharding.HSDP)
-    # ZeRO-2 under pipelining (module docstring): gathered once per step, reduced once per step.
-    deferred = (sharding == Sharding.ZERO2) & (c.pp > 1)
+    # PyTorch's pipeline stages (module docstring): the gradients are reduced once per step, after
+    # the last backward; ZeRO-2 is gathered once per step; FSDP/HSDP, resharded after forward, is
+    # gathered by every backward but only by the forwards that follow a forward.
+    pipelined = gathers & (c.pp > 1) & (c.framework == FRAMEWORKS.index("pytorch"))
+    deferred = pipelined & (sharding == Sharding.ZERO2)
+    m_safe = np.maximum(m, 1.0)
+    fwd_share = np.where(pipelined & sharded, np.minimum(c.pp, m_safe) / m_safe, 1.0)
     step_gather = np.where(deferred, ag, 0.0)
-    step_reduce = np.where(deferred, rs, 0.0)
+    step_rs = np.where(pipelined, rs, 0.0)
+    step_ar = np.where(pipelined, ar_replicas, 0.0)
     ag = np.where(deferred, 0.0, ag)
-    rs = np.where(deferred, 0.0, rs)
-    gather_fwd = np.where(sharded | (sharding == Sharding.ZERO2), ag, 0.0)
+    rs = np.where(pipelined, 0.0, rs)
+    ar_replicas = np.where(pipelined, 0.0, ar_replicas)
+    gather_fwd = fwd_share * np.where(sharded | (sharding == Sharding.ZERO2), ag, 0.0)
     gather_bwd = np.where(sharded, ag, 0.0)
     # ZeRO-3 under full recomputation: the recomputed forward gathers again what was released.
     again = sharded & c.per_tensor_gather & (c.recompute == Recompute.FULL) & (regathered > 0)
@@ -428,7 +440,7 @@ def step_times(
         gathers, allgather_time, w.embedding_param_bytes / embed_calls, n, g, net
     )
     step_embed_gather = np.where(deferred, embed_gather, 0.0)
-    embed_gather = np.where(deferred, 0.0, embed_gather)
+    embed_gather = fwd_share * np.where(deferred, 0.0, embed_gather)
     # What the communication stream hides (prefetched gathers, overlapped reductions) and what
     # runs on the critical path instead (gathers issued when the layer is reached, reductions
     # after the backward pass).
@@ -520,7 +532,7 @@ def step_times(
         step_gather + (layers - 1) * np.maximum(step_gather - f_crit, 0.0),
         layers * step_gather,
     )
-    deferred_exposed = step_embed_gather + deferred_gather_exposed + layers * step_reduce
+    deferred_exposed = step_embed_gather + deferred_gather_exposed + layers * (step_rs + step_ar)
     deferred_slow = slow * layers * np.where(prefetch, np.minimum(step_gather, f_comp), 0.0)
     step_sync_exposed = ddp_ar_exposed + z1_rs_exposed + z1_ag_exposed + deferred_exposed
     step_sync_slow = deferred_slow + slow * (
@@ -561,9 +573,11 @@ def step_times(
     )  # fmt: skip
     reducescatter = (
         blocks * (reduce_bwd - ar_replicas + tp["rs_fwd"] + tp["rs_bwd"]) + z1_rs_busy
-        + layers * step_reduce
+        + layers * step_rs
     )  # fmt: skip
-    allreduce = blocks * (ar_replicas + tp["ar_fwd"] + tp["ar_bwd"]) + ddp_ar_busy
+    allreduce = (
+        blocks * (ar_replicas + tp["ar_fwd"] + tp["ar_bwd"]) + ddp_ar_busy + layers * step_ar
+    )
     p2p = m * p2p_mb + blocks * (cp["busy_fwd"] + cp["busy_bwd"])
     return {
         "step_time_s": step,
