@@ -244,6 +244,21 @@ def test_old_stacks_and_compiled_runs_carry_their_documented_behaviours() -> Non
                         "fused_kernels"].notna().any()  # fmt: skip
 
 
+def test_torchtitan_pipeline_rows_run_as_torchtitan_defaults_them() -> None:
+    """torchtitan@9dec370 splits the local batch into as many micro-batches as pipeline stages
+    (--experimental.pipeline_parallel_microbatches default) and keeps FSDP2 unsharded after forward
+    under PP: Table 5's local batch 32 on 8 stages is 8 micro-batches of 4, Table 6's 8 of 1."""
+    rows = load_published().throughput
+    titan = rows[rows["citation"].str.startswith("torchtitan benchmarks") & (rows["pp"] > 1)]
+    assert len(titan) == 6
+    assert (titan["sharding"] == "zero2").all()
+    table5 = titan["table_or_figure"].str.startswith("Table 5")
+    assert (titan.loc[table5, "micro_batch"] == 4).all()
+    assert (titan.loc[table5, "global_batch"] == 256).all()
+    assert (titan.loc[~table5, "micro_batch"] == 1).all()
+    assert titan["assumptions"].str.contains("pipeline_parallel_microbatches").all()
+
+
 def test_the_hardware_a_source_states_is_the_hardware_predicted() -> None:
     """torchtitan's benchmark page states "H100 96GB HBM2e" and "the default 500W power limit":
     those rows run on that part at that limit; no other row has a limit or that GPU."""

@@ -60,9 +60,12 @@ ASSUMPTIONS: dict[str, str] = {
     "grand-teton-h100-96gb system) at its stated 500 W power limit (power_limit_w 500); its "
     "tensor-core peak is taken as the SXM die's (the source does not know the exact value); "
     "sequence length 8192 (torchtitan's llama3 default) where not printed; with pipeline "
-    "parallelism the local batch is split into micro-batches of 1; interleaved 1F1B with 2 "
-    "stages per rank; with pipeline parallelism FSDP2 keeps parameters unsharded after forward = "
-    "zero2 (pytorch/torchtitan@9dec370 torchtitan/parallelisms/parallelize_llama.py apply_fsdp: "
+    "parallelism the local batch is split into as many micro-batches as pipeline stages "
+    "(pytorch/torchtitan@9dec370 --experimental.pipeline_parallel_microbatches: 'The default "
+    "value will be the number of pipeline stages'; neither the benchmark page nor "
+    "train_configs/llama3_405b.toml sets it); interleaved 1F1B with 2 stages per rank; with "
+    "pipeline parallelism FSDP2 keeps parameters unsharded after forward = zero2 "
+    "(pytorch/torchtitan@9dec370 torchtitan/parallelisms/parallelize_llama.py apply_fsdp: "
     "'For PP, do not reshard after forward to avoid per-microbatch all-gathers')",
     "torchtitan docs": "'selective layer' and 'selective op' activation checkpointing = selective",
     "PyTorch/IBM blog: Maximizing": "inter-node bandwidth per node divided by 8 GPUs; 'selective "
@@ -755,8 +758,12 @@ def _throughput_row(row: _Row, parsed: ParsedValue) -> dict:
         global_batch = dp * int(per_dp.group(1)) if per_dp else global_batch
     if "torchtitan benchmarks" in source:
         if pp > 1:
+            # torchtitan@9dec370 splits the local batch into as many micro-batches as pipeline
+            # stages unless --experimental.pipeline_parallel_microbatches is set (ASSUMPTIONS).
             local = micro or 1
-            micro = 1
+            if local % pp:
+                raise _Rejected(f"local batch {local} does not split into {pp} micro-batches")
+            micro = local // pp
             if sharding == "fsdp":
                 sharding = "zero2"  # reshard_after_forward=False under PP (ASSUMPTIONS)
             global_batch = local * dp
