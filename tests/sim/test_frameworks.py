@@ -44,7 +44,8 @@ def test_every_profile_behaviour_has_a_source() -> None:
     for profile in profiles.values():
         for behaviour in ("overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap",
                           "fused_kernels", "shard_granularity", "fp8_recipe",
-                          "repeat_kv", "cp_comm_type", "ddp_bucket_params"):  # fmt: skip
+                          "repeat_kv", "cp_comm_type", "pipeline_defers_grad_sync",
+                          "ddp_bucket_params"):  # fmt: skip
             assert len(profile.sources[behaviour]) > 20, (profile.key, behaviour)
 
 

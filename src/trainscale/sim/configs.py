@@ -131,6 +131,10 @@ class Configs:
     ``heads`` heads of K/V, not ``kv_heads``)."""
     cp_comm_type: np.ndarray
     """Index into :data:`~trainscale.schema.CP_COMM_TYPES`."""
+    deferred_grad_sync: np.ndarray
+    """Sharded data parallelism (ZeRO-2, FSDP, HSDP) under pipeline parallelism whose profile
+    defers its gradient sync and resharding to the last micro-batch (``pipeline_defers_grad_sync``,
+    PyTorch's pipeline stages)."""
     fp8_cast_bytes: np.ndarray
     """HBM bytes per FP8 GEMM input element spent on quantisation (the FP8 recipe)."""
     ddp_bucket_params: np.ndarray
@@ -526,6 +530,10 @@ def _framework_behaviours(
     comm = _optional_choice(frame, "cp_comm_type", CP_COMM_TYPES, problems)
     profile_comm = np.array([CP_COMM_TYPES.index(p.cp_comm_type) for p in ordered])[framework]
     out["cp_comm_type"] = np.where(comm >= 0, comm, profile_comm)
+    defers = np.array([p.pipeline_defers_grad_sync for p in ordered])[framework]
+    out["deferred_grad_sync"] = (
+        defers & (v["pp"] > 1) & np.isin(sharding, (Sharding.ZERO2, Sharding.FSDP, Sharding.HSDP))
+    )
     dp = np.maximum(data_parallel_degree(v["num_gpus"], v["tp"], v["pp"], v["cp"]), 1)
     bucket_min = np.array([p.ddp_bucket_params for p in ordered])[framework]
     bucket_per_dp = np.array([p.ddp_bucket_params_per_dp_rank for p in ordered])[framework]
@@ -809,7 +817,7 @@ def build_configs(
 _FIELD_NAMES = tuple(f.name for f in fields(Configs))
 _FRAMEWORK_FIELDS = (
     "framework", *BOOLEAN_BEHAVIOURS, "attention_kernel", "fused_attention", "per_tensor_gather",
-    "fp8_recipe", "cp_comm_type",
+    "fp8_recipe", "cp_comm_type", "deferred_grad_sync",
     "fp8_cast_bytes",
     "ddp_bucket_params", "host_overhead_s",
 )  # fmt: skip

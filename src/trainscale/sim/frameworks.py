@@ -68,7 +68,7 @@ OVERRIDE_COLUMNS = (
 _CAST_BYTES = {"delayed": 3.0, "current": 5.0, "tensorwise": 5.0, "rowwise": 5.0}
 _PROFILE_KEYS = (
     "description", "aliases", *BOOLEAN_BEHAVIOURS, "shard_granularity", "attention_kernel",
-    "fp8_recipe", "cp_comm_type",
+    "fp8_recipe", "cp_comm_type", "pipeline_defers_grad_sync",
     "ddp_bucket_params", "ddp_bucket_params_per_dp_rank", "host_overhead_per_layer_s", "sources",
 )  # fmt: skip
 
@@ -95,7 +95,7 @@ ZERO3_MAX_REUSE_DISTANCE = 1e9
 #: Behaviours whose source ``data/frameworks.yaml`` must give.
 _DOCUMENTED = (
     *BOOLEAN_BEHAVIOURS, "shard_granularity", "attention_kernel", "fp8_recipe", "cp_comm_type",
-    "ddp_bucket_params",
+    "pipeline_defers_grad_sync", "ddp_bucket_params",
 )  # fmt: skip
 
 
@@ -131,6 +131,10 @@ class FrameworkProfile:
     then moves), else the kernel takes the ``kv_heads`` heads as they are (GQA)."""
     cp_comm_type: str
     """One of :data:`~trainscale.schema.CP_COMM_TYPES`: how context parallelism exchanges K/V."""
+    pipeline_defers_grad_sync: bool
+    """Under pipeline parallelism, sharded data parallelism (ZeRO-2, FSDP, HSDP) reduces its
+    gradients once per step after the last micro-batch and keeps the stage's parameters gathered
+    after backward (PyTorch's pipeline stages), else it syncs every micro-batch."""
     ddp_bucket_params: float
     """Smallest gradient bucket, parameters."""
     ddp_bucket_params_per_dp_rank: float
@@ -195,6 +199,9 @@ def _parse(path: Path, key: str, entry: dict) -> FrameworkProfile:
         ),
         fp8_recipe=_choice(path, f"{where}.fp8_recipe", entry["fp8_recipe"], FP8_RECIPES),
         cp_comm_type=_choice(path, f"{where}.cp_comm_type", entry["cp_comm_type"], CP_COMM_TYPES),
+        pipeline_defers_grad_sync=_bool(
+            path, f"{where}.pipeline_defers_grad_sync", entry["pipeline_defers_grad_sync"]
+        ),
         ddp_bucket_params=_number(path, f"{where}.ddp_bucket_params", entry["ddp_bucket_params"]),
         ddp_bucket_params_per_dp_rank=_number(
             path, f"{where}.ddp_bucket_params_per_dp_rank", entry["ddp_bucket_params_per_dp_rank"]

@@ -5,11 +5,11 @@
   holds after tensor and pipeline parallelism, Ψ': ``ddp`` 16Ψ', ``zero1`` (4 + 12/d)Ψ',
   ``zero2`` (2 + 14/d)Ψ', ``fsdp`` 16Ψ'/d, ``hsdp`` 16Ψ'/g with d the sharding group and g its
   ranks on one node. FSDP and HSDP add two gathered blocks of bf16 weights and gradients
-  (the one computing and the one prefetched). Under PyTorch's pipelining (framework ``pytorch``,
-  ``pp`` > 1) ZeRO-2, FSDP and HSDP keep the stage's gradients unsharded until the last
-  micro-batch and its parameters unsharded after each backward (PyTorch's pipeline stages defer
-  FSDP's gradient sync and resharding: :mod:`trainscale.sim.plan.schedule`), so they hold
-  (4 + 12/d)Ψ', as ZeRO-1 does, and no separately gathered blocks.
+  (the one computing and the one prefetched). Under PyTorch's pipelining
+  (``Configs.deferred_grad_sync``) ZeRO-2, FSDP and HSDP keep the stage's gradients unsharded
+  until the last micro-batch and its parameters unsharded after each backward (PyTorch's
+  pipeline stages defer FSDP's gradient sync and resharding: :mod:`trainscale.sim.plan.schedule`),
+  so they hold (4 + 12/d)Ψ', as ZeRO-1 does, and no separately gathered blocks.
 - **Activations** per block per token, in bf16, counted for FlashAttention (no s² softmax is
   stored): layer-norm inputs and outputs (4h), Q (h), K and V (2·kv_dim), attention output (h),
   MLP intermediates (3·ffn SwiGLU, 2·ffn GELU). Without sequence parallelism the 4h of the norms
@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from trainscale.schema import FRAMEWORKS, Recompute, Sharding
+from trainscale.schema import Recompute, Sharding
 from trainscale.sim.calibration import Calibration
 from trainscale.sim.configs import Configs
 from trainscale.sim.model.work import BlockWork
@@ -57,11 +57,7 @@ def memory_bytes_per_gpu(
     ) / 2.0
     d = place.shard_size.astype(np.float64)
     sharded = (c.sharding == Sharding.FSDP) | (c.sharding == Sharding.HSDP)
-    pipelined = (
-        (sharded | (c.sharding == Sharding.ZERO2))
-        & (c.pp > 1)
-        & (c.framework == FRAMEWORKS.index("pytorch"))
-    )
+    pipelined = c.deferred_grad_sync
     states = np.select(
         [
             pipelined | (c.sharding == Sharding.ZERO1),

@@ -13,8 +13,9 @@ communication stream can hide:
   Parameters are resharded after forward, so they are re-gathered for backward and, under
   gradient accumulation, for every micro-batch. **HSDP** does the same inside a node and adds an
   AllReduce of each shard's gradient across replicas. **ZeRO-2** gathers in forward only.
-- **Sharded data parallelism under PyTorch's pipelining** (framework ``pytorch``, ``pp`` > 1):
-  the pipeline stages defer FSDP's gradient sync and resharding to the last micro-batch
+- **Sharded data parallelism under PyTorch's pipelining** (``pipeline_defers_grad_sync``, the
+  ``pytorch`` profile's; ``pp`` > 1): the pipeline stages defer FSDP's gradient sync and
+  resharding to the last micro-batch
   (``torch/distributed/pipelining/stage.py``: ``set_requires_gradient_sync(False)`` and
   ``set_reshard_after_backward(False)`` on every backward, then ``_post_backward``), so the
   gradients are reduce-scattered (and, for HSDP, all-reduced across replicas) once per step, after
@@ -66,7 +67,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from trainscale.schema import CP_COMM_TYPES, FRAMEWORKS, Recompute, Sharding
+from trainscale.schema import CP_COMM_TYPES, Recompute, Sharding
 from trainscale.sim.calibration import Calibration
 from trainscale.sim.configs import Configs
 from trainscale.sim.frameworks import ZERO3_MAX_REUSE_DISTANCE, ZERO3_PERSISTENCE_THRESHOLD
@@ -283,11 +284,10 @@ def _context_parallel(
     ag_exposed_bwd = np.maximum(gather - local_bwd, 0.0) + np.maximum(
         grads - steps * local_bwd, grads / np.maximum(steps, 1.0)
     )
-    ag = all_gather
-    busy_fwd = np.where(on, np.where(ag, gather, ring_fwd), 0.0)
-    busy_bwd = np.where(on, np.where(ag, gather + grads, ring_bwd), 0.0)
-    exposed_fwd = np.where(on, np.where(ag, ag_exposed_fwd, ring_exposed_fwd), 0.0)
-    exposed_bwd = np.where(on, np.where(ag, ag_exposed_bwd, ring_exposed_bwd), 0.0)
+    busy_fwd = np.where(on, np.where(all_gather, gather, ring_fwd), 0.0)
+    busy_bwd = np.where(on, np.where(all_gather, gather + grads, ring_bwd), 0.0)
+    exposed_fwd = np.where(on, np.where(all_gather, ag_exposed_fwd, ring_exposed_fwd), 0.0)
+    exposed_bwd = np.where(on, np.where(all_gather, ag_exposed_bwd, ring_exposed_bwd), 0.0)
     recomputed = c.recompute != Recompute.NONE
     return {
         "busy_fwd": busy_fwd,
@@ -415,7 +415,7 @@ def step_times(
     # PyTorch's pipeline stages (module docstring): the gradients are reduced once per step, after
     # the last backward; ZeRO-2 is gathered once per step; FSDP/HSDP, resharded after forward, is
     # gathered by every backward but only by the forwards that follow a forward.
-    pipelined = gathers & (c.pp > 1) & (c.framework == FRAMEWORKS.index("pytorch"))
+    pipelined = c.deferred_grad_sync
     deferred = pipelined & (sharding == Sharding.ZERO2)
     m_safe = np.maximum(m, 1.0)
     fwd_share = np.where(pipelined & sharded, np.minimum(c.pp, m_safe) / m_safe, 1.0)
