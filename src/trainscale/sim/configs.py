@@ -24,7 +24,8 @@ Rules (each message names the factors involved):
   ``tp_comm_overlap``, ``fused_kernels``, ``repeat_kv``, ``shard_granularity``,
   ``attention_kernel``, ``fp8_recipe``, ``cp_comm_type``) sets them;
   an override that contradicts the plan (a granularity for unsharded parameters, an FP8 recipe in
-  bf16, a parameter gather under DDP, TP overlap without TP) is an error.
+  bf16, a parameter gather under DDP, TP overlap without TP) is an error, and so is a plan the
+  stack refuses (DeepSpeed with ZeRO-2/3 and ``pp`` > 1).
 """
 
 from __future__ import annotations
@@ -530,10 +531,9 @@ def _framework_behaviours(
     comm = _optional_choice(frame, "cp_comm_type", CP_COMM_TYPES, problems)
     profile_comm = np.array([CP_COMM_TYPES.index(p.cp_comm_type) for p in ordered])[framework]
     out["cp_comm_type"] = np.where(comm >= 0, comm, profile_comm)
+    gathered = np.isin(sharding, (Sharding.ZERO2, Sharding.FSDP, Sharding.HSDP))
     defers = np.array([p.pipeline_defers_grad_sync for p in ordered])[framework]
-    out["deferred_grad_sync"] = (
-        defers & (v["pp"] > 1) & np.isin(sharding, (Sharding.ZERO2, Sharding.FSDP, Sharding.HSDP))
-    )
+    out["deferred_grad_sync"] = defers & gathered & (v["pp"] > 1)
     dp = np.maximum(data_parallel_degree(v["num_gpus"], v["tp"], v["pp"], v["cp"]), 1)
     bucket_min = np.array([p.ddp_bucket_params for p in ordered])[framework]
     bucket_per_dp = np.array([p.ddp_bucket_params_per_dp_rank for p in ordered])[framework]
@@ -567,9 +567,8 @@ def _framework_behaviours(
     # parallelism" (deepspeed/runtime/pipe/engine.py, v0.9.5).
     deepspeed = framework == FRAMEWORKS.index("deepspeed")
     problems.add_where(
-        problems.ok_for("framework", "sharding", "pp")
-        & deepspeed & np.isin(sharding, (Sharding.ZERO2, Sharding.FSDP, Sharding.HSDP))
-        & (v["pp"] > 1), "sharding",
+        problems.ok_for("framework", "sharding", "pp") & deepspeed & gathered & (v["pp"] > 1),
+        "sharding",
         lambda r: f"DeepSpeed runs ZeRO-2 and ZeRO-3 without pipeline parallelism (its pipeline "
         f"engine refuses them); sharding is {SHARDINGS[sharding[r]]} with pp {v['pp'][r]}: use "
         "zero1 or ddp, or pp 1",
