@@ -188,3 +188,56 @@ def test_missing_points_are_named_with_their_reason():
     )  # fmt: skip
     (why,) = missing_batches(rows, pd.DataFrame({"seq_len": [], "global_batch": []}))
     assert why.startswith("6,144 sequences of 4,096 tokens: at 2,048 GPUs the local batch of 3")
+
+
+def test_study_series_keep_apart_by_marker_where_their_values_coincide(scaleout_sim, catalogue):
+    from trainscale.figures.study_scaling import SERIES_MARKERS, plot_scaling
+    from trainscale.study.report import DEFAULT_METRICS, ReportSpec, select_rows
+
+    # Two series with the very same numbers (two stacks that predict the same throughput): the
+    # second line lies on the first, so only the marker shape tells them apart.
+    one = scaleout_sim[scaleout_sim["model"] == "llama2-7b"]
+    twin = one.assign(model="llama2-70b")
+    spec = ReportSpec(
+        x="num_gpus", series=("model",), facet="recompute", best_of=(), metrics=DEFAULT_METRICS,
+        levels={"model": ("llama2-7b", "llama2-70b"), "recompute": ("none", "full")},
+    )  # fmt: skip
+    rows = select_rows(pd.concat([one, twin], ignore_index=True), spec)
+    fig = plot_scaling(rows, spec, note="setup", hardware=catalogue.hardware,
+                       models=catalogue.models)  # fmt: skip
+
+    legend = next(ax.get_legend() for ax in fig.axes if ax.get_legend() is not None)
+    shapes = {t.get_text().split(":")[0]: h.get_marker()
+              for t, h in zip(legend.get_texts(), legend.legend_handles, strict=True)
+              if t.get_text().startswith("Llama-2")}  # fmt: skip
+    assert list(shapes.values()) == list(SERIES_MARKERS[:2])
+    # and the panels draw each series with its own shape
+    from matplotlib.collections import PathCollection
+
+    panel = next(ax for ax in fig.axes if ax.get_ylabel() == "Tokens/s per GPU")
+    drawn = {tuple(map(tuple, c.get_paths()[0].vertices.round(3)))
+             for c in panel.collections if isinstance(c, PathCollection)}  # fmt: skip
+    assert len(drawn) == 2
+
+
+def test_study_global_throughput_band_is_per_gpu_band_times_gpus_whatever_the_x_axis(catalogue):
+    from matplotlib.collections import PolyCollection
+
+    from trainscale.figures.study_scaling import plot_scaling
+    from trainscale.study.report import DEFAULT_METRICS, ReportSpec, select_rows
+
+    from .conftest import simulate
+
+    # x is the sequence length (the context_length study): the band must not scale with it
+    sim = simulate(model=["llama2-7b"], seq_len=[1024, 4096, 16384], num_gpus=[128])
+    spec = ReportSpec(x="seq_len", series=("model",), facet=None, best_of=(),
+                      metrics=DEFAULT_METRICS, levels={"model": ("llama2-7b",)})  # fmt: skip
+    rows = select_rows(sim, spec)
+    fig = plot_scaling(rows, spec, note="setup", hardware=catalogue.hardware,
+                       models=catalogue.models)  # fmt: skip
+    panel = next(ax for ax in fig.axes if ax.get_ylabel() == "Global tokens/s")
+    (band,) = [c for c in panel.collections if isinstance(c, PolyCollection)]
+    top = float(band.get_paths()[0].vertices[:, 1].max())
+    expected = float((sim["tokens_per_s_per_gpu_hi"] * sim["num_gpus"]).max())
+    assert top == pytest.approx(expected)
+    assert float(sim["tokens_per_s"].max()) < top < 2 * float(sim["tokens_per_s"].max())

@@ -113,3 +113,17 @@ def test_setup_note_comes_from_the_study_not_from_the_paper(tmp_path: Path) -> N
     assert "A100 80GB" in note and "Llama-2 13B" in note
     assert "global batch 512 sequences" in note
     assert "H100" not in note and "2,048" not in note and "fernandez" not in note
+
+
+def test_setup_note_names_no_default_stack_when_the_stack_is_swept(tmp_path: Path) -> None:
+    swept = {**A100, "sweep": {**A100["sweep"], "framework": ["megatron", "pytorch"]}}
+    study = _study(tmp_path, swept)
+    note = setup_note(study, report_spec(study), CATALOGUE.hardware, "pytorch")
+
+    assert "(default)" not in note
+    assert "framework megatron, pytorch (series)" in note
+    # a study that leaves the stack out says which one it gets
+    plain = _study(tmp_path, A100, name="plain")
+    assert "framework pytorch (default)" in setup_note(
+        plain, report_spec(plain), CATALOGUE.hardware, "pytorch"
+    )

@@ -210,14 +210,15 @@ def recompute_facecolor(rows: pd.DataFrame, color) -> list:
     return [color if mode == "none" else "white" for mode in rows["recompute"]]
 
 
-def plot_series(ax, x, y, rows: pd.DataFrame, color, **kw):
-    """A line with markers, open where the row uses recomputation (see
-    :func:`fastest_recompute`)."""
+def plot_series(ax, x, y, rows: pd.DataFrame, color, marker: str = "o", **kw):
+    """A line with markers (``marker``, a Matplotlib marker), open where the row uses
+    recomputation (see :func:`fastest_recompute`)."""
     ax.plot(x, y, color=color, **{k: v for k, v in kw.items() if k != "ms"})
     ax.scatter(
         x,
         y,
         s=kw.get("ms", 4.0) ** 2,
+        marker=marker,
         facecolors=recompute_facecolor(rows, color),
         edgecolors=[color],
         linewidths=1.0,

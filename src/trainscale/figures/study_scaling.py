@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from trainscale.sim.model.shape import ModelShape
     from trainscale.study.sweep import Study
 
-__all__ = ["plot_scaling", "render_scaling", "setup_note"]
+__all__ = ["SERIES_MARKERS", "plot_scaling", "render_scaling", "setup_note"]
 
 _X_LABELS = {
     "num_gpus": "GPUs (count)",
@@ -57,6 +57,10 @@ _X_LABELS = {
     "nic_gbit_per_s_per_gpu": "NIC per GPU (Gb/s)",
     "power_limit_w": "GPU power limit (W)",
 }
+
+#: Marker shape per series, in series order: series whose values coincide (two stacks that
+#: happen to predict the same throughput) stay visible as two shapes on one line.
+SERIES_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h")
 
 # How a fixed column reads in the note: a format with {v} (the readable value).
 _FIXED = {
@@ -113,7 +117,7 @@ def setup_note(
         parts.append(_FIXED.get(key, f"{key} {{v}}").format(v=shown))
         if key == "gpu":
             parts[-1] += _system_words(hardware, str(value), fixed.get("system"))
-    if "framework" not in fixed:
+    if "framework" not in fixed and "framework" not in study.sweep:
         parts.append(f"framework {framework_default} (default)")
     for key, value in study.derive.items():
         if key == "global_batch_tokens":
@@ -240,6 +244,7 @@ def plot_scaling(
     height = 2.2 * (len(mosaic) - (0 if legend_in_grid else 1)) + (0 if legend_in_grid else 0.7)
     fig, ax = subplot_mosaic(width, height + 0.6, mosaic, height_ratios=heights)
     colors = _colors(rows, spec, hardware, models)
+    markers = {label: SERIES_MARKERS[i % len(SERIES_MARKERS)] for i, label in enumerate(colors)}
     slopes = _slopes(fits)
     xs = pd.to_numeric(rows[spec.x]).to_numpy(dtype=float) if len(rows) else np.array([1.0])
     banded = False
@@ -251,11 +256,16 @@ def plot_scaling(
                 axis = ax[f"{f}:{metric}"]
                 _ylabel, _log, factor, band = METRICS[metric]
                 if band is not None and band[0] in series.columns:
-                    scale = x if metric == "tokens_per_s" else 1.0
+                    # the global throughput's interval is the per-GPU one times each row's GPU
+                    # count, whatever the x axis shows (METRICS)
+                    scale = (
+                        pd.to_numeric(series["num_gpus"]).to_numpy(dtype=float)
+                        if metric == "tokens_per_s" else 1.0
+                    )  # fmt: skip
                     banded |= plot_band(axis, x, series, band[0].rsplit("_lo", 1)[0],
                                         colors[label], scale=scale)  # fmt: skip
                 y = pd.to_numeric(series[metric]).astype(float) * factor
-                plot_series(axis, x, y, series, colors[label])
+                plot_series(axis, x, y, series, colors[label], marker=markers[label])
     for f, facet in enumerate(facets):
         for metric in metrics:
             axis = ax[f"{f}:{metric}"]
@@ -279,7 +289,7 @@ def plot_scaling(
         text = label if slope is None or not np.isfinite(slope) else (
             f"{label}: {slope:+.1f} % tokens/s per GPU per doubling"
         )  # fmt: skip
-        handles.append(Line2D([], [], color=color, marker="o", label=text))
+        handles.append(Line2D([], [], color=color, marker=markers[label], label=text))
     if banded:
         handles.append(band_handle())
     if "recompute" in rows.columns and (rows["recompute"].astype(str) != "none").any():
