@@ -241,3 +241,22 @@ def test_study_global_throughput_band_is_per_gpu_band_times_gpus_whatever_the_x_
     expected = float((sim["tokens_per_s_per_gpu_hi"] * sim["num_gpus"]).max())
     assert top == pytest.approx(expected)
     assert float(sim["tokens_per_s"].max()) < top < 2 * float(sim["tokens_per_s"].max())
+
+
+def test_study_legend_names_what_doubles_when_x_is_not_the_gpu_count(catalogue):
+    from trainscale.figures.study_scaling import plot_scaling
+    from trainscale.study.report import DEFAULT_METRICS, ReportSpec, select_rows
+
+    from .conftest import simulate
+
+    sim = simulate(model=["llama2-7b"], seq_len=[1024, 4096, 16384], num_gpus=[128])
+    spec = ReportSpec(x="seq_len", series=("model",), facet=None, best_of=(),
+                      metrics=DEFAULT_METRICS, levels={"model": ("llama2-7b",)})  # fmt: skip
+    fits = pd.DataFrame({"series": ["Llama-2 7B"], "metric": ["tokens_per_s_per_gpu"],
+                         "fit": ["loglog_hc3"], "parameter": ["pct_per_doubling"],
+                         "estimate": [-12.5]})  # fmt: skip
+    fig = plot_scaling(select_rows(sim, spec), spec, note="setup", hardware=catalogue.hardware,
+                       models=catalogue.models, fits=fits)  # fmt: skip
+    legend = next(ax.get_legend() for ax in fig.axes if ax.get_legend() is not None)
+    texts = [t.get_text() for t in legend.get_texts()]
+    assert "Llama-2 7B: -12.5 % tokens/s per GPU per doubling of seq_len" in texts

@@ -2,13 +2,13 @@
 
 One panel per metric of the :class:`~trainscale.study.report.ReportSpec` (by default global
 tokens/s, tokens/s per GPU, MFU, power per GPU and exposed communication, against the GPU
-count), one line per series, one row of panels per facet value. The per-GPU and global
-throughput panels draw each series' 80 % prediction interval as a band from the simulated rows'
-``tokens_per_s_per_gpu_lo``/``_hi`` (times the GPU count for the global panel). Without facets
-the legend gives each series' change of tokens/s per GPU per doubling, read from the study's
-fits table. The note under the panels is built from the study file's own fixed values, the
-catalogues (GPU, system) and the rows' provenance (simulated, trainscale version, calibration):
-nothing in it is a constant.
+count), one line and one marker shape per series, one row of panels per facet value. The
+per-GPU and global throughput panels draw each series' 80 % prediction interval as a band from
+the simulated rows' ``tokens_per_s_per_gpu_lo``/``_hi`` (times each row's GPU count for the
+global panel, whatever the x axis). Without facets the legend gives each series' change of
+tokens/s per GPU per doubling of x, read from the study's fits table. The note under the
+panels is built from the study file's own fixed values, the catalogues (GPU, system) and the
+rows' provenance (simulated, trainscale version, calibration): nothing in it is a constant.
 """
 
 from __future__ import annotations
@@ -284,10 +284,11 @@ def plot_scaling(
                 low = 0.0 if metric != "power_w_per_gpu" else float(values.min()) * 0.9
                 axis.set_ylim(low, max(top * 1.15, low + 1.0))
     handles = []
+    doubled = "" if spec.x == "num_gpus" else f" of {spec.x}"
     for label, color in colors.items():
         slope = slopes.get(("", label)) if len(facets) == 1 else None
         text = label if slope is None or not np.isfinite(slope) else (
-            f"{label}: {slope:+.1f} % tokens/s per GPU per doubling"
+            f"{label}: {slope:+.1f} % tokens/s per GPU per doubling{doubled}"
         )  # fmt: skip
         handles.append(Line2D([], [], color=color, marker=markers[label], label=text))
     if banded:
