@@ -260,3 +260,30 @@ def test_study_legend_names_what_doubles_when_x_is_not_the_gpu_count(catalogue):
     legend = next(ax.get_legend() for ax in fig.axes if ax.get_legend() is not None)
     texts = [t.get_text() for t in legend.get_texts()]
     assert "Llama-2 7B: -12.5 % tokens/s per GPU per doubling of seq_len" in texts
+
+
+@pytest.mark.parametrize(
+    ("model", "recompute", "best_of", "expected"),
+    [
+        ("llama2-7b", ["selective"], (), "open: selective recomputation"),
+        # 70B fits on these GPUs only with full recomputation, which is then the fastest kept
+        ("llama2-70b", ["none", "full"], ("recompute",),
+         "open: full recomputation (needed to fit, or faster)"),
+    ],
+)  # fmt: skip
+def test_study_legend_says_which_recomputation_the_open_markers_use(
+    catalogue, model, recompute, best_of, expected
+):
+    from trainscale.figures.study_scaling import plot_scaling
+    from trainscale.study.report import DEFAULT_METRICS, ReportSpec, select_rows
+
+    from .conftest import simulate
+
+    sim = simulate(model=[model], recompute=recompute, num_gpus=[64, 256])
+    spec = ReportSpec(x="num_gpus", series=("model",), facet=None, best_of=best_of,
+                      metrics=DEFAULT_METRICS, levels={"model": (model,)})  # fmt: skip
+    fig = plot_scaling(select_rows(sim, spec), spec, note="setup", hardware=catalogue.hardware,
+                       models=catalogue.models)  # fmt: skip
+    legend = next(ax.get_legend() for ax in fig.axes if ax.get_legend() is not None)
+    texts = [t.get_text() for t in legend.get_texts() if t.get_text().startswith("open")]
+    assert texts == [expected]

@@ -252,9 +252,19 @@ def band_handle():
 RECOMPUTE_LABEL = "open: full recomputation (needed to fit, or faster)"
 
 
-def recompute_handle():
-    """Legend entry explaining open markers: the point's plan recomputes activations, because
-    without it the plan does not fit in memory or is slower (:func:`fastest_recompute`)."""
+def recompute_label(modes: Sequence[str], chosen: bool) -> str:
+    """Legend text of open markers for the recomputation ``modes`` the plotted rows use (``none``
+    left out), e.g. ``open: selective recomputation``; ``chosen``: the recomputation was picked
+    per point as the fastest that fits (:func:`fastest_recompute`), which the text then says."""
+    used = [m for m in ("selective", "full") if m in set(modes)]
+    words = " or ".join(used) if used else "full"
+    return f"open: {words} recomputation" + (" (needed to fit, or faster)" if chosen else "")
+
+
+def recompute_handle(label: str = RECOMPUTE_LABEL):
+    """Legend entry explaining open markers (``label``; by default the paper figures' text: the
+    point's plan recomputes activations in full, because without it the plan does not fit in
+    memory or is slower, :func:`fastest_recompute`)."""
     from matplotlib.lines import Line2D
 
     return Line2D(
@@ -264,7 +274,7 @@ def recompute_handle():
         marker="o",
         mfc="white",
         mec="0.3",
-        label=RECOMPUTE_LABEL,
+        label=label,
     )
 
 

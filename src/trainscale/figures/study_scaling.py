@@ -35,6 +35,7 @@ from trainscale.figures._common import (
     plot_series,
     readable_log,
     recompute_handle,
+    recompute_label,
     save_styled,
     sim_source,
     subplot_mosaic,
@@ -294,7 +295,8 @@ def plot_scaling(
     if banded:
         handles.append(band_handle())
     if "recompute" in rows.columns and (rows["recompute"].astype(str) != "none").any():
-        handles.append(recompute_handle())
+        modes = rows["recompute"].astype(str).unique().tolist()
+        handles.append(recompute_handle(recompute_label(modes, "recompute" in spec.best_of)))
     ncols_legend = 1 if legend_in_grid else (2 if len(handles) > 3 else len(handles))
     legend_row(ax["legend"], handles, [h.get_label() for h in handles], ncols=ncols_legend,
                fontsize=6.5)  # fmt: skip
