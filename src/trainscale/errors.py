@@ -7,7 +7,20 @@ the workflow scripts catch only this type; anything else is a bug and keeps its 
 
 from __future__ import annotations
 
-__all__ = ["ConfigurationError", "InputFileError", "TrainscaleError"]
+__all__ = ["ConfigurationError", "InputFileError", "TrainscaleError", "row_numbering"]
+
+
+def row_numbering(origin: str) -> str:
+    """How the row numbers of a message about the table file ``origin`` read, e.g. `` (row 0 is
+    the first data row, line 2 of the CSV)``; empty for anything that is not a table file (a
+    study's grid, the command line). Rows are 0-based positions everywhere: the messages, the
+    ``row`` column of rejects tables, pandas' ``iloc``."""
+    name = origin.lower()
+    if name.endswith(".csv"):
+        return " (row 0 is the first data row, line 2 of the CSV)"
+    if name.endswith(".parquet"):
+        return " (row 0 is the first row)"
+    return ""
 
 
 class TrainscaleError(Exception):
@@ -28,12 +41,13 @@ class ConfigurationError(TrainscaleError):
     """One or more invalid configuration rows.
 
     ``problems`` holds one ``(row, column, message)`` per problem; ``row`` is the 0-based row
-    position in the input table (the CLI adds the file name).
+    position in the input table (the CLI adds the file name, and for a table file how its rows
+    count, :func:`row_numbering`).
     """
 
     def __init__(self, problems: list[tuple[int, str, str]], *, origin: str = "input") -> None:
         self.problems = problems
         self.origin = origin
-        lines = [f"{origin}: {len(problems)} invalid value(s):"]
+        lines = [f"{origin}: {len(problems)} invalid value(s){row_numbering(origin)}:"]
         lines += [f"  row {row}, column '{column}': {message}" for row, column, message in problems]
         super().__init__("\n".join(lines))

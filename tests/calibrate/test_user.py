@@ -93,7 +93,8 @@ def test_configurations_the_simulator_cannot_represent_are_named(tmp_path: Path)
     table.loc[5, "tp"] = 3
     table.to_csv(path, index=False)
     with pytest.raises(InputFileError, match=r"odd\.csv: the simulator cannot represent row\(s\) "
-                       r"3, 6: row 3 \(gpu\): unknown GPU"):  # fmt: skip
+                       r"2, 5 \(row 0 is the first data row, line 2 of the CSV\): "
+                       r"row 2 \(gpu\): unknown GPU"):  # fmt: skip
         calibrate_user(path, **SHIPPED)
 
 
@@ -102,7 +103,7 @@ def test_measurements_must_be_positive_numbers(tmp_path: Path) -> None:
     table = pd.read_csv(_measurements(tmp_path))
     table.loc[1, MEASURED] = -5
     table.to_csv(path, index=False)
-    with pytest.raises(InputFileError, match=r"not a positive number in row\(s\) 2"):
+    with pytest.raises(InputFileError, match=r"not a positive number in row\(s\) 1 \(row 0"):
         calibrate_user(path, **SHIPPED)
 
 

@@ -39,6 +39,8 @@ def test_invalid_row_is_an_error_naming_file_row_and_column(
     assert main(["predict", str(configs), "-o", str(tmp_path / "out.csv")]) == 2
     err = capsys.readouterr().err
     assert "configs.csv" in err and "row 1, column 'gpu'" in err and "valid: a100-sxm-40gb" in err
+    # rows count from 0, as in pandas and the rejects tables, and the message says so
+    assert "(row 0 is the first data row, line 2 of the CSV)" in err
     assert not (tmp_path / "out.csv").exists()
 
 

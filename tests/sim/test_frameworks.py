@@ -336,6 +336,9 @@ def test_framework_offsets_move_only_their_framework() -> None:
 def test_unknown_framework_is_a_named_error() -> None:
     with pytest.raises(ConfigurationError, match=r"unknown framework 'jax'; valid: megatron"):
         _predict(_row(framework="jax"))
+    # a stack a profile lists among its aliases is named with the profile to write instead
+    with pytest.raises(ConfigurationError, match=r"'torchtitan'.*torchtitan runs on the 'pytorch'"):
+        _predict(_row(framework="torchtitan"))
 
 
 @pytest.mark.parametrize(

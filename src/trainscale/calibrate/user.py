@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from trainscale.errors import InputFileError
+from trainscale.errors import InputFileError, row_numbering
 from trainscale.schema import FRAMEWORKS
 from trainscale.sim.calibration import (
     OFFSET_BASES,
@@ -84,11 +84,12 @@ _SPECS = {p.name: p for p in PARAMETERS}
 def _rows(index: object) -> str:
     from trainscale.calibrate.fit import _ranges
 
-    return _ranges(int(i) + 1 for i in index)  # type: ignore[union-attr]
+    return _ranges(int(i) for i in index)  # type: ignore[union-attr]
 
 
 def read_measurements(path: Path) -> pd.DataFrame:
-    """The measurement table, checked: columns, numbers, measured values (rows 1-based)."""
+    """The measurement table, checked: columns, numbers, measured values (rows 0-based, as
+    every trainscale message counts them: :func:`~trainscale.errors.row_numbering`)."""
     from trainscale.io.tables import read_table
     from trainscale.sim.inputs import (
         REQUIRED_COLUMNS,
@@ -119,8 +120,8 @@ def read_measurements(path: Path) -> pd.DataFrame:
     if bad.any():
         raise InputFileError(
             path,
-            f"{MEASURED} is not a positive number in row(s) {_rows(np.flatnonzero(bad))} "
-            "(rows counted from 1 after the header)",
+            f"{MEASURED} is not a positive number in row(s) {_rows(np.flatnonzero(bad))}"
+            f"{row_numbering(str(path))}",
         )
     table[MEASURED] = measured
     return table
@@ -204,11 +205,11 @@ def _represent(path: Path, table: pd.DataFrame, catalogue: Catalogue) -> None:
     )  # fmt: skip
     if len(rejects):
         reasons = "; ".join(
-            f"row {int(r.row) + 1} ({r.column}): {r.reason}" for r in rejects.itertuples()
+            f"row {int(r.row)} ({r.column}): {r.reason}" for r in rejects.itertuples()
         )
         raise InputFileError(
-            path, f"the simulator cannot represent row(s) {_rows(rejects['row'].unique())}: "
-            f"{reasons}"
+            path, f"the simulator cannot represent row(s) {_rows(rejects['row'].unique())}"
+            f"{row_numbering(str(path))}: {reasons}"
         )  # fmt: skip
 
 

@@ -497,11 +497,15 @@ def _framework_behaviours(
     """The software stack of every row: its profile's behaviours, then the row's overrides."""
     keys = {"": FRAMEWORKS.index(DEFAULT_FRAMEWORK)} | {k: i for i, k in enumerate(FRAMEWORKS)}
     framework = _text_lookup(frame, "framework", keys, -1, lower=True)
-    problems.add_where(
-        framework < 0, "framework",
-        lambda r: f"unknown framework {_raw(frame, 'framework', r)!r}; valid: "
-        f"{', '.join(FRAMEWORKS)} (data/frameworks.yaml)",
-    )  # fmt: skip
+    runs = {a.lower(): k for k, p in profiles.items() for a in p.aliases}
+
+    def unknown(r: int) -> str:
+        name = _raw(frame, "framework", r)
+        text = f"unknown framework {name!r}; valid: {', '.join(FRAMEWORKS)} (data/frameworks.yaml)"
+        profile = runs.get(str(name).strip().lower())
+        return text + (f"; {name} runs on the {profile!r} profile" if profile else "")
+
+    problems.add_where(framework < 0, "framework", unknown)
     framework = np.where(framework < 0, FRAMEWORKS.index(DEFAULT_FRAMEWORK), framework)
     ordered = [profiles[k] for k in FRAMEWORKS]
     sharding = v["sharding"]
