@@ -287,3 +287,42 @@ def test_study_legend_says_which_recomputation_the_open_markers_use(
     legend = next(ax.get_legend() for ax in fig.axes if ax.get_legend() is not None)
     texts = [t.get_text() for t in legend.get_texts() if t.get_text().startswith("open")]
     assert texts == [expected]
+
+
+def test_study_legend_too_wide_for_a_panel_cell_gets_its_own_row(catalogue):
+    from trainscale.figures.study_scaling import plot_scaling
+    from trainscale.study.report import DEFAULT_METRICS, ReportSpec, select_rows
+
+    from .conftest import simulate
+
+    sim = simulate(model=["llama2-7b"], seq_len=[1024, 4096, 16384], num_gpus=[128])
+    spec = ReportSpec(x="seq_len", series=("model",), facet=None, best_of=(),
+                      metrics=DEFAULT_METRICS, levels={"model": ("llama2-7b",)})  # fmt: skip
+
+    def legend_width(estimate: float | None) -> float:
+        fits = None if estimate is None else pd.DataFrame(
+            {"series": ["Llama-2 7B"], "metric": ["tokens_per_s_per_gpu"], "fit": ["loglog_hc3"],
+             "parameter": ["pct_per_doubling"], "estimate": [estimate]}
+        )  # fmt: skip
+        fig = plot_scaling(select_rows(sim, spec), spec, note="setup", fits=fits,
+                           hardware=catalogue.hardware, models=catalogue.models)  # fmt: skip
+        holder = next(ax for ax in fig.axes if ax.get_legend() is not None)
+        return holder.get_position().width
+
+    # a short label sits in the free panel cell (a third of the width), a long one in a row
+    assert legend_width(None) < 0.4
+    assert legend_width(-12.5) > 0.7
+
+
+def test_log_axis_over_less_than_a_factor_four_gets_more_than_one_label():
+    import matplotlib.pyplot as plt
+
+    from trainscale.figures._common import readable_log
+
+    fig, ax = plt.subplots()
+    ax.plot([1, 2, 3], [7e5, 1.0e6, 1.5e6])
+    readable_log(ax)
+    fig.canvas.draw()
+    low, high = ax.get_ylim()
+    shown = [t for t in ax.get_yticks() if low <= t <= high]
+    assert len(shown) >= 4  # 700k, 800k, 900k, 1M (1, 2, 5 per decade would show 1M alone)

@@ -295,14 +295,24 @@ def compact_number(value: float) -> str:
     return f"{value:g}"
 
 
+#: Below this ratio of the largest to the smallest plotted value, a log axis is ticked at every
+#: integer multiple of each decade (700k, 800k, 900k, 1M) instead of at 1, 2 and 5, which would
+#: leave it one label or none.
+NARROW_LOG_RATIO = 4.0
+
+
 def readable_log(ax, axis: str = "y") -> None:
     """Log-10 axis with ticks at 1, 2 and 5 per decade, labelled compactly (0.02, 500, 5k), for
-    axes that span a few decades."""
+    axes that span a few decades; at 1, 2, ..., 9 per decade where the data drawn so far span less
+    than :data:`NARROW_LOG_RATIO`."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
     target = ax.yaxis if axis == "y" else ax.xaxis
     (ax.set_yscale if axis == "y" else ax.set_xscale)("log")
-    target.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    low, high = ax.dataLim.intervaly if axis == "y" else ax.dataLim.intervalx
+    narrow = np.isfinite(low) and np.isfinite(high) and low > 0 and high < NARROW_LOG_RATIO * low
+    subs = tuple(float(k) for k in range(1, 10)) if narrow else (1.0, 2.0, 5.0)
+    target.set_major_locator(LogLocator(base=10, subs=subs))
     target.set_major_formatter(FuncFormatter(lambda v, _pos: compact_number(v)))
     target.set_minor_locator(NullLocator())
 

@@ -229,12 +229,21 @@ def plot_scaling(
     """
     metrics = list(spec.metrics)
     facets = list(dict.fromkeys(rows["facet_label"])) or [""]
+    colors = _colors(rows, spec, hardware, models)
+    markers = {label: SERIES_MARKERS[i % len(SERIES_MARKERS)] for i, label in enumerate(colors)}
+    texts = _series_texts(colors, _slopes(fits), spec.x, single_facet=len(facets) == 1)
     ncols = min(3, len(metrics))
     per_facet = math.ceil(len(metrics) / ncols)
+    # the legend takes a free panel cell only if its lines fit a panel's width; a wider legend
+    # would widen that column and squeeze the others, so it gets its own row below
+    free_cells = per_facet * ncols - len(metrics)
+    longest = max((len(t) for t in texts.values()), default=0)
+    fits_cell = longest <= LEGEND_CELL_CHARS * free_cells
     mosaic: list[list[str]] = []
     for f in range(len(facets)):
         names = [f"{f}:{m}" for m in metrics]
-        names += ["." if f < len(facets) - 1 else "legend"] * (per_facet * ncols - len(names))
+        last = f == len(facets) - 1 and fits_cell
+        names += ["legend" if last else "."] * (per_facet * ncols - len(names))
         mosaic += [names[r * ncols : (r + 1) * ncols] for r in range(per_facet)]
     legend_in_grid = "legend" in mosaic[-1]
     heights = [1.0] * len(mosaic)
@@ -244,9 +253,6 @@ def plot_scaling(
     width = 7.2 if ncols == 3 else 2.6 * ncols + 0.6
     height = 2.2 * (len(mosaic) - (0 if legend_in_grid else 1)) + (0 if legend_in_grid else 0.7)
     fig, ax = subplot_mosaic(width, height + 0.6, mosaic, height_ratios=heights)
-    colors = _colors(rows, spec, hardware, models)
-    markers = {label: SERIES_MARKERS[i % len(SERIES_MARKERS)] for i, label in enumerate(colors)}
-    slopes = _slopes(fits)
     xs = pd.to_numeric(rows[spec.x]).to_numpy(dtype=float) if len(rows) else np.array([1.0])
     banded = False
     for f, facet in enumerate(facets):
@@ -284,14 +290,10 @@ def plot_scaling(
                 top = float(values.max())
                 low = 0.0 if metric != "power_w_per_gpu" else float(values.min()) * 0.9
                 axis.set_ylim(low, max(top * 1.15, low + 1.0))
-    handles = []
-    doubled = "" if spec.x == "num_gpus" else f" of {spec.x}"
-    for label, color in colors.items():
-        slope = slopes.get(("", label)) if len(facets) == 1 else None
-        text = label if slope is None or not np.isfinite(slope) else (
-            f"{label}: {slope:+.1f} % tokens/s per GPU per doubling{doubled}"
-        )  # fmt: skip
-        handles.append(Line2D([], [], color=color, marker=markers[label], label=text))
+    handles = [
+        Line2D([], [], color=color, marker=markers[label], label=texts[label])
+        for label, color in colors.items()
+    ]
     if banded:
         handles.append(band_handle())
     if "recompute" in rows.columns and (rows["recompute"].astype(str) != "none").any():
@@ -303,6 +305,30 @@ def plot_scaling(
     if title:
         fig.suptitle(title, fontsize=9)
     return add_source_note(fig, sim_source(rows) + ".", note)
+
+
+#: Longest legend line (characters) that still fits in one panel's cell of the grid (at the
+#: legend's 6.5 pt): "Llama-2 70B: -1.9 % tokens/s per GPU per doubling" (50) does.
+LEGEND_CELL_CHARS = 52
+
+
+def _series_texts(
+    colors: Mapping[str, tuple],
+    slopes: Mapping[tuple[str, str], float],
+    x: str,
+    *,
+    single_facet: bool,
+) -> dict[str, str]:
+    """Legend text per series label: the label, and without facets its change of tokens/s per
+    GPU per doubling of ``x`` (from the fits table's ``slopes``)."""
+    doubled = "" if x == "num_gpus" else f" of {x}"
+    texts = {}
+    for label in colors:
+        slope = slopes.get(("", label)) if single_facet else None
+        texts[label] = label if slope is None or not np.isfinite(slope) else (
+            f"{label}: {slope:+.1f} % tokens/s per GPU per doubling{doubled}"
+        )  # fmt: skip
+    return texts
 
 
 def render_scaling(
