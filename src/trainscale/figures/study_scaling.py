@@ -247,11 +247,19 @@ def plot_scaling(
         mosaic += [names[r * ncols : (r + 1) * ncols] for r in range(per_facet)]
     legend_in_grid = "legend" in mosaic[-1]
     heights = [1.0] * len(mosaic)
+    # a legend row holds as many columns of entries as its longest line allows (at most the
+    # entries: the series, the band and the open-marker key), and as many lines as that leaves
+    entries = len(texts) + 2
+    per_line = max(1, min(entries, (LEGEND_CELL_CHARS * ncols) // (longest + 8), 4))
+    legend_lines = math.ceil(entries / per_line)
+    legend_height = 0.2 + 0.17 * legend_lines
     if not legend_in_grid:
         mosaic.append(["legend"] * ncols)
-        heights.append(0.28)
+        heights.append(legend_height / 2.2)
     width = 7.2 if ncols == 3 else 2.6 * ncols + 0.6
-    height = 2.2 * (len(mosaic) - (0 if legend_in_grid else 1)) + (0 if legend_in_grid else 0.7)
+    height = 2.2 * (len(mosaic) - (0 if legend_in_grid else 1)) + (
+        0 if legend_in_grid else legend_height
+    )
     fig, ax = subplot_mosaic(width, height + 0.6, mosaic, height_ratios=heights)
     xs = pd.to_numeric(rows[spec.x]).to_numpy(dtype=float) if len(rows) else np.array([1.0])
     banded = False
@@ -299,7 +307,7 @@ def plot_scaling(
     if "recompute" in rows.columns and (rows["recompute"].astype(str) != "none").any():
         modes = rows["recompute"].astype(str).unique().tolist()
         handles.append(recompute_handle(recompute_label(modes, "recompute" in spec.best_of)))
-    ncols_legend = 1 if legend_in_grid else (2 if len(handles) > 3 else len(handles))
+    ncols_legend = 1 if legend_in_grid else min(per_line, len(handles))
     legend_row(ax["legend"], handles, [h.get_label() for h in handles], ncols=ncols_legend,
                fontsize=6.5)  # fmt: skip
     if title:
