@@ -326,3 +326,25 @@ def test_log_axis_over_less_than_a_factor_four_gets_more_than_one_label():
     low, high = ax.get_ylim()
     shown = [t for t in ax.get_yticks() if low <= t <= high]
     assert len(shown) >= 4  # 700k, 800k, 900k, 1M (1, 2, 5 per decade would show 1M alone)
+
+
+def test_interval_at_a_single_x_value_is_drawn_as_a_bar(catalogue):
+    from matplotlib.collections import LineCollection
+
+    from trainscale.figures.study_scaling import plot_scaling
+    from trainscale.study.report import DEFAULT_METRICS, ReportSpec, select_rows
+
+    from .conftest import simulate
+
+    # a study that sweeps only the stack: one point per series, where a band has no width
+    sim = simulate(model=["llama2-7b"], num_gpus=[64])
+    spec = ReportSpec(x="num_gpus", series=("model",), facet=None, best_of=(),
+                      metrics=DEFAULT_METRICS, levels={"model": ("llama2-7b",)})  # fmt: skip
+    fig = plot_scaling(select_rows(sim, spec), spec, note="setup", hardware=catalogue.hardware,
+                       models=catalogue.models)  # fmt: skip
+    panel = next(ax for ax in fig.axes if ax.get_ylabel() == "Tokens/s per GPU")
+    (bar,) = [c for c in panel.collections if isinstance(c, LineCollection)]
+    ends = bar.get_segments()[0][:, 1]
+    assert sorted(ends) == pytest.approx(
+        sorted(sim[["tokens_per_s_per_gpu_lo", "tokens_per_s_per_gpu_hi"]].iloc[0])
+    )

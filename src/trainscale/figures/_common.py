@@ -229,15 +229,17 @@ def plot_series(ax, x, y, rows: pd.DataFrame, color, marker: str = "o", **kw):
 def plot_band(ax, x, rows: pd.DataFrame, column: str, color, scale: float = 1.0) -> bool:
     """The 80 % prediction interval of ``column`` as a band, from the rows' own
     ``<column>_lo`` and ``<column>_hi`` (the simulated table carries them; nothing is computed
-    here). Returns whether a band was drawn (a table without the columns, or with an empty
-    interval, draws none)."""
+    here); at a single x value, as a bar. Returns whether a band was drawn (a table without the
+    columns, or with an empty interval, draws none)."""
     lo, hi = f"{column}_lo", f"{column}_hi"
     if lo not in rows.columns or hi not in rows.columns or rows[[lo, hi]].isna().all().all():
         return False
-    ax.fill_between(
-        x, rows[lo].astype(float) * scale, rows[hi].astype(float) * scale, color=color,
-        alpha=0.15, lw=0, zorder=1,
-    )  # fmt: skip
+    low, high = rows[lo].astype(float) * scale, rows[hi].astype(float) * scale
+    if len(np.unique(np.asarray(x, dtype=float))) == 1:
+        # one x value: a band would have no width, so the interval is a wide translucent bar
+        ax.vlines(x, low, high, color=color, alpha=0.25, lw=7, zorder=1)
+        return True
+    ax.fill_between(x, low, high, color=color, alpha=0.15, lw=0, zorder=1)
     return True
 
 
