@@ -250,10 +250,6 @@ def band_handle():
     return Patch(facecolor="0.3", alpha=0.15, lw=0, label="80 % prediction interval")
 
 
-#: Legend text of open markers (:func:`recompute_handle`).
-RECOMPUTE_LABEL = "open: full recomputation (needed to fit, or faster)"
-
-
 def recompute_label(modes: Sequence[str], chosen: bool) -> str:
     """Legend text of open markers for the recomputation ``modes`` the plotted rows use (``none``
     left out), e.g. ``open: selective recomputation``; ``chosen``: the recomputation was picked
@@ -261,6 +257,11 @@ def recompute_label(modes: Sequence[str], chosen: bool) -> str:
     used = [m for m in ("selective", "full") if m in set(modes)]
     words = " or ".join(used) if used else "full"
     return f"open: {words} recomputation" + (" (needed to fit, or faster)" if chosen else "")
+
+
+#: Legend text of open markers in the paper figures (:func:`recompute_handle`), whose points take
+#: full recomputation where it is needed to fit or faster.
+RECOMPUTE_LABEL = recompute_label(("none", "full"), chosen=True)
 
 
 def recompute_handle(label: str = RECOMPUTE_LABEL):

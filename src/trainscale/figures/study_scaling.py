@@ -63,6 +63,10 @@ _X_LABELS = {
 #: happen to predict the same throughput) stay visible as two shapes on one line.
 SERIES_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h")
 
+#: Longest legend line (characters) that still fits in one panel's cell of the grid (at the
+#: legend's 6.5 pt): "Llama-2 70B: -1.9 % tokens/s per GPU per doubling" (50) does.
+LEGEND_CELL_CHARS = 52
+
 # How a fixed column reads in the note: a format with {v} (the readable value).
 _FIXED = {
     "model": "{v}",
@@ -313,11 +317,6 @@ def plot_scaling(
     if title:
         fig.suptitle(title, fontsize=9)
     return add_source_note(fig, sim_source(rows) + ".", note)
-
-
-#: Longest legend line (characters) that still fits in one panel's cell of the grid (at the
-#: legend's 6.5 pt): "Llama-2 70B: -1.9 % tokens/s per GPU per doubling" (50) does.
-LEGEND_CELL_CHARS = 52
 
 
 def _series_texts(
