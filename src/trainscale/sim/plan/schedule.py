@@ -316,6 +316,15 @@ def _only_where(
     return out
 
 
+def _prefetched(
+    first: ArrayLike, per_block: ArrayLike, critical: ArrayLike, blocks: ArrayLike
+) -> np.ndarray:
+    """What a communication stream that prefetches one block ahead adds to ``blocks`` identical
+    blocks (seconds): the ``first`` collective, which nothing hides, then whatever of each later
+    block's ``per_block`` collectives outlasts the block before it on the ``critical`` path."""
+    return first + (blocks - 1) * np.maximum(per_block - critical, 0.0)
+
+
 def _bucketed(
     size: ArrayLike,
     bucket: ArrayLike,
@@ -471,11 +480,11 @@ def step_times(
     # first gather + (Ls - 1) * max(critical path, comm) + critical path (+ last reduce-scatter);
     # written below as the compute on the critical path plus what the comm stream adds.
     fwd_exposed = (
-        embed_gather + comm_fwd + (layers - 1) * np.maximum(comm_fwd - f_crit, 0.0)
+        _prefetched(embed_gather + comm_fwd, comm_fwd, f_crit, layers)
         + layers * (tp_fwd + cp["exposed_fwd"] + serial_fwd)
     )  # fmt: skip
     bwd_exposed = (
-        np.where(prefetch, gather_bwd, 0.0) + (layers - 1) * np.maximum(comm_bwd - b_crit, 0.0)
+        _prefetched(np.where(prefetch, gather_bwd, 0.0), comm_bwd, b_crit, layers)
         + np.where(grad_overlap, reduce_bwd, 0.0)
         + layers * (tp_bwd + cp["exposed_bwd"] + serial_bwd)
     )  # fmt: skip
@@ -529,7 +538,7 @@ def step_times(
     # ahead; the reduce-scatters all run after the last backward, exposed.
     deferred_gather_exposed = np.where(
         prefetch,
-        step_gather + (layers - 1) * np.maximum(step_gather - f_crit, 0.0),
+        _prefetched(step_gather, step_gather, f_crit, layers),
         layers * step_gather,
     )
     deferred_exposed = step_embed_gather + deferred_gather_exposed + layers * (step_rs + step_ar)
