@@ -31,7 +31,7 @@ def _latency_profile(folder: Path) -> Call:
     """Background work of :func:`latency_profile`."""
     catalogue, published = shipped_inputs()
     values = latency_profile_values()
-    profile = "trainscale.calibrate.sensitivity:profile"
+    profile = "trainscale.paper.sensitivity:profile"
     return call_in_background(
         folder, profile, "nccl_latency_scale", values, published, catalogue=catalogue
     )
@@ -60,7 +60,7 @@ def _unpriored_scan(folder: Path) -> tuple[Call, Call]:
     small = two_sources(published)
     scan = call_in_background(
         folder,
-        "trainscale.calibrate.sensitivity:prior_width_scan",
+        "trainscale.paper.sensitivity:prior_width_scan",
         [math.inf],
         small,
         catalogue=catalogue,

@@ -157,12 +157,10 @@ def _check_numeric_columns(path: Path, record: Record) -> None:
         text = fields.get(column, "").strip()
         if not text or column == "num_gpus":
             continue
-        if not (re.fullmatch(_NUMBER, text) and float(text) == int(float(text))):
-            raise _bad(path, record, column, fields[column],
-                       f"empty or a positive whole number up to {high:,} (e.g. 24 or 24.0)")  # fmt: skip
-        if not low <= int(float(text)) <= high:
-            raise _bad(path, record, column, fields[column],
-                       f"empty or a positive whole number up to {high:,}")  # fmt: skip
+        allowed = f"empty or a positive whole number up to {high:,} (e.g. 24 or 24.0)"
+        whole = re.fullmatch(_NUMBER, text) and float(text) == int(float(text))
+        if not whole or not low <= int(float(text)) <= high:
+            raise _bad(path, record, column, fields[column], allowed)
     params = fields.get("params_b", "").strip()
     if params and not (re.fullmatch(_NUMBER, params) and 0 < float(params) < 1e6):
         raise _bad(path, record, "params_b", fields["params_b"],

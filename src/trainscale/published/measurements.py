@@ -148,11 +148,14 @@ def load_published(
     ``hardware`` (the physical limits a value is checked against) and ``models`` (the shapes
     the observed tokens/s are derived with) are the caller's catalogues; ``sources``: the
     per-source rules (default: the ``sources.yaml`` beside the CSV, so a CSV and its rules
-    travel together).
+    travel together, or the shipped ``data/published/sources.yaml`` where the CSV has none).
     """
     path = Path(path) if path is not None else data_dir() / "published" / "measurements.csv"
+    if sources is None:
+        beside = path.parent / "sources.yaml"
+        sources = beside if beside.is_file() else data_dir() / "published" / "sources.yaml"
     if not isinstance(sources, Sources):
-        sources = load_sources(sources if sources is not None else path.parent / "sources.yaml")
+        sources = load_sources(sources)
     out: dict[str, list[dict]] = {"throughput": [], "collective": [], "reject": []}
     for record in read_records(path):
         parsed = check_record(path, record, hardware)
