@@ -51,6 +51,7 @@ def two_sources(published: PublishedData) -> PublishedData:
         throughput=published.throughput[keep].reset_index(drop=True),
         collectives=published.collectives.iloc[0:0],
         rejects=published.rejects,
+        power_anchor=published.power_anchor,
     )
 
 

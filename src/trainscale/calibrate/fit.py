@@ -371,6 +371,7 @@ def held_out_predictions(
             throughput=published.throughput[keep].reset_index(drop=True),
             collectives=published.collectives,
             rejects=published.rejects,
+            power_anchor=published.power_anchor,
         )
         fit = fit_throughput(training, catalogue=catalogue, prior_scale=prior_scale)
         target = PublishedData(
