@@ -92,12 +92,12 @@ def collective_row(row: Row, rules: SourceRules) -> dict:
     value = number(value_text.lstrip("~"))
     if not np.isfinite(value):
         raise Rejected(f"value {value_text!r} is not a number")
-    num_gpus = row.int("num_gpus")
+    num_gpus = row.integer("num_gpus")
     if num_gpus is None:
         raise Rejected("GPU count not stated")
     if not gpu_text:
         raise Rejected("GPU not stated")
-    gpn = row.int("gpus_per_node")
+    gpn = row.integer("gpus_per_node")
     if gpn is None:
         raise Rejected("GPUs per node not stated")
     inferred = rules.rule("collective_hardware_not_stated")

@@ -89,9 +89,9 @@ def _power_row_reason(row: Row, parsed: ParsedValue) -> str:
     missing = [
         label
         for label, absent in (
-            ("GPU count", row.int("num_gpus") is None),
-            ("GPUs per node", row.int("gpus_per_node") is None),
-            ("model shape", row.int("layers") is None),
+            ("GPU count", row.integer("num_gpus") is None),
+            ("GPUs per node", row.integer("gpus_per_node") is None),
+            ("model shape", row.integer("layers") is None),
             ("parallel plan (TP/PP/DP, sharding)", not row.text("tp") and not row.text("sharding")),
             ("batch and sequence length", not row.text("global_batch_seqs")),
         )

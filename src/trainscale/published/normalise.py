@@ -81,7 +81,7 @@ class Row:
         value = self.r.get(key)
         return "" if value is None or (isinstance(value, float) and np.isnan(value)) else str(value)
 
-    def int(self, key: str) -> int | None:
+    def integer(self, key: str) -> int | None:
         """The field as a whole number; None where empty or not one (a range, text)."""
         return _int(self.r.get(key))
 
@@ -133,10 +133,10 @@ def _shape(row: Row) -> dict | None:
     """Model shape from the row's columns or, for named models, the catalogue."""
     if (key := matching.model_key(row.text("model"))) is not None:
         return {"model": key}
-    fields = {name: row.int(name) for name in ("layers", "hidden", "heads", "vocab")}
+    fields = {name: row.integer(name) for name in ("layers", "hidden", "heads", "vocab")}
     if any(v is None for v in fields.values()):
         return None
-    ffn = row.int("ffn") or 4 * fields["hidden"]  # GPT/MPT: 4h (Narayanan's formula)
+    ffn = row.integer("ffn") or 4 * fields["hidden"]  # GPT/MPT: 4h (Narayanan's formula)
     name = row.text("model")
     kv = 8 if "llama 3" in name.lower() else fields["heads"]
     return {"model": "", **fields, "kv_heads": kv, "ffn": ffn,
@@ -157,7 +157,7 @@ def _screen(row: Row, parsed: ParsedValue) -> int:
         problems.append(f"value {row.text('value')!r} is a lower bound, not a measured number")
     if parsed.kind == "range":
         problems.append(f"value {row.text('value')!r} is a range, not one measured number")
-    num_gpus = row.int("num_gpus")
+    num_gpus = row.integer("num_gpus")
     if num_gpus is None and row.text("num_gpus"):
         problems.append(
             f"the source gives a range of GPU counts ({row.text('num_gpus')}), not the GPU "
@@ -207,7 +207,7 @@ def _plan(row: Row, num_gpus: int, rules: SourceRules) -> _Plan:
     sharding = matching.sharding(row.text("sharding"))
     if sharding is None:
         raise Rejected(f"sharding {row.text('sharding')!r} (CPU offload) is not modelled")
-    tp, pp, notes = row.int("tp"), row.int("pp"), row.text("notes")
+    tp, pp, notes = row.integer("tp"), row.integer("pp"), row.text("notes")
     if tp is None and "model-parallel size=96" in notes:
         tp, pp = 8, 12
     if tp is None and "model-parallel size=1" in notes:
@@ -217,15 +217,16 @@ def _plan(row: Row, num_gpus: int, rules: SourceRules) -> _Plan:
             raise Rejected("tensor/pipeline split not stated")
         tp = 1
     pp = pp or 1
-    cp = row.int("cp") or 1
-    seq_len = row.int("seq_len") or rules.rule("seq_len_default")
+    cp = row.integer("cp") or 1
+    seq_len = row.integer("seq_len") or rules.rule("seq_len_default")
     if seq_len is None:
         raise Rejected("sequence length not published")
     dp = data_parallel_degree(num_gpus, tp, pp, cp)
     if dp == 0:
         raise Rejected(f"num_gpus {num_gpus} not divisible by tp*pp*cp")
-    return _Plan(framework, shape, gpu, sharding, tp, pp, cp, row.int("gpus_per_node") or 8,
-                 seq_len, dp, row.int("global_batch_seqs"), row.int("micro_batch"))  # fmt: skip
+    gpn = row.integer("gpus_per_node") or 8
+    return _Plan(framework, shape, gpu, sharding, tp, pp, cp, gpn, seq_len, dp,
+                 row.integer("global_batch_seqs"), row.integer("micro_batch"))  # fmt: skip
 
 
 def _batches(row: Row, plan: _Plan, rules: SourceRules) -> None:
@@ -307,7 +308,7 @@ def _holds(when: Mapping[str, Any], row: Row, text: str) -> bool:
         "framework_lacks": lambda v: v.lower() not in framework,
         "text_has": lambda v: v.lower() in text,
         "precision_is": lambda v: row.text("precision").upper() == v.upper(),
-        "min_degree": lambda v: all((row.int(k) or 1) >= n for k, n in v.items()),
+        "min_degree": lambda v: all((row.integer(k) or 1) >= n for k, n in v.items()),
     }
     return all(checks[name](value) for name, value in when.items())
 
