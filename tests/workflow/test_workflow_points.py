@@ -32,9 +32,7 @@ def test_a_study_whose_winning_plan_switches_names_it_in_points(
         yaml.safe_dump(STUDY, sort_keys=False)
     )
     out = workdir / "reports" / "studies" / NAME
-    done = run_snakemake(
-        workdir, "--cores", "2", f"reports/studies/{NAME}/points.md", timeout=900
-    )
+    done = run_snakemake(workdir, "--cores", "2", f"reports/studies/{NAME}/points.md", timeout=900)
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     points = pd.read_csv(out / "points.csv")
     assert list(points["num_gpus"]) == [256, 512, 1024, 2048]

@@ -74,9 +74,7 @@ def _plan_key(frame: pd.DataFrame) -> pd.Series:
     return frame[columns].astype(str).agg("|".join, axis=1)
 
 
-def _runner_up(
-    simulated: pd.DataFrame, points: pd.DataFrame, group: Sequence[str]
-) -> pd.DataFrame:
+def _runner_up(simulated: pd.DataFrame, points: pd.DataFrame, group: Sequence[str]) -> pd.DataFrame:
     """Per point: the fastest fitting row of the same group whose plan is not the winner's."""
     rows = simulated
     if "source" in rows.columns:
