@@ -92,3 +92,27 @@ def test_gpu_and_length_ticks_are_turned_90_degrees(name, context_sim, hardware_
             if tick.get_text():
                 assert tick.get_rotation() == 90.0
     plt.close(fig)
+
+
+def test_legend_names_are_cut_at_a_word_boundary() -> None:
+    from trainscale.figures._text import shorten
+
+    text = "Fernandez et al. 2024, Hardware Scaling Trends and Diminishing Returns"
+    assert shorten(text, 60) == "Fernandez et al. 2024, Hardware Scaling Trends and…"
+    assert shorten(text, 200) == text
+    assert shorten("Supercalifragilistic", 6) == "Super…"
+    for width in range(11, len(text)):  # from the first word's length on
+        cut = shorten(text, width)
+        assert len(cut) <= width and text.startswith(cut[:-1].rstrip(" ,"))
+        assert text[len(cut) - 1] in " ,"  # the next character ends a word
+
+
+def test_collective_points_are_coloured_by_their_node_count_like_the_curves() -> None:
+    from trainscale.figures.collective_bandwidth import node_colors
+
+    colours = node_colors([1, 2, 4, 8, 512, 1024, 4096])
+    assert len(set(colours.values())) == 6  # 4,096 nodes drawn as the largest (1,024)
+    assert colours[1024] == colours[4096]
+    # a sequential scale: lightness grows with the node count
+    lightness = [sum(colours[n][:3]) for n in (1, 2, 4, 8, 512, 1024)]
+    assert lightness == sorted(lightness)
