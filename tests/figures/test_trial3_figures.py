@@ -116,3 +116,29 @@ def test_collective_points_are_coloured_by_their_node_count_like_the_curves() ->
     # a sequential scale: lightness grows with the node count
     lightness = [sum(colours[n][:3]) for n in (1, 2, 4, 8, 512, 1024)]
     assert lightness == sorted(lightness)
+
+
+def test_a_power_cap_study_can_plot_energy_per_token_and_memory(catalogue) -> None:
+    from trainscale.figures.study_scaling import plot_scaling
+    from trainscale.study.report import METRICS, ReportSpec, select_rows
+
+    sim = simulate(model=["llama2-7b"], num_gpus=[64, 256], power_limit_w=[500, 700])
+    spec = ReportSpec(x="power_limit_w", series=("num_gpus",), facet=None, best_of=(),
+                      metrics=("energy_j_per_token", "mem_gib_per_gpu"),
+                      levels={"num_gpus": (64, 256)})  # fmt: skip
+    fig = plot_scaling(select_rows(sim, spec), spec, note="setup", hardware=catalogue.hardware,
+                       models=catalogue.models)  # fmt: skip
+    labels = {ax.get_ylabel() for ax in fig.axes}
+    assert {METRICS["energy_j_per_token"][0], METRICS["mem_gib_per_gpu"][0]} <= labels
+    plt.close(fig)
+
+
+def test_the_study_schema_offers_exactly_the_plottable_metrics() -> None:
+    import yaml
+
+    from trainscale.paths import schema_file
+    from trainscale.study.report import METRICS
+
+    schema = yaml.safe_load(schema_file("study").read_text())
+    enum = schema["properties"]["report"]["properties"]["metrics"]["items"]["enum"]
+    assert enum == list(METRICS)
