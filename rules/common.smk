@@ -243,7 +243,8 @@ def get_all_targets(wildcards):
 
 
 def get_study_targets():
-    """reports/studies/<study>/scaling.{pdf,png,svg} and fits.{csv,md,tex} for every study."""
+    """reports/studies/<study>/scaling.{pdf,png,svg}, fits.{csv,md,tex} and points.{csv,md,tex}
+    for every study."""
     return [
         *expand(
             "reports/studies/{study}/scaling.{ext}",
@@ -251,8 +252,9 @@ def get_study_targets():
             ext=("pdf", "png", "svg"),
         ),
         *expand(
-            "reports/studies/{study}/fits.{ext}",
+            "reports/studies/{study}/{table}.{ext}",
             study=list(STUDIES),
+            table=("fits", "points"),
             ext=("csv", "md", "tex"),
         ),
     ]
