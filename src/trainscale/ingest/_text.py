@@ -42,7 +42,8 @@ _BINARY_SHARE = 0.05
 
 
 def read_text(path: str | Path) -> str:
-    """Return the file's text, decoding invalid UTF-8 bytes as U+FFFD.
+    """Return the file's text, decoding invalid UTF-8 bytes as U+FFFD; a leading UTF-8 byte-order
+    mark (Excel, PowerShell ``Out-File``) is dropped.
 
     Raises
     ------
@@ -58,7 +59,7 @@ def read_text(path: str | Path) -> str:
     bad = sample.count(b"\x00") + sample.decode("utf-8", errors="replace").count("\ufffd")
     if sample and bad > _BINARY_SHARE * len(sample):
         raise InputFileError(path, "not a text file (binary or compressed data)")
-    return raw.decode("utf-8", errors="replace")
+    return raw.decode("utf-8-sig", errors="replace")  # a UTF-8 byte-order mark is dropped
 
 
 def read_lines(path: str | Path) -> list[str]:

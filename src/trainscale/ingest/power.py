@@ -106,7 +106,16 @@ _UNIT_SUFFIX = {"w": "w", "%": "pct", "mib": "mib", "mhz": "mhz", "c": "c", "j":
 
 _HEADER_FIELD_RE = re.compile(r"^([a-z_][a-z0-9_.]*)(?:\s*\[([^\]]*)\])?$", re.IGNORECASE)
 _VALUE_RE = re.compile(r"^([-+]?\d+(?:\.\d+)?)(?:\s*([A-Za-z%]+))?$")
-_SMI_TIME_RE = re.compile(r"^\d{4}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{1,9})?$")
+#: nvidia-smi's ``YYYY/MM/DD HH:MM:SS.mmm``, or ISO 8601 ``YYYY-MM-DDTHH:MM:SS[.fff]`` (a
+#: wrapper script's ``date --iso-8601``), naive: the step logs' stamps carry no zone either.
+_SMI_TIME_RE = re.compile(r"^\d{4}([/-])\d{2}\1\d{2}[ T]\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?$")
+_ZONE_RE = re.compile(r"(?:Z|[+-]\d{2}:?\d{2})$")
+_TIME_FORMS = (
+    "'YYYY/MM/DD HH:MM:SS[.fff]' (nvidia-smi) or ISO 8601 'YYYY-MM-DD[T ]HH:MM:SS[.fff]' "
+    "without a time zone"
+)
+#: Power units a header may state, → factor to watts.
+_POWER_UNITS = {"w": 1.0, "": 1.0, "mw": 1e-3, "kw": 1e3}
 _MAX_GPUS_PER_POLL = 64
 
 
@@ -238,8 +247,8 @@ def parse_nvidia_smi_csv(
     skipped += int(np.count_nonzero(~consistent))
     rows = [row for row, ok in zip(rows, consistent, strict=True) if ok]
     if not rows:
-        raise InputFileError(path, "no nvidia-smi data row could be parsed")
-    frame = pd.DataFrame(rows)
+        raise InputFileError(path, "no nvidia-smi data row could be parsed" + _why(lines, fields))
+    frame = _to_watts(pd.DataFrame(rows), fields, path)
     frame["timestamp"] = _smi_timestamps(frame)
     frame = _smi_gpu_index(frame, fields, slots, gpus_per_poll, path)
     samples = _finish(frame)
@@ -250,6 +259,40 @@ def parse_nvidia_smi_csv(
         format="nvidia-smi",
         warnings=_check_samples(samples, path, polls="index" in {f for f, _ in fields}),
     )
+
+
+def _why(lines: list[str], fields: list[tuple[str, str]]) -> str:
+    """Why the first data row was refused, where it is the timestamp (else '')."""
+    names = [f for f, _ in fields]
+    if "timestamp" not in names:
+        return ""
+    where = names.index("timestamp")
+    for number, line in enumerate(lines, start=1):
+        parts = line.split(",")
+        if len(parts) != len(fields) or _split_header(line) is not None:
+            continue
+        stamp = parts[where].strip()
+        if _SMI_TIME_RE.match(stamp):
+            return ""
+        zone = " (it has a time zone)" if _ZONE_RE.search(stamp) else ""
+        return f": line {number}: timestamp {stamp!r}{zone} is not {_TIME_FORMS}"
+    return ""
+
+
+def _to_watts(frame: pd.DataFrame, fields: list[tuple[str, str]], path: str | Path) -> pd.DataFrame:
+    """Power columns in W: a header unit of mW or kW is converted; any other is an error."""
+    for field, unit in fields:
+        column = _SMI_FIELDS.get(field, "")
+        if not field.startswith("power.") and not field.endswith("power.limit"):
+            continue
+        factor = _POWER_UNITS.get(unit.lower())
+        if factor is None:
+            raise InputFileError(
+                path, f"header: {field} [{unit}] is not a power unit; allowed: W, mW, kW"
+            )
+        if factor != 1.0 and column in frame:
+            frame[column] = frame[column] * factor
+    return frame
 
 
 def _smi_fields(

@@ -528,7 +528,8 @@ def _warn(notes: list[str], message: str) -> None:
     warnings.warn(message, RuntimeWarning, stacklevel=3)
 
 
-def _strict_or_warn(message: InputFileError, strict: bool, notes: list[str]) -> None:
+def _strict_or_warn(message: TrainscaleError, strict: bool, notes: list[str]) -> None:
+    """Raise ``message`` with ``strict``, else warn and keep it for the ``warnings`` column."""
     if strict:
         raise message
     _warn(notes, str(message))
@@ -577,9 +578,18 @@ def _read_step_log(
 
 
 def _power_frames(
-    entries: list[LogEntry], cfg: dict[str, Any], notes: list[str], hardware: HardwareCatalog
+    entries: list[LogEntry],
+    cfg: dict[str, Any],
+    notes: list[str],
+    hardware: HardwareCatalog,
+    checks: tuple[Path, bool],
 ) -> list[pd.DataFrame]:
+    """Parse the job's power logs and check them (:mod:`trainscale.ingest.plausibility`);
+    ``checks`` is (manifest path, strict)."""
+    from trainscale.ingest.plausibility import check_power_coverage, check_power_samples
     from trainscale.ingest.power import parse_power_log
+
+    manifest_path, strict = checks
 
     gpu = hardware.gpus.get(cfg.get("gpu", ""))
     frames = []
@@ -611,7 +621,11 @@ def _power_frames(
                     f"{limit:g} W",
                     line=int(samples["line"].iloc[k]),
                 )
+        for note in check_power_samples(samples, entry.path, gpu, str(cfg.get("gpu"))):
+            _strict_or_warn(TrainscaleError(note), strict, notes)
         frames.append(samples.assign(log_file=str(entry.path)))
+    for note in check_power_coverage(frames, cfg.get("num_gpus"), manifest_path):
+        _strict_or_warn(TrainscaleError(note), strict, notes)
     return frames
 
 
@@ -722,6 +736,7 @@ def _ingest_job(
     manifest: RunManifest, job: str, strict: bool, catalogue: _Catalogues
 ) -> tuple[dict[str, Any], pd.DataFrame]:
     from trainscale.ingest.nccltests import parse_nccl_tests
+    from trainscale.ingest.plausibility import check_result_row, check_steps
     from trainscale.ingest.steady import steady_state
 
     hardware, models = catalogue
@@ -736,7 +751,8 @@ def _ingest_job(
 
     notes: list[str] = []
     step_logs = [_read_step_log(e, manifest, strict, notes) for e in step_entries]
-    power = _power_frames(power_entries, cfg, notes, hardware)
+    power = _power_frames(power_entries, cfg, notes, hardware, (manifest.path, strict))
+    gpu = hardware.gpus.get(cfg.get("gpu", ""))
     trace = (
         _trace_summary(trace_entries, manifest.trace_warmup_steps, cfg, manifest.path)
         if trace_entries
@@ -763,6 +779,7 @@ def _ingest_job(
         table["mfu"] = table["mfu"].mask(
             peak_unknown | ((table["mfu"] == 0) & (table["tflops_per_gpu"] > 0))
         )
+        check_steps(log.steps, entry.path, cfg, manifest.warmup_steps, gpu, manifest.path)
         if "global_batch" in cfg:
             table["global_batch"] = table["global_batch"].fillna(cfg["global_batch"])
         step_tables.append(table)
@@ -843,6 +860,8 @@ def _ingest_job(
         row["dp"] = data_parallel_degree(num_gpus, cfg["tp"], cfg["pp"], cfg.get("cp", 1))
         if row["dp"] and "global_batch" in cfg and "micro_batch" in cfg:
             row["grad_accum"] = cfg["global_batch"] // (row["dp"] * cfg["micro_batch"])
+    for note in check_result_row(row, cfg, gpu, manifest.path):
+        _strict_or_warn(TrainscaleError(note), strict, notes)
     row.update(
         source="measured",
         study="runs",

@@ -1,0 +1,302 @@
+"""Plausibility checks on measured values before they enter the dataset.
+
+A measured row is the one a user trusts most and calibration learns from, so a value no cluster
+can produce (a wrong unit, a log of another job, a GPU missing from the power log) must not pass
+as a measurement. Each check either raises :class:`~trainscale.errors.InputFileError` (an
+impossible value) or returns a warning (a suspicious one) that the caller prints and keeps in
+the row's ``warnings`` column; ``strict`` ingestion turns the warnings into errors.
+
+The bounds (documented in ``docs/ingest/checks.md``):
+
+- MFU and HFU: at most 1 (100 %) — error; below :data:`MFU_FLOOR` — warning.
+- Power per GPU: a GPU whose median reading is below :data:`IDLE_FLOOR_FRACTION` × the
+  catalogue's ``idle_w`` is an error (0 W, or kW/mW values in a W column); a reading at 0 W
+  while another GPU of the same poll draws at least ``idle_w`` is a warning. The upper bound
+  (TDP + 25 %) is checked in :mod:`trainscale.ingest.runs`.
+- Coverage: a GPU index at or beyond the job's ``num_gpus`` is an error; fewer distinct GPUs
+  logged (over all power logs of the job) than ``num_gpus`` is a warning.
+- Conflicting duplicate samples (same timestamp and GPU, different power) are an error.
+- Memory: a per-step or steady memory above the GPU's HBM × (1 + :data:`HBM_TOLERANCE`) is an
+  error.
+- Manifest against log: a logged global batch that differs from the manifest's is an error; a
+  logged step time whose median differs from the median time between step stamps (per step)
+  by more than :data:`STEP_TIME_FACTOR` is an error; logged per-GPU tokens/s × ``num_gpus`` ×
+  step time that differs from the manifest's ``global_batch × seq_len`` by more than
+  :data:`STEP_TIME_FACTOR` is an error.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from trainscale.errors import InputFileError
+
+if TYPE_CHECKING:
+    from trainscale.sim.system.hardware import Gpu
+
+__all__ = [
+    "HBM_TOLERANCE",
+    "IDLE_FLOOR_FRACTION",
+    "MFU_FLOOR",
+    "STEP_TIME_FACTOR",
+    "check_power_coverage",
+    "check_power_samples",
+    "check_result_row",
+    "check_steps",
+]
+
+#: Measured MFU below this fraction (0.5 %) is a warning: a step time written in ms as s, or a
+#: run that mostly waited. The slowest shipped GPU run (Megatron golden values, a 12-layer
+#: hidden-512 GPT on 8 H100) measures 2.2 %.
+MFU_FLOOR = 0.005
+#: A GPU whose median power is below this fraction of the catalogue's ``idle_w`` (the draw at
+#: 0 % utilisation with a context held) cannot be running the job: a 0 W reading, a value in kW
+#: (0.6 for 600 W) or a value written without a context. Half the idle draw allows a GPU in a
+#: deep power state between steps.
+IDLE_FLOOR_FRACTION = 0.5
+#: Memory above the catalogue HBM by more than this fraction is an error (allows rounding of the
+#: stated capacity, not a unit mistake).
+HBM_TOLERANCE = 0.05
+#: Two estimates of the same quantity (logged step time against the stamps; logged throughput
+#: against the manifest's batch) that differ by more than this factor contradict each other.
+STEP_TIME_FACTOR = 2.0
+#: Fewer step stamps than this leave the stamp-based step time unchecked.
+_MIN_TIMED_STEPS = 3
+
+
+def check_power_samples(
+    samples: pd.DataFrame, path: str | Path, gpu: Gpu | None, gpu_name: str
+) -> list[str]:
+    """Check one power log's samples; raise on an impossible value, return warnings.
+
+    ``samples`` has the columns of :attr:`trainscale.ingest.power.PowerLog.samples`
+    (``sample``, ``timestamp``, ``gpu_index``, ``power_w`` in W, ``line``).
+    """
+    notes: list[str] = []
+    power = samples[samples["power_w"].notna()]
+    if power.empty:
+        return notes
+    _check_duplicates(power, path)
+    by_gpu = power.groupby("gpu_index")["power_w"].median()
+    if gpu is not None:
+        floor = gpu.idle_w * IDLE_FLOOR_FRACTION
+        low = by_gpu[by_gpu < floor]
+        if len(low):
+            index = low.index[0]
+            line = int(power.loc[power["gpu_index"] == index, "line"].iloc[0])
+            raise InputFileError(
+                path,
+                f"GPU {index} draws a median {low.iloc[0]:g} W, below the idle floor of a "
+                f"{gpu_name} ({IDLE_FLOOR_FRACTION:g} x idle_w {gpu.idle_w:g} W = {floor:g} W, "
+                "data/hardware.yaml): a GPU at 0 W, or power in kW or mW in a [W] column? "
+                f"allowed: {floor:g} to {gpu.tdp_w * 1.25:g} W",
+                line=line,
+            )
+        busy = gpu.idle_w
+    else:
+        busy = float(power["power_w"].max()) / 2
+    peak = power.groupby("sample")["power_w"].transform("max")
+    zero = np.flatnonzero(((power["power_w"] <= 0) & (peak >= busy) & (busy > 0)).to_numpy())
+    if zero.size:
+        k = zero[0]
+        notes.append(
+            f"{path}:{int(power['line'].iloc[k])}: {zero.size} reading(s) of 0 W while another "
+            f"GPU of the same poll draws {busy:g} W or more, first GPU "
+            f"{power['gpu_index'].iloc[k]}"
+        )
+    return notes
+
+
+def _check_duplicates(power: pd.DataFrame, path: str | Path) -> None:
+    """Same (timestamp, GPU) with different power is an error; identical copies are kept."""
+    timed = power[power["timestamp"].notna() & power["gpu_index"].notna()]
+    if timed.empty:
+        return
+    spread = timed.groupby(["timestamp", "gpu_index"])["power_w"].agg(["min", "max"])
+    bad = spread[spread["max"] != spread["min"]]
+    if len(bad):
+        stamp, index = bad.index[0]
+        rows = timed[(timed["timestamp"] == stamp) & (timed["gpu_index"] == index)]
+        lines = ", ".join(str(int(n)) for n in rows["line"])
+        raise InputFileError(
+            path,
+            f"conflicting duplicate samples: GPU {index} at {stamp} reads "
+            f"{bad['min'].iloc[0]:g} W and {bad['max'].iloc[0]:g} W (lines {lines}); "
+            "one sample per GPU and time is allowed (two loggers writing one file?)",
+            line=int(rows["line"].iloc[1]),
+        )
+
+
+def check_power_coverage(
+    frames: list[pd.DataFrame], num_gpus: int | None, manifest: str | Path
+) -> list[str]:
+    """Every GPU of the job in the power logs: an index at or beyond ``num_gpus`` is an error,
+    fewer GPUs logged than ``num_gpus`` a warning. Each frame is one log's samples with
+    ``log_file``; GPU indices are those of the log (a node's log counts 0…7)."""
+    if not frames or not num_gpus:
+        return []
+    logged = 0
+    for samples in frames:
+        indices = samples.loc[samples["power_w"].notna(), "gpu_index"].dropna().astype(int)
+        path = samples["log_file"].iloc[0]
+        beyond = indices[indices >= num_gpus]
+        if len(beyond):
+            k = beyond.index[0]
+            raise InputFileError(
+                path,
+                f"power logged for GPU {beyond.iloc[0]}, but the job has {num_gpus} GPU(s) "
+                f"(num_gpus, {manifest}): a log of another job or of the whole node? allowed "
+                f"GPU indices: 0 to {num_gpus - 1}",
+                line=int(samples.loc[k, "line"]),
+            )
+        logged += indices.nunique()
+    if logged < num_gpus:
+        return [
+            f"power logged for {logged} of the job's {num_gpus} GPUs ({manifest}): "
+            "power_w_per_gpu is the mean of the logged ones"
+        ]
+    return []
+
+
+def check_steps(
+    steps: pd.DataFrame,
+    path: str | Path,
+    cfg: dict[str, Any],
+    warmup: int,
+    gpu: Gpu | None,
+    manifest: str | Path,
+) -> None:
+    """Check a parsed step table (columns of :attr:`trainscale.ingest.steplog.StepLog.steps`,
+    before the manifest's ``global_batch`` fills gaps) against the manifest; raise on a
+    contradiction."""
+    _check_global_batch(steps, path, cfg, manifest)
+    if gpu is not None and "mem_gib" in steps:
+        limit = gpu.hbm_bytes / 2**30 * (1 + HBM_TOLERANCE)
+        high = np.flatnonzero((steps["mem_gib"] > limit).to_numpy(dtype=bool))
+        if high.size:
+            k = high[0]
+            raise InputFileError(
+                path,
+                f"memory {steps['mem_gib'].iloc[k]:g} GiB is more than a {cfg.get('gpu')} holds "
+                f"(HBM {gpu.hbm_bytes / 2**30:g} GiB, data/hardware.yaml); allowed: 0 to "
+                f"{limit:g} GiB",
+                line=_line(steps, k),
+            )
+    steady = steps.iloc[warmup:]
+    _check_stamps(steady, path)
+    _check_throughput(steady, path, cfg, manifest)
+
+
+def _line(steps: pd.DataFrame, k: int) -> int | None:
+    line = steps["line"].iloc[k] if "line" in steps else None
+    return None if line is None or pd.isna(line) else int(line)
+
+
+def _check_global_batch(
+    steps: pd.DataFrame, path: str | Path, cfg: dict[str, Any], manifest: str | Path
+) -> None:
+    if "global_batch" not in cfg or "global_batch" not in steps:
+        return
+    logged = pd.to_numeric(steps["global_batch"], errors="coerce")
+    other = np.flatnonzero((logged.notna() & (logged != cfg["global_batch"])).to_numpy())
+    if other.size:
+        k = other[0]
+        raise InputFileError(
+            path,
+            f"the log's global batch size is {logged.iloc[k]:g} but the manifest's "
+            f"global_batch is {cfg['global_batch']} ({manifest}): a log of another "
+            "configuration?",
+            line=_line(steps, k),
+        )
+
+
+def _check_stamps(steady: pd.DataFrame, path: str | Path) -> None:
+    """Logged step time against the time between step stamps per step."""
+    timed = steady[steady["timestamp"].notna() & steady["step_time_s"].notna()]
+    if len(timed) < _MIN_TIMED_STEPS:
+        return
+    seconds = timed["timestamp"].astype("int64").to_numpy() / 1e9
+    steps = timed["step"].to_numpy(dtype=float)
+    delta = np.diff(seconds) / np.diff(steps)
+    delta = delta[np.isfinite(delta) & (delta > 0)]
+    if delta.size < _MIN_TIMED_STEPS - 1:
+        return
+    stamped = float(np.median(delta))
+    logged = float(timed["step_time_s"].median())
+    ratio = logged / stamped
+    if not (1 / STEP_TIME_FACTOR <= ratio <= STEP_TIME_FACTOR):
+        raise InputFileError(
+            path,
+            f"the logged step time (median {logged:.4g} s) contradicts the step stamps "
+            f"({stamped:.4g} s per step between lines): a step time in ms written as s, or "
+            f"stamps of another run? allowed: within a factor {STEP_TIME_FACTOR:g}",
+            line=_line(timed, 0),
+        )
+
+
+def _check_throughput(
+    steady: pd.DataFrame, path: str | Path, cfg: dict[str, Any], manifest: str | Path
+) -> None:
+    """Logged tokens/s per GPU × num_gpus × step time against global_batch × seq_len."""
+    needed = ("global_batch", "seq_len", "num_gpus")
+    if not all(cfg.get(k) for k in needed):
+        return
+    rate = pd.to_numeric(steady.get("tokens_per_s_per_gpu"), errors="coerce")
+    time = pd.to_numeric(steady.get("step_time_s"), errors="coerce")
+    if rate is None or time is None:
+        return
+    both = rate.notna() & time.notna()
+    if not both.any():
+        return
+    logged = float((rate[both] * time[both]).median()) * cfg["num_gpus"]
+    stated = float(cfg["global_batch"] * cfg["seq_len"])
+    if logged > 0 and not (1 / STEP_TIME_FACTOR <= logged / stated <= STEP_TIME_FACTOR):
+        raise InputFileError(
+            path,
+            f"the log's tokens/s per GPU x step time x num_gpus gives {logged:,.0f} tokens "
+            f"per step but the manifest's global_batch x seq_len is {stated:,.0f} "
+            f"({manifest}): num_gpus, global_batch or seq_len do not match the log",
+            line=_line(steady, int(np.flatnonzero(both.to_numpy())[0])),
+        )
+
+
+def check_result_row(
+    row: dict[str, Any], cfg: dict[str, Any], gpu: Gpu | None, manifest: str | Path
+) -> list[str]:
+    """Check a job's measured row (dataset columns); raise on an impossible value, return
+    warnings."""
+    where = f"run {row.get('run_id')}" if row.get("run_id") else str(manifest)
+    for name in ("mfu", "hfu"):
+        value = row.get(name)
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            continue
+        if not math.isfinite(value) or value > 1:
+            raise InputFileError(
+                manifest,
+                f"measured {name} {value:.4g} ({value:.1%}) is above 100 %: the step time is "
+                "too short for the manifest's model, batch and GPU count (a step time in ms "
+                "written as s, or a log of another configuration?); allowed: "
+                f"{MFU_FLOOR:.1%} to 100 %",
+            )
+    notes = []
+    mfu = row.get("mfu")
+    if mfu is not None and not math.isnan(mfu) and mfu < MFU_FLOOR:
+        notes.append(
+            f"{where}: measured MFU {mfu:.3%} is below the plausible floor {MFU_FLOOR:.1%} "
+            "(a step time in s written as ms? the GPU mostly waiting?)"
+        )
+    mem = row.get("mem_gib_per_gpu")
+    if gpu is not None and mem is not None and not math.isnan(mem):
+        limit = gpu.hbm_bytes / 2**30 * (1 + HBM_TOLERANCE)
+        if mem > limit:
+            raise InputFileError(
+                manifest,
+                f"measured memory {mem:g} GiB per GPU is more than a {cfg.get('gpu')} holds "
+                f"(HBM {gpu.hbm_bytes / 2**30:g} GiB); allowed: 0 to {limit:g} GiB",
+            )
+    return notes
