@@ -50,7 +50,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--strict",
         action="store_true",
-        help="fail on garbled or truncated step lines instead of skipping them",
+        help="make warnings errors: garbled or truncated step lines and the plausibility "
+        "warnings of docs/ingest/checks.md (GPUs missing from the power log, low MFU)",
     )
 
 
