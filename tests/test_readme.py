@@ -110,3 +110,40 @@ def test_docs_build_strict(tmp_path: Path) -> None:
         env={"NO_MKDOCS_2_WARNING": "1", **__import__("os").environ},
     )
     assert done.returncode == 0, done.stderr[-4000:]
+
+
+def test_config_readme_follows_the_schema_and_catalogue() -> None:
+    """User trial item 27: the GPU list of the example error and the study keys come from data."""
+    import yaml
+
+    text = (ROOT / "config" / "README.md").read_text(encoding="utf-8")
+    gpus = sorted(yaml.safe_load((ROOT / "data" / "hardware.yaml").read_text())["gpus"])
+    assert "valid: " + ", ".join(gpus) in text
+    schema = yaml.safe_load((ROOT / "workflow" / "schemas" / "study.schema.yaml").read_text())
+    fixed = schema["properties"]["fixed"]["properties"]
+    missing = [key for key in fixed if f"`{key}`" not in text]
+    assert not missing, f"config/README.md does not describe study keys {missing}"
+    frameworks = yaml.safe_load(
+        (ROOT / "workflow" / "schemas" / "frameworks.schema.yaml").read_text()
+    )
+    kernels = _find_enum(frameworks, "attention_kernel")
+    row = next(line for line in text.splitlines() if line.startswith("| `attention_kernel`"))
+    for kernel in kernels:
+        assert f"`{kernel}`" in row, kernel
+
+
+def _find_enum(node: object, key: str) -> list[str]:
+    """The first `enum` under a mapping key named `key`, searched depth first."""
+    if isinstance(node, dict):
+        if key in node and isinstance(node[key], dict) and "enum" in node[key]:
+            return node[key]["enum"]
+        for value in node.values():
+            found = _find_enum(value, key)
+            if found:
+                return found
+    if isinstance(node, list):
+        for value in node:
+            found = _find_enum(value, key)
+            if found:
+                return found
+    return []
