@@ -101,6 +101,31 @@ _MP_SETUP = (
     "tokens/s that fits in memory"
 )
 
+_FSDP_ASSUMPTIONS = (
+    "global_batch",
+    "seq_len",
+    "micro_batch",
+    "no_recompute",
+    "cluster",
+    "nccl_latency",
+)
+_A100_ASSUMPTIONS = (
+    "global_batch",
+    "seq_len",
+    "micro_batch",
+    "no_recompute",
+    "a100_network",
+    "nccl_latency",
+)
+_MP_ASSUMPTIONS = (
+    "global_batch",
+    "seq_len",
+    "micro_batch",
+    "cluster",
+    "fsdp_plans",
+    "nccl_latency",
+)
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Claim:
