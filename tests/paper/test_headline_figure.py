@@ -37,6 +37,6 @@ def test_note_names_the_doubling_with_the_largest_drop(sim):
     seven = sim[(sim["model"] == "llama2-7b") & sim["num_gpus"].between(128, 2048)]
     steep = steepest_doubling(seven, "tokens_per_s_per_gpu")
     assert (steep.n_from, steep.n_to) == (1024, 2048)  # the cliff where the local batch is 1
-    assert len(per_gpu) == 1 and f"largest doubling: {steep.text}" in per_gpu[0]
+    assert len(per_gpu) == 1 and f"steepest doubling:\n{steep.text}" in per_gpu[0]
     notes = " ".join(t.get_text() for t in fig.texts)
     assert "prediction resting on the global batch of 2,048" in notes

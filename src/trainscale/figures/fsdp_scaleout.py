@@ -128,7 +128,7 @@ def _mark_claim(
     )
     window = series[series["num_gpus"].between(CLAIM_FROM, CLAIM_TO)]
     steep = steepest_doubling(window, column)
-    where = f"\nlargest doubling: {steep.text}" if steep is not None else ""
+    where = f"\nsteepest doubling:\n{steep.text}" if steep is not None else ""
     ax.annotate(
         f"{what} {CLAIM_FROM}→{CLAIM_TO}:\nsimulated −{sim:.2f} %\npaper −{study_pct:.2f} % (★)"
         + where,
