@@ -54,8 +54,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from trainscale.schema import FRAMEWORKS, SHARDINGS
+from trainscale.schema import FRAMEWORKS
 from trainscale.sim.support import DEGREE_PER_DOUBLING, SHAPE_PER_DOUBLING, SHARDING_WITHOUT_DATA
+from trainscale.sim.support_facts import (
+    SUPPORT_COLUMNS,
+    support_facts_as_dict,
+    support_facts_from_dict,
+    support_facts_merged,
+    support_facts_of,
+)
 
 __all__ = [
     "GPU_WITHOUT_DATA",
@@ -131,26 +138,7 @@ class CoverageFacts:
             framework_max_gpus=tuple((fw, int(most[fw])) for fw in FRAMEWORKS if fw in most.index),
             gpus_with_data=tuple(sorted(str(g) for g in rows["gpu"].unique())),
         )
-        if len(rows) == 0 or not set(_SUPPORT_COLUMNS) <= set(rows.columns):
-            return base
-        from trainscale.sim.support import DEGREES, block_params_b
-
-        pairs = rows.groupby(["framework", "sharding"])["num_gpus"].max()
-        params = block_params_b(
-            rows["layers"].to_numpy(), rows["hidden"].to_numpy(), rows["heads"].to_numpy(),
-            rows["kv_heads"].to_numpy(), rows["ffn"].to_numpy(),
-            (rows["mlp"] == "swiglu").to_numpy(),
-        )  # fmt: skip
-        return replace(
-            base,
-            sharding_max_gpus=tuple(
-                (fw, sh, int(pairs[(fw, sh)]))
-                for fw in FRAMEWORKS for sh in SHARDINGS if (fw, sh) in pairs.index
-            ),  # fmt: skip
-            params_b_range=_finite_range(params),
-            seq_len_range=(int(rows["seq_len"].min()), int(rows["seq_len"].max())),
-            max_degrees=tuple((d, int(rows[d].max())) for d in DEGREES),
-        )
+        return replace(base, **support_facts_of(rows))
 
     def merged(self, other: CoverageFacts) -> CoverageFacts:
         """Facts of both data sets together (a user calibration adds its rows to the shipped)."""
@@ -160,22 +148,11 @@ class CoverageFacts:
         most = dict(self.framework_max_gpus)
         for fw, n in other.framework_max_gpus:
             most[fw] = max(most.get(fw, 0), n)
-        pairs = {(f, s): m for f, s, m in self.sharding_max_gpus}
-        for f, s, m in other.sharding_max_gpus:
-            pairs[(f, s)] = max(pairs.get((f, s), 0), m)
-        degrees = dict(self.max_degrees)
-        for d, m in other.max_degrees:
-            degrees[d] = max(degrees.get(d, 0), m)
         return CoverageFacts(
             framework_rows=tuple((fw, rows.get(fw, 0)) for fw in FRAMEWORKS),
             framework_max_gpus=tuple((fw, most[fw]) for fw in FRAMEWORKS if fw in most),
             gpus_with_data=tuple(sorted({*self.gpus_with_data, *other.gpus_with_data})),
-            sharding_max_gpus=tuple(
-                (f, s, pairs[(f, s)]) for f in FRAMEWORKS for s in SHARDINGS if (f, s) in pairs
-            ),
-            params_b_range=_union(self.params_b_range, other.params_b_range),
-            seq_len_range=_union(self.seq_len_range, other.seq_len_range),
-            max_degrees=tuple(sorted(degrees.items())),
+            **support_facts_merged(self, other),
         )
 
     def framework_arrays(self) -> tuple[np.ndarray, np.ndarray]:
@@ -195,58 +172,19 @@ class CoverageFacts:
             "framework_max_gpus": dict(self.framework_max_gpus),
             "gpus_with_data": list(self.gpus_with_data),
         }
-        if self.sharding_max_gpus:
-            pairs: dict[str, dict[str, int]] = {}
-            for f, s, m in self.sharding_max_gpus:
-                pairs.setdefault(f, {})[s] = m
-            out["sharding_max_gpus"] = pairs
-        if self.params_b_range is not None:
-            out["params_b_range"] = list(self.params_b_range)
-        if self.seq_len_range is not None:
-            out["seq_len_range"] = list(self.seq_len_range)
-        if self.max_degrees:
-            out["max_degrees"] = dict(self.max_degrees)
+        out.update(support_facts_as_dict(self))
         return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CoverageFacts:
-        params = data.get("params_b_range")
-        seq = data.get("seq_len_range")
         return cls(
             framework_rows=tuple((str(k), int(v)) for k, v in data["framework_rows"].items()),
             framework_max_gpus=tuple(
                 (str(k), int(v)) for k, v in data["framework_max_gpus"].items()
             ),
             gpus_with_data=tuple(str(g) for g in data["gpus_with_data"]),
-            sharding_max_gpus=tuple(
-                (str(f), str(s), int(m))
-                for f, per in data.get("sharding_max_gpus", {}).items()
-                for s, m in per.items()
-            ),
-            params_b_range=None if params is None else (float(params[0]), float(params[1])),
-            seq_len_range=None if seq is None else (int(seq[0]), int(seq[1])),
-            max_degrees=tuple((str(k), int(v)) for k, v in data.get("max_degrees", {}).items()),
+            **support_facts_from_dict(data),
         )
-
-
-_SUPPORT_COLUMNS = ("sharding", "layers", "hidden", "heads", "kv_heads", "ffn", "mlp", "seq_len",
-                    "tp", "pp", "cp")  # fmt: skip
-
-
-def _finite_range(values: np.ndarray) -> tuple[float, float] | None:
-    """(min, max) of the finite values, 6 significant digits; None when there are none (a
-    result row whose input named a model but left its shape columns blank carries NaN shape
-    columns, and is left out of the range)."""
-    finite = values[np.isfinite(values)]
-    if len(finite) == 0:
-        return None
-    return (_round(float(finite.min())), _round(float(finite.max())))
-
-
-def _union(a: tuple | None, b: tuple | None) -> tuple | None:
-    if a is None or b is None:
-        return a if b is None else b
-    return (min(a[0], b[0]), max(a[1], b[1]))
 
 
 def difficulty(
@@ -268,7 +206,7 @@ def difficulty(
 
 def _support_widening(part: pd.DataFrame, facts: CoverageFacts) -> np.ndarray | float:
     """``s_support`` of residual rows against ``facts`` (1 for rows without the columns)."""
-    if not set(_SUPPORT_COLUMNS) <= set(part.columns):
+    if not set(SUPPORT_COLUMNS) <= set(part.columns):
         return 1.0
     from trainscale.sim.support import support_of_rows
 

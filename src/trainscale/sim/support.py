@@ -50,6 +50,7 @@ the framework's largest run (``PER_DOUBLING``). This module multiplies it by, pe
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -59,6 +60,7 @@ import pyarrow as pa
 
 from trainscale.schema import FRAMEWORKS, SHARDINGS
 from trainscale.sim.model.shape import layer_params
+from trainscale.sim.support_facts import DEGREES
 
 if TYPE_CHECKING:
     from trainscale.sim.intervals import CoverageFacts
@@ -78,7 +80,6 @@ SHARDING_WITHOUT_DATA = 1.5
 SHAPE_PER_DOUBLING = 0.1
 DEGREE_PER_DOUBLING = 0.1
 PER_DOUBLING = 0.25  # the same value as trainscale.sim.intervals.PER_DOUBLING (checked by a test)
-DEGREES = ("tp", "pp", "cp")
 
 
 def block_params_b(
@@ -89,9 +90,12 @@ def block_params_b(
     return (
         np.asarray(layers, np.float64)
         * layer_params(
-            np.asarray(hidden, np.float64), np.asarray(heads, np.float64),
-            np.asarray(kv_heads, np.float64), np.asarray(ffn, np.float64), np.asarray(swiglu),
-        )  # fmt: skip
+            np.asarray(hidden, np.float64),
+            np.asarray(heads, np.float64),
+            np.asarray(kv_heads, np.float64),
+            np.asarray(ffn, np.float64),
+            np.asarray(swiglu),
+        )
         / 1e9
     )
 
@@ -145,7 +149,9 @@ def support(
     beyond = _excess(ranks, np.maximum(most_pair, 1.0)) - _excess(ranks, most_fw)
     widening *= np.where(
         flag_pair,
-        np.where(most_pair > 0, 1.0 + PER_DOUBLING * np.maximum(beyond, 0.0), SHARDING_WITHOUT_DATA),
+        np.where(
+            most_pair > 0, 1.0 + PER_DOUBLING * np.maximum(beyond, 0.0), SHARDING_WITHOUT_DATA
+        ),
         1.0,
     )
     ranges = []
@@ -187,55 +193,89 @@ def _texts(
     any_flag, facts, gpu_keys, gpu, flag_gpu, framework, flag_fw, sharding, ranks, most_pair,
     flag_pair, ranges, flag_degree, max_degree,
 ) -> pd.Series:  # fmt: skip
-    """The ``extrapolation`` strings: one per distinct flag combination among flagged rows
-    (``np.unique`` over a key matrix), then a dictionary-encoded Arrow column (the same string
-    dtype as the simulator's other text columns). Over 14 arguments because it reads every flag
-    array :func:`support` computed; keeping them in one place keeps the order in one place."""
-    codes = np.zeros(len(any_flag), np.int32)
+    """The ``extrapolation`` strings, built once per distinct flag combination.
+
+    Each flag kind becomes a small integer code per row (0: flag clear; else 1 + the index of its
+    text among that kind's distinct texts, from a 1-D ``np.unique`` over the flagged rows); the
+    distinct combinations of codes (:func:`_distinct`) are joined into strings, then a
+    dictionary-encoded Arrow column (the same string dtype as the simulator's other text
+    columns). Over 10 arguments because it reads every flag array :func:`support` computed;
+    keeping them in one place keeps the order of the grammar in one place."""
+    n = len(any_flag)
+    (params, p_above, p_below), (seq, s_above, s_below) = ranges
+    low_p, high_p = facts.params_b_range or (0.0, 0.0)
+    low_s, high_s = facts.seq_len_range or (0, 0)
+    pair_key = (framework * len(SHARDINGS) + sharding) * 2.0**32 + ranks
+    kinds = [
+        (flag_gpu, gpu, lambda v: f"gpu:{gpu_keys[int(v)]}"),
+        (flag_fw, framework, lambda v: f"framework:{FRAMEWORKS[int(v)]}"),
+        (flag_pair, pair_key, lambda v: _pair_text(v, facts)),
+        (p_above | p_below, np.where(p_above, params, -params),
+         lambda v: f"params_b:{v:.3g}>{high_p:.3g}" if v > 0 else f"params_b:{-v:.3g}<{low_p:.3g}"),
+        (s_above | s_below, np.where(s_above, seq, -seq),
+         lambda v: f"seq_len:{int(v)}>{high_s}" if v > 0 else f"seq_len:{int(-v)}<{low_s}"),
+        *(
+            (flag, values, lambda v, name=name: f"{name}:{int(v)}>{max_degree[name]}")
+            for name, (values, flag) in zip(DEGREES, flag_degree, strict=True)
+        ),
+    ]  # fmt: skip
+    columns: list[np.ndarray] = []
+    tables: list[list[str]] = []  # each kind's texts, in grammar order
+    for flag, values, text in kinds:
+        rows = np.flatnonzero(flag)
+        if len(rows) == 0:
+            continue
+        unique, inverse = np.unique(np.asarray(values, np.float64)[rows], return_inverse=True)
+        code = np.zeros(n, np.int64)
+        code[rows] = inverse.ravel() + 1
+        columns.append(code)
+        tables.append([text(v) for v in unique])
+    codes = np.zeros(n, np.int32)
     categories = [""]
-    rows = np.flatnonzero(any_flag)
-    if len(rows):
-        (params, p_above, p_below), (seq, s_above, s_below) = ranges
-        key = np.column_stack(
-            [
-                np.where(flag_gpu, gpu, -1)[rows],
-                np.where(flag_fw, framework, -1)[rows],
-                np.where(flag_pair, sharding * 1e9 + ranks, -1)[rows],
-                np.where(p_above, params, np.where(p_below, -params, 0.0))[rows],
-                np.where(s_above, seq, np.where(s_below, -seq, 0.0))[rows],
-                *(np.where(flag, values, -1)[rows] for values, flag in flag_degree),
-                np.where(flag_pair, most_pair, -1)[rows],
-            ]
-        )
-        unique, inverse = np.unique(key, axis=0, return_inverse=True)
-        low_p, high_p = facts.params_b_range or (0.0, 0.0)
-        low_s, high_s = facts.seq_len_range or (0, 0)
-        for k in unique:
-            parts = []
-            if k[0] >= 0:
-                parts.append(f"gpu:{gpu_keys[int(k[0])]}")
-            if k[1] >= 0:
-                parts.append(f"framework:{FRAMEWORKS[int(k[1])]}")
-            if k[2] >= 0:
-                s, r = divmod(int(k[2]), 10**9)
-                parts.append(f"{SHARDINGS[s]}_ranks:{r}>{int(k[-1])}")
-            if k[3] > 0:
-                parts.append(f"params_b:{k[3]:.3g}>{high_p:.3g}")
-            elif k[3] < 0:
-                parts.append(f"params_b:{-k[3]:.3g}<{low_p:.3g}")
-            if k[4] > 0:
-                parts.append(f"seq_len:{int(k[4])}>{int(high_s)}")
-            elif k[4] < 0:
-                parts.append(f"seq_len:{int(-k[4])}<{int(low_s)}")
-            for name, value in zip(DEGREES, k[5:8], strict=True):
-                if value >= 0:
-                    parts.append(f"{name}:{int(value)}>{int(max_degree[name])}")
-            categories.append(";".join(parts))
-        codes[rows] = inverse.ravel() + 1
+    if tables:
+        combos, inverse = _distinct(columns, [len(t) + 1 for t in tables])
+        categories = [
+            ";".join(texts[c - 1] for texts, c in zip(tables, combo, strict=True) if c)
+            for combo in combos
+        ]
+        codes = inverse.astype(np.int32)
     arrow = pa.DictionaryArray.from_arrays(
         pa.array(codes), pa.array(categories, pa.large_string())
     ).cast(pa.large_string())
     return pd.Series(pd.array(arrow, dtype=pd.StringDtype("pyarrow", na_value=np.nan)))
+
+
+def _distinct(
+    columns: list[np.ndarray], sizes: list[int]
+) -> tuple[list[tuple[int, ...]], np.ndarray]:
+    """Distinct rows of the code columns (sorted) and each row's index among them. One int64
+    mixed-radix key and a 1-D ``np.unique`` when the radix product fits (it does for any
+    realistic sweep); ``np.unique(axis=0)`` on the code matrix otherwise."""
+    if math.prod(sizes) < 2**62:
+        key = np.zeros(len(columns[0]), np.int64)
+        for code, size in zip(columns, sizes, strict=True):
+            key = key * size + code
+        distinct, inverse = np.unique(key, return_inverse=True)
+        combos = []
+        for value in distinct.tolist():
+            combo = []
+            for size in reversed(sizes):
+                value, c = divmod(value, size)
+                combo.append(c)
+            combos.append(tuple(reversed(combo)))
+        return combos, inverse.ravel()
+    distinct, inverse = np.unique(np.column_stack(columns), axis=0, return_inverse=True)
+    return [tuple(int(c) for c in row) for row in distinct], inverse.ravel()
+
+
+def _pair_text(value: float, facts: CoverageFacts) -> str:
+    """``<sharding>_ranks:<n>><max>`` of a pair key ``(framework * len(SHARDINGS) + sharding)
+    * 2^32 + ranks``."""
+    pair, ranks = divmod(int(value), 2**32)
+    framework, sharding = divmod(pair, len(SHARDINGS))
+    most = {(f, s): m for f, s, m in facts.sharding_max_gpus}
+    largest = most.get((FRAMEWORKS[framework], SHARDINGS[sharding]), 0)
+    return f"{SHARDINGS[sharding]}_ranks:{ranks}>{largest}"
 
 
 def support_of_rows(rows: pd.DataFrame, facts: CoverageFacts) -> Support:
@@ -248,13 +288,19 @@ def support_of_rows(rows: pd.DataFrame, facts: CoverageFacts) -> Support:
         facts,
         gpu=gpu,
         gpu_keys=keys,
-        framework=rows["framework"].map({f: i for i, f in enumerate(FRAMEWORKS)}).to_numpy(np.int64),
+        framework=rows["framework"]
+        .map({f: i for i, f in enumerate(FRAMEWORKS)})
+        .to_numpy(np.int64),
         sharding=rows["sharding"].map({s: i for i, s in enumerate(SHARDINGS)}).to_numpy(np.int64),
         num_gpus=rows["num_gpus"].to_numpy(np.float64),
         params_b=_params_of_rows(rows),
         seq_len=rows["seq_len"].to_numpy(np.float64),
         degrees={d: rows[d].to_numpy(np.float64) for d in DEGREES},
     )
+
+
+def _codes(names: pd.Series, choices: tuple[str, ...]) -> np.ndarray:
+    return names.map({name: i for i, name in enumerate(choices)}).to_numpy(np.int64)
 
 
 def _params_of_rows(rows: pd.DataFrame) -> np.ndarray:
