@@ -68,7 +68,7 @@ def test_every_prediction_carries_its_interval() -> None:
         + [
             _config(framework="megatron", sharding="ddp", num_gpus=n, global_batch=8192)
             for n in (512, 8192)
-        ]  # fmt: skip
+        ]
         + [_config(framework="deepspeed"), _config(gpu="b200")]
     )
     out = predict(frame)

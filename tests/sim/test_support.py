@@ -26,7 +26,7 @@ FACTS = CoverageFacts(
         ("megatron", "ddp", 1024),
         ("pytorch", "fsdp", 512),
         ("pytorch", "zero2", 64),
-    ),  # fmt: skip
+    ),
     params_b_range=(2.0, 20.0),
     seq_len_range=(2048, 8192),
     max_degrees=(("tp", 8), ("pp", 8), ("cp", 2)),
@@ -68,7 +68,7 @@ CASES = {
     "several": (
         _config(gpu="b200", sharding="zero2", num_gpus=256, seq_len=32768),
         "gpu:b200;zero2_ranks:256>64;seq_len:32768>8192",
-    ),  # fmt: skip
+    ),
 }
 
 
