@@ -417,6 +417,14 @@ METRIC_COLUMNS: tuple[Column, ...] = (
         "s",
         "upper end of the 80 % interval of step_time_s (the step time at tokens_per_s_per_gpu_lo)",
     ),
+    _c(
+        "extrapolation",
+        "string",
+        "1",
+        "what no calibration row covers, ';'-separated flags such as gpu:b200, "
+        "fsdp_ranks:1024>256, seq_len:32768>8192 (grammar: trainscale.sim.support); empty when "
+        "every flag is clear; the interval widens with each flag",
+    ),
 )
 
 PROVENANCE_COLUMNS: tuple[Column, ...] = (
