@@ -118,9 +118,8 @@ def _interval_factors(
     if cal.intervals is None:
         nan = np.full(len(c), np.nan)
         return nan, nan
-    half = cal.intervals.log_half_width(c.framework, c.num_gpus, c.gpu_index, gpu_keys)
-    hi = np.exp(half)
-    return 1.0 / hi, hi
+    lower, upper = cal.intervals.log_factors(c.framework, c.num_gpus, c.gpu_index, gpu_keys)
+    return 1.0 / np.exp(-lower), np.exp(upper)  # 1 / exp(+h): as before for symmetric ones
 
 
 def _strings(codes: np.ndarray, categories: tuple[str, ...] | list[str]) -> pd.Series:
