@@ -109,18 +109,16 @@ def pilot_errors(
     published: PublishedData,
     *,
     catalogue: Catalogue,
-    shipped: Calibration | None = None,
+    shipped: Calibration,
     bases: dict[str, Calibration] | None = None,
 ) -> pd.DataFrame:
     """One row per larger-scale row of every scaling series (:data:`PILOT_COLUMNS`), the
     procedure of the module docstring. ``shipped``: power parameter and intervals of the bases
-    (default: the shipped calibration). ``bases``: per citation, the base fitted without it
-    (computed and stored in the dict when missing: pass one dict to reuse the fits).
+    (``trainscale`` passes the shipped calibration). ``bases``: per citation, the base fitted
+    without it (computed and stored in the dict when missing: pass one dict to reuse the fits).
     Sorted by series then ``csv_row``; deterministic."""
     from trainscale.published.accuracy import throughput_predictions
-    from trainscale.sim.calibration import load_calibration
 
-    shipped = shipped or load_calibration()
     bases = {} if bases is None else bases
     usable, _ = throughput_predictions(published, shipped, catalogue)
     rows = published.throughput[published.throughput["csv_row"].isin(usable["csv_row"])]
@@ -183,7 +181,7 @@ def pilot_interval_model(
     stored = None
     if coverage:
         covered = source_out_coverage(errors)
-        stored = {"rows": int(len(covered)), "covered_pct": round(100.0 * float(covered.mean()), 2)}
+        stored = {"rows": len(covered), "covered_pct": round(100.0 * float(covered.mean()), 2)}
     return PilotIntervals(
         pilot_gpus=tuple(sorted({int(g) for g in np.asarray(pilot_gpus)})),
         lower=lower, upper=upper, rows=rows, max_distance=largest, coverage=stored,

@@ -45,7 +45,6 @@ import pandas as pd
 
 from trainscale.errors import InputFileError, row_numbering
 from trainscale.sim.calibration import (
-    OFFSET_BASES,
     PARAMETERS,
     Calibration,
     dump_calibration,
@@ -54,8 +53,8 @@ from trainscale.sim.calibration import (
 from trainscale.sim.intervals import CoverageFacts, PredictionIntervals
 
 if TYPE_CHECKING:
-    from trainscale.published.measurements import PublishedData
     from trainscale.calibrate.pilot import PilotReport
+    from trainscale.published.measurements import PublishedData
     from trainscale.sim.catalogue import Catalogue
     from trainscale.sim.pilot_intervals import PilotIntervals
 
@@ -224,7 +223,7 @@ def calibrate_user(
     _represent(path, table, catalogue)
     fitted, report = refit_pilots(table, base=base, catalogue=catalogue)
     if pilot_errors is None:
-        pilot_errors = measure_pilot_errors(published, catalogue=catalogue)
+        pilot_errors = measure_pilot_errors(published, catalogue=catalogue, shipped=base)
     pilot = pilot_interval_model(pilot_errors, table["num_gpus"])
     rows = table.assign(
         observed_tokens_per_s_per_gpu=table[MEASURED], citation=str(path),
@@ -297,82 +296,9 @@ def _user_intervals(
     )
 
 
-def worked_example(
-    citation: str,
-    *,
-    published: PublishedData,
-    shipped: Calibration,
-    catalogue: Catalogue,
-    max_gpus: int = 64,
-) -> tuple[pd.DataFrame, dict[str, float]]:
-    """A published source as a user's unseen cluster: calibrate on its runs at ``max_gpus`` or
-    fewer, predict its larger runs.
-
-    The base is the calibration fitted *without* that source (every other throughput source and
-    every nccl-tests row; power and intervals as shipped), as a user's cluster the published data
-    never saw. Returns the larger rows (``num_gpus``, observed, the base's and the user
-    calibration's prediction and error, the user calibration's interval) and a summary:
-    ``rows_fitted``, ``rows_predicted``, ``base_mape_pct``, ``user_mape_pct``, ``covered_pct``.
-    ``published``: the published measurements; ``shipped``: the shipped calibration (its power
-    parameter and intervals); ``catalogue``: what every fit simulates with.
-    """
-    from trainscale.calibrate.fit import _round, fit_throughput
-    from trainscale.published.accuracy import throughput_predictions
-    from trainscale.published.measurements import PublishedData
-
-    data = published
-    rows = data.throughput
-    mine = (rows["citation"] == citation).to_numpy()
-    if not mine.any():
-        raise InputFileError("data/published/measurements.csv", f"no source {citation!r}")
-    others = PublishedData(
-        throughput=rows[~mine].reset_index(drop=True), collectives=data.collectives,
-        rejects=data.rejects,
-    )  # fmt: skip
-    base = replace(
-        _round(fit_throughput(others, catalogue=catalogue).calibration),
-        power_comm_frac=shipped.power_comm_frac,
-        intervals=shipped.intervals,
-    )  # fmt: skip
-    source = rows[mine].reset_index(drop=True)
-    small = source[source["num_gpus"] <= max_gpus].rename(
-        columns={"observed_tokens_per_s_per_gpu": MEASURED}
-    )
-    large = PublishedData(
-        throughput=source[source["num_gpus"] > max_gpus].reset_index(drop=True),
-        collectives=data.collectives.iloc[0:0], rejects=data.rejects,
-    )  # fmt: skip
-    user = calibrate_user(
-        Path(f"{citation} (<= {max_gpus} GPUs)"), base=base, published=published,
-        catalogue=catalogue, table=small,
-    )  # fmt: skip
-    before, _ = throughput_predictions(large, base, catalogue)
-    after, _ = throughput_predictions(large, user.calibration, catalogue)
-    table = pd.DataFrame(
-        {
-            "csv_row": after["csv_row"], "model_name": after["model_name"],
-            "num_gpus": after["num_gpus"], "observed": after["observed_tokens_per_s_per_gpu"],
-            "base_predicted": before["tokens_per_s_per_gpu"],
-            "base_error_pct": before["error_pct"],
-            "user_predicted": after["tokens_per_s_per_gpu"], "user_error_pct": after["error_pct"],
-            "user_lo": after["tokens_per_s_per_gpu_lo"],
-            "user_hi": after["tokens_per_s_per_gpu_hi"],
-        }
-    )  # fmt: skip
-    covered = (table["observed"] >= table["user_lo"]) & (table["observed"] <= table["user_hi"])
-    summary = {
-        "rows_fitted": float(len(small)),
-        "rows_predicted": float(len(table)),
-        "base_mape_pct": float(before["ape_pct"].mean()),
-        "user_mape_pct": float(after["ape_pct"].mean()),
-        "covered_pct": float(100.0 * covered.mean()),
-    }
-    return table, summary
-
-
-if __name__ == "__main__":  # the README's worked example: python -m trainscale.calibrate.user
-    import sys
-
+if __name__ == "__main__":  # docs/simulator/calibration.md: python -m trainscale.calibrate.user
+    from trainscale.calibrate.pilot_examples import EXAMPLES, scale_check
+    from trainscale.calibrate.pilot_series import pilot_errors
     from trainscale.published.measurements import load_published
     from trainscale.sim.catalogue import load_catalogue
 
@@ -380,12 +306,18 @@ if __name__ == "__main__":  # the README's worked example: python -m trainscale.
     shipped_published = load_published(
         hardware=shipped_catalogue.hardware, models=shipped_catalogue.models
     )
-    for name in sys.argv[1:] or ["Shoeybi et al. 2019, Megatron-LM (v1)"]:
-        rows, numbers = worked_example(
-            name, published=shipped_published, shipped=load_calibration(),
-            catalogue=shipped_catalogue,
+    shipped_calibration = load_calibration()
+    published_errors = pilot_errors(
+        shipped_published, catalogue=shipped_catalogue, shipped=shipped_calibration
+    )
+    for name, gpus, target, out in EXAMPLES:
+        rows, numbers = scale_check(
+            name, published=shipped_published, shipped=shipped_calibration,
+            catalogue=shipped_catalogue, pilot_gpus=gpus, target_gpus=target, source_out=out,
+            errors=published_errors,
         )  # fmt: skip
-        with pd.option_context("display.width", 200, "display.max_columns", None):
-            print(name)
+        with pd.option_context("display.width", 250, "display.max_columns", None):
+            kind = "fitted without the source" if out else "the shipped calibration"
+            print(f"{name}: pilots at {gpus[0]}-{gpus[1]} GPUs, base {kind}")
             print(rows.round(2).to_string(index=False))
-            print({k: round(v, 2) for k, v in numbers.items()})
+            print({k: round(v, 2) if isinstance(v, float) else v for k, v in numbers.items()})

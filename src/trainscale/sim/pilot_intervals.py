@@ -134,7 +134,8 @@ class PilotIntervals:
             "method": "errors of pilot-calibrated predictions on published scaling series "
             "(trainscale.calibrate.pilot_series, each series' base fitted without its source), "
             "10 % and 90 % quantiles of log(observed / predicted) per bin of the distance "
-            "|log2(num_gpus / nearest pilot GPU count at or below)| (trainscale.sim.pilot_intervals)",
+            "|log2(num_gpus / nearest pilot GPU count at or below)| "
+            "(trainscale.sim.pilot_intervals)",
             "command": "trainscale calibrate --measurements FILE -o OUT",
             "pilot_gpus": list(self.pilot_gpus),
             "pilots_covered": self.pilots_covered,
