@@ -88,7 +88,9 @@ def test_predict_uses_the_user_calibration(tmp_path: Path) -> None:
     assert (result["calibration_id"] == load_calibration(mine).calibration_id).all()
     assert result["tokens_per_s_per_gpu_lo"].notna().all()
     # the pilot interval: narrower at the measured GPU counts than 64 times beyond them
-    far = pd.read_csv(configs).assign(num_gpus=lambda t: t["num_gpus"] * 64)
+    far = pd.read_csv(configs).assign(
+        num_gpus=lambda t: t["num_gpus"] * 64, global_batch=lambda t: t["global_batch"] * 64
+    )
     far.to_csv(configs, index=False)
     assert main(["predict", str(configs), "-o", str(out), "--calibration", str(mine)]) == 0
     wide = pd.read_csv(out)
