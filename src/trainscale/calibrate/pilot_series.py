@@ -206,14 +206,14 @@ def source_out_coverage(errors: pd.DataFrame) -> pd.Series:
     return pd.Series(covered, index=errors.index, name="covered")
 
 
-def summary(errors: pd.DataFrame) -> pd.DataFrame:
-    """Per series then ``all``: ``rows`` (larger-scale rows predicted), ``pilot_gpus``,
+def summary(errors: pd.DataFrame, by: str = "series") -> pd.DataFrame:
+    """Per series (or per ``by``: e.g. ``citation``) then ``all``, first column ``by``: ``rows`` (larger-scale rows predicted), ``pilot_gpus``,
     ``max_gpus``, the MAPE (% of tokens/s per GPU) of the pilot-calibrated prediction
     (``pilot_mape_pct``), of the base without calibration (``base_mape_pct``) and of perfect
     weak scaling (``weak_scaling_mape_pct``), and the source-out coverage of the 80 % pilot
     intervals (``covered_pct``)."""
     rows = errors.assign(covered=source_out_coverage(errors))
-    grouped = rows.groupby("series", sort=True)
+    grouped = rows.groupby(by, sort=True)
     table = pd.DataFrame(
         {
             "rows": grouped.size(),
@@ -226,7 +226,7 @@ def summary(errors: pd.DataFrame) -> pd.DataFrame:
         }
     ).reset_index()
     overall = {
-        "series": "all", "rows": len(rows), "pilot_gpus": int(rows["pilot_gpus"].min()),
+        by: "all", "rows": len(rows), "pilot_gpus": int(rows["pilot_gpus"].min()),
         "max_gpus": int(rows["num_gpus"].max()), "pilot_mape_pct": rows["pilot_ape_pct"].mean(),
         "base_mape_pct": rows["base_ape_pct"].mean(),
         "weak_scaling_mape_pct": rows["weak_scaling_ape_pct"].mean(),

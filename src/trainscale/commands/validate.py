@@ -185,14 +185,15 @@ def _collectives(collectives: pd.DataFrame) -> None:
 
 def format_pilots(table: pd.DataFrame) -> str:
     """Aligned text of :func:`trainscale.calibrate.pilot_series.summary`."""
-    width = max(len("series"), *(len(str(s)) for s in table["series"]))
+    first = table.columns[0]
+    width = max(len(first), *(len(str(s)) for s in table[first]))
     lines = [
-        f"{'series':<{width}}  rows  pilot GPUs  max GPUs  pilot-calibrated %  base %  "
+        f"{first:<{width}}  rows  pilot GPUs  max GPUs  pilot-calibrated %  base %  "
         "weak scaling %  covered %"
     ]
     for row in table.to_dict("records"):
         lines.append(
-            f"{row['series']!s:<{width}}  {int(row['rows']):4d}  {int(row['pilot_gpus']):10d}"
+            f"{row[first]!s:<{width}}  {int(row['rows']):4d}  {int(row['pilot_gpus']):10d}"
             f"  {int(row['max_gpus']):8d}  {_number(row['pilot_mape_pct'], 18, 2)}"
             f"  {_number(row['base_mape_pct'], 6, 2)}"
             f"  {_number(row['weak_scaling_mape_pct'], 14, 2)}"
@@ -221,6 +222,8 @@ def _pilots(args: argparse.Namespace, published: PublishedData, catalogue: Catal
         "pilot interval, fitted without the row's source"
     )
     print(format_pilots(table.iloc[:-1]))
+    print("\nper source")
+    print(format_pilots(summary(errors, by="citation").iloc[:-1]))
     print("\noverall")
     print(format_pilots(table.iloc[-1:]))
     beats = overall["pilot_mape_pct"] < min(
