@@ -207,7 +207,8 @@ def source_out_coverage(errors: pd.DataFrame) -> pd.Series:
 
 
 def summary(errors: pd.DataFrame, by: str = "series") -> pd.DataFrame:
-    """Per series (or per ``by``: e.g. ``citation``) then ``all``, first column ``by``: ``rows`` (larger-scale rows predicted), ``pilot_gpus``,
+    """Per series (or per ``by``: e.g. ``citation``) then ``all``, first column ``by``:
+    ``rows`` (larger-scale rows predicted), ``pilot_gpus`` (smallest),
     ``max_gpus``, the MAPE (% of tokens/s per GPU) of the pilot-calibrated prediction
     (``pilot_mape_pct``), of the base without calibration (``base_mape_pct``) and of perfect
     weak scaling (``weak_scaling_mape_pct``), and the source-out coverage of the 80 % pilot
