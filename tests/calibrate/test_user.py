@@ -63,7 +63,7 @@ def test_same_measurements_give_the_same_file_byte_for_byte(tmp_path: Path) -> N
     assert stored["intervals"]["pilot"]["pilot_gpus"] == sorted(
         set(pd.read_csv(measurements)["num_gpus"])
     )
-    assert [r["rung"] for r in stored["ladder"]][0] == "level"
+    assert stored["ladder"][0]["rung"] == "level"
     assert stored["residual_error"]["fitted_mape_pct"] < stored["residual_error"]["base_mape_pct"]
     # only what a cluster changes moved
     shipped = load_calibration().as_dict()

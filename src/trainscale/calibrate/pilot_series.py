@@ -16,8 +16,9 @@ count, as in a weak-scaling study). For every series (:func:`pilot_errors`):
 
 :func:`pilot_interval_model` fits the interval table of :mod:`trainscale.sim.pilot_intervals` on
 those rows; :func:`source_out_coverage` checks each source's rows against a table fitted without
-that source. :func:`summary` gives the per-series and overall table of ``trainscale validate
---pilots``.
+that source; :data:`PILOT_TABLE_COLUMNS` are the columns of ``results/pilots.parquet`` (rule
+``published_pilots``), summarised by :func:`trainscale.tables.pilots.summary` for ``trainscale
+validate --pilots`` and the ``pilots`` table.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from trainscale.calibrate.pilot import MEASURED, refit_pilots
+from trainscale.schema import Column
 from trainscale.sim.pilot_intervals import PilotIntervals, distance, fit_pilot_quantiles
 
 if TYPE_CHECKING:
@@ -38,13 +40,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PILOT_COLUMNS",
+    "PILOT_TABLE_COLUMNS",
     "SERIES_COLUMNS",
     "base_without",
     "pilot_errors",
     "pilot_interval_model",
+    "pilot_table",
     "scaling_series",
     "source_out_coverage",
-    "summary",
 ]
 
 SERIES_COLUMNS = (
@@ -58,6 +61,52 @@ PILOT_COLUMNS = (
     "base_predicted_tokens_per_s_per_gpu", "weak_scaling_tokens_per_s_per_gpu",
     "pilot_ape_pct", "base_ape_pct", "weak_scaling_ape_pct",
 )  # fmt: skip
+
+
+def _column(name: str, dtype: str, unit: str, description: str) -> Column:
+    return Column(name=name, dtype=dtype, unit=unit, description=description)  # type: ignore[arg-type]
+
+
+_PILOT_DTYPES = {
+    "series": ("string", "1", "scaling series: the SERIES_COLUMNS values joined by ' | '"),
+    "citation": ("string", "1", "published source"),
+    "csv_row": ("int64", "1", "line of the published CSV (the header is line 1)"),
+    "framework": ("string", "1", "software stack"),
+    "model_name": ("string", "1", "the source's own model name"),
+    "gpu": ("string", "1", "GPU key of the hardware catalogue"),
+    "num_gpus": ("int64", "1", "GPUs of the predicted (larger-scale) row"),
+    "pilot_gpus": ("int64", "1", "GPUs of the series' pilots (its smallest count)"),
+    "log2_distance": ("float64", "1", "log2(num_gpus / pilot_gpus)"),
+    "observed_tokens_per_s_per_gpu": ("float64", "tokens/s", "published"),
+    "pilot_predicted_tokens_per_s_per_gpu": (
+        "float64", "tokens/s", "base without the source, calibrated on the pilots",
+    ),
+    "base_predicted_tokens_per_s_per_gpu": ("float64", "tokens/s", "base without the source"),
+    "weak_scaling_tokens_per_s_per_gpu": (
+        "float64", "tokens/s", "the pilots' mean measured tokens/s per GPU",
+    ),
+    "pilot_ape_pct": ("float64", "%", "absolute % error of the pilot-calibrated prediction"),
+    "base_ape_pct": ("float64", "%", "absolute % error of the base"),
+    "weak_scaling_ape_pct": ("float64", "%", "absolute % error of perfect weak scaling"),
+}  # fmt: skip
+#: ``results/pilots.parquet``: :data:`PILOT_COLUMNS`, ``covered`` and the provenance.
+PILOT_TABLE_COLUMNS: tuple[Column, ...] = (
+    *(_column(name, *_PILOT_DTYPES[name]) for name in PILOT_COLUMNS),
+    _column("covered", "bool", "1", "inside the 80 % pilot interval fitted without the source"),
+    _column("calibration_id", "string", "1", "the shipped calibration the bases took power from"),
+    _column("simulator_version", "string", "1", "trainscale version"),
+)
+
+
+def pilot_table(
+    errors: pd.DataFrame, *, calibration_id: str, simulator_version: str
+) -> pd.DataFrame:
+    """``errors`` (:func:`pilot_errors`) with ``covered`` (:func:`source_out_coverage`) and the
+    provenance: the rows of ``results/pilots.parquet`` (:data:`PILOT_TABLE_COLUMNS`)."""
+    return errors.assign(
+        covered=source_out_coverage(errors), calibration_id=calibration_id,
+        simulator_version=simulator_version,
+    )  # fmt: skip
 
 
 def scaling_series(throughput: pd.DataFrame) -> pd.Series:
@@ -204,33 +253,3 @@ def source_out_coverage(errors: pd.DataFrame) -> pd.Series:
         lo, hi = model.log_factors(np.exp2(errors["log2_distance"].to_numpy()[mine]))
         covered[mine] = (log_error[mine] >= lo) & (log_error[mine] <= hi)
     return pd.Series(covered, index=errors.index, name="covered")
-
-
-def summary(errors: pd.DataFrame, by: str = "series") -> pd.DataFrame:
-    """Per series (or per ``by``: e.g. ``citation``) then ``all``, first column ``by``:
-    ``rows`` (larger-scale rows predicted), ``pilot_gpus`` (smallest),
-    ``max_gpus``, the MAPE (% of tokens/s per GPU) of the pilot-calibrated prediction
-    (``pilot_mape_pct``), of the base without calibration (``base_mape_pct``) and of perfect
-    weak scaling (``weak_scaling_mape_pct``), and the source-out coverage of the 80 % pilot
-    intervals (``covered_pct``)."""
-    rows = errors.assign(covered=source_out_coverage(errors))
-    grouped = rows.groupby(by, sort=True)
-    table = pd.DataFrame(
-        {
-            "rows": grouped.size(),
-            "pilot_gpus": grouped["pilot_gpus"].first(),
-            "max_gpus": grouped["num_gpus"].max(),
-            "pilot_mape_pct": grouped["pilot_ape_pct"].mean(),
-            "base_mape_pct": grouped["base_ape_pct"].mean(),
-            "weak_scaling_mape_pct": grouped["weak_scaling_ape_pct"].mean(),
-            "covered_pct": 100.0 * grouped["covered"].mean(),
-        }
-    ).reset_index()
-    overall = {
-        by: "all", "rows": len(rows), "pilot_gpus": int(rows["pilot_gpus"].min()),
-        "max_gpus": int(rows["num_gpus"].max()), "pilot_mape_pct": rows["pilot_ape_pct"].mean(),
-        "base_mape_pct": rows["base_ape_pct"].mean(),
-        "weak_scaling_mape_pct": rows["weak_scaling_ape_pct"].mean(),
-        "covered_pct": 100.0 * rows["covered"].mean(),
-    }  # fmt: skip
-    return pd.concat([table, pd.DataFrame([overall])], ignore_index=True)

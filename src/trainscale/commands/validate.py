@@ -18,7 +18,8 @@ calibrated on its smallest GPU count, with a base fitted without the series' sou
 its larger counts; per series and overall it prints the MAPE of tokens/s per GPU of that
 prediction, of the base without calibration and of perfect weak scaling (the pilots' tokens/s per
 GPU holds), and the source-out coverage of the 80 % pilot intervals. ``-o`` then writes the
-per-row table (:data:`trainscale.calibrate.pilot_series.PILOT_COLUMNS` plus ``covered``).
+per-row table (:data:`trainscale.calibrate.pilot_series.PILOT_TABLE_COLUMNS`, as
+``results/pilots.parquet``).
 
 Without ``--pilots``, both then summarise the nccl-tests bus-bandwidth rows (all sizes, and the
 rows of 16 MiB and more: smaller messages are read from plots to about ±5 GB/s, too coarse to
@@ -204,12 +205,18 @@ def format_pilots(table: pd.DataFrame) -> str:
 
 def _pilots(args: argparse.Namespace, published: PublishedData, catalogue: Catalogue) -> int:
     """``--pilots``: print the pilot validation; -o writes its rows; --max-mape gates its MAPE."""
-    from trainscale.calibrate.pilot_series import pilot_errors, source_out_coverage, summary
+    from trainscale import __version__
+    from trainscale.calibrate.pilot_series import pilot_errors, pilot_table
     from trainscale.commands.predict import write_table
     from trainscale.sim.calibration import load_calibration
+    from trainscale.tables.pilots import summary
 
     start = time.perf_counter()
-    errors = pilot_errors(published, catalogue=catalogue, shipped=load_calibration())
+    calibration = load_calibration()
+    errors = pilot_errors(published, catalogue=catalogue, shipped=calibration)
+    errors = pilot_table(
+        errors, calibration_id=calibration.calibration_id, simulator_version=__version__
+    )
     table = summary(errors)
     seconds = time.perf_counter() - start
     overall = table.iloc[-1]
@@ -237,7 +244,7 @@ def _pilots(args: argparse.Namespace, published: PublishedData, catalogue: Catal
         f"{overall['covered_pct']:.1f} % of {int(overall['rows'])} larger-scale rows"
     )
     if args.output:
-        write_table(errors.assign(covered=source_out_coverage(errors)), args.output)
+        write_table(errors, args.output)
     if args.max_mape is not None and overall["pilot_mape_pct"] > args.max_mape:
         print(
             f"\noverall pilot-calibrated MAPE {overall['pilot_mape_pct']:.2f} % exceeds "
