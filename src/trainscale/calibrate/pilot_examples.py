@@ -42,6 +42,26 @@ def _rows(published: PublishedData, rows: pd.DataFrame) -> PublishedData:
     )  # fmt: skip
 
 
+def _table(predicted: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """The target rows of :func:`scale_check` from each calibration's predictions."""
+    pilot = predicted["pilot"]
+    kinds = (("predicted", "tokens_per_s_per_gpu"), ("error_pct", "error_pct"))
+    table = pd.DataFrame(
+        {
+            "csv_row": pilot["csv_row"], "model_name": pilot["model_name"],
+            "num_gpus": pilot["num_gpus"], "observed": pilot["observed_tokens_per_s_per_gpu"],
+            **{
+                f"{name}_{column}": frame[key]
+                for name, frame in predicted.items()
+                for column, key in kinds
+            },
+            "pilot_lo": pilot["tokens_per_s_per_gpu_lo"],
+            "pilot_hi": pilot["tokens_per_s_per_gpu_hi"],
+        }
+    )  # fmt: skip
+    return table
+
+
 def scale_check(
     citation: str,
     *,
@@ -103,21 +123,7 @@ def scale_check(
             ("shipped", shipped), ("base", base), ("pilot", user.calibration),
         )
     }  # fmt: skip
-    pilot = predicted["pilot"]
-    kinds = (("predicted", "tokens_per_s_per_gpu"), ("error_pct", "error_pct"))
-    table = pd.DataFrame(
-        {
-            "csv_row": pilot["csv_row"], "model_name": pilot["model_name"],
-            "num_gpus": pilot["num_gpus"], "observed": pilot["observed_tokens_per_s_per_gpu"],
-            **{
-                f"{name}_{column}": frame[key]
-                for name, frame in predicted.items()
-                for column, key in kinds
-            },
-            "pilot_lo": pilot["tokens_per_s_per_gpu_lo"],
-            "pilot_hi": pilot["tokens_per_s_per_gpu_hi"],
-        }
-    )  # fmt: skip
+    table = _table(predicted)
     covered = (table["observed"] >= table["pilot_lo"]) & (table["observed"] <= table["pilot_hi"])
     summary: dict[str, object] = {
         "rows_fitted": len(pilots),

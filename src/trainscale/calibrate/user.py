@@ -209,7 +209,6 @@ def calibrate_user(
     the ladder with each candidate's leave-largest-scale-out error, the chosen rung, the refit's
     in-sample error and the base's error on the same rows).
     """
-    from trainscale.calibrate.fit import _ranges
     from trainscale.calibrate.pilot import refit_pilots
     from trainscale.calibrate.pilot_series import pilot_errors as measure_pilot_errors
     from trainscale.calibrate.pilot_series import pilot_interval_model
@@ -239,44 +238,60 @@ def calibrate_user(
     candidates = report.candidates[report.chosen]
     not_refitted = [n for n in candidates if n not in report.refitted]
     if output is not None:
-        digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
-        provenance = {
-            "method": "pilot refit (trainscale.calibrate.pilot): a nested ladder level -> "
-            "+network (rows at 2+ node counts) -> +layout (rows in 2+ layouts), each candidate "
-            "scored by predicting the largest measured GPU count from the smaller ones, the "
-            "simplest within noise of the best kept; fit_throughput on the measurements alone, "
-            "priors centred on the base calibration, prior_scale = 1 / row log noise; every "
-            "other parameter keeps the base value",
-            "command": f"trainscale calibrate --measurements {path}",
-            "base_calibration_id": base.calibration_id,
-            "measurements": {
-                "file": str(path),
-                "sha256": digest,
-                "rows": len(table),
-                "rows_used": _ranges(rows["csv_row"]),
-            },
-            "refitted": list(report.refitted),
-            "ladder": [
-                {
-                    "rung": str(r.rung),
-                    "parameters": str(r.parameters),
-                    "leave_largest_scale_out_mape_pct": None
-                    if np.isnan(r.llso_mape_pct)
-                    else round(float(r.llso_mape_pct), 2),
-                    "chosen": bool(r.chosen),
-                }
-                for r in report.ladder.itertuples()
-            ],
-            "chosen": report.chosen,
-            "noise_pct": None if np.isnan(report.noise_pct) else round(report.noise_pct, 2),
-            "not_refitted_kept_base_value": not_refitted,
-            "residual_error": {
-                "base_mape_pct": round(float(before["ape_pct"].mean()), 2),
-                "fitted_mape_pct": round(float(after["ape_pct"].mean()), 2),
-            },
-        }
+        provenance = _provenance(path, table, base, report, not_refitted, before, after)
         dump_calibration(final, output, provenance)
     return UserCalibration(final, after, list(report.refitted), not_refitted, report)
+
+
+def _provenance(
+    path: Path,
+    table: pd.DataFrame,
+    base: Calibration,
+    report: PilotReport,
+    not_refitted: list[str],
+    before: pd.DataFrame,
+    after: pd.DataFrame,
+) -> dict[str, object]:
+    """The written file's provenance: the measurements, the ladder, the errors before and after."""
+    from trainscale.calibrate.fit import _ranges
+
+    digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
+    provenance = {
+        "method": "pilot refit (trainscale.calibrate.pilot): a nested ladder level -> "
+        "+network (rows at 2+ node counts) -> +layout (rows in 2+ layouts), each candidate "
+        "scored by predicting the largest measured GPU count from the smaller ones, the "
+        "simplest within noise of the best kept; fit_throughput on the measurements alone, "
+        "priors centred on the base calibration, prior_scale = 1 / row log noise; every "
+        "other parameter keeps the base value",
+        "command": f"trainscale calibrate --measurements {path}",
+        "base_calibration_id": base.calibration_id,
+        "measurements": {
+            "file": str(path),
+            "sha256": digest,
+            "rows": len(table),
+            "rows_used": _ranges(range(1, len(table) + 1)),
+        },
+        "refitted": list(report.refitted),
+        "ladder": [
+            {
+                "rung": str(r.rung),
+                "parameters": str(r.parameters),
+                "leave_largest_scale_out_mape_pct": None
+                if np.isnan(r.llso_mape_pct)
+                else round(float(r.llso_mape_pct), 2),
+                "chosen": bool(r.chosen),
+            }
+            for r in report.ladder.itertuples()
+        ],
+        "chosen": report.chosen,
+        "noise_pct": None if np.isnan(report.noise_pct) else round(report.noise_pct, 2),
+        "not_refitted_kept_base_value": not_refitted,
+        "residual_error": {
+            "base_mape_pct": round(float(before["ape_pct"].mean()), 2),
+            "fitted_mape_pct": round(float(after["ape_pct"].mean()), 2),
+        },
+    }
+    return provenance
 
 
 def _user_intervals(
