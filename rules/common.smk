@@ -67,6 +67,18 @@ CATALOGUE_FILES = {
 }
 CALIBRATION = str(DATA_DIR / "calibration.yaml")
 STUDY_SCHEMA = str(Path(workflow.basedir, "workflow", "schemas", "study.schema.yaml"))
+#: The published CSV's per-source rules and power anchor: the sources.yaml beside the CSV, else
+#: the shipped one (trainscale.published.measurements.load_published), and its JSON Schema.
+PUBLISHED_SOURCES = {
+    "sources": (
+        str(Path(config["published"]).with_name("sources.yaml"))
+        if Path(config["published"]).with_name("sources.yaml").is_file()
+        else str(DATA_DIR / "published" / "sources.yaml")
+    ),
+    "sources_schema": str(
+        Path(workflow.basedir, "workflow", "schemas", "sources.schema.yaml")
+    ),
+}
 
 
 def catalogue_inputs(*names):
@@ -231,7 +243,8 @@ def get_all_targets(wildcards):
 
 
 def get_study_targets():
-    """reports/studies/<study>/scaling.{pdf,png,svg} and fits.{csv,md,tex} for every study."""
+    """reports/studies/<study>/scaling.{pdf,png,svg}, fits.{csv,md,tex} and points.{csv,md,tex}
+    for every study."""
     return [
         *expand(
             "reports/studies/{study}/scaling.{ext}",
@@ -239,8 +252,9 @@ def get_study_targets():
             ext=("pdf", "png", "svg"),
         ),
         *expand(
-            "reports/studies/{study}/fits.{ext}",
+            "reports/studies/{study}/{table}.{ext}",
             study=list(STUDIES),
+            table=("fits", "points"),
             ext=("csv", "md", "tex"),
         ),
     ]
@@ -281,6 +295,8 @@ def presentation_inputs(output):
             files[key] = f"results/{spec.file}.parquet"
         else:
             files[key] = PRESENTATION_FILES[spec.file]
+        if spec.file == "published":
+            files.update({f"{key}_{k}": v for k, v in PUBLISHED_SOURCES.items()})
     if output.catalogue_files():
         files.update(catalogue_inputs(*output.catalogue_files()))
     return files

@@ -26,10 +26,11 @@ rule paper_claims:
 
 
 # Nine calibrations (one per pinned NCCL latency scale, the calibration's own among them), each
-# refitted to the published measurements (trainscale.calibrate.sensitivity.claim_sensitivity).
+# refitted to the published measurements (trainscale.paper.sensitivity.claim_sensitivity).
 rule claim_sensitivity:
     input:
         **catalogue_inputs("hardware", "models", "frameworks", "nccl"),
+        **PUBLISHED_SOURCES,
         published=config["published"],
         calibration=CALIBRATION,
     output:

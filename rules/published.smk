@@ -10,6 +10,7 @@
 rule published_measurements:
     input:
         **catalogue_inputs("hardware", "models", "frameworks"),
+        **PUBLISHED_SOURCES,
         csv=config["published"],
     output:
         published="results/published.parquet",
@@ -32,6 +33,7 @@ rule published_measurements:
 rule published_validation:
     input:
         **catalogue_inputs("hardware", "models", "frameworks", "nccl"),
+        **PUBLISHED_SOURCES,
         csv=config["published"],
         calibration=CALIBRATION,
     output:
@@ -56,6 +58,7 @@ rule published_validation:
 rule published_holdout:
     input:
         **catalogue_inputs("hardware", "models", "frameworks", "nccl"),
+        **PUBLISHED_SOURCES,
         csv=config["published"],
         calibration=CALIBRATION,
     output:

@@ -78,3 +78,38 @@ rule study_scaling:
         description=study_description,
     script:
         "../workflow/scripts/study_scaling.py"
+
+
+rule study_points:
+    input:
+        **catalogue_inputs("hardware", "models"),
+        simulated="results/sim/{study}.parquet",
+        study="config/studies/{study}.yaml",
+        schema=STUDY_SCHEMA,
+        calibration=lambda wildcards: study_own_calibration(wildcards.study),
+    output:
+        csv=report(
+            "reports/studies/{study}/points.csv",
+            caption="../workflow/report/studies/points.rst",
+            category="Studies",
+            subcategory="{study}",
+            labels={"study": "{study}", "output": "points"},
+        ),
+        md="reports/studies/{study}/points.md",
+        tex="reports/studies/{study}/points.tex",
+    log:
+        "results/logs/study_points/{study}.log",
+    benchmark:
+        "results/benchmarks/study_points/{study}.tsv"
+    wildcard_constraints:
+        study=STUDY_NAMES,
+    conda:
+        "../environment.yml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=5,
+    params:
+        description=study_description,
+    script:
+        "../workflow/scripts/study_points.py"

@@ -26,6 +26,7 @@ COMMANDS: tuple[str, ...] = (
     "trace",
     "ingest",
     "bench",
+    "catalogue",
 )
 
 

@@ -31,7 +31,7 @@ def _latency_profile(folder: Path) -> Call:
     """Background work of :func:`latency_profile`."""
     catalogue, published = shipped_inputs()
     values = latency_profile_values()
-    profile = "trainscale.calibrate.sensitivity:profile"
+    profile = "trainscale.paper.sensitivity:profile"
     return call_in_background(
         folder, profile, "nccl_latency_scale", values, published, catalogue=catalogue
     )
@@ -51,6 +51,7 @@ def two_sources(published: PublishedData) -> PublishedData:
         throughput=published.throughput[keep].reset_index(drop=True),
         collectives=published.collectives.iloc[0:0],
         rejects=published.rejects,
+        power_anchor=published.power_anchor,
     )
 
 
@@ -60,7 +61,7 @@ def _unpriored_scan(folder: Path) -> tuple[Call, Call]:
     small = two_sources(published)
     scan = call_in_background(
         folder,
-        "trainscale.calibrate.sensitivity:prior_width_scan",
+        "trainscale.paper.sensitivity:prior_width_scan",
         [math.inf],
         small,
         catalogue=catalogue,

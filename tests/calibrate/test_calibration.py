@@ -93,3 +93,53 @@ def test_cli_refit_without_output_writes_nothing(
     assert shipped.stat().st_mtime_ns == before
     assert main(["calibrate", "--published", "data/published/measurements.csv"]) == 2
     assert calls == []
+
+
+# --------------------------------------------------------------------------------------------
+# The power anchor is a data record (data/published/sources.yaml), not the paper's module.
+
+
+def test_fit_power_solves_the_published_anchor_it_is_given(published, catalogue) -> None:
+    """power_comm_frac follows the anchor of the data: a different published drop gives a
+    different value that reproduces it."""
+    from dataclasses import replace
+
+    from trainscale.calibrate.fit import fit_power, power_drop_pct
+
+    shipped = load_calibration()
+    anchor = published.power_anchor
+    assert anchor is not None and anchor.drop_pct == 5.87
+    assert fit_power(shipped, anchor, catalogue=catalogue).power_comm_frac == pytest.approx(
+        shipped.power_comm_frac, abs=1e-5
+    )
+    other = replace(anchor, drop_pct=4.0)
+    refitted = fit_power(shipped, other, catalogue=catalogue)
+    assert refitted.power_comm_frac != pytest.approx(shipped.power_comm_frac, abs=1e-3)
+    assert power_drop_pct(refitted, other, catalogue=catalogue) == pytest.approx(4.0, abs=1e-3)
+
+
+def test_fit_power_without_an_anchor_is_a_named_error(published, catalogue) -> None:
+    from trainscale.calibrate.fit import fit_power
+    from trainscale.errors import TrainscaleError
+
+    with pytest.raises(TrainscaleError, match=r"no power anchor.*sources\.yaml"):
+        fit_power(load_calibration(), None, catalogue=catalogue)
+
+
+def test_the_calibration_does_not_import_the_paper() -> None:
+    """calibrate/ sits below paper/ (pyproject's layers): it reads the anchor as data."""
+    import ast
+
+    import trainscale.calibrate
+
+    folder = Path(trainscale.calibrate.__file__).parent
+    for path in folder.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = (
+                [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else []
+            )
+            assert not any(n.startswith("trainscale.paper") for n in names), path

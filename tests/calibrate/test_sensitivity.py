@@ -1,4 +1,4 @@
-"""trainscale.calibrate.sensitivity and `trainscale calibrate --profile/--prior-scan`: how firmly
+"""trainscale.paper.sensitivity and `trainscale calibrate --profile/--prior-scan`: how firmly
 the
 published data determine the parameters and the paper's claims."""
 
@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from trainscale.calibrate import sensitivity
-from trainscale.calibrate.sensitivity import prior_width_scan, profile
 from trainscale.cli import main
 from trainscale.errors import TrainscaleError
+from trainscale.paper import sensitivity
+from trainscale.paper.sensitivity import prior_width_scan, profile
 from trainscale.paper.setup import throughput_drop_pct
 from trainscale.paths import data_dir
 from trainscale.published.measurements import PublishedData

@@ -29,6 +29,7 @@ def three_sources(published: PublishedData) -> PublishedData:
         throughput=published.throughput[keep].reset_index(drop=True),
         collectives=published.collectives,
         rejects=published.rejects.iloc[0:0],
+        power_anchor=published.power_anchor,
     )
 
 

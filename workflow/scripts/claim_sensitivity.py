@@ -2,9 +2,9 @@
 
 import sys
 
-from trainscale.calibrate.sensitivity import claim_sensitivity
 from trainscale.errors import TrainscaleError
 from trainscale.io.parquet import write_parquet
+from trainscale.paper.sensitivity import claim_sensitivity
 from trainscale.published.measurements import load_published
 from trainscale.schema import CLAIM_SENSITIVITY_COLUMNS
 from trainscale.sim.calibration import load_calibration
@@ -15,7 +15,10 @@ sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 (closed at
 try:
     catalogue = load_catalogue({name: snakemake.input[name] for name in CATALOGUE_FILES})
     published = load_published(
-        snakemake.input.published, hardware=catalogue.hardware, models=catalogue.models
+        snakemake.input.published,
+        hardware=catalogue.hardware,
+        models=catalogue.models,
+        sources=snakemake.input.sources,
     )
     table = claim_sensitivity(
         published, load_calibration(snakemake.input.calibration), catalogue=catalogue

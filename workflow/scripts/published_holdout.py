@@ -18,7 +18,10 @@ try:
     catalogue = load_catalogue({name: snakemake.input[name] for name in CATALOGUE_FILES})
     calibration = load_calibration(snakemake.input.calibration)
     published = load_published(
-        snakemake.input.csv, hardware=catalogue.hardware, models=catalogue.models
+        snakemake.input.csv,
+        hardware=catalogue.hardware,
+        models=catalogue.models,
+        sources=snakemake.input.sources,
     )
     held = held_out_predictions(published, catalogue=catalogue)
 except TrainscaleError as error:

@@ -17,7 +17,9 @@ try:
     hardware = load_hardware(snakemake.input.hardware)
     models = load_models(snakemake.input.models)
     frameworks = load_frameworks(snakemake.input.frameworks)
-    published = load_published(snakemake.input.csv, hardware=hardware, models=models)
+    published = load_published(
+        snakemake.input.csv, hardware=hardware, models=models, sources=snakemake.input.sources
+    )
 except TrainscaleError as error:
     print(f"error: {error}", file=sys.stderr)
     sys.exit(1)

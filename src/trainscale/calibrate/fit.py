@@ -18,9 +18,11 @@ throughput rows
    centres each parameter on its sourced or estimated default (standard deviation: half its bound
    range; 0.1 for the per-framework offsets, so a framework with few rows stays near the shared
    value), which decides only what the data barely constrain.
-3. Fit ``power_comm_frac`` — the only fitted power parameter — so that the paper setup
-   reproduces the paper's power claim (power per GPU falls 5.87 % from 128 to 2,048 GPUs); the
-   published power figures are node-level and only anchor, not fit (see the rejects).
+3. Fit ``power_comm_frac`` — the only fitted power parameter — so that the published power
+   anchor (``power_anchor`` in ``data/published/sources.yaml``: Fernandez et al.'s power per GPU
+   falling 5.87 % from 128 to 2,048 GPUs, Llama-2 7B with FSDP on H100) is reproduced
+   (:func:`fit_power`); the other published power figures are node-level or name no
+   configuration, and are rejected, not fitted (see the rejects).
 4. Fit the 80 % prediction intervals (:mod:`trainscale.sim.intervals`): split conformal prediction
    on the leave-one-source-out residuals (:func:`held_out_predictions`, one refit per source),
    with their source-out coverage, into the file's ``intervals`` block (not a parameter: it does
@@ -53,10 +55,11 @@ from trainscale.published.accuracy import (
     throughput_predictions,
 )
 from trainscale.published.measurements import PublishedData
+from trainscale.published.sources import PowerAnchor
 from trainscale.sim.calibration import PARAMETERS, Calibration, ParameterSpec, dump_calibration
 from trainscale.sim.catalogue import Catalogue
 from trainscale.sim.configs import build_configs
-from trainscale.sim.simulate import predict_arrays
+from trainscale.sim.simulate import predict, predict_arrays
 
 __all__ = [
     "FittedCalibration",
@@ -65,6 +68,7 @@ __all__ = [
     "fit_throughput",
     "held_out_predictions",
     "leave_one_source_out",
+    "power_drop_pct",
     "source_weights",
 ]
 
@@ -143,7 +147,7 @@ def fit_throughput(
     parameters' defaults, :meth:`~trainscale.sim.calibration.Calibration.defaults`).
 
     ``pinned`` holds some fitted parameters at given values (a profile, see
-    :mod:`trainscale.calibrate.sensitivity`); the others are fitted as usual. ``prior_scale``
+    :mod:`trainscale.paper.sensitivity`); the others are fitted as usual. ``prior_scale``
     multiplies
     the width of every parameter's prior (1: the calibration's own; ``inf``: no prior).
     ``prior_centre`` centres the priors on its values instead of the parameters' defaults (a
@@ -206,26 +210,39 @@ def fit_throughput(
     )  # fmt: skip
 
 
+def power_drop_pct(calibration: Calibration, anchor: PowerAnchor, *, catalogue: Catalogue) -> float:
+    """Simulated drop (%) of power per GPU from ``anchor.from_gpus`` to ``anchor.to_gpus`` GPUs
+    of the anchor's configuration, under ``catalogue`` and ``calibration``."""
+    frame = predict(anchor.configurations(), catalogue=catalogue, calibration=calibration)
+    by_n = frame.set_index("num_gpus")["power_w_per_gpu"]
+    return float(100.0 * (1.0 - by_n[anchor.to_gpus] / by_n[anchor.from_gpus]))
+
+
 def fit_power(
-    calibration: Calibration, target_drop_pct: float | None = None, *, catalogue: Catalogue
+    calibration: Calibration, anchor: PowerAnchor | None, *, catalogue: Catalogue
 ) -> Calibration:
-    """Set ``power_comm_frac`` so the paper setup's power per GPU falls ``target_drop_pct``
-    from 128 to 2,048 GPUs (Llama-2 7B, FSDP, H100, simulated under ``catalogue``); bounded by
-    the parameter's range."""
-    from trainscale.paper.setup import power_drop_pct
-    from trainscale.paper.values import PAPER_POWER_DROP_PCT
+    """Set ``power_comm_frac`` so the anchor's configuration loses ``anchor.drop_pct`` percent
+    of its power per GPU from ``anchor.from_gpus`` to ``anchor.to_gpus`` GPUs (simulated under
+    ``catalogue``); bounded by the parameter's range.
 
-    if target_drop_pct is None:
-        target_drop_pct = PAPER_POWER_DROP_PCT
-
+    ``anchor``: the published power figure of ``data/published/sources.yaml``
+    (:class:`~trainscale.published.sources.PowerAnchor`, read with the measurements into
+    :attr:`PublishedData.power_anchor`), a data row like every other observation. Raises
+    :class:`~trainscale.errors.TrainscaleError` where there is none.
+    """
+    if anchor is None:
+        raise TrainscaleError(
+            "no power anchor: power_comm_frac is fitted on the power_anchor of the published "
+            "sources file (data/published/sources.yaml); load the measurements with it"
+        )
     spec = next(p for p in PARAMETERS if p.name == "power_comm_frac")
 
     def gap(value: float) -> float:
         changed = replace(calibration, power_comm_frac=value)
-        return power_drop_pct(changed, catalogue=catalogue) - target_drop_pct
+        return power_drop_pct(changed, anchor, catalogue=catalogue) - anchor.drop_pct
 
     low, high = gap(spec.lower), gap(spec.upper)
-    if low * high > 0:  # the claim is out of reach: take the bound that comes closest
+    if low * high > 0:  # the figure is out of reach: take the bound that comes closest
         value = spec.lower if abs(low) < abs(high) else spec.upper
     else:
         value = brentq(gap, spec.lower, spec.upper, xtol=1e-6)
@@ -292,7 +309,7 @@ def calibrate(
     if held_out is None:
         held_out = held_out_predictions(published, catalogue=catalogue)
     final = replace(
-        _round(fit_power(fit.calibration, catalogue=catalogue)),
+        _round(fit_power(fit.calibration, published.power_anchor, catalogue=catalogue)),
         intervals=fit_intervals(held_out),
     )
     throughput, sim_rejects = throughput_predictions(published, final, catalogue)
@@ -354,6 +371,7 @@ def held_out_predictions(
             throughput=published.throughput[keep].reset_index(drop=True),
             collectives=published.collectives,
             rejects=published.rejects,
+            power_anchor=published.power_anchor,
         )
         fit = fit_throughput(training, catalogue=catalogue, prior_scale=prior_scale)
         target = PublishedData(

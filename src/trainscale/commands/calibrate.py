@@ -18,7 +18,7 @@ the table it writes is read as is.
 
 ``--profile NAME=V1,V2,...`` and ``--prior-scan [S1,S2,...]`` write nothing to the calibration:
 they print how firmly the published data determine the parameters and the study's claims
-(:mod:`trainscale.calibrate.sensitivity`), optionally also as CSV (``--table``).
+(:mod:`trainscale.paper.sensitivity`), optionally also as CSV (``--table``).
 """
 
 from __future__ import annotations
@@ -89,8 +89,8 @@ def _numbers(text: str, option: str) -> list[float]:
 def _sensitivity(args: argparse.Namespace, published: PublishedData, catalogue: Catalogue) -> int:
     import pandas as pd
 
-    from trainscale.calibrate import sensitivity
     from trainscale.errors import TrainscaleError
+    from trainscale.paper import sensitivity
 
     if args.profile is not None:
         name, sep, values = args.profile.partition("=")

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-import seaborn as sns
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
@@ -32,13 +31,16 @@ from trainscale.figures._common import (
     sim_source,
     subplot_mosaic,
 )
+from trainscale.figures._text import shorten
 from trainscale.names import gpu_label
-from trainscale.report.style import PALETTE
 
 if TYPE_CHECKING:
     from trainscale.published.measurements import PublishedData
 
-__all__ = ["COLLECTIVES", "NODE_COUNTS", "bandwidth_curves", "plot", "published_points", "render"]
+__all__ = [
+    "COLLECTIVES", "NODE_COUNTS", "bandwidth_curves", "node_colors", "plot", "published_points",
+    "render",
+]  # fmt: skip
 
 #: Node counts drawn: one line per factor of four from 2 nodes (published nccl-tests runs span 1 to
 #: 1,024 nodes), few enough that each line gets a colour of its own.
@@ -46,7 +48,10 @@ NODE_COUNTS: tuple[int, ...] = (1, 2, 8, 32, 128, 512)
 
 #: Palette positions (seaborn "colorblind") of the node-count lines: distinct hues, leaving out
 #: the vermilion of the model's predictions for the published points (C3) and grey.
-_LINE_SLOTS = (0, 1, 2, 4, 5, 6)
+#: Sequential colour map of the node counts (dark: few nodes, light: many).
+NODE_COLORMAP = "viridis"
+#: Node count at the light end of :data:`NODE_COLORMAP`.
+MAX_NODES_COLOURED = 1024
 
 #: Collective → panel title.
 COLLECTIVES = {"allreduce": "AllReduce", "allgather": "AllGather", "reducescatter": "ReduceScatter"}
@@ -120,8 +125,26 @@ def _view_limits(points: pd.DataFrame) -> tuple[tuple[float, float], tuple[float
     return x, y
 
 
-def _short(citation: str, width: int = 38) -> str:
-    return citation if len(citation) <= width else citation[: width - 1].rstrip() + "…"
+def node_colors(counts) -> dict[int, tuple[float, float, float, float]]:
+    """Colour of each node count: one sequential scale over log2(nodes) from 1 to
+    :data:`MAX_NODES_COLOURED` nodes (more are drawn as the largest), shared by the model's
+    curves and the published points, so a point reads against the curve of its own node count
+    and points at node counts without a curve (4, 16, 64 nodes) fall between its neighbours."""
+    from matplotlib import colormaps
+
+    scale = colormaps[NODE_COLORMAP]
+    top = np.log2(MAX_NODES_COLOURED)
+    return {int(n): tuple(scale(0.9 * min(np.log2(max(float(n), 1.0)), top) / top)) for n in counts}
+
+
+def _point_colors(rows: pd.DataFrame) -> list:
+    """Each published point's colour: its node count's (:func:`node_colors`); black where the
+    row does not give its GPUs per node."""
+    if not {"num_gpus", "gpus_per_node"} <= set(rows.columns):
+        return ["black"] * len(rows)
+    nodes = pd.to_numeric(rows["num_gpus"]) / pd.to_numeric(rows["gpus_per_node"])
+    colours = node_colors(n for n in nodes.round().dropna().unique())
+    return [colours[round(n)] if np.isfinite(n) else "black" for n in nodes]
 
 
 def plot(
@@ -167,8 +190,7 @@ def plot(
     for ax in axes[1:]:
         ax.sharey(axes[0])
         ax.tick_params(labelleft=False)
-    palette = sns.color_palette(PALETTE)
-    colors = {n: palette[_LINE_SLOTS[i % len(_LINE_SLOTS)]] for i, n in enumerate(NODE_COUNTS)}
+    colors = node_colors(NODE_COUNTS)
     xlim, ylim = _view_limits(points)
     citations = sorted(points["citation"].unique()) if not points.empty else []
     markers = {c: _MARKERS[i % len(_MARKERS)] for i, c in enumerate(citations)}
@@ -201,7 +223,9 @@ def plot(
                 rows["size_bytes"],
                 rows["observed_busbw_gbytes_per_s"],
                 marker=marker,
-                color="black",
+                c=_point_colors(rows),
+                edgecolors="black",
+                linewidths=0.4,
                 s=20,
                 zorder=5,
             )
@@ -236,7 +260,7 @@ def plot(
     )
     if citations:
         point_handles = [
-            Line2D([], [], ls="", marker=markers[c], color="black", label=_short(c, 60))
+            Line2D([], [], ls="", marker=markers[c], color="0.5", mec="black", label=shorten(c, 60))
             for c in citations
         ]
         point_handles.append(
@@ -257,7 +281,7 @@ def plot(
             loc="upper right",
             fontsize=6.5,
             borderaxespad=0,
-            title="Published nccl-tests (filled)",
+            title="Published nccl-tests (filled, coloured by node count)",
         )
     notes = [
         sim_source(drawn) + " (collective cost model)",

@@ -84,13 +84,17 @@ def plot(
         log2_gpu_axis(a, sorted(rows["dp"].unique()) or [1])
         a.tick_params(axis="x", labelrotation=90)
         a.set_xlabel("Data-parallel degree dp (replicas)")
-        a.set_ylabel("FLOPs per GPU per step (PFLOP)")
+        # one label per axis side, on the outer panels: a twin axis's label beside the next
+        # panel's own label read as one label repeated
+        if model == order[0]:
+            a.set_ylabel("FLOPs per GPU per step (PFLOP)")
         a.set_title(model_label(model))
         if peak:
             right = a.secondary_yaxis(
                 "right", functions=(lambda t, p=peak: t * 1e15 / p, lambda s, p=peak: s * p / 1e15)
             )
-            right.set_ylabel(f"Time at {gpu_label(gpus[0])} peak (s)")
+            if model == order[-1]:
+                right.set_ylabel(f"Time at {gpu_label(gpus[0])} peak (s)")
     handles = [
         Line2D([], [], color=colors[mp], marker="o", ms=3.5, label=f"tp·pp = {mp}")
         for mp in degrees

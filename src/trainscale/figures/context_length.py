@@ -103,7 +103,7 @@ def plot(sim: pd.DataFrame, *, models: Mapping[str, ModelShape]) -> Figure:
     for key in ("tput", "mfu"):
         log2_gpu_axis(ax[key], lengths)
         ax[key].set_xlabel("Sequence length (tokens)")
-        ax[key].tick_params(axis="x", labelrotation=45)
+        ax[key].tick_params(axis="x", labelrotation=90)
     legend_row(ax["legend"], handles, [h.get_label() for h in handles], ncols=len(handles) or 1)
     gpus = ", ".join(f"{n:,}" for n in counts)
     tokens = (data["global_batch"] * data["seq_len"]).unique()

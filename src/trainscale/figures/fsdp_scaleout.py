@@ -43,6 +43,7 @@ from trainscale.figures._common import (
     sim_source,
     subplot_mosaic,
 )
+from trainscale.figures._marks import mark_micro_batch_switch, micro_batch_switch
 from trainscale.names import model_label
 from trainscale.paper.values import (
     PAPER_CLAIM_FROM,
@@ -135,32 +136,6 @@ def _mark_claim(
     )
 
 
-def micro_batch_switch(data: pd.DataFrame) -> int | None:
-    """The first GPU count at which the paper's micro-batch rule drops the micro-batch (2 → 1
-    where the local batch becomes 1), or None if it never changes."""
-    if data.empty or "micro_batch" not in data.columns:
-        return None
-    per_count = data.groupby("num_gpus")["micro_batch"].max().sort_index()
-    smaller = per_count[per_count < per_count.cummax()]
-    return int(smaller.index[0]) if len(smaller) else None
-
-
-def _mark_micro_batch_switch(ax: dict, data: pd.DataFrame) -> None:
-    """A thin line in every panel where the micro-batch changes, named once (MFU panel)."""
-    switch = micro_batch_switch(data)
-    if switch is None:
-        return
-    before = int(data[data["num_gpus"] < switch]["micro_batch"].max())
-    after = int(data[data["num_gpus"] == switch]["micro_batch"].max())
-    for key in ("global", "per_gpu", "mfu", "power", "comm", "exposed"):
-        ax[key].axvline(switch, color="0.6", ls=":", lw=0.9, zorder=1)
-    ax["mfu"].annotate(
-        f"micro-batch {before} → {after}\n(local batch {after})",
-        xy=(switch, 0.97), xycoords=("data", "axes fraction"), xytext=(-3, 0),
-        textcoords="offset points", ha="right", va="top", fontsize=6.5, color="0.3",
-    )  # fmt: skip
-
-
 def plot(sim: pd.DataFrame, *, models: Mapping[str, ModelShape]) -> Figure:
     """Draw the six panels from the ``fsdp_scaleout`` study rows (see module docstring)."""
     require(sim, _COLUMNS, where="fsdp_scaleout")
@@ -230,7 +205,9 @@ def plot(sim: pd.DataFrame, *, models: Mapping[str, ModelShape]) -> Figure:
     power = data["power_w_per_gpu"]
     if len(power):  # from 0, so that a 6 % drop looks like 6 %
         ax["power"].set_ylim(0, float(power.max()) * 1.1)
-    _mark_micro_batch_switch(ax, data)
+    mark_micro_batch_switch(
+        ax, data, ("global", "per_gpu", "mfu", "power", "comm", "exposed"), named="mfu"
+    )
     legend_row(ax["legend"], handles, [h.get_label() for h in handles], ncols=3)
     setup = (
         "H100 on the paper's cluster (fernandez-h100: 8 x 400 Gb/s per node, inferred), "

@@ -41,6 +41,7 @@ from trainscale.figures._common import (
     sim_source,
     subplot_mosaic,
 )
+from trainscale.figures._marks import mark_micro_batch_switch
 from trainscale.names import gpu_label, model_label
 from trainscale.report.style import log2_gpu_axis
 
@@ -96,6 +97,9 @@ def plot(sim: pd.DataFrame, *, hardware: HardwareCatalog) -> Figure:
     readable_log(ax["tokens_per_s_per_gpu"])
     ax["mfu"].set_ylim(bottom=0)
     ax["exposed_comm_frac"].set_ylim(bottom=0)
+    switch = mark_micro_batch_switch(
+        ax, data, keys, named="exposed_comm_frac", height=0.6, gap_points=9
+    )
     legend_row(
         ax["legend"], handles, [h.get_label() for h in handles], ncols=min(len(handles), 4) or 1
     )
@@ -105,7 +109,20 @@ def plot(sim: pd.DataFrame, *, hardware: HardwareCatalog) -> Figure:
         sim_source(sim) + f" — {models}, FSDP, seq 4,096, global batch 2,048, micro-batch 2 "
         "per GPU (1 where the local batch is 1); each GPU in its default system (DGX-1 V100 "
         "at 50 Gb/s per GPU, DGX A100 at 200, DGX H100/H200/B200 at 400).",
+        *_switch_note(switch),
     )
+
+
+def _switch_note(switch: int | None) -> list[str]:
+    """What the dotted line means: the drop after it is the batch's, not the hardware's."""
+    if switch is None:
+        return []
+    return [
+        f"Dotted line: from {switch:,} GPUs the global batch leaves one sequence per GPU "
+        "(micro-batch 1), so each step has half the compute to hide the same gradient "
+        "communication behind; the drop there, and the newer GPUs' lines meeting, come from "
+        "this batch (the paper setup's), not from the GPUs."
+    ]
 
 
 def render(

@@ -57,6 +57,40 @@ def plan_kind(tp: pd.Series, pp: pd.Series) -> pd.Series:
     return kind
 
 
+def _with_gaps(series: pd.DataFrame, degrees: list[int]) -> tuple[list[float], list[float]]:
+    """The series' (degree, million tokens/s) points with NaN at every degree of the grid
+    between its first and last point that it lacks (no plan of that kind fits there), so the
+    line breaks instead of running straight across the missing point."""
+    values = dict(zip(series["degree"], series["tokens_per_s"] / 1e6, strict=True))
+    if not values:
+        return [], []
+    span = [d for d in degrees if min(values) <= d <= max(values)]
+    return span, [values.get(d, float("nan")) for d in span]
+
+
+def _label_mixed(
+    a, row: pd.Series, degrees: list[int], others: list[tuple[float, float]], top: float, color
+) -> None:
+    """Label a mixed plan ``tp×pp`` beside its marker (left of it at the last degree), on a
+    white ground: above the marker, or below it where a TP-only or PP-only marker at the same
+    degree sits within 8 % of the axis height above."""
+    y = row["tokens_per_s"] / 1e6
+    crowded = any(d == row["degree"] and 0 <= v - y < 0.08 * 1.12 * top for d, v in others)
+    last = row["degree"] == degrees[-1]
+    a.annotate(
+        f"{row['tp']}×{row['pp']}",
+        (row["degree"], y),
+        xytext=(-6 if last else 6, -3 if crowded else 2),
+        textcoords="offset points",
+        ha="right" if last else "left",
+        va="top" if crowded else "bottom",
+        fontsize=6,
+        color=color,
+        bbox={"boxstyle": "round,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.85},
+        zorder=6,
+    )
+
+
 def plot(sim: pd.DataFrame, *, models: Mapping[str, ModelShape]) -> Figure:
     """One panel per model (rows) and GPU count (columns); see the module docstring."""
     require(sim, _COLUMNS, where="model_parallel")
@@ -80,35 +114,21 @@ def plot(sim: pd.DataFrame, *, models: Mapping[str, ModelShape]) -> Figure:
             base = rows[rows["kind"] == "fsdp"]
             if not base.empty:
                 a.axhline(base["tokens_per_s"].iloc[0] / 1e6, color="0.4", ls="--", lw=0.9)
+            top_value = rows["tokens_per_s"].max() / 1e6 if not rows.empty else 1.0
+            others: list[tuple[float, float]] = []
             for kind, _, color, marker in KINDS:
                 best = best_rows(rows[rows["kind"].isin([kind, "fsdp"])], ["degree"])
                 if kind != "mixed" or len(best) > 0:
                     series = best if kind != "mixed" else best[best["kind"] == "mixed"]
-                    a.plot(
-                        series["degree"],
-                        series["tokens_per_s"] / 1e6,
-                        marker=marker,
-                        color=color,
-                        ms=5,
-                    )
+                    x, y = _with_gaps(series, degrees)
+                    a.plot(x, y, marker=marker, color=color, ms=5)
+                    if kind != "mixed":
+                        others += list(
+                            zip(series["degree"], series["tokens_per_s"] / 1e6, strict=True)
+                        )
                 if kind == "mixed":
                     for _, r in best[best["kind"] == "mixed"].iterrows():
-                        # beside its own marker (left of the last degree), on a white ground:
-                        # never above or below, where the other kinds' markers sit
-                        last = r["degree"] == degrees[-1]
-                        a.annotate(
-                            f"{r['tp']}×{r['pp']}",
-                            (r["degree"], r["tokens_per_s"] / 1e6),
-                            xytext=(-6 if last else 6, 2),
-                            textcoords="offset points",
-                            ha="right" if last else "left",
-                            va="bottom",
-                            fontsize=6,
-                            color=color,
-                            bbox={"boxstyle": "round,pad=0.1", "fc": "white", "ec": "none",
-                                  "alpha": 0.85},
-                            zorder=6,
-                        )  # fmt: skip
+                        _label_mixed(a, r, degrees, others, top_value, color)
             title = f"{model_label(model)}, {n:,} H100 GPUs"
             if not rows.empty:
                 top = rows.loc[rows["tokens_per_s"].idxmax()]
@@ -124,7 +144,6 @@ def plot(sim: pd.DataFrame, *, models: Mapping[str, ModelShape]) -> Figure:
                 title += f": best tp{top['tp']}×pp{top['pp']}"
             a.set_title(title, fontsize=9)
             # a rate: from 0, so the gaps read at their true size; room above the star
-            top_value = rows["tokens_per_s"].max() / 1e6 if not rows.empty else 1.0
             a.set_ylim(0, 1.12 * top_value)
             log2_gpu_axis(a, degrees)
             a.set_xlabel("Model-parallel degree tp·pp (GPUs per replica)")
@@ -140,9 +159,9 @@ def plot(sim: pd.DataFrame, *, models: Mapping[str, ModelShape]) -> Figure:
         sim_source(sim)
         + " — FSDP across replicas, seq 4,096, global batch 2,048; each plan at its "
         "fastest micro-batch (1, 2 or the largest that fits) and recompute mode (none or "
-        "full); plans that do not fit in memory are left out. Labels tp×pp name the mixed "
-        "plans. The claims table instead holds every plan at the paper's micro-batch (2 per "
-        "GPU, or the local batch if smaller).",
+        "full); plans that do not fit in memory are left out (a gap in a line). Labels tp×pp "
+        "name the mixed plans. The claims table instead holds every plan at the paper's "
+        "micro-batch (2 per GPU, or the local batch if smaller).",
     )
 
 

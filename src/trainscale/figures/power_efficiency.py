@@ -10,6 +10,7 @@ Input: the ``power_efficiency`` study (``results/sim/power_efficiency.parquet``)
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -45,6 +46,24 @@ __all__ = ["plot", "recompute_notes", "render"]
 _COLUMNS = ("model", "num_gpus", "recompute", "fits_memory", "energy_j_per_token")
 
 
+def _label(model: str) -> str:
+    """Legend name; the study's "Llama-2 1B" says whose shape it is (data/models.yaml)."""
+    label = model_label(model)
+    return f"{label} (TinyLlama-1.1B shape)" if model == "llama2-1b" else label
+
+
+def _next_125(value: float) -> float:
+    """The smallest of 1, 2, 5 times a power of ten that is at least ``value`` (> 0)."""
+    decade = 10.0 ** math.floor(math.log10(value))
+    return next(k * decade for k in (1, 2, 5, 10) if k * decade >= value)
+
+
+def _previous_125(value: float) -> float:
+    """The largest of 1, 2, 5 times a power of ten that is at most ``value`` (> 0)."""
+    decade = 10.0 ** math.floor(math.log10(value))
+    return next(k * decade for k in (5, 2, 1) if k * decade <= value)
+
+
 def plot(sim: pd.DataFrame, *, models: Mapping[str, ModelShape]) -> Figure:
     """Two panels: tokens/J and tokens/J relative to the model's best, against GPU count."""
     require(sim, _COLUMNS, where="power_efficiency")
@@ -60,11 +79,17 @@ def plot(sim: pd.DataFrame, *, models: Mapping[str, ModelShape]) -> Figure:
         plot_series(
             ax["rel"], rows["num_gpus"], 100 * rows["tokens_per_j"] / best, rows, colors[model]
         )
-        handles.append(Line2D([], [], color=colors[model], marker="o", label=model_label(model)))
+        handles.append(Line2D([], [], color=colors[model], marker="o", label=_label(model)))
     if (data["recompute"] != "none").any():
         handles.append(recompute_handle())
     counts = sorted(data["num_gpus"].unique()) or [1]
     readable_log(ax["abs"])
+    if len(data):
+        # out to the next labelled ticks (1, 2 or 5 per decade): every line between two labels
+        values = data["tokens_per_j"]
+        ax["abs"].set_ylim(
+            _previous_125(float(values.min()) / 1.05), _next_125(1.05 * float(values.max()))
+        )
     ax["abs"].set_ylabel("Tokens per joule (tokens/J)")
     ax["rel"].set_ylabel("Tokens/J (% of the model's best)")
     ax["rel"].axhline(100, color="0.6", lw=0.8)

@@ -25,6 +25,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from trainscale.figures._common import add_source_note, legend_row, require, save_styled
+from trainscale.figures._text import shorten
 from trainscale.published.holdout import accuracy, in_sample_throughput
 from trainscale.published.summary import summarise
 
@@ -55,7 +56,7 @@ def source_styles(citations) -> dict[str, tuple[tuple[float, ...], str]]:
 
 
 def _short(citation: str) -> str:
-    return citation if len(citation) <= _LABEL_CHARS else citation[: _LABEL_CHARS - 1] + "…"
+    return shorten(citation, _LABEL_CHARS)
 
 
 def _percent(value: float, _pos: object = None) -> str:

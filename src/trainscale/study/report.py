@@ -56,6 +56,8 @@ METRICS: dict[str, tuple[str, bool, float, tuple[str, str] | None]] = {
     "power_w_per_gpu": ("Power per GPU (W)", False, 1.0, None),
     "exposed_comm_frac": ("Exposed comm. (% of step)", False, 100.0, None),
     "step_time_s": ("Step time (s)", True, 1.0, ("step_time_s_lo", "step_time_s_hi")),
+    "energy_j_per_token": ("GPU energy per token (J)", True, 1.0, None),
+    "mem_gib_per_gpu": ("Memory per GPU (GiB)", False, 1.0, None),
 }  # fmt: skip
 
 #: Panels drawn when the study's ``report:`` block names no metrics.

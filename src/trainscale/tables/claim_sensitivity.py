@@ -5,8 +5,8 @@ rings of 2,047 steps whose time is mostly NCCL's per-step latency, so the headli
 moves with ``nccl_latency_scale``. The published measurements barely constrain that parameter
 (their nccl-tests rows span at most 16 GPUs and large messages; their FSDP runs stop at 512 GPUs
 where the rings stay hidden). This table prints ``results/paper/claim_sensitivity.parquet``
-(rule ``claim_sensitivity``, :func:`trainscale.calibrate.sensitivity.claim_sensitivity`): the
-parameter pinned at each value of :data:`trainscale.calibrate.sensitivity.LATENCY_SCALE_GRID`
+(rule ``claim_sensitivity``, :func:`trainscale.paper.sensitivity.claim_sensitivity`): the
+parameter pinned at each value of :data:`trainscale.paper.sensitivity.LATENCY_SCALE_GRID`
 and at its calibrated value, every other parameter refitted, the fit's error beside the claims.
 ``calibrated`` marks the row of ``data/calibration.yaml``'s value. Nothing is fitted here.
 """

@@ -61,7 +61,7 @@ def _refit(
     published: PublishedData, catalogue: Catalogue, **kw: object
 ) -> tuple[Calibration, pd.DataFrame]:
     fit = fit_throughput(published, catalogue=catalogue, **kw)  # type: ignore[arg-type]
-    calibration = _round(fit_power(fit.calibration, catalogue=catalogue))
+    calibration = _round(fit_power(fit.calibration, published.power_anchor, catalogue=catalogue))
     rows, _ = throughput_predictions(published, calibration, catalogue)
     return calibration, rows
 

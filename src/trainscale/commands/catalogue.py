@@ -1,0 +1,164 @@
+"""``trainscale list gpus|models|systems|frameworks``: what the catalogues hold.
+
+One row per catalogue entry with its key (what a configuration table, a study or ``predict``
+names), its readable label and the facts a user picks it by. The tables are built from the
+catalogue the command loads (the shipped one, or ``--catalogue DIR``), never from a list written
+here, so a GPU, model, system or framework added to ``data/*.yaml`` is listed with no code edit.
+
+Columns, by kind (units in the names):
+
+- ``gpus``: ``gpu``, ``label``, ``bf16_tflops`` (dense BF16 peak, 10^12 FLOP/s), ``fp8_tflops``
+  (empty where the GPU has no FP8), ``hbm_gib``, ``hbm_tb_per_s``, ``nvlink_gb_per_s`` (per GPU
+  per direction), ``tdp_w``, ``default_system``;
+- ``models``: ``model``, ``label``, ``params_b`` (10^9 parameters), ``layers``, ``hidden``,
+  ``heads``, ``kv_heads``, ``ffn``, ``vocab``, ``mlp``;
+- ``systems``: ``system``, ``gpu``, ``gpus_per_node``, ``nic_gbit_per_s_per_gpu``, ``fabric``,
+  ``nvswitch``, ``description``;
+- ``frameworks``: ``framework``, ``aliases``, ``attention_kernel``, ``fp8_recipe``,
+  ``cp_comm_type``, ``description``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+
+from trainscale.names import gpu_label, model_label
+from trainscale.sim.catalogue import Catalogue, load_catalogue
+
+__all__ = ["HELP", "KINDS", "NAME", "add_arguments", "catalogue_table", "run"]
+
+NAME = "list"
+HELP = "List the catalogues' GPUs, models, systems or frameworks (keys, labels, key facts)."
+
+
+def _gpus(catalogue: Catalogue) -> pd.DataFrame:
+    hardware = catalogue.hardware
+    rows = [
+        {
+            "gpu": key,
+            "label": gpu_label(key),
+            "bf16_tflops": gpu.bf16_flops_per_s / 1e12,
+            "fp8_tflops": None if gpu.fp8_flops_per_s is None else gpu.fp8_flops_per_s / 1e12,
+            "hbm_gib": gpu.hbm_bytes / 2**30,
+            "hbm_tb_per_s": gpu.hbm_bytes_per_s / 1e12,
+            "nvlink_gb_per_s": gpu.nvlink_bytes_per_s / 1e9,
+            "tdp_w": gpu.tdp_w,
+            "default_system": hardware.default_system.get(key, ""),
+        }
+        for key, gpu in sorted(hardware.gpus.items())
+    ]
+    return pd.DataFrame(rows)
+
+
+def _models(catalogue: Catalogue) -> pd.DataFrame:
+    rows = [
+        {
+            "model": key,
+            "label": model_label(key),
+            "params_b": shape.params / 1e9,
+            "layers": shape.layers,
+            "hidden": shape.hidden,
+            "heads": shape.heads,
+            "kv_heads": shape.kv_heads,
+            "ffn": shape.ffn,
+            "vocab": shape.vocab,
+            "mlp": shape.mlp,
+        }
+        for key, shape in sorted(catalogue.models.items())
+    ]
+    return pd.DataFrame(rows)
+
+
+def _systems(catalogue: Catalogue) -> pd.DataFrame:
+    rows = [
+        {
+            "system": key,
+            "gpu": system.gpu,
+            "gpus_per_node": system.gpus_per_node,
+            "nic_gbit_per_s_per_gpu": system.nic_bytes_per_s_per_gpu * 8 / 1e9,
+            "fabric": system.fabric,
+            "nvswitch": system.nvswitch,
+            "description": system.description,
+        }
+        for key, system in sorted(catalogue.hardware.systems.items())
+    ]
+    return pd.DataFrame(rows)
+
+
+def _frameworks(catalogue: Catalogue) -> pd.DataFrame:
+    rows = [
+        {
+            "framework": key,
+            "aliases": ", ".join(profile.aliases),
+            "attention_kernel": profile.attention_kernel,
+            "fp8_recipe": profile.fp8_recipe,
+            "cp_comm_type": profile.cp_comm_type,
+            "description": profile.description,
+        }
+        for key, profile in sorted(catalogue.frameworks.items())
+    ]
+    return pd.DataFrame(rows)
+
+
+#: Kind → its table builder, in the order ``--help`` lists them.
+KINDS: dict[str, Callable[[Catalogue], pd.DataFrame]] = {
+    "gpus": _gpus,
+    "models": _models,
+    "systems": _systems,
+    "frameworks": _frameworks,
+}
+
+
+def catalogue_table(catalogue: Catalogue, kind: str) -> pd.DataFrame:
+    """The catalogue's entries of one kind (one of :data:`KINDS`), one row each, sorted by key;
+    columns as in the module docstring."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown kind {kind!r}; one of {', '.join(KINDS)}")
+    return KINDS[kind](catalogue)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the command's arguments to ``parser``."""
+    parser.add_argument("kind", choices=tuple(KINDS), help="what to list")
+    parser.add_argument(
+        "--catalogue",
+        metavar="DIR",
+        type=Path,
+        help="a folder with hardware.yaml, models.yaml, frameworks.yaml and nccl.yaml "
+        "(default: the shipped catalogues)",
+    )
+    parser.add_argument(
+        "--csv", action="store_true", help="print CSV instead of an aligned text table"
+    )
+
+
+#: Longest description the text table prints (``--csv`` prints it whole).
+_DESCRIPTION_CHARS = 60
+
+
+def _text(table: pd.DataFrame) -> str:
+    shown = table.copy()
+    if "description" in shown:
+        shown["description"] = shown["description"].map(
+            lambda text: text if len(text) <= _DESCRIPTION_CHARS
+            else text[: _DESCRIPTION_CHARS - 1] + "…"
+        )  # fmt: skip
+    for column in shown.columns:
+        if pd.api.types.is_float_dtype(shown[column]):
+            shown[column] = shown[column].map(lambda v: "" if pd.isna(v) else f"{v:,.4g}")
+    return shown.to_string(index=False, na_rep="")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the table; exit status 0."""
+    catalogue = load_catalogue(args.catalogue)
+    table = catalogue_table(catalogue, args.kind)
+    if args.csv:
+        print(table.to_csv(index=False), end="")
+    else:
+        print(_text(table))
+    return 0

@@ -1,0 +1,179 @@
+"""Free text of the published CSV -> catalogue keys: GPUs, models, framework profiles, and the
+sharding, recomputation, precision and network wording.
+
+These tables are the one place where a source's wording (``H100-80GB``, ``PyTorch FSDP
+FULL_SHARD``, ``full AC (per block)``) is mapped to a key of the catalogues or the schema. GPU and
+model aliases are to move into ``data/hardware.yaml`` and ``data/models.yaml``; when they do, only
+this module changes. Every function takes the CSV field as text (``""`` where empty).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = [
+    "FRAMEWORK_PROFILES",
+    "FrameworkNotMapped",
+    "fabric",
+    "framework_profile",
+    "gpu_key",
+    "model_key",
+    "nic_gbit_per_s_per_gpu",
+    "power_limit_w",
+    "precision",
+    "recompute",
+    "sharding",
+]
+
+#: Keys of the framework profiles a throughput row's ``framework`` column may hold.
+FRAMEWORK_PROFILES: tuple[str, ...] = ("megatron", "deepspeed", "pytorch")
+
+_GPU_PATTERNS: tuple[tuple[str, str], ...] = (
+    (r"GH200", "gh200-96gb"),  # before H200: "GH200" contains "H200"
+    (r"H800", "h800-sxm-80gb"),
+    (r"A800", "a800-sxm-80gb"),
+    (r"H200", "h200-sxm-141gb"),
+    (r"H100.*96\s*GB.*HBM2e", "h100-sxm-96gb"),  # before H100: Meta's Grand Teton part
+    (r"H100", "h100-sxm-80gb"),
+    (r"A100.*40\s*GB", "a100-sxm-40gb"),
+    (r"A100", "a100-sxm-80gb"),
+    (r"V100", "v100-sxm-32gb"),
+    (r"B200", "b200"),
+)
+
+_MODEL_CATALOGUE: tuple[tuple[str, str], ...] = (
+    (r"^Llama 2 13B$|^Llama 2 architecture 13B$", "llama2-13b"),
+    (r"^Llama 2 70B$|^Llama 2 architecture 70B$", "llama2-70b"),
+    (r"^Llama 2 architecture 7B$", "llama2-7b"),
+    (r"^Llama 3 8B$", "llama3-8b"),
+    (r"^Llama 3 70B$", "llama3-70b"),
+    (r"^LLAMA3_8B$", "llama3-8b"),  # Megatron-Bridge names
+    (r"^LLAMA3_70B$", "llama3-70b"),
+    (r"^LLAMA3\.1_405B$", "llama3-405b"),
+)
+
+#: (pattern on the framework text, profile), first match wins: DeepSpeed before Megatron,
+#: because Narayanan's ZeRO-3 rows ran Megatron-LM on DeepSpeed ZeRO-3.
+_FRAMEWORK_PATTERNS: tuple[tuple[str, str], ...] = (
+    (r"deepspeed|\bzero-?[123]\b", "deepspeed"),
+    (r"megatron|\bnemo\b", "megatron"),
+    (r"torchtitan|composer|llm-foundry|fairseq|metaseq|fms-fsdp|pytorch|\bfsdp2?\b|\bddp\b",
+     "pytorch"),
+)  # fmt: skip
+
+
+class FrameworkNotMapped(ValueError):
+    """A framework text that :func:`framework_profile` cannot map to a profile."""
+
+
+def gpu_key(text: str) -> str | None:
+    """The hardware-catalogue GPU key of a source's GPU description, or None."""
+    for pattern, key in _GPU_PATTERNS:
+        if re.search(pattern, text or "", flags=re.IGNORECASE):
+            return key
+    return None
+
+
+def model_key(text: str) -> str | None:
+    """The model-catalogue key of a source's model name, or None (shape from the row)."""
+    for pattern, key in _MODEL_CATALOGUE:
+        if re.search(pattern, text or ""):
+            return key
+    return None
+
+
+def framework_profile(text: str, sharding: str = "", notes: str = "") -> str:
+    """The framework profile key (:data:`FRAMEWORK_PROFILES`) for a source's framework text.
+
+    ``sharding`` and ``notes`` break ties where the framework text alone does not decide (e.g.
+    "Megatron-LM + DeepSpeed ZeRO-3", or a Megatron row whose sharding column says ZeRO-3).
+    Raises :class:`FrameworkNotMapped` for text no pattern recognises.
+    """
+    framework = (text or "").strip()
+    for pattern, profile in _FRAMEWORK_PATTERNS:
+        if framework and re.search(pattern, framework.lower()):
+            # Megatron-LM run on DeepSpeed ZeRO (Narayanan's ZeRO-3 baseline): the sharding or
+            # notes column says so where the framework text does not
+            if profile == "megatron" and re.search(
+                r"deepspeed|\bzero-?[123]\b", f"{sharding} {notes}".lower()
+            ):
+                return "deepspeed"
+            return profile
+    raise FrameworkNotMapped(
+        f"framework {framework!r} is not mapped to a profile; known: "
+        + ", ".join(FRAMEWORK_PROFILES)
+        + " (Megatron-LM/Core/NeMo/Bridge; DeepSpeed ZeRO, Megatron-DeepSpeed; PyTorch "
+        "FSDP/FSDP2/DDP, torchtitan, Composer/llm-foundry, fairseq/metaseq, fms-fsdp, Meta's "
+        "Llama 3 stack)"
+    )
+
+
+def sharding(text: str) -> str | None:
+    """ddp, zero2, hsdp or fsdp; None for CPU offload or wording no rule knows."""
+    t = (text or "").lower()
+    if "cpu offload" in t:
+        return None
+    if re.search(r"fsdp\s*=\s*0", t):  # Megatron-Bridge "DDP (FSDP=0)"
+        return "ddp"
+    if "shard_grad_op" in t or "not resharded" in t:
+        return "zero2"
+    if "hybrid" in t:
+        return "hsdp"
+    if "zero-3" in t or "fsdp" in t or "full_shard" in t:
+        return "fsdp"
+    if "none" in t or "all-reduce" in t or t == "":
+        return "ddp"
+    return None
+
+
+def recompute(text: str) -> str:
+    """selective, full or none."""
+    t = (text or "").lower()
+    if "selective" in t:
+        return "selective"
+    if "full" in t or "checkpointing" in t:
+        return "full"
+    return "none"
+
+
+def precision(text: str) -> str:
+    """fp8 where the text says so, else bf16."""
+    return "fp8" if "fp8" in (text or "").lower() else "bf16"
+
+
+def power_limit_w(text: str) -> float:
+    """A board power limit stated with the GPU ("500W power limit"), else 0 (the TDP)."""
+    match = re.search(r"(\d+)\s*W\s+power\s+limit", text or "", flags=re.IGNORECASE)
+    return float(match.group(1)) if match else 0.0
+
+
+def nic_gbit_per_s_per_gpu(text: str, gpus_per_node: int) -> float | None:
+    """Per-GPU NIC line rate in Gb/s from a free-text inter-node description."""
+    t = text or ""
+    if m := re.search(r"(\d+)\s*Gb(?:ps|/s)? per GPU", t, flags=re.IGNORECASE):
+        return float(m.group(1))
+    if m := re.search(r"(\d+)\s*x\s*(\d+)\s*Gbps per node", t, flags=re.IGNORECASE):
+        return float(m.group(1)) * float(m.group(2)) / gpus_per_node
+    if m := re.search(r"(\d+)\s*Gbps (?:per node|inter-node)", t, flags=re.IGNORECASE):
+        return float(m.group(1)) / gpus_per_node
+    if m := re.search(r"(\d+)\s*GB/s per server", t):
+        return float(m.group(1)) * 8 / gpus_per_node
+    if m := re.search(r"EFA (\d+)\s*x\s*(\d+)\s*Gbps", t):
+        return float(m.group(1)) * float(m.group(2)) / gpus_per_node
+    if m := re.search(r"EFA (\d+)\s*Gbps per node", t):
+        return float(m.group(1)) / gpus_per_node
+    if "TCPXO" in t:
+        return 1600.0 / gpus_per_node  # a3-mega: 8 x 200 Gb/s per node (not stated in the file)
+    return None
+
+
+def fabric(text: str) -> str:
+    """infiniband, roce, efa or ethernet from an inter-node description."""
+    t = (text or "").lower()
+    if "efa" in t:
+        return "efa"
+    if "roce" in t or "tcpxo" in t:
+        return "roce"
+    if "ethernet" in t or "tcp/ip" in t:
+        return "ethernet"
+    return "infiniband"

@@ -1,0 +1,185 @@
+"""Per-study points: every plotted point of a study with the plan that won it.
+
+A study's scaling figure shows, per facet, series and x value, the fastest simulated row that
+fits in memory (:func:`trainscale.study.report.select_rows`). This table is those points, one row
+each, with what a planner needs to act on them: the winning plan, every plotted metric with its
+80 % interval, the memory headroom, and the runner-up plan with its margin.
+
+Columns (:func:`study_points`), in order:
+
+- the facet column (only when the study has a facet) and the series columns, readable;
+- ``facet`` (only with a facet), ``series``: the labels the figure prints;
+- ``x``: the x value (the column is named by the study's x axis, e.g. ``num_gpus``);
+- the winning plan: ``framework``, ``tp``, ``pp``, ``cp``, ``vpp``, ``sharding``,
+  ``recompute``, ``micro_batch`` (:data:`PLAN_COLUMNS`) and ``plan`` (the same as one text);
+- ``plan_changed``: True where the winning plan differs from the previous x value's in the same
+  facet and series (False at the first point);
+- each metric the figure plots (:data:`trainscale.study.report.METRICS` keys, in the figure's
+  order) in its own unit, and for those with an interval ``<metric>_lo`` and ``<metric>_hi``
+  (80 %; global tokens/s: the per-GPU interval times the GPU count);
+- ``mem_gib_per_gpu``, ``hbm_gib`` (the GPU's capacity, GiB), ``mem_headroom_gib`` (capacity
+  minus use) and ``near_memory_limit`` (the plan uses more than :data:`NEAR_MEMORY_FRACTION` of
+  the capacity);
+- ``runner_up_plan``, ``runner_up_tokens_per_s`` and ``runner_up_margin_pct`` (how much faster
+  the winner is, % of the runner-up's global tokens/s): the fastest row of the same point that
+  fits in memory with a different plan; empty where no other plan fits;
+- ``source`` ("simulated") and ``calibration_id``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from trainscale.study.report import METRICS, ReportSpec, format_value
+
+__all__ = ["NEAR_MEMORY_FRACTION", "PLAN_COLUMNS", "plan_text", "render_points", "study_points"]
+
+#: The columns that make a plan, in the order the ``plan`` text lists them.
+PLAN_COLUMNS: tuple[str, ...] = (
+    "framework", "tp", "pp", "cp", "vpp", "sharding", "recompute", "micro_batch",
+)  # fmt: skip
+
+#: A plan using more than this fraction of the GPU's HBM is flagged ``near_memory_limit``: the
+#: simulator's memory model counts weights, gradients, optimizer state, activations and a fixed
+#: overhead, not allocator fragmentation or transient buffers, which in practice take several GiB
+#: (PyTorch's CUDA caching allocator rounds and splits blocks; NCCL and cuBLAS workspaces grow
+#: with the job), so a plan within 10 % of the capacity may not run as predicted.
+NEAR_MEMORY_FRACTION = 0.9
+
+_GIB = 2**30
+
+
+def plan_text(row: Mapping[str, Any]) -> str:
+    """One plan as text: ``megatron tp 4 · pp 2 · cp 1 · vpp 1 · zero1 · selective · mb 1``."""
+    parts = [str(row["framework"])] if "framework" in row else []
+    for key in ("tp", "pp", "cp", "vpp"):
+        if key in row:
+            parts.append(f"{key} {format_value(key, row[key])}")
+    for key in ("sharding", "recompute"):
+        if key in row:
+            parts.append(str(row[key]))
+    if "micro_batch" in row:
+        parts.append(f"mb {format_value('micro_batch', row['micro_batch'])}")
+    return " · ".join(parts)
+
+
+def _plan_key(frame: pd.DataFrame) -> pd.Series:
+    columns = [c for c in PLAN_COLUMNS if c in frame.columns]
+    return frame[columns].astype(str).agg("|".join, axis=1)
+
+
+def _runner_up(simulated: pd.DataFrame, points: pd.DataFrame, group: Sequence[str]) -> pd.DataFrame:
+    """Per point: the fastest fitting row of the same group whose plan is not the winner's."""
+    rows = simulated
+    if "source" in rows.columns:
+        rows = rows[rows["source"] == "sim"]
+    if "fits_memory" in rows.columns:
+        rows = rows[rows["fits_memory"].fillna(False).astype(bool)]
+    rows = rows.assign(_plan=_plan_key(rows), _pos=np.arange(len(rows)))
+    winners = points[group].assign(_winner=_plan_key(points))
+    candidates = rows.merge(winners, on=list(group), how="inner")
+    candidates = candidates[candidates["_plan"] != candidates["_winner"]]
+    candidates = candidates.assign(_neg=-pd.to_numeric(candidates["tokens_per_s"]))
+    best = candidates.sort_values([*group, "_neg", "_pos"], kind="stable").drop_duplicates(group)
+    best = best.assign(
+        runner_up_plan=[plan_text(r) for r in best.to_dict("records")],
+        runner_up_tokens_per_s=pd.to_numeric(best["tokens_per_s"]),
+    )
+    return best[[*group, "runner_up_plan", "runner_up_tokens_per_s"]]
+
+
+def _metric_columns(rows: pd.DataFrame, metrics: Sequence[str]) -> dict[str, pd.Series]:
+    out: dict[str, pd.Series] = {}
+    gpus = pd.to_numeric(rows["num_gpus"])
+    for metric in metrics:
+        _, _, factor, interval = METRICS[metric]
+        out[metric] = pd.to_numeric(rows[metric]) * factor
+        if interval is None:
+            continue
+        low, high = (pd.to_numeric(rows[c]) * factor for c in interval)
+        if metric == "tokens_per_s":
+            low, high = low * gpus, high * gpus
+        out[f"{metric}_lo"], out[f"{metric}_hi"] = low, high
+    return out
+
+
+def study_points(
+    selected: pd.DataFrame,
+    simulated: pd.DataFrame,
+    spec: ReportSpec,
+    hbm_bytes: Mapping[str, float],
+) -> pd.DataFrame:
+    """The points table of one study (columns in the module docstring).
+
+    Parameters
+    ----------
+    selected : pandas.DataFrame
+        The plotted rows, from :func:`~trainscale.study.report.select_rows` (sorted by facet,
+        series and x; with ``facet_label`` and ``series_label``).
+    simulated : pandas.DataFrame
+        All of the study's simulated rows (the dataset schema), where the runner-up is found.
+    spec : ReportSpec
+        What the study's outputs show.
+    hbm_bytes : mapping
+        GPU catalogue key → HBM capacity, bytes.
+    """
+    keys = [*([spec.facet] if spec.facet else []), *spec.series]
+    group = [k for k in [*keys, spec.x] if k in selected.columns]
+    rows = selected.reset_index(drop=True)
+    table = pd.DataFrame({k: [format_value(k, v) for v in rows[k]] for k in keys})
+    if spec.facet:
+        table["facet"] = rows["facet_label"]
+    table["series"] = rows["series_label"]
+    table[spec.x] = rows[spec.x]
+    for column in PLAN_COLUMNS:
+        if column in rows.columns:
+            table[column] = rows[column]
+    table["plan"] = [plan_text(r) for r in rows.to_dict("records")]
+    previous = table.groupby([*(["facet"] if spec.facet else []), "series"], sort=False)["plan"]
+    table["plan_changed"] = (table["plan"] != previous.shift()) & previous.shift().notna()
+    for name, values in _metric_columns(rows, spec.metrics).items():
+        table[name] = values
+    capacity = rows["gpu"].map(lambda gpu: hbm_bytes[str(gpu)] / _GIB)
+    table["mem_gib_per_gpu"] = pd.to_numeric(rows["mem_gib_per_gpu"])
+    table["hbm_gib"] = capacity
+    table["mem_headroom_gib"] = capacity - table["mem_gib_per_gpu"]
+    table["near_memory_limit"] = table["mem_gib_per_gpu"] > NEAR_MEMORY_FRACTION * capacity
+    runner = _runner_up(simulated, rows, group)
+    merged = rows[group].merge(runner, on=group, how="left")
+    table["runner_up_plan"] = merged["runner_up_plan"].fillna("")
+    table["runner_up_tokens_per_s"] = merged["runner_up_tokens_per_s"]
+    winner = pd.to_numeric(rows["tokens_per_s"])
+    table["runner_up_margin_pct"] = (winner / merged["runner_up_tokens_per_s"] - 1.0) * 100.0
+    table["source"] = "simulated"
+    table["calibration_id"] = rows.get("calibration_id", "")
+    return table
+
+
+def render_points(
+    stem: str | os.PathLike[str],
+    selected: pd.DataFrame,
+    simulated: pd.DataFrame,
+    spec: ReportSpec,
+    hbm_bytes: Mapping[str, float],
+) -> tuple[Path, Path, Path]:
+    """Write ``stem.csv`` (full precision), ``stem.md`` and ``stem.tex`` of
+    :func:`study_points`."""
+    from trainscale.report import write_table
+
+    table = study_points(selected, simulated, spec, hbm_bytes)
+    return write_table(
+        table,
+        stem,
+        label="tab:study_points",
+        caption="Plotted points with the winning plan (simulated).",
+        float_format={
+            "runner_up_margin_pct": ".1f", "mem_gib_per_gpu": ".1f", "hbm_gib": ".1f",
+            "mem_headroom_gib": ".1f",
+        },
+    )  # fmt: skip
