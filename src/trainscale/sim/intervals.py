@@ -49,7 +49,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -63,6 +63,9 @@ from trainscale.sim.support_facts import (
     support_facts_merged,
     support_facts_of,
 )
+
+if TYPE_CHECKING:
+    from trainscale.sim.pilot_intervals import PilotIntervals
 
 __all__ = [
     "GPU_WITHOUT_DATA",
@@ -298,6 +301,9 @@ class PredictionIntervals:
     """Source-out coverage as measured (:func:`coverage_summary`), for the record."""
     note: str = field(default="", compare=False)
     """What the intervals are (e.g. those of a user calibration)."""
+    pilot: PilotIntervals | None = None
+    """A pilot-calibrated calibration's intervals (:mod:`trainscale.sim.pilot_intervals`); when
+    set they replace the conformal ones (:meth:`log_factors`)."""
 
     def quantile_array(self) -> np.ndarray:
         table = {fw: q for fw, q, *_ in self.quantiles}
@@ -319,6 +325,24 @@ class PredictionIntervals:
         excess = np.log2(num_gpus) - log2_most[framework]
         scale = 1.0 + PER_DOUBLING * np.maximum(excess, 0.0)
         return base[framework * gpus + gpu_index] * scale * widening
+
+    def log_factors(
+        self,
+        framework: np.ndarray,
+        num_gpus: np.ndarray,
+        gpu_index: np.ndarray,
+        gpu_keys: tuple[str, ...],
+        widening: np.ndarray | float = 1.0,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Lower and upper log factors of tokens/s per GPU per configuration: those of the
+        ``pilot`` block when set, else ``-/+`` :meth:`log_half_width`; both times ``widening``
+        (``s_support`` of :mod:`trainscale.sim.support`: what no calibration row covers widens
+        a pilot-calibrated interval as it widens the shipped one)."""
+        if self.pilot is not None:  # a pilot-calibrated calibration (trainscale.calibrate.pilot)
+            lower, upper = self.pilot.log_factors(num_gpus)
+            return lower * widening, upper * widening
+        half = self.log_half_width(framework, num_gpus, gpu_index, gpu_keys, widening)
+        return -half, half
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -348,10 +372,14 @@ class PredictionIntervals:
         out["coverage_facts"] = self.facts.as_dict()
         if self.coverage is not None:
             out["source_out_coverage"] = self.coverage
+        if self.pilot is not None:
+            out["pilot"] = self.pilot.as_dict()
         return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PredictionIntervals:
+        from trainscale.sim.pilot_intervals import PilotIntervals
+
         return cls(
             level=float(data["level"]),
             pooled_quantile=float(data["pooled_quantile"]),
@@ -362,6 +390,7 @@ class PredictionIntervals:
             facts=CoverageFacts.from_dict(data["coverage_facts"]),
             coverage=data.get("source_out_coverage"),
             note=str(data.get("note", "")),
+            pilot=PilotIntervals.from_dict(data["pilot"]) if "pilot" in data else None,
         )
 
 

@@ -127,11 +127,10 @@ def _interval_factors(
         params_b=block_params_b(c.layers, c.hidden, c.heads, c.kv_heads, c.ffn, c.swiglu),
         seq_len=c.seq_len, degrees={"tp": c.tp, "pp": c.pp, "cp": c.cp},
     )  # fmt: skip
-    half = cal.intervals.log_half_width(
+    lower, upper = cal.intervals.log_factors(
         c.framework, c.num_gpus, c.gpu_index, gpu_keys, flags.widening
     )
-    hi = np.exp(half)
-    return 1.0 / hi, hi, flags.extrapolation
+    return np.exp(lower), np.exp(upper), flags.extrapolation
 
 
 def _strings(codes: np.ndarray, categories: tuple[str, ...] | list[str]) -> pd.Series:
