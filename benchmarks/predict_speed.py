@@ -3,7 +3,9 @@
 Generates 100,000 valid configurations (a cross of models, GPUs, GPU counts and plans, each with
 one of the three framework profiles and a random share of behaviour overrides, built in memory:
 no file I/O), predicts them once to warm up, then times `repeats` calls and prints
-the best and median rate. Run: `python benchmarks/predict_speed.py [--rows N] [--repeats R]`.
+the best and median rate. Every call computes the 80 % intervals and the `extrapolation`
+column (out-of-support flags, trainscale.sim.support); the share of rows with a flag is printed.
+Run: `python benchmarks/predict_speed.py [--rows N] [--repeats R]`.
 Pin to one core with `taskset -c 0` to measure "one core".
 """
 
@@ -72,12 +74,15 @@ def main() -> None:
         result = predict(frame, calibration=calibration)
         times.append(time.perf_counter() - start)
     assert len(result) == args.rows
+    assert result["tokens_per_s_per_gpu_lo"].notna().all(), "intervals were not computed"
+    flagged = float((result["extrapolation"] != "").mean())
     best, median = min(times), statistics.median(times)
     print(f"rows                 {args.rows}")
     print(f"best                 {best:.3f} s  ->  {args.rows / best:,.0f} configurations/s")
     rate = args.rows / median
     print(f"median of {args.repeats:<2}         {median:.3f} s  ->  {rate:,.0f} configurations/s")
     print(f"per configuration    {1e6 * best / args.rows:.2f} us")
+    print(f"flagged rows         {100 * flagged:.1f} % (extrapolation column not empty)")
 
 
 if __name__ == "__main__":

@@ -274,6 +274,7 @@ TABLE_NAMES = "|".join(re.escape(name) for name in TABLES)
 PRESENTATION_FILES = {
     "validation": "results/validation.parquet",
     "holdout": "results/holdout.parquet",
+    "pilots": "results/pilots.parquet",
     "dataset": "results/dataset",
     "published": config["published"],
     "collectives": "results/collectives.parquet",

@@ -9,6 +9,7 @@ rule paper_claims:
     input:
         **catalogue_inputs("hardware", "models", "frameworks", "nccl"),
         calibration=CALIBRATION,
+        sensitivity="results/paper/claim_sensitivity.parquet",
     output:
         claims="results/paper/claims.parquet",
     log:

@@ -417,6 +417,14 @@ METRIC_COLUMNS: tuple[Column, ...] = (
         "s",
         "upper end of the 80 % interval of step_time_s (the step time at tokens_per_s_per_gpu_lo)",
     ),
+    _c(
+        "extrapolation",
+        "string",
+        "1",
+        "what no calibration row covers, ';'-separated flags such as gpu:b200, "
+        "fsdp_ranks:1024>256, seq_len:32768>8192 (grammar: trainscale.sim.support); empty when "
+        "every flag is clear; the interval widens with each flag",
+    ),
 )
 
 PROVENANCE_COLUMNS: tuple[Column, ...] = (
@@ -609,6 +617,11 @@ CLAIM_COLUMNS: tuple[Column, ...] = (
     _c("holds", "bool", "1", "the reproduced value is within the tolerance of the paper's"),
     _c("check", "string", "1", "reproduced, or the calibrated parameter fitted to this claim"),
     _c("setup", "string", "1", "the configuration the value was reproduced with"),
+    _c("assumptions", "string", "1", "the paper-setup assumptions the value rests on, ; list"),
+    _c("reproduced_min", "float64", "see unit", "lowest value under the alternatives scanned"),
+    _c("reproduced_max", "float64", "see unit", "highest value under the alternatives scanned"),
+    _c("range_over", "string", "1", "the alternatives reproduced_min/max span"),
+    _c("note", "string", "1", "where the value comes from, e.g. the steepest doubling; or null"),
     _c("calibration_id", "string", "1", "content hash of the calibration that reproduced it"),
     _c("simulator_version", "string", "1", "trainscale version that reproduced it"),
 )

@@ -2,25 +2,34 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
 
-from trainscale.calibrate.user import MEASURED, calibrate_user, worked_example
+from trainscale.calibrate.pilot_examples import scale_check
+from trainscale.calibrate.pilot_series import pilot_errors
+from trainscale.calibrate.user import MEASURED, calibrate_user
 from trainscale.cli import main
 from trainscale.errors import InputFileError
 from trainscale.published.measurements import load_published
 from trainscale.sim.calibration import load_calibration
 from trainscale.sim.catalogue import load_catalogue
 
-SHOEYBI = "Shoeybi et al. 2019, Megatron-LM (v1)"
+TORCHTITAN = "torchtitan benchmarks (PyTorch team, Dec 2024)"
 CATALOGUE = load_catalogue()
 PUBLISHED = load_published(hardware=CATALOGUE.hardware, models=CATALOGUE.models)
 #: What trainscale calibrate --measurements passes: the shipped calibration, published
 #: measurements and catalogue.
 SHIPPED = {"base": load_calibration(), "published": PUBLISHED, "catalogue": CATALOGUE}
+
+
+@functools.cache
+def _errors() -> pd.DataFrame:
+    """The published pilot errors (one base fit per source, about half a minute), once."""
+    return pilot_errors(PUBLISHED, catalogue=CATALOGUE, shipped=load_calibration())
 
 
 def _measurements(tmp_path: Path, name: str = "runs.csv") -> Path:
@@ -51,18 +60,26 @@ def test_same_measurements_give_the_same_file_byte_for_byte(tmp_path: Path) -> N
     assert stored["calibration_id"] == mine.calibration_id != load_calibration().calibration_id
     assert stored["measurements"]["rows"] == 8 and len(stored["measurements"]["sha256"]) == 64
     assert stored["intervals"]["note"].startswith("user calibration")
+    assert stored["intervals"]["pilot"]["pilot_gpus"] == sorted(
+        set(pd.read_csv(measurements)["num_gpus"])
+    )
+    assert stored["ladder"][0]["rung"] == "level"
     assert stored["residual_error"]["fitted_mape_pct"] < stored["residual_error"]["base_mape_pct"]
     # only what a cluster changes moved
     shipped = load_calibration().as_dict()
     moved = {k for k, v in mine.as_dict().items() if v != shipped[k]}
     assert moved and moved <= set(stored["refitted"])
     assert all(name.endswith("_pytorch") or "_offset_" not in name for name in moved)
+    # the API gives the same file as the CLI (the pilot errors are deterministic)
+    third = tmp_path / "c.yaml"
+    calibrate_user(measurements, third, **SHIPPED, pilot_errors=_errors())
+    assert third.read_bytes() == first.read_bytes()
 
 
 def test_predict_uses_the_user_calibration(tmp_path: Path) -> None:
     measurements = _measurements(tmp_path)
     mine = tmp_path / "mine.yaml"
-    calibrate_user(measurements, mine, **SHIPPED)
+    calibrate_user(measurements, mine, **SHIPPED, pilot_errors=_errors())
     configs = tmp_path / "configs.csv"
     pd.read_csv(measurements).drop(columns=MEASURED).to_csv(configs, index=False)
     out = tmp_path / "out.csv"
@@ -70,6 +87,15 @@ def test_predict_uses_the_user_calibration(tmp_path: Path) -> None:
     result = pd.read_csv(out)
     assert (result["calibration_id"] == load_calibration(mine).calibration_id).all()
     assert result["tokens_per_s_per_gpu_lo"].notna().all()
+    # the pilot interval: narrower at the measured GPU counts than 64 times beyond them
+    far = pd.read_csv(configs).assign(
+        num_gpus=lambda t: t["num_gpus"] * 64, global_batch=lambda t: t["global_batch"] * 64
+    )
+    far.to_csv(configs, index=False)
+    assert main(["predict", str(configs), "-o", str(out), "--calibration", str(mine)]) == 0
+    wide = pd.read_csv(out)
+    ratio = lambda t: t["tokens_per_s_per_gpu_hi"] / t["tokens_per_s_per_gpu_lo"]  # noqa: E731
+    assert (ratio(wide) > ratio(result)).all()
 
 
 def test_missing_columns_are_named_with_what_is_allowed(tmp_path: Path) -> None:
@@ -79,11 +105,33 @@ def test_missing_columns_are_named_with_what_is_allowed(tmp_path: Path) -> None:
         calibrate_user(path, **SHIPPED)
 
 
-def test_fewer_rows_than_parameters_is_refused(tmp_path: Path) -> None:
-    path = tmp_path / "few.csv"
-    pd.read_csv(_measurements(tmp_path)).head(2).to_csv(path, index=False)
-    with pytest.raises(InputFileError, match=r"few\.csv: 2 row\(s\), fewer than the \d+ param"):
-        calibrate_user(path, **SHIPPED)
+def test_one_and_two_rows_are_calibrated_an_empty_table_is_refused(tmp_path: Path) -> None:
+    for rows in (1, 2):
+        path = tmp_path / f"few{rows}.csv"
+        pd.read_csv(_measurements(tmp_path)).head(rows).to_csv(path, index=False)
+        result = calibrate_user(path, **SHIPPED, pilot_errors=_errors())
+        assert result.refitted == ["gemm_efficiency_offset_pytorch"]
+        assert result.report.chosen == "level"
+    path = tmp_path / "none.csv"
+    pd.read_csv(_measurements(tmp_path)).head(0).to_csv(path, index=False)
+    with pytest.raises(InputFileError, match=r"none\.csv: no measured row"):
+        calibrate_user(path, **SHIPPED, pilot_errors=_errors())
+
+
+def test_hundreds_of_rows_choose_from_the_whole_ladder(tmp_path: Path) -> None:
+    """Every usable llm-foundry row (8-512 GPUs, several layouts): the ladder has all three
+    rungs, each scored on the 512-GPU rows; the report says what was chosen."""
+    rows = PUBLISHED.throughput
+    rows = rows[rows["citation"].str.startswith("MosaicML")]
+    table = rows.rename(columns={"observed_tokens_per_s_per_gpu": MEASURED})
+    result = calibrate_user(
+        tmp_path / "foundry.csv", **SHIPPED, table=table, pilot_errors=_errors()
+    )
+    ladder = result.report.ladder
+    assert len(table) > 200 and list(ladder["rung"]) == ["level", "network", "layout"]
+    assert ladder["llso_mape_pct"].notna().all() and ladder["chosen"].sum() == 1
+    assert result.report.largest_gpus == 512
+    assert result.report.chosen == ladder.loc[ladder["chosen"], "rung"].item()
 
 
 def test_configurations_the_simulator_cannot_represent_are_named(tmp_path: Path) -> None:
@@ -107,12 +155,18 @@ def test_measurements_must_be_positive_numbers(tmp_path: Path) -> None:
         calibrate_user(path, **SHIPPED)
 
 
-def test_worked_example_own_calibration_beats_the_unseen_one() -> None:
-    """Shoeybi et al. 2019 as an unseen cluster: calibrate on its 1-64 GPU runs (6 rows), predict
-    its 128-512 GPU runs (4 rows)."""
-    rows, summary = worked_example(
-        SHOEYBI, published=PUBLISHED, shipped=load_calibration(), catalogue=CATALOGUE
-    )
-    assert summary["rows_fitted"] == 6 and summary["rows_predicted"] == 4
-    assert summary["user_mape_pct"] < summary["base_mape_pct"]
-    assert (rows["num_gpus"] > 64).all()
+def test_worked_example_torchtitan_8_gpus_predict_its_largest_runs() -> None:
+    """docs/simulator/calibration.md: torchtitan's benchmarks as an unseen cluster (base fitted
+    without them), calibrated on their 8-GPU runs (7 rows), predicting their 512-GPU runs (6 rows),
+    the shipped calibration's error beside."""
+    rows, summary = scale_check(
+        TORCHTITAN, published=PUBLISHED, shipped=load_calibration(), catalogue=CATALOGUE,
+        pilot_gpus=(8, 8), errors=_errors(),
+    )  # fmt: skip
+    assert summary["rows_fitted"] == 7 and summary["rows_predicted"] == 6
+    assert (rows["num_gpus"] == 512).all()
+    assert summary["chosen"] == "level"
+    assert summary["pilot_mape_pct"] < summary["base_mape_pct"]
+    assert summary["pilot_mape_pct"] < summary["shipped_mape_pct"]
+    assert ((rows["pilot_lo"] < rows["pilot_predicted"]) &
+            (rows["pilot_predicted"] < rows["pilot_hi"])).all()  # fmt: skip

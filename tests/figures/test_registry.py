@@ -19,7 +19,7 @@ OUTPUTS = [(kind, name) for kind, registry in REGISTRIES.items() for name in reg
 #: What rules/common.smk maps a registry's file name to (PRESENTATION_FILES, or sim/<study>).
 FILES = {
     "validation", "holdout", "dataset", "published", "collectives", "sim_vs_measured",
-    "paper/claims", "paper/claim_sensitivity",
+    "paper/claims", "paper/claim_sensitivity", "pilots",
 }  # fmt: skip
 
 

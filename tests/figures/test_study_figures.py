@@ -259,7 +259,7 @@ def test_study_legend_names_what_doubles_when_x_is_not_the_gpu_count(catalogue):
                        models=catalogue.models, fits=fits)  # fmt: skip
     legend = next(ax.get_legend() for ax in fig.axes if ax.get_legend() is not None)
     texts = [t.get_text() for t in legend.get_texts()]
-    assert "Llama-2 7B: -12.5 % tokens/s per GPU per doubling of seq_len" in texts
+    assert "Llama-2 7B: -12.5 % tokens/s per GPU per doubling of the sequence length" in texts
 
 
 @pytest.mark.parametrize(

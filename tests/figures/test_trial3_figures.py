@@ -142,3 +142,62 @@ def test_the_study_schema_offers_exactly_the_plottable_metrics() -> None:
     schema = yaml.safe_load(schema_file("study").read_text())
     enum = schema["properties"]["report"]["properties"]["metrics"]["items"]["enum"]
     assert enum == list(METRICS)
+
+
+def test_study_figure_labels_where_the_winning_plan_changes(catalogue) -> None:
+    import itertools
+
+    from trainscale import predict
+    from trainscale.figures.study_scaling import plot_scaling
+    from trainscale.study.report import ReportSpec, plan_switches, select_rows
+
+    # Llama-2 70B, FSDP on H100: tp 2 with micro-batch 1 wins at 256 and 1,024 GPUs, tp 4 with
+    # micro-batch 2 at 2,048 (tests/workflow/test_workflow_points.py runs the same as a study)
+    sim = predict(pd.DataFrame([
+        {"model": "llama2-70b", "gpu": "h100-sxm-80gb", "num_gpus": n, "tp": tp, "pp": 1,
+         "sharding": "fsdp", "micro_batch": mb, "recompute": "none", "seq_len": 4096,
+         "global_batch": 2048, "precision": "bf16"}
+        for n, tp, mb in itertools.product([256, 1024, 2048], [2, 4], [1, 2])
+    ]))  # fmt: skip
+    spec = ReportSpec(x="num_gpus", series=("model",), facet=None, best_of=("tp", "micro_batch"),
+                      metrics=("tokens_per_s_per_gpu", "power_w_per_gpu"),
+                      levels={"model": ("llama2-70b",)})  # fmt: skip
+    rows = select_rows(sim, spec)
+    switches = plan_switches(rows, spec)
+    assert list(rows["tp"]) == [2, 2, 4]
+    expected = ["", "", "tp 4, micro-batch 2"]
+    assert list(switches) == expected
+    fig = plot_scaling(rows, spec, note="setup", hardware=catalogue.hardware,
+                       models=catalogue.models)  # fmt: skip
+    first = next(ax for ax in fig.axes if ax.get_ylabel() == "Tokens/s per GPU")
+    labels = [t.get_text() for t in first.texts]
+    assert [t for t in expected if t] == labels
+    power = next(ax for ax in fig.axes if ax.get_ylabel() == "Power per GPU (W)")
+    assert power.get_ylim()[0] == 0.0
+    assert "points.csv" in " ".join(t.get_text() for t in fig.texts)
+    plt.close(fig)
+
+
+def test_study_legends_read_as_words_not_column_names() -> None:
+    from trainscale.study.report import series_label
+
+    assert series_label(["num_gpus", "framework"], [64, "pytorch"]) == "64 GPUs, pytorch"
+    assert series_label(["power_limit_w", "tp"], [500.0, 2]) == "500 W cap, tp 2"
+    assert series_label(["model", "gpu"], ["llama2-7b", "h100-sxm-80gb"]) == (
+        "Llama-2 7B, H100 80GB"
+    )
+
+
+def test_a_power_limit_axis_is_linear_and_ticked_at_the_study_values(catalogue) -> None:
+    from trainscale.figures.study_scaling import plot_scaling
+    from trainscale.study.report import ReportSpec, select_rows
+
+    sim = simulate(model=["llama2-7b"], num_gpus=[64], power_limit_w=[400, 550, 700])
+    spec = ReportSpec(x="power_limit_w", series=(), facet=None, best_of=(),
+                      metrics=("tokens_per_s_per_gpu",), levels={})  # fmt: skip
+    fig = plot_scaling(select_rows(sim, spec), spec, note="setup", hardware=catalogue.hardware,
+                       models=catalogue.models)  # fmt: skip
+    axis = next(ax for ax in fig.axes if ax.get_xlabel())
+    assert axis.get_xscale() == "linear"
+    assert [t.get_text() for t in axis.get_xticklabels()] == ["400", "550", "700"]
+    plt.close(fig)

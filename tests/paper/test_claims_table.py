@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
 import pytest
 
 from trainscale.errors import TrainscaleError
-from trainscale.paper.claims import claims_table
-from trainscale.paper.values import CLAIMS, REPRODUCED, Claim
+from trainscale.paper.claims import claim_ranges, claims_table
+from trainscale.paper.doubling import steepest_doubling
+from trainscale.paper.values import ASSUMPTIONS, CLAIMS, REPRODUCED, Claim
 from trainscale.schema import CLAIMS_TABLE_COLUMNS, names
 
 # Values a reproduction might give; the paper's numbers are 37.22, 5.87, 59.67, 40.77 and 2-4.
@@ -45,6 +47,11 @@ def test_columns_and_one_row_per_claim():
         "holds",
         "check",
         "setup",
+        "assumptions",
+        "reproduced_min",
+        "reproduced_max",
+        "range_over",
+        "note",
     ]
     assert len(table) == len(CLAIMS) == 6
     # numbers and ranges in separate columns
@@ -114,9 +121,65 @@ def test_claim_rows_carry_the_calibration_and_version(monkeypatch, catalogue):
     from trainscale.version import __version__
 
     monkeypatch.setattr(claims, "reproduce_claims", lambda calibration, catalogue: INSIDE)
+    monkeypatch.setattr(claims, "batch_alternatives", lambda calibration, catalogue: {4096: 9.0})
+    monkeypatch.setattr(claims, "drop_note", lambda calibration, catalogue, batches: "where")
     calibration = load_calibration()
-    rows = claims.claim_rows(calibration, catalogue=catalogue)
+    rows = claims.claim_rows(calibration, catalogue=catalogue, sensitivity=SENSITIVITY)
     assert list(rows.columns) == names(CLAIM_COLUMNS)
     assert (rows["calibration_id"] == calibration.calibration_id).all()
     assert (rows["simulator_version"] == __version__).all()
     assert rows["holds"].all()
+
+
+# A fabricated nccl_latency_scale profile (results/paper/claim_sensitivity.parquet's columns
+# the ranges read).
+SENSITIVITY = pd.DataFrame(
+    {
+        "nccl_latency_scale": [0.2, 1.0, 3.0],
+        "throughput_drop_pct": [8.0, 32.0, 60.0],
+        "power_drop_pct": [2.0, 7.0, 7.5],
+        "mfu_a100_pct": [63.0, 64.0, 64.5],
+        "mfu_h100_pct": [35.0, 36.0, 36.5],
+    }
+)
+
+
+def test_every_claim_names_its_assumptions():
+    table = claims_table(INSIDE)
+    assert table["assumptions"].str.len().gt(0).all()
+    drop = table.set_index("key").loc["throughput_drop_pct", "assumptions"]
+    assert "global batch 2,048 sequences" in drop
+    assert "fernandez-h100" in drop
+    a100 = table.set_index("key").loc["mfu_a100_pct", "assumptions"]
+    assert "DGX A100" in a100 and "fernandez-h100" not in a100
+    # every name a claim lists is defined once, in ASSUMPTIONS
+    assert all(name in ASSUMPTIONS for c in CLAIMS for name in c.assumptions)
+
+
+def test_ranges_bracket_the_reproduced_value_and_say_what_they_span():
+    ranges = claim_ranges(INSIDE, SENSITIVITY, {4096: 9.0, 8192: 9.5})
+    table = claims_table(INSIDE, ranges=ranges)
+    assert (table["reproduced_min"] <= table["reproduced_value"]).all()
+    assert (table["reproduced_value"] <= table["reproduced_max"]).all()
+    by_key = table.set_index("key")
+    # the drop spans the latency profile and the global-batch alternatives
+    assert by_key.loc["throughput_drop_pct", "reproduced_min"] == 8.0
+    assert by_key.loc["throughput_drop_pct", "reproduced_max"] == 60.0
+    assert "global batch 2,048, 4,096, 8,192" in by_key.loc["throughput_drop_pct", "range_over"]
+    # the reproduced value counts even when outside the profile's rows
+    assert by_key.loc["power_drop_pct", "reproduced_max"] == 7.5
+    assert by_key.loc["mfu_a100_pct", "reproduced_min"] == 63.0
+    # no alternative simulated: a point range, said so
+    assert by_key.loc["best_degree_llama2_7b", "reproduced_min"] == 2.0
+    assert by_key.loc["best_degree_llama2_7b", "range_over"] == "no alternative simulated"
+
+
+def test_steepest_doubling_finds_the_cliff():
+    frame = pd.DataFrame(
+        {"num_gpus": [1024, 128, 256, 2048], "tokens_per_s_per_gpu": [90.0, 100.0, 96.0, 60.0]}
+    )
+    steep = steepest_doubling(frame, "tokens_per_s_per_gpu")
+    assert (steep.n_from, steep.n_to) == (1024, 2048)
+    assert steep.drop_pct == pytest.approx(100 * (1 - 60 / 90))
+    assert steep.text == "1,024→2,048 GPUs: −33.33 %"
+    assert steepest_doubling(frame.iloc[:1], "tokens_per_s_per_gpu") is None

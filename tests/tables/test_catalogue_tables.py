@@ -117,6 +117,7 @@ def test_render_table_names_unknown_tables_and_missing_inputs(tmp_path):
         "validation",
         "best_plans",
         "claim_sensitivity",
+        "pilots",
     }
 
 

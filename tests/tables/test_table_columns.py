@@ -52,6 +52,7 @@ from trainscale.tables import TABLES, render_table
 from trainscale.tables.best_plans import best_plans
 from trainscale.tables.hardware import hardware_table
 from trainscale.tables.models import models_table
+from trainscale.tables.pilots import PILOTS_TABLE_COLUMNS
 from trainscale.tables.scaling_fits import scaling_fits
 from trainscale.tables.study_fits import study_fits
 from trainscale.tables.validation import validation_table
@@ -65,6 +66,7 @@ TABLE_COLUMNS: dict[str, tuple[Column, ...]] = {
     "validation": VALIDATION_TABLE_COLUMNS,
     "best_plans": BEST_PLAN_COLUMNS,
     "claim_sensitivity": CLAIM_SENSITIVITY_TABLE_COLUMNS,
+    "pilots": PILOTS_TABLE_COLUMNS,
 }
 
 
@@ -125,6 +127,13 @@ def test_every_registered_table_prints_its_schema_columns(
         }
     )  # fmt: skip
     write_parquet(sensitivity, tmp_path / "sensitivity.pq", CLAIM_SENSITIVITY_COLUMNS)
+    pd.DataFrame(
+        {
+            "citation": ["a", "b"], "series": ["a | 1", "b | 1"], "num_gpus": [16, 64],
+            "pilot_gpus": 8, "pilot_ape_pct": 1.0, "base_ape_pct": 2.0,
+            "weak_scaling_ape_pct": 3.0, "covered": [True, False], "calibration_id": "c",
+        }
+    ).to_parquet(tmp_path / "pilots.pq")  # fmt: skip
     frames = {
         "validation": validation_rows,
         "holdout": holdout_rows,
@@ -137,6 +146,7 @@ def test_every_registered_table_prints_its_schema_columns(
         "claims": {"claims": tmp_path / "claims.pq"},
         "claim_sensitivity": {"sensitivity": tmp_path / "sensitivity.pq"},
         "best_plans": {"sim": tmp_path / "best.pq"},
+        "pilots": {"pilots": tmp_path / "pilots.pq"},
         "validation": {
             "validation": tmp_path / "validation.pq",
             "holdout": tmp_path / "holdout.pq",

@@ -36,7 +36,11 @@ RUNS = tuple(sorted(p.parent.name for p in (REPO / "data" / "runs").glob("*/run.
 
 #: Jobs of the finished run, by what they read.
 STUDY = [("study_configurations", "study=smoke")]
-REPORTS = [("study_fits", "study=smoke"), ("study_scaling", "study=smoke")]
+REPORTS = [
+    ("study_fits", "study=smoke"),
+    ("study_scaling", "study=smoke"),
+    ("study_points", "study=smoke"),
+]
 NORMALISE = [("published_measurements", "")]
 PREDICT = [("published_validation", "")]
 INGEST = [("ingest_run", f"run={run}") for run in RUNS]
@@ -49,6 +53,7 @@ ON_THEIR_OWN = (
     (("simulate_study",), ("results/sim/smoke.parquet",)),
     (("study_fits", "dataset"), ("reports/studies/smoke/fits.csv", "results/dataset")),
     (("study_scaling",), ("reports/studies/smoke/scaling.png",)),
+    (("study_points",), ("reports/studies/smoke/points.csv",)),
 )
 
 #: file -> (one value edited: old text, new text, after the line starting with this anchor;

@@ -2,6 +2,8 @@
 
 import sys
 
+import pandas as pd
+
 from trainscale.errors import TrainscaleError
 from trainscale.io.parquet import write_parquet
 from trainscale.paper.claims import claim_rows
@@ -15,6 +17,7 @@ try:
     claims = claim_rows(
         load_calibration(snakemake.input.calibration),
         catalogue=load_catalogue({name: snakemake.input[name] for name in CATALOGUE_FILES}),
+        sensitivity=pd.read_parquet(snakemake.input.sensitivity),
     )
 except TrainscaleError as error:
     print(f"error: {error}", file=sys.stderr)

@@ -1,39 +1,36 @@
 """Calibration on a user's own cluster: ``trainscale calibrate --measurements FILE -o mine.yaml``.
 
-What a cluster changes is refitted; everything else keeps the shipped value:
+One measured row or hundreds. What the rows identify is refitted, in order of evidence, and
+nothing else (the rule, with its noise margin and prior strength, is in
+:mod:`trainscale.calibrate.pilot`):
 
-- the per-framework log offsets (:data:`trainscale.sim.calibration.OFFSET_BASES`) of the frameworks
-  present in the measurements (the FP8-GEMM offset only when some row runs fp8);
-- ``nic_efficiency``, ``nvlink_efficiency``, ``congestion_per_doubling``, ``straggler_cv``
-  (:data:`CLUSTER_PARAMETERS`).
+- one row or more pins the **level**: the GEMM-efficiency log offset of each framework present
+  (the stack's compute efficiency on that GPU);
+- rows at two or more node counts add the **network** terms (``nic_efficiency``,
+  ``congestion_per_doubling``, ``straggler_cv``, ``nvlink_efficiency``);
+- rows in two or more layouts (``tp, pp, cp, vpp, sharding``) add the **layout** offsets
+  (attention, elementwise traffic, overlap slowdown; FP8 GEMM with fp8 rows).
 
-A parameter no measured row responds to (moving it by a tenth of its bound range changes no
-prediction by 0.1 %, e.g. the NIC efficiency when every run fits in one node) is not refitted and
-keeps the shipped value. The fit is :func:`trainscale.calibrate.fit.fit_throughput` on the
-measurements alone (one source), with the shipped calibration as the start and as the centre of
-every prior, every other throughput parameter pinned at its shipped value. The priors' widths are
-the shipped ones times ``sqrt(N / n)`` (:func:`prior_scale`; ``N`` the published rows of the
-shipped fit, ``n`` the user's): the prior weighs against ``n`` rows as it weighed against ``N``.
-This scaling was chosen after the first version (the shipped widths unchanged) was seen to leave
-every offset within 0.02 of the base on the worked example's 6-7 rows (README).
+Which of these nested candidates is kept is decided by predicting the largest measured GPU count
+from the smaller ones (leave-largest-scale-out) and keeping the simplest within noise of the best;
+every refitted value is shrunk toward the base (shipped) value. A parameter no row responds to is
+never changed.
 
 The measurements: a CSV or Parquet table with the configuration columns of ``trainscale
 predict`` plus ``measured_tokens_per_s_per_gpu`` (a table written by ``trainscale ingest`` is
 read as is: its rows have ``source`` = ``measured`` and their ``tokens_per_s_per_gpu`` is the
-measurement). Refused, with a one-line error naming the file and rows: missing columns, fewer
-rows than refitted parameters, measurements that are not positive numbers, configurations the
-simulator cannot represent.
+measurement). Refused, with a one-line error naming the file and rows: missing columns, no row,
+measurements that are not positive numbers, configurations the simulator cannot represent.
 
 The written file has the format of ``data/calibration.yaml``, its own ``calibration_id``, the
-measurements' provenance (file, sha256 of its bytes, rows used) and an ``intervals`` block: the
-shipped calibration's conformal quantiles (errors on *published sources left out of the fit*;
-a handful of a user's runs cannot calibrate an 80 % quantile on their own), with the coverage
-facts extended by the user's rows (their framework rows, GPU counts and GPUs count as calibrated
-data). The same measurements give the same file byte for byte.
-
-The base calibration, the published measurements (whose row count sets the prior widths) and the
-catalogue the fit simulates with are the caller's (``trainscale calibrate`` passes the shipped
-ones).
+measurements' provenance (file, sha256 of its bytes, rows used), the ladder with each candidate's
+leave-largest-scale-out error, and an ``intervals`` block: the shipped calibration's conformal
+quantiles with the coverage facts extended by the user's rows, plus a ``pilot`` block
+(:mod:`trainscale.sim.pilot_intervals`) that replaces them for this calibration's predictions: the
+80 % interval as a function of the distance (log2 GPU ratio) from the measured GPU counts,
+measured on how wrong pilot-calibrated predictions were on published scaling series
+(:mod:`trainscale.calibrate.pilot_series`, every series' base fitted without its source). The
+same measurements give the same file byte for byte.
 """
 
 from __future__ import annotations
@@ -47,9 +44,7 @@ import numpy as np
 import pandas as pd
 
 from trainscale.errors import InputFileError, row_numbering
-from trainscale.schema import FRAMEWORKS
 from trainscale.sim.calibration import (
-    OFFSET_BASES,
     PARAMETERS,
     Calibration,
     dump_calibration,
@@ -58,22 +53,20 @@ from trainscale.sim.calibration import (
 from trainscale.sim.intervals import CoverageFacts, PredictionIntervals
 
 if TYPE_CHECKING:
+    from trainscale.calibrate.pilot import PilotReport
     from trainscale.published.measurements import PublishedData
     from trainscale.sim.catalogue import Catalogue
+    from trainscale.sim.pilot_intervals import PilotIntervals
 
 __all__ = [
-    "CLUSTER_PARAMETERS",
     "MEASURED",
     "UserCalibration",
     "calibrate_user",
     "read_measurements",
-    "refitted_parameters",
+    "sensitive_parameters",
 ]
 
 MEASURED = "measured_tokens_per_s_per_gpu"
-CLUSTER_PARAMETERS = (
-    "nic_efficiency", "nvlink_efficiency", "congestion_per_doubling", "straggler_cv",
-)  # fmt: skip
 #: A parameter is refitted only if moving it by this share of its bound range changes some
 #: measured row's prediction by more than :data:`_SENSITIVITY` (log).
 _STEP = 0.1
@@ -127,29 +120,12 @@ def read_measurements(path: Path) -> pd.DataFrame:
     return table
 
 
-def refitted_parameters(table: pd.DataFrame) -> tuple[str, ...]:
-    """The parameters a cluster changes that these measurements hold (before the sensitivity
-    check): the offsets of the frameworks present (fp8 only with fp8 rows), then
-    :data:`CLUSTER_PARAMETERS`."""
-    frameworks = (
-        table["framework"].fillna("pytorch").astype(str).str.lower()
-        if "framework" in table.columns
-        else pd.Series(["pytorch"] * len(table))
-    )
-    fp8 = bool((table["precision"].astype(str) == "fp8").any())
-    names = [
-        f"{base}_offset_{fw}"
-        for fw in FRAMEWORKS
-        if (frameworks == fw).any()
-        for base in OFFSET_BASES
-        if base != "fp8_gemm" or fp8
-    ]
-    return (*names, *CLUSTER_PARAMETERS)
-
-
-def _sensitive(
+def sensitive_parameters(
     table: pd.DataFrame, base: Calibration, names: tuple[str, ...], catalogue: Catalogue
 ) -> list[str]:
+    """The parameters of ``names`` some row of ``table`` responds to: moving one by
+    :data:`_STEP` of its bound range changes some row's predicted log tokens/s per GPU by more
+    than :data:`_SENSITIVITY` (simulated under ``catalogue``, from ``base``)."""
     from trainscale.sim.configs import build_configs
     from trainscale.sim.simulate import predict_arrays
 
@@ -174,26 +150,17 @@ def _sensitive(
     return kept
 
 
-def prior_scale(rows: int, published: PublishedData) -> float:
-    """``sqrt(N / rows)``: the priors' widths for a fit on ``rows`` measurements, ``N`` the rows
-    the shipped fit weighs (the throughput and nccl-tests rows of ``published``, the published
-    measurements). The shipped priors were set against the total weight of ``N`` rows (mean row
-    weight 1); with the same widths a user's handful of rows could not move a framework offset by
-    more than about 0.02. Scaled so, the prior weighs against the user's rows as it weighs
-    against the published ones."""
-    reference = len(published.throughput) + len(published.collectives)
-    return float(np.sqrt(reference / max(rows, 1)))
-
-
 class UserCalibration:
-    """The result of :func:`calibrate_user`: the calibration, its rows and what was refitted."""
+    """The result of :func:`calibrate_user`: the calibration, its rows, what was refitted and
+    the :class:`~trainscale.calibrate.pilot.PilotReport`."""
 
     def __init__(self, calibration: Calibration, rows: pd.DataFrame, refitted: list[str],
-                 fixed: list[str]) -> None:  # fmt: skip
+                 fixed: list[str], report: PilotReport) -> None:  # fmt: skip
         self.calibration = calibration
         self.rows = rows
         self.refitted = refitted
         self.not_refitted = fixed
+        self.report = report
 
 
 def _represent(path: Path, table: pd.DataFrame, catalogue: Catalogue) -> None:
@@ -221,31 +188,42 @@ def calibrate_user(
     published: PublishedData,
     catalogue: Catalogue,
     table: pd.DataFrame | None = None,
+    pilot_errors: pd.DataFrame | None = None,
 ) -> UserCalibration:
-    """Refit what a cluster changes on ``measurements`` and write ``output`` (if given).
+    """Refit what the measured rows identify (:mod:`trainscale.calibrate.pilot`) and write
+    ``output`` (if given). The API the CLI uses.
 
-    ``base``: the calibration to start from and centre the priors on (``trainscale calibrate``
-    passes the shipped ``data/calibration.yaml``). ``published``: the published measurements
-    the base was fitted on (their row count sets the prior widths, :func:`prior_scale`).
-    ``catalogue``: what the fit simulates with. ``table``: the measurements already read (else
-    read from ``measurements``, which is also hashed for the provenance).
+    ``measurements``: the file (read with :func:`read_measurements` unless ``table`` is given;
+    hashed for the provenance). ``table``: the measurements already read, a DataFrame with the
+    configuration columns of ``trainscale predict`` and :data:`MEASURED`; one row or more.
+    ``base``: the calibration to start from and shrink toward (``trainscale calibrate`` passes
+    the shipped ``data/calibration.yaml``). ``published``: the published measurements, from which
+    the pilot interval model is measured (:func:`trainscale.calibrate.pilot_series.pilot_errors`,
+    source-out) unless ``pilot_errors`` (that function's rows) is given. ``catalogue``: what
+    every fit simulates with.
+
+    Returns a :class:`UserCalibration`: ``calibration`` (with an ``intervals`` block whose
+    ``pilot`` part widens with the distance from the measured GPU counts), ``rows`` (the measured
+    rows predicted by it, with ``ape_pct``), ``refitted``, ``not_refitted`` (candidates the chosen
+    refit left at the base value) and ``report`` (:class:`~trainscale.calibrate.pilot.PilotReport`:
+    the ladder with each candidate's leave-largest-scale-out error, the chosen rung, the refit's
+    in-sample error and the base's error on the same rows).
     """
-    from trainscale.calibrate.fit import _ranges, _round, fit_throughput
+    from trainscale.calibrate.pilot import refit_pilots
+    from trainscale.calibrate.pilot_series import pilot_errors as measure_pilot_errors
+    from trainscale.calibrate.pilot_series import pilot_interval_model
+    from trainscale.published.accuracy import throughput_predictions
     from trainscale.published.measurements import PublishedData
 
     path = Path(measurements)
     table = read_measurements(path) if table is None else table.reset_index(drop=True)
+    if table.empty:
+        raise InputFileError(path, "no measured row; give at least one measured configuration")
     _represent(path, table, catalogue)
-    candidates = refitted_parameters(table)
-    refit = _sensitive(table, base, candidates, catalogue)
-    if len(table) < len(refit):
-        raise InputFileError(
-            path,
-            f"{len(table)} row(s), fewer than the {len(refit)} parameters it would refit "
-            f"({', '.join(refit)}); give at least {len(refit)} measured configurations",
-        )
-    fitted_names = {p.name for p in PARAMETERS if p.fitted and p.group == "throughput"}
-    pinned = {name: getattr(base, name) for name in fitted_names if name not in refit}
+    fitted, report = refit_pilots(table, base=base, catalogue=catalogue)
+    if pilot_errors is None:
+        pilot_errors = measure_pilot_errors(published, catalogue=catalogue, shipped=base)
+    pilot = pilot_interval_model(pilot_errors, table["num_gpus"])
     rows = table.assign(
         observed_tokens_per_s_per_gpu=table[MEASURED], citation=str(path),
         csv_row=np.arange(1, len(table) + 1),
@@ -253,148 +231,89 @@ def calibrate_user(
     data = PublishedData(
         throughput=rows, collectives=pd.DataFrame(), rejects=pd.DataFrame(columns=["csv_row"])
     )
-    scale = prior_scale(len(table), published)
-    fit = fit_throughput(
-        data, start=base, catalogue=catalogue, pinned=pinned, prior_centre=base,
-        prior_scale=scale,
-    )  # fmt: skip
-    final = _round(fit.calibration)
-    from trainscale.published.accuracy import throughput_predictions
-
     before, _ = throughput_predictions(data, base, catalogue)
+    after, _ = throughput_predictions(data, fitted, catalogue)
+    final = replace(fitted, intervals=_user_intervals(base.intervals, after, pilot))
     after, _ = throughput_predictions(data, final, catalogue)
-    intervals = _user_intervals(base.intervals, after)
-    final = replace(final, intervals=intervals)
-    if intervals is not None:
-        after, _ = throughput_predictions(data, final, catalogue)
+    candidates = report.candidates[report.chosen]
+    not_refitted = [n for n in candidates if n not in report.refitted]
     if output is not None:
-        digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
-        covered = (after["observed_tokens_per_s_per_gpu"] >= after["tokens_per_s_per_gpu_lo"]) & (
-            after["observed_tokens_per_s_per_gpu"] <= after["tokens_per_s_per_gpu_hi"]
-        )
-        provenance = {
-            "method": "user calibration (trainscale.calibrate.user): fit_throughput on the "
-            "measurements alone, starting from and with every prior centred on the base "
-            "calibration, refitting only the per-framework offsets of the frameworks present "
-            "and nic_efficiency, nvlink_efficiency, congestion_per_doubling, straggler_cv "
-            "(those the rows respond to), prior widths x sqrt(N published rows / n measured "
-            f"rows) = x{scale:.4g}; every other parameter keeps the base value",
-            "command": f"trainscale calibrate --measurements {path}",
-            "base_calibration_id": base.calibration_id,
-            "measurements": {
-                "file": str(path),
-                "sha256": digest,
-                "rows": len(table),
-                "rows_used": _ranges(rows["csv_row"]),
-            },
-            "refitted": list(refit),
-            "not_refitted_no_row_responds": [n for n in candidates if n not in refit],
-            "residual_error": {
-                "base_mape_pct": round(float(before["ape_pct"].mean()), 2),
-                "fitted_mape_pct": round(float(after["ape_pct"].mean()), 2),
-                "in_sample_interval_coverage_pct": round(100.0 * float(covered.mean()), 2)
-                if intervals is not None
-                else None,
-            },
-        }
+        provenance = _provenance(path, table, base, report, not_refitted, before, after)
         dump_calibration(final, output, provenance)
-    return UserCalibration(final, after, list(refit), [n for n in candidates if n not in refit])
+    return UserCalibration(final, after, list(report.refitted), not_refitted, report)
+
+
+def _provenance(
+    path: Path,
+    table: pd.DataFrame,
+    base: Calibration,
+    report: PilotReport,
+    not_refitted: list[str],
+    before: pd.DataFrame,
+    after: pd.DataFrame,
+) -> dict[str, object]:
+    """The written file's provenance: the measurements, the ladder, the errors before and after."""
+    from trainscale.calibrate.fit import _ranges
+
+    digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
+    provenance = {
+        "method": "pilot refit (trainscale.calibrate.pilot): a nested ladder level -> "
+        "+network (rows at 2+ node counts) -> +layout (rows in 2+ layouts), each candidate "
+        "scored by predicting the largest measured GPU count from the smaller ones, the "
+        "simplest within noise of the best kept; fit_throughput on the measurements alone, "
+        "priors centred on the base calibration, prior_scale = 1 / row log noise; every "
+        "other parameter keeps the base value",
+        "command": f"trainscale calibrate --measurements {path}",
+        "base_calibration_id": base.calibration_id,
+        "measurements": {
+            "file": str(path),
+            "sha256": digest,
+            "rows": len(table),
+            "rows_used": _ranges(range(1, len(table) + 1)),
+        },
+        "refitted": list(report.refitted),
+        "ladder": [
+            {
+                "rung": str(r.rung),
+                "parameters": str(r.parameters),
+                "leave_largest_scale_out_mape_pct": None
+                if np.isnan(r.llso_mape_pct)
+                else round(float(r.llso_mape_pct), 2),
+                "chosen": bool(r.chosen),
+            }
+            for r in report.ladder.itertuples()
+        ],
+        "chosen": report.chosen,
+        "noise_pct": None if np.isnan(report.noise_pct) else round(report.noise_pct, 2),
+        "not_refitted_kept_base_value": not_refitted,
+        "residual_error": {
+            "base_mape_pct": round(float(before["ape_pct"].mean()), 2),
+            "fitted_mape_pct": round(float(after["ape_pct"].mean()), 2),
+        },
+    }
+    return provenance
 
 
 def _user_intervals(
-    shipped: PredictionIntervals | None, rows: pd.DataFrame
+    shipped: PredictionIntervals | None, rows: pd.DataFrame, pilot: PilotIntervals
 ) -> PredictionIntervals | None:
     if shipped is None:
         return None
-    return PredictionIntervals(
-        level=shipped.level,
-        pooled_quantile=shipped.pooled_quantile,
-        quantiles=shipped.quantiles,
+    return replace(
+        shipped,
         facts=shipped.facts.merged(CoverageFacts.of(rows)),
         coverage=None,
-        note="user calibration: the base calibration's conformal quantiles (errors on published "
-        "sources left out of the fit), coverage facts extended by the measured rows; not "
-        "recalibrated on them (a few runs cannot calibrate an 80 % quantile), so their coverage "
-        "on this cluster is not measured",
+        note="user calibration: intervals from the pilot block (errors of pilot-calibrated "
+        "predictions on published scaling series, each series' base fitted without its source, "
+        "as a function of the distance from the measured GPU counts); the conformal quantiles "
+        "and coverage facts are the base calibration's, kept for the record",
+        pilot=pilot,
     )
 
 
-def worked_example(
-    citation: str,
-    *,
-    published: PublishedData,
-    shipped: Calibration,
-    catalogue: Catalogue,
-    max_gpus: int = 64,
-) -> tuple[pd.DataFrame, dict[str, float]]:
-    """A published source as a user's unseen cluster: calibrate on its runs at ``max_gpus`` or
-    fewer, predict its larger runs.
-
-    The base is the calibration fitted *without* that source (every other throughput source and
-    every nccl-tests row; power and intervals as shipped), as a user's cluster the published data
-    never saw. Returns the larger rows (``num_gpus``, observed, the base's and the user
-    calibration's prediction and error, the user calibration's interval) and a summary:
-    ``rows_fitted``, ``rows_predicted``, ``base_mape_pct``, ``user_mape_pct``, ``covered_pct``.
-    ``published``: the published measurements; ``shipped``: the shipped calibration (its power
-    parameter and intervals); ``catalogue``: what every fit simulates with.
-    """
-    from trainscale.calibrate.fit import _round, fit_throughput
-    from trainscale.published.accuracy import throughput_predictions
-    from trainscale.published.measurements import PublishedData
-
-    data = published
-    rows = data.throughput
-    mine = (rows["citation"] == citation).to_numpy()
-    if not mine.any():
-        raise InputFileError("data/published/measurements.csv", f"no source {citation!r}")
-    others = PublishedData(
-        throughput=rows[~mine].reset_index(drop=True), collectives=data.collectives,
-        rejects=data.rejects,
-    )  # fmt: skip
-    base = replace(
-        _round(fit_throughput(others, catalogue=catalogue).calibration),
-        power_comm_frac=shipped.power_comm_frac,
-        intervals=shipped.intervals,
-    )  # fmt: skip
-    source = rows[mine].reset_index(drop=True)
-    small = source[source["num_gpus"] <= max_gpus].rename(
-        columns={"observed_tokens_per_s_per_gpu": MEASURED}
-    )
-    large = PublishedData(
-        throughput=source[source["num_gpus"] > max_gpus].reset_index(drop=True),
-        collectives=data.collectives.iloc[0:0], rejects=data.rejects,
-    )  # fmt: skip
-    user = calibrate_user(
-        Path(f"{citation} (<= {max_gpus} GPUs)"), base=base, published=published,
-        catalogue=catalogue, table=small,
-    )  # fmt: skip
-    before, _ = throughput_predictions(large, base, catalogue)
-    after, _ = throughput_predictions(large, user.calibration, catalogue)
-    table = pd.DataFrame(
-        {
-            "csv_row": after["csv_row"], "model_name": after["model_name"],
-            "num_gpus": after["num_gpus"], "observed": after["observed_tokens_per_s_per_gpu"],
-            "base_predicted": before["tokens_per_s_per_gpu"],
-            "base_error_pct": before["error_pct"],
-            "user_predicted": after["tokens_per_s_per_gpu"], "user_error_pct": after["error_pct"],
-            "user_lo": after["tokens_per_s_per_gpu_lo"],
-            "user_hi": after["tokens_per_s_per_gpu_hi"],
-        }
-    )  # fmt: skip
-    covered = (table["observed"] >= table["user_lo"]) & (table["observed"] <= table["user_hi"])
-    summary = {
-        "rows_fitted": float(len(small)),
-        "rows_predicted": float(len(table)),
-        "base_mape_pct": float(before["ape_pct"].mean()),
-        "user_mape_pct": float(after["ape_pct"].mean()),
-        "covered_pct": float(100.0 * covered.mean()),
-    }
-    return table, summary
-
-
-if __name__ == "__main__":  # the README's worked example: python -m trainscale.calibrate.user
-    import sys
-
+if __name__ == "__main__":  # docs/simulator/calibration.md: python -m trainscale.calibrate.user
+    from trainscale.calibrate.pilot_examples import EXAMPLES, scale_check
+    from trainscale.calibrate.pilot_series import pilot_errors
     from trainscale.published.measurements import load_published
     from trainscale.sim.catalogue import load_catalogue
 
@@ -402,12 +321,18 @@ if __name__ == "__main__":  # the README's worked example: python -m trainscale.
     shipped_published = load_published(
         hardware=shipped_catalogue.hardware, models=shipped_catalogue.models
     )
-    for name in sys.argv[1:] or ["Shoeybi et al. 2019, Megatron-LM (v1)"]:
-        rows, numbers = worked_example(
-            name, published=shipped_published, shipped=load_calibration(),
-            catalogue=shipped_catalogue,
+    shipped_calibration = load_calibration()
+    published_errors = pilot_errors(
+        shipped_published, catalogue=shipped_catalogue, shipped=shipped_calibration
+    )
+    for name, gpus, target, out in EXAMPLES:
+        rows, numbers = scale_check(
+            name, published=shipped_published, shipped=shipped_calibration,
+            catalogue=shipped_catalogue, pilot_gpus=gpus, target_gpus=target, source_out=out,
+            errors=published_errors,
         )  # fmt: skip
-        with pd.option_context("display.width", 200, "display.max_columns", None):
-            print(name)
+        with pd.option_context("display.width", 250, "display.max_columns", None):
+            kind = "fitted without the source" if out else "the shipped calibration"
+            print(f"{name}: pilots at {gpus[0]}-{gpus[1]} GPUs, base {kind}")
             print(rows.round(2).to_string(index=False))
-            print({k: round(v, 2) for k, v in numbers.items()})
+            print({k: round(v, 2) if isinstance(v, float) else v for k, v in numbers.items()})

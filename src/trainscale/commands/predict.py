@@ -328,6 +328,7 @@ def breakdown(result: pd.Series) -> str:
         f"throughput           {result['tokens_per_s']:12.1f} tokens/s  "
         f"({result['tokens_per_s_per_gpu']:.1f} per GPU)",
         _interval_line(result),
+        _extrapolation_line(result),
         f"MFU / HFU            {100 * result['mfu']:11.2f} % / {100 * result['hfu']:.2f} %",
         f"memory per GPU       {result['mem_gib_per_gpu']:12.2f} GiB  "
         f"({'fits' if result['fits_memory'] else 'does NOT fit'})",
@@ -338,6 +339,18 @@ def breakdown(result: pd.Series) -> str:
         f"calibration {result['calibration_id']})",
     ]
     return "\n".join(lines)
+
+
+def _extrapolation_line(result: pd.Series) -> str:
+    """The ``extrapolation`` flags (:mod:`trainscale.sim.support`): what no calibration row
+    covers, or that every flag is clear."""
+    flags = result.get("extrapolation")
+    if flags is None or pd.isna(flags) or flags == "":
+        return "extrapolation        none (inside the calibration data's coverage)"
+    return (
+        f"extrapolation        {flags} (outside the calibration data: the interval is widened; "
+        "see docs/simulator/intervals.md)"
+    )
 
 
 def _interval_line(result: pd.Series) -> str:

@@ -11,10 +11,21 @@ per source, then per framework, then overall, each with the in-sample MAPE besid
 With ``--holdout`` it then reports the 80 % prediction intervals' coverage of the held-out rows,
 measured source-out (:func:`trainscale.sim.intervals.source_out_coverage`), per framework and all.
 
-Both then summarise the nccl-tests bus-bandwidth rows (all sizes, and the rows of 16 MiB and
-more: smaller messages are read from plots to about ±5 GB/s, too coarse to score) and count
-every row that could not be predicted, with its reason. ``-o`` writes the per-row table (CSV or
-Parquet), with the held-out prediction and error beside each row under ``--holdout``.
+With ``--pilots`` it measures the path a user takes with pilot runs instead
+(:mod:`trainscale.calibrate.pilot_series`): every published scaling series (same source, stack,
+GPU, model, sequence length, precision, recomputation and layout at two or more GPU counts) is
+calibrated on its smallest GPU count, with a base fitted without the series' source, and predicts
+its larger counts; per series and overall it prints the MAPE of tokens/s per GPU of that
+prediction, of the base without calibration and of perfect weak scaling (the pilots' tokens/s per
+GPU holds), and the source-out coverage of the 80 % pilot intervals. ``-o`` then writes the
+per-row table (:data:`trainscale.calibrate.pilot_series.PILOT_TABLE_COLUMNS`, as
+``results/pilots.parquet``).
+
+Without ``--pilots``, both then summarise the nccl-tests bus-bandwidth rows (all sizes, and the
+rows of 16 MiB and more: smaller messages are read from plots to about ±5 GB/s, too coarse to
+score) and count every row that could not be predicted, with its reason. ``-o`` writes the
+per-row table (CSV or Parquet), with the held-out prediction and error beside each row under
+``--holdout``.
 """
 
 from __future__ import annotations
@@ -33,7 +44,7 @@ if TYPE_CHECKING:
 NAME = "validate"
 HELP = "compare predictions with the published measurements (MAPE per source)"
 
-__all__ = ["HELP", "NAME", "add_arguments", "format_table", "run"]
+__all__ = ["HELP", "NAME", "add_arguments", "format_pilots", "format_table", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,6 +60,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="lead with the out-of-sample error: refit without each source, then predict it "
         "(one fit per source, a minute or two)",
+    )
+    parser.add_argument(
+        "--pilots",
+        action="store_true",
+        help="measure pilot calibration instead: calibrate every published scaling series on its "
+        "smallest GPU count (base fitted without its source), predict its larger counts, compare "
+        "with the base and with perfect weak scaling (about half a minute)",
     )
     parser.add_argument(
         "--max-mape",
@@ -166,6 +184,76 @@ def _collectives(collectives: pd.DataFrame) -> None:
         print(format_table(healthy.tail(1)))
 
 
+def format_pilots(table: pd.DataFrame) -> str:
+    """Aligned text of :func:`trainscale.calibrate.pilot_series.summary`."""
+    first = table.columns[0]
+    width = max(len(first), *(len(str(s)) for s in table[first]))
+    lines = [
+        f"{first:<{width}}  rows  pilot GPUs  max GPUs  pilot-calibrated %  base %  "
+        "weak scaling %  covered %"
+    ]
+    for row in table.to_dict("records"):
+        lines.append(
+            f"{row[first]!s:<{width}}  {int(row['rows']):4d}  {int(row['pilot_gpus']):10d}"
+            f"  {int(row['max_gpus']):8d}  {_number(row['pilot_mape_pct'], 18, 2)}"
+            f"  {_number(row['base_mape_pct'], 6, 2)}"
+            f"  {_number(row['weak_scaling_mape_pct'], 14, 2)}"
+            f"  {_number(row['covered_pct'], 9, 1)}"
+        )
+    return "\n".join(lines)
+
+
+def _pilots(args: argparse.Namespace, published: PublishedData, catalogue: Catalogue) -> int:
+    """``--pilots``: print the pilot validation; -o writes its rows; --max-mape gates its MAPE."""
+    from trainscale import __version__
+    from trainscale.calibrate.pilot_series import pilot_errors, pilot_table
+    from trainscale.commands.predict import write_table
+    from trainscale.sim.calibration import load_calibration
+    from trainscale.tables.pilots import summary
+
+    start = time.perf_counter()
+    calibration = load_calibration()
+    errors = pilot_errors(published, catalogue=catalogue, shipped=calibration)
+    errors = pilot_table(
+        errors, calibration_id=calibration.calibration_id, simulator_version=__version__
+    )
+    table = summary(errors)
+    seconds = time.perf_counter() - start
+    overall = table.iloc[-1]
+    print(
+        f"pilot calibration on {len(table) - 1} published scaling series "
+        f"({errors['citation'].nunique()} sources, {seconds:.0f} s): each calibrated on its "
+        "smallest GPU count with a base fitted without its source, predicting its larger counts; "
+        "MAPE % of tokens/s per GPU of the pilot-calibrated prediction, of the base without "
+        "calibration and of perfect weak scaling; covered: larger-scale rows inside the 80 % "
+        "pilot interval, fitted without the row's source"
+    )
+    print(format_pilots(table.iloc[:-1]))
+    print("\nper source")
+    print(format_pilots(summary(errors, by="citation").iloc[:-1]))
+    print("\noverall")
+    print(format_pilots(table.iloc[-1:]))
+    beats = overall["pilot_mape_pct"] < min(
+        overall["base_mape_pct"], overall["weak_scaling_mape_pct"]
+    )
+    print(
+        f"\npilot-calibrated {overall['pilot_mape_pct']:.2f} % vs base "
+        f"{overall['base_mape_pct']:.2f} % and weak scaling "
+        f"{overall['weak_scaling_mape_pct']:.2f} %: "
+        f"{'beats' if beats else 'does not beat'} both; 80 % intervals cover "
+        f"{overall['covered_pct']:.1f} % of {int(overall['rows'])} larger-scale rows"
+    )
+    if args.output:
+        write_table(errors, args.output)
+    if args.max_mape is not None and overall["pilot_mape_pct"] > args.max_mape:
+        print(
+            f"\noverall pilot-calibrated MAPE {overall['pilot_mape_pct']:.2f} % exceeds "
+            f"--max-mape {args.max_mape:.2f} %"
+        )
+        return 1
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from trainscale.commands.predict import write_table
     from trainscale.published.accuracy import summarise, validate_published
@@ -176,6 +264,12 @@ def run(args: argparse.Namespace) -> int:
     catalogue = load_catalogue()  # the shipped catalogues, calibration and measurements
     calibration = load_calibration()
     published = load_published(hardware=catalogue.hardware, models=catalogue.models)
+    if args.pilots:
+        if args.holdout:
+            from trainscale.errors import TrainscaleError
+
+            raise TrainscaleError("--pilots and --holdout are separate reports: give one")
+        return _pilots(args, published, catalogue)
     tables = validate_published(calibration, published, catalogue=catalogue)
     throughput = tables["throughput"]
     in_sample = summarise(throughput)

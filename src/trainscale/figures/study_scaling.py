@@ -42,7 +42,13 @@ from trainscale.figures._common import (
 )
 from trainscale.report.style import PALETTE, log2_gpu_axis
 from trainscale.sim.system.hardware import HardwareCatalog
-from trainscale.study.report import METRICS, ReportSpec, format_value
+from trainscale.study.report import (
+    COLUMN_NAMES,
+    METRICS,
+    ReportSpec,
+    format_value,
+    plan_switches,
+)
 
 if TYPE_CHECKING:
     from trainscale.sim.model.shape import ModelShape
@@ -58,6 +64,10 @@ _X_LABELS = {
     "nic_gbit_per_s_per_gpu": "NIC per GPU (Gb/s)",
     "power_limit_w": "GPU power limit (W)",
 }
+
+#: x columns drawn on a linear axis (ticked at the study's values): settings one sweeps in
+#: steps, not in doublings.
+LINEAR_X = frozenset({"power_limit_w"})
 
 #: Marker shape per series, in series order: series whose values coincide (two stacks that
 #: happen to predict the same throughput) stay visible as two shapes on one line.
@@ -267,6 +277,8 @@ def plot_scaling(
     fig, ax = subplot_mosaic(width, height + 0.6, mosaic, height_ratios=heights)
     xs = pd.to_numeric(rows[spec.x]).to_numpy(dtype=float) if len(rows) else np.array([1.0])
     banded = False
+    switched = False
+    switches = plan_switches(rows, spec)
     for f, facet in enumerate(facets):
         in_facet = rows[rows["facet_label"] == facet]
         for label, series in in_facet.groupby("series_label", sort=False):
@@ -285,13 +297,19 @@ def plot_scaling(
                                         colors[label], scale=scale)  # fmt: skip
                 y = pd.to_numeric(series[metric]).astype(float) * factor
                 plot_series(axis, x, y, series, colors[label], marker=markers[label])
+                if metric == metrics[0]:
+                    switched |= _label_switches(axis, x, y, switches[series.index], colors[label])
     for f, facet in enumerate(facets):
         for metric in metrics:
             axis = ax[f"{f}:{metric}"]
             ylabel, log, factor, _band = METRICS[metric]
             axis.set_ylabel(ylabel)
             axis.set_xlabel(_X_LABELS.get(spec.x, spec.x))
-            log2_gpu_axis(axis, xs)
+            if spec.x in LINEAR_X:
+                axis.set_xticks(sorted(set(xs)))
+                axis.set_xticklabels([format_value(spec.x, v) for v in sorted(set(xs))])
+            else:
+                log2_gpu_axis(axis, xs)
             axis.tick_params(axis="x", labelrotation=90)
             if facet:
                 axis.set_title(facet, fontsize=8)
@@ -300,8 +318,8 @@ def plot_scaling(
                 readable_log(axis)
             elif len(values.dropna()):
                 top = float(values.max())
-                low = 0.0 if metric != "power_w_per_gpu" else float(values.min()) * 0.9
-                axis.set_ylim(low, max(top * 1.15, low + 1.0))
+                # a quantity from 0, so a 10 W difference reads at its true size
+                axis.set_ylim(0.0, max(top * 1.15, 1.0))
     handles = [
         Line2D([], [], color=color, marker=markers[label], label=texts[label])
         for label, color in colors.items()
@@ -316,7 +334,30 @@ def plot_scaling(
                fontsize=6.5)  # fmt: skip
     if title:
         fig.suptitle(title, fontsize=9)
-    return add_source_note(fig, sim_source(rows) + ".", note)
+    notes = [note]
+    if switched:
+        notes.append(
+            "Labels in the first panel: what of the winning plan changes at that point; every "
+            "point's plan is in points.csv beside this figure."
+        )
+    return add_source_note(fig, sim_source(rows) + ".", *notes)
+
+
+def _label_switches(axis, x: np.ndarray, y: pd.Series, changes: pd.Series, color) -> bool:
+    """Ring and label each point where the winning plan changes (``changes``: the text of
+    :func:`~trainscale.study.report.plan_switches`, empty where it does not); True if any."""
+    drawn = False
+    for xi, yi, text in zip(x, y.to_numpy(dtype=float), changes.to_numpy(), strict=True):
+        if not text or not np.isfinite(yi):
+            continue
+        axis.plot([xi], [yi], marker="o", ms=9, mfc="none", mec=color, mew=0.9, zorder=6)
+        axis.annotate(
+            text, (xi, yi), xytext=(0, -9), textcoords="offset points", ha="center", va="top",
+            fontsize=5.5, color=color, zorder=7,
+            bbox={"boxstyle": "round,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.85},
+        )  # fmt: skip
+        drawn = True
+    return drawn
 
 
 def _series_texts(
@@ -328,7 +369,7 @@ def _series_texts(
 ) -> dict[str, str]:
     """Legend text per series label: the label, and without facets its change of tokens/s per
     GPU per doubling of ``x`` (from the fits table's ``slopes``)."""
-    doubled = "" if x == "num_gpus" else f" of {x}"
+    doubled = "" if x == "num_gpus" else f" of the {COLUMN_NAMES.get(x, x)}"
     texts = {}
     for label in colors:
         slope = slopes.get(("", label)) if single_facet else None

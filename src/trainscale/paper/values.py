@@ -16,7 +16,9 @@ from dataclasses import dataclass
 import pandas as pd
 
 __all__ = [
+    "ASSUMPTIONS",
     "CLAIMS",
+    "GLOBAL_BATCH_ALTERNATIVES",
     "PAPER_BEST_DEGREE",
     "PAPER_CLAIM_FROM",
     "PAPER_CLAIM_TO",
@@ -45,6 +47,29 @@ PAPER_FRAMEWORK = "pytorch"
 """The paper's software stack: PyTorch FSDP (see :mod:`trainscale.paper.setup`)."""
 PAPER_SYSTEMS = {"h100-sxm-80gb": "fernandez-h100"}
 """The paper's own cluster where its network is measured; other GPUs use their default system."""
+
+#: Global batches (sequences) the claims are also reproduced at, the paper not publishing its
+#: own: the next powers of two that split across 128 to 2,048 GPUs (1,024, Llama-2's own 4M
+#: tokens, cannot give each of 2,048 GPUs a sequence).
+GLOBAL_BATCH_ALTERNATIVES: tuple[int, ...] = (4096, 8192)
+
+#: The assumptions of the paper setup a reproduced value can rest on, by name (column
+#: ``assumptions`` of the claims table joins those a claim lists in :attr:`Claim.assumptions`).
+#: Each is explained in :mod:`trainscale.paper.setup`.
+ASSUMPTIONS: dict[str, str] = {
+    "global_batch": f"global batch {PAPER_GLOBAL_BATCH:,} sequences (not published by the paper)",
+    "seq_len": f"sequence length {PAPER_SEQ_LEN:,} (not published by the paper)",
+    "micro_batch": f"micro-batch {PAPER_MICRO_BATCH} per GPU, or the local batch if smaller "
+    "(PyTorch/IBM FSDP recipe)",
+    "no_recompute": "no activation recomputation",
+    "cluster": f"cluster {PAPER_SYSTEMS['h100-sxm-80gb']} (8 x 400 Gb/s per node, inferred from "
+    "the paper's nccl-tests figure)",
+    "a100_network": "A100 in DGX A100 nodes, 200 Gb/s per GPU (the paper's A100 network is not "
+    "published)",
+    "nccl_latency": "calibrated nccl_latency_scale (the published data barely constrain it; "
+    "table claim_sensitivity)",
+    "fsdp_plans": "FSDP plans only, tp in 1-8, pp in 1-16, tp*pp <= 16",
+}
 
 # The paper's published numbers (Fernandez et al., arXiv 2411.13055), defined once here.
 PAPER_THROUGHPUT_DROP_PCT = 37.22
@@ -76,6 +101,31 @@ _MP_SETUP = (
     "tokens/s that fits in memory"
 )
 
+_FSDP_ASSUMPTIONS = (
+    "global_batch",
+    "seq_len",
+    "micro_batch",
+    "no_recompute",
+    "cluster",
+    "nccl_latency",
+)
+_A100_ASSUMPTIONS = (
+    "global_batch",
+    "seq_len",
+    "micro_batch",
+    "no_recompute",
+    "a100_network",
+    "nccl_latency",
+)
+_MP_ASSUMPTIONS = (
+    "global_batch",
+    "seq_len",
+    "micro_batch",
+    "cluster",
+    "fsdp_plans",
+    "nccl_latency",
+)
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Claim:
@@ -91,6 +141,8 @@ class Claim:
     tolerance: float | None
     """Allowed absolute difference (in ``unit``) for a number; None for a range."""
     setup: str
+    assumptions: tuple[str, ...] = ()
+    """Names in :data:`ASSUMPTIONS` the reproduced value rests on."""
     fitted_to: str | None = None
     """The calibrated parameter that was solved to reproduce this very claim (then agreement is
     by construction, not a test), or None."""
@@ -100,6 +152,11 @@ class Claim:
         if isinstance(self.paper_value, tuple):
             return f"{self.paper_value[0]:g}–{self.paper_value[1]:g}"
         return f"{self.paper_value:g}"
+
+    @property
+    def assumptions_text(self) -> str:
+        """The claim's assumptions in words, ``; ``-separated (:data:`ASSUMPTIONS`)."""
+        return "; ".join(ASSUMPTIONS[name] for name in self.assumptions)
 
     @property
     def check_text(self) -> str:
@@ -134,6 +191,14 @@ CLAIMS: tuple[Claim, ...] = (
         paper_value=PAPER_THROUGHPUT_DROP_PCT,
         tolerance=5.0,
         claim="Drop of tokens/s per GPU from 128 to 2,048 GPUs",
+        assumptions=(
+            "global_batch",
+            "seq_len",
+            "micro_batch",
+            "no_recompute",
+            "cluster",
+            "nccl_latency",
+        ),
         setup=_FSDP_SETUP,
     ),
     Claim(
@@ -142,6 +207,14 @@ CLAIMS: tuple[Claim, ...] = (
         paper_value=PAPER_POWER_DROP_PCT,
         tolerance=2.0,
         claim="Drop of power per GPU from 128 to 2,048 GPUs (calibration target, not a test)",
+        assumptions=(
+            "global_batch",
+            "seq_len",
+            "micro_batch",
+            "no_recompute",
+            "cluster",
+            "nccl_latency",
+        ),
         setup=_FSDP_SETUP,
         fitted_to="power_comm_frac",
     ),
@@ -151,6 +224,14 @@ CLAIMS: tuple[Claim, ...] = (
         paper_value=PAPER_MFU_PCT["a100-sxm-80gb"],
         tolerance=5.0,
         claim="MFU on A100 at 128 GPUs",
+        assumptions=(
+            "global_batch",
+            "seq_len",
+            "micro_batch",
+            "no_recompute",
+            "a100_network",
+            "nccl_latency",
+        ),
         setup=_A100_SETUP,
     ),
     Claim(
@@ -159,6 +240,14 @@ CLAIMS: tuple[Claim, ...] = (
         paper_value=PAPER_MFU_PCT["h100-sxm-80gb"],
         tolerance=5.0,
         claim="MFU on H100 at 128 GPUs",
+        assumptions=(
+            "global_batch",
+            "seq_len",
+            "micro_batch",
+            "no_recompute",
+            "cluster",
+            "nccl_latency",
+        ),
         setup=_FSDP_SETUP,
     ),
     Claim(
@@ -167,6 +256,14 @@ CLAIMS: tuple[Claim, ...] = (
         paper_value=tuple(float(d) for d in PAPER_BEST_DEGREE),
         tolerance=None,
         claim="Model-parallel degree (tp*pp) of the best FSDP plan at 2,048 GPUs, Llama-2 7B",
+        assumptions=(
+            "global_batch",
+            "seq_len",
+            "micro_batch",
+            "cluster",
+            "fsdp_plans",
+            "nccl_latency",
+        ),
         setup=_MP_SETUP,
     ),
     Claim(
@@ -175,6 +272,14 @@ CLAIMS: tuple[Claim, ...] = (
         paper_value=tuple(float(d) for d in PAPER_BEST_DEGREE),
         tolerance=None,
         claim="Model-parallel degree (tp*pp) of the best FSDP plan at 2,048 GPUs, Llama-2 70B",
+        assumptions=(
+            "global_batch",
+            "seq_len",
+            "micro_batch",
+            "cluster",
+            "fsdp_plans",
+            "nccl_latency",
+        ),
         setup=_MP_SETUP,
     ),
 )

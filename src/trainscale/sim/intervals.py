@@ -8,7 +8,7 @@ Method (decided before any coverage was measured; nothing here is tuned to hit t
    was not fitted on, which is what a user's unseen cluster gets.
 2. **Difficulty** ``sigma(x) >= 1`` of a configuration, from *coverage facts* of the data the
    predicting fit saw (for a residual: every source but its own; for a prediction: every
-   source): ``sigma = s_framework * s_scale * s_gpu`` with
+   source): ``sigma = s_framework * s_scale * s_gpu * s_support`` with
 
    - ``s_framework = sqrt(1 + ROWS_REFERENCE / max(n, 1))``, ``n`` the throughput rows of the
      row's framework. An estimate from ``n`` rows is uncertain like ``1/sqrt(n)``;
@@ -22,6 +22,10 @@ Method (decided before any coverage was measured; nothing here is tuned to hit t
      expects from a 13 % held-out MAPE (about 0.4 for errors spread like this model's).
    - ``s_gpu = GPU_WITHOUT_DATA = 1.5`` for a GPU with no throughput row (its catalogued GEMM,
      attention and memory efficiencies are then untested against any training run), else 1.
+   - ``s_support``: the product of the widening factors of the configuration's out-of-support
+     flags (framework x sharding beyond its largest run, model size or sequence length outside
+     the data, tp/pp/cp above any calibrated degree), 1 when none; the flags, the factors and
+     their reasoning are in :mod:`trainscale.sim.support` (the ``extrapolation`` column).
 
 3. **Score** ``|r| / sigma``. **Quantile per framework** (Mondrian conformal, level
    ``LEVEL = 0.8``): the weighted quantile of its rows' scores at ``ceil((n + 1) * 0.8) / n``
@@ -43,14 +47,25 @@ quantiles would be 80 % by construction and says nothing.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from trainscale.schema import FRAMEWORKS
+from trainscale.sim.support import DEGREE_PER_DOUBLING, SHAPE_PER_DOUBLING, SHARDING_WITHOUT_DATA
+from trainscale.sim.support_facts import (
+    SUPPORT_COLUMNS,
+    support_facts_as_dict,
+    support_facts_from_dict,
+    support_facts_merged,
+    support_facts_of,
+)
+
+if TYPE_CHECKING:
+    from trainscale.sim.pilot_intervals import PilotIntervals
 
 __all__ = [
     "GPU_WITHOUT_DATA",
@@ -82,7 +97,9 @@ METHOD = (
     "split conformal prediction on leave-one-source-out residuals r = log(predicted/observed) of "
     "tokens/s per GPU; score |r| / sigma(x), sigma = sqrt(1 + rows_reference / max(n_framework, "
     "1)) * (1 + per_doubling * max(0, log2(num_gpus / max_gpus_framework))) * (gpu_without_data "
-    "if the GPU has no throughput row else 1), constants fixed a priori "
+    "if the GPU has no throughput row else 1) * s_support (out-of-support widening per "
+    "extrapolation flag, for sharding ranks, model size, sequence length, tp/pp/cp, see "
+    "trainscale.sim.support), constants fixed a priori "
     "(trainscale.sim.intervals); "
     "quantile per framework (Mondrian) at ceil((n+1)*level)/n, every source weighing the same, "
     "pooled quantile x pooled_widening where a framework has < min_rows rows or < min_sources "
@@ -97,22 +114,34 @@ _RESIDUAL_COLUMNS = (
 
 @dataclass(frozen=True, slots=True)
 class CoverageFacts:
-    """What the calibration data cover: rows and most GPUs per framework, GPUs with rows."""
+    """What the calibration data cover: rows and most GPUs per framework, GPUs with rows, and
+    (for the ``extrapolation`` flags of :mod:`trainscale.sim.support`) most GPUs per framework x
+    sharding, the range of transformer-block parameters (10^9) and of sequence lengths, and the
+    largest tp, pp and cp degrees. The support facts are empty in a calibration file written
+    before they existed (no flag of those kinds then: regenerate it with ``trainscale
+    calibrate``)."""
 
     framework_rows: tuple[tuple[str, int], ...]
     framework_max_gpus: tuple[tuple[str, int], ...]
     gpus_with_data: tuple[str, ...]
+    sharding_max_gpus: tuple[tuple[str, str, int], ...] = ()
+    params_b_range: tuple[float, float] | None = None
+    seq_len_range: tuple[int, int] | None = None
+    max_degrees: tuple[tuple[str, int], ...] = ()
 
     @classmethod
     def of(cls, rows: pd.DataFrame) -> CoverageFacts:
-        """Facts of throughput rows (``framework``, ``num_gpus``, ``gpu``)."""
+        """Facts of throughput rows (``framework``, ``num_gpus``, ``gpu``; the support facts
+        when the rows also have ``sharding``, the model shape, ``seq_len``, ``tp``, ``pp``,
+        ``cp``, as result rows do)."""
         grouped = rows.groupby("framework")["num_gpus"]
         counts, most = grouped.size(), grouped.max()
-        return cls(
+        base = cls(
             framework_rows=tuple((fw, int(counts.get(fw, 0))) for fw in FRAMEWORKS),
             framework_max_gpus=tuple((fw, int(most[fw])) for fw in FRAMEWORKS if fw in most.index),
             gpus_with_data=tuple(sorted(str(g) for g in rows["gpu"].unique())),
         )
+        return replace(base, **support_facts_of(rows))
 
     def merged(self, other: CoverageFacts) -> CoverageFacts:
         """Facts of both data sets together (a user calibration adds its rows to the shipped)."""
@@ -126,6 +155,7 @@ class CoverageFacts:
             framework_rows=tuple((fw, rows.get(fw, 0)) for fw in FRAMEWORKS),
             framework_max_gpus=tuple((fw, most[fw]) for fw in FRAMEWORKS if fw in most),
             gpus_with_data=tuple(sorted({*self.gpus_with_data, *other.gpus_with_data})),
+            **support_facts_merged(self, other),
         )
 
     def framework_arrays(self) -> tuple[np.ndarray, np.ndarray]:
@@ -140,11 +170,13 @@ class CoverageFacts:
         )
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "framework_rows": dict(self.framework_rows),
             "framework_max_gpus": dict(self.framework_max_gpus),
             "gpus_with_data": list(self.gpus_with_data),
         }
+        out.update(support_facts_as_dict(self))
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CoverageFacts:
@@ -154,19 +186,34 @@ class CoverageFacts:
                 (str(k), int(v)) for k, v in data["framework_max_gpus"].items()
             ),
             gpus_with_data=tuple(str(g) for g in data["gpus_with_data"]),
+            **support_facts_from_dict(data),
         )
 
 
 def difficulty(
-    framework: np.ndarray, num_gpus: np.ndarray, has_gpu_data: np.ndarray, facts: CoverageFacts
+    framework: np.ndarray,
+    num_gpus: np.ndarray,
+    has_gpu_data: np.ndarray,
+    facts: CoverageFacts,
+    widening: np.ndarray | float = 1.0,
 ) -> np.ndarray:
     """``sigma(x) >= 1`` per configuration (see the module docstring); ``framework`` holds
-    indices into FRAMEWORKS."""
+    indices into FRAMEWORKS; ``widening``: the out-of-support factor ``s_support`` of
+    :mod:`trainscale.sim.support` (1 where every flag is clear)."""
     rows, most = facts.framework_arrays()
     s_framework = np.sqrt(1.0 + ROWS_REFERENCE / np.maximum(rows, 1.0))
     doublings = np.maximum(0.0, np.log2(np.asarray(num_gpus, np.float64) / most[framework]))
     s_gpu = np.where(has_gpu_data, 1.0, GPU_WITHOUT_DATA)
-    return s_framework[framework] * (1.0 + PER_DOUBLING * doublings) * s_gpu
+    return s_framework[framework] * (1.0 + PER_DOUBLING * doublings) * s_gpu * widening
+
+
+def _support_widening(part: pd.DataFrame, facts: CoverageFacts) -> np.ndarray | float:
+    """``s_support`` of residual rows against ``facts`` (1 for rows without the columns)."""
+    if not set(SUPPORT_COLUMNS) <= set(part.columns):
+        return 1.0
+    from trainscale.sim.support import support_of_rows
+
+    return support_of_rows(part.reset_index(drop=True), facts).widening
 
 
 def weighted_quantile(scores: np.ndarray, weights: np.ndarray, level: float) -> float:
@@ -206,6 +253,7 @@ def _scores(rows: pd.DataFrame) -> np.ndarray:
         sigma[own] = difficulty(
             _framework_index(part["framework"]), part["num_gpus"].to_numpy(np.float64),
             part["gpu"].isin(facts.gpus_with_data).to_numpy(), facts,
+            _support_widening(part, facts),
         )  # fmt: skip
     return np.abs(r) / sigma
 
@@ -253,6 +301,9 @@ class PredictionIntervals:
     """Source-out coverage as measured (:func:`coverage_summary`), for the record."""
     note: str = field(default="", compare=False)
     """What the intervals are (e.g. those of a user calibration)."""
+    pilot: PilotIntervals | None = None
+    """A pilot-calibrated calibration's intervals (:mod:`trainscale.sim.pilot_intervals`); when
+    set they replace the conformal ones (:meth:`log_factors`)."""
 
     def quantile_array(self) -> np.ndarray:
         table = {fw: q for fw, q, *_ in self.quantiles}
@@ -265,13 +316,33 @@ class PredictionIntervals:
         num_gpus: np.ndarray,
         gpu_index: np.ndarray,
         gpu_keys: tuple[str, ...],
+        widening: np.ndarray | float = 1.0,
     ) -> np.ndarray:
         """``q_framework * sigma(x)`` per configuration (vectorised; ``gpu_index`` indexes
         ``gpu_keys``, the sorted GPU keys of the hardware catalogue the configurations were
-        built with)."""
+        built with; ``widening``: ``s_support`` of :mod:`trainscale.sim.support`)."""
         base, log2_most, gpus = _tables(self, gpu_keys)
         excess = np.log2(num_gpus) - log2_most[framework]
-        return base[framework * gpus + gpu_index] * (1.0 + PER_DOUBLING * np.maximum(excess, 0.0))
+        scale = 1.0 + PER_DOUBLING * np.maximum(excess, 0.0)
+        return base[framework * gpus + gpu_index] * scale * widening
+
+    def log_factors(
+        self,
+        framework: np.ndarray,
+        num_gpus: np.ndarray,
+        gpu_index: np.ndarray,
+        gpu_keys: tuple[str, ...],
+        widening: np.ndarray | float = 1.0,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Lower and upper log factors of tokens/s per GPU per configuration: those of the
+        ``pilot`` block when set, else ``-/+`` :meth:`log_half_width`; both times ``widening``
+        (``s_support`` of :mod:`trainscale.sim.support`: what no calibration row covers widens
+        a pilot-calibrated interval as it widens the shipped one)."""
+        if self.pilot is not None:  # a pilot-calibrated calibration (trainscale.calibrate.pilot)
+            lower, upper = self.pilot.log_factors(num_gpus)
+            return lower * widening, upper * widening
+        half = self.log_half_width(framework, num_gpus, gpu_index, gpu_keys, widening)
+        return -half, half
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -284,6 +355,9 @@ class PredictionIntervals:
                 "min_rows": MIN_ROWS,
                 "min_sources": MIN_SOURCES,
                 "pooled_widening": POOLED_WIDENING,
+                "sharding_without_data": SHARDING_WITHOUT_DATA,
+                "shape_per_doubling": SHAPE_PER_DOUBLING,
+                "degree_per_doubling": DEGREE_PER_DOUBLING,
                 "reasoning": "fixed a priori, never tuned to the coverage (see the docstring of "
                 "trainscale.sim.intervals)",
             },
@@ -298,10 +372,14 @@ class PredictionIntervals:
         out["coverage_facts"] = self.facts.as_dict()
         if self.coverage is not None:
             out["source_out_coverage"] = self.coverage
+        if self.pilot is not None:
+            out["pilot"] = self.pilot.as_dict()
         return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PredictionIntervals:
+        from trainscale.sim.pilot_intervals import PilotIntervals
+
         return cls(
             level=float(data["level"]),
             pooled_quantile=float(data["pooled_quantile"]),
@@ -312,6 +390,7 @@ class PredictionIntervals:
             facts=CoverageFacts.from_dict(data["coverage_facts"]),
             coverage=data.get("source_out_coverage"),
             note=str(data.get("note", "")),
+            pilot=PilotIntervals.from_dict(data["pilot"]) if "pilot" in data else None,
         )
 
 
@@ -382,6 +461,7 @@ def source_out_coverage(held_out: pd.DataFrame) -> pd.DataFrame:
         sigma[own] = difficulty(
             frameworks, part["num_gpus"].to_numpy(np.float64),
             part["gpu"].isin(facts.gpus_with_data).to_numpy(), facts,
+            _support_widening(part, facts),
         )  # fmt: skip
         q_used[own] = [quantiles[fw].value for fw in part["framework"]]
         kind[own] = [quantiles[fw].kind for fw in part["framework"]]

@@ -38,6 +38,7 @@ from trainscale.sim.model.memory import memory_bytes_per_gpu
 from trainscale.sim.model.work import block_work
 from trainscale.sim.plan.layout import layout
 from trainscale.sim.plan.schedule import step_times
+from trainscale.sim.support import block_params_b, support
 from trainscale.sim.system.collectives import NcclConstants, Network
 from trainscale.sim.system.power import power_per_gpu
 from trainscale.version import __version__
@@ -78,7 +79,7 @@ def predict_arrays(c: Configs, cal: Calibration, catalogue: Catalogue) -> dict[s
         exposed_comm_s=t["exposed_comm_s"], step_time_s=step, tdp_w=c.tdp_w, idle_w=c.idle_w,
         power_limit_w=c.power_limit_w, cal=cal,
     )  # fmt: skip
-    lo, hi = _interval_factors(c, cal, catalogue.gpu_keys)
+    lo, hi, extrapolation = _interval_factors(c, cal, catalogue.gpu_keys)
     return {
         "dp": c.dp,
         "grad_accum": c.grad_accum,
@@ -106,21 +107,30 @@ def predict_arrays(c: Configs, cal: Calibration, catalogue: Catalogue) -> dict[s
         "tokens_per_s_per_gpu_hi": tokens_per_s / c.num_gpus * hi,
         "step_time_s_lo": step / hi,
         "step_time_s_hi": step / lo,
+        "extrapolation": extrapolation,
     }
 
 
 def _interval_factors(
     c: Configs, cal: Calibration, gpu_keys: tuple[str, ...]
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, pd.Series]:
     """``exp(-q·sigma)`` and ``exp(+q·sigma)`` per configuration: the 80 % interval of
-    tokens/s per GPU as factors of the prediction (:mod:`trainscale.sim.intervals`); NaN when the
-    calibration has no ``intervals`` block."""
+    tokens/s per GPU as factors of the prediction (:mod:`trainscale.sim.intervals`), widened by
+    the out-of-support flags, and the ``extrapolation`` column (:mod:`trainscale.sim.support`);
+    NaN and empty flags when the calibration has no ``intervals`` block."""
     if cal.intervals is None:
         nan = np.full(len(c), np.nan)
-        return nan, nan
-    half = cal.intervals.log_half_width(c.framework, c.num_gpus, c.gpu_index, gpu_keys)
-    hi = np.exp(half)
-    return 1.0 / hi, hi
+        return nan, nan, _strings(np.zeros(len(c), np.int32), ("",))
+    flags = support(
+        cal.intervals.facts, gpu=c.gpu_index, gpu_keys=gpu_keys, framework=c.framework,
+        sharding=c.sharding, num_gpus=c.num_gpus,
+        params_b=block_params_b(c.layers, c.hidden, c.heads, c.kv_heads, c.ffn, c.swiglu),
+        seq_len=c.seq_len, degrees={"tp": c.tp, "pp": c.pp, "cp": c.cp},
+    )  # fmt: skip
+    lower, upper = cal.intervals.log_factors(
+        c.framework, c.num_gpus, c.gpu_index, gpu_keys, flags.widening
+    )
+    return np.exp(lower), np.exp(upper), flags.extrapolation
 
 
 def _strings(codes: np.ndarray, categories: tuple[str, ...] | list[str]) -> pd.Series:

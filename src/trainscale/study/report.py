@@ -34,12 +34,17 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CHOICE_KEYS",
+    "COLUMN_NAMES",
+    "COLUMN_WORDS",
     "DEFAULT_METRICS",
     "MAX_SERIES",
     "METRICS",
+    "PLAN_COLUMNS",
     "PLAN_KEYS",
     "ReportSpec",
+    "column_value_label",
     "format_value",
+    "plan_switches",
     "report_spec",
     "select_rows",
     "series_label",
@@ -200,14 +205,61 @@ def format_value(key: str, value: Any) -> str:
     return str(value)
 
 
+#: How a legend or label names a column's value: ``{}`` is the formatted value. Columns not
+#: listed read ``<column> <value>``; model, GPU and framework read as their value alone.
+COLUMN_WORDS: dict[str, str] = {
+    "model": "{}", "gpu": "{}", "framework": "{}", "system": "{}",
+    "num_gpus": "{} GPUs", "seq_len": "sequence {}", "global_batch": "global batch {}",
+    "micro_batch": "micro-batch {}", "power_limit_w": "{} W cap",
+    "nic_gbit_per_s_per_gpu": "NIC {} Gb/s", "gpus_per_node": "{} GPUs per node",
+    "recompute": "recompute {}", "precision": "{}", "sharding": "{}",
+}  # fmt: skip
+
+#: Plain words for a column in running text ("per doubling of the sequence length").
+COLUMN_NAMES: dict[str, str] = {
+    "num_gpus": "GPU count", "seq_len": "sequence length", "global_batch": "global batch",
+    "micro_batch": "micro-batch", "power_limit_w": "power limit",
+    "nic_gbit_per_s_per_gpu": "NIC bandwidth", "gpus_per_node": "GPUs per node",
+}  # fmt: skip
+
+
+def column_value_label(key: str, value: Any) -> str:
+    """One column's value for a legend: ``64 GPUs``, ``pytorch``, ``tp 2``
+    (:data:`COLUMN_WORDS`)."""
+    return COLUMN_WORDS.get(key, key + " {}").format(format_value(key, value))
+
+
 def series_label(keys: Sequence[str], values: Sequence[Any]) -> str:
-    """``Llama-2 7B, tp 2`` for series columns ``keys`` and their ``values`` (model and GPU by
-    their readable names, other columns as ``<column> <value>``); ``all rows`` when none."""
-    parts = [
-        format_value(k, v) if k in ("model", "gpu") else f"{k} {format_value(k, v)}"
-        for k, v in zip(keys, values, strict=True)
-    ]
+    """``Llama-2 7B, tp 2`` for series columns ``keys`` and their ``values`` (each as
+    :func:`column_value_label` writes it); ``all rows`` when none."""
+    parts = [column_value_label(k, v) for k, v in zip(keys, values, strict=True)]
     return ", ".join(parts) or "all rows"
+
+
+#: The columns that make a plan, in the order a plan's text lists them.
+PLAN_COLUMNS: tuple[str, ...] = (
+    "framework", "tp", "pp", "cp", "vpp", "sharding", "recompute", "micro_batch",
+)  # fmt: skip
+
+
+def plan_switches(rows: pd.DataFrame, spec: ReportSpec) -> pd.Series:
+    """Per selected row (:func:`select_rows`), what of the winning plan changed from the
+    previous x value of its facet and series, as text (``tp 4, micro-batch 2``); empty at a
+    series' first point and where nothing changed. Only the ``best_of`` columns can change
+    within a series (the others are fixed or are the series)."""
+    columns = [c for c in PLAN_COLUMNS if c in spec.best_of and c in rows.columns]
+    out = pd.Series("", index=rows.index, dtype=object)
+    if not columns or rows.empty:
+        return out
+    groups = rows.groupby(["facet_label", "series_label"], sort=False)
+    previous = groups[columns].shift()
+    for index in rows.index:
+        before = previous.loc[index]
+        if before.isna().all():
+            continue
+        changed = [c for c in columns if rows.loc[index, c] != before[c]]
+        out[index] = ", ".join(column_value_label(c, rows.loc[index, c]) for c in changed)
+    return out
 
 
 def select_rows(frame: pd.DataFrame, spec: ReportSpec) -> pd.DataFrame:
@@ -245,11 +297,8 @@ def select_rows(frame: pd.DataFrame, spec: ReportSpec) -> pd.DataFrame:
         rows = order.drop_duplicates(group).drop(columns=["_neg", "_pos"])
     rows = rows.copy()
     rows["facet_label"] = (
-        [f"{spec.facet} {format_value(spec.facet, v)}"
-         if spec.facet not in ("model", "gpu") else format_value(spec.facet, v)
-         for v in rows[spec.facet]]
-        if spec.facet else ""
-    )  # fmt: skip
+        [column_value_label(spec.facet, v) for v in rows[spec.facet]] if spec.facet else ""
+    )
     keys = [k for k in spec.series if k in rows.columns]
     rows["series_label"] = [
         series_label(keys, values) for values in rows[keys].itertuples(index=False, name=None)

@@ -6,6 +6,8 @@
   (``results/paper/claims.parquet``);
 - ``scaling_fits``: log-log (HC3) and USL fits of every scale-out series;
 - ``validation``: error of the simulator per published source, held out first;
+- ``pilots``: pilot-calibrated predictions of the published scaling series against the base and
+  perfect weak scaling (``results/pilots.parquet``);
 - ``best_plans``: the fastest plan that fits per model and GPU count;
 - ``claim_sensitivity``: the claims along the profile of the NCCL latency scale, the parameter
   the headline drop hangs on and the published data barely constrain
@@ -46,6 +48,7 @@ TABLES: dict[str, Output] = {
     ),
     "best_plans": Output(inputs={"sim": Input("sim/best_plan")}, catalogues=("models",)),
     "claim_sensitivity": Output(inputs={"sensitivity": Input("paper/claim_sensitivity")}),
+    "pilots": Output(inputs={"pilots": Input("pilots")}),
 }
 
 

@@ -36,14 +36,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from trainscale.study.report import METRICS, ReportSpec, format_value
+from trainscale.study.report import METRICS, PLAN_COLUMNS, ReportSpec, format_value
 
 __all__ = ["NEAR_MEMORY_FRACTION", "PLAN_COLUMNS", "plan_text", "render_points", "study_points"]
 
-#: The columns that make a plan, in the order the ``plan`` text lists them.
-PLAN_COLUMNS: tuple[str, ...] = (
-    "framework", "tp", "pp", "cp", "vpp", "sharding", "recompute", "micro_batch",
-)  # fmt: skip
 
 #: A plan using more than this fraction of the GPU's HBM is flagged ``near_memory_limit``: the
 #: simulator's memory model counts weights, gradients, optimizer state, activations and a fixed

@@ -1,0 +1,255 @@
+"""Pilot validation on published scaling series: how well one pilot GPU count predicts the rest.
+
+A **scaling series** is a set of published throughput rows with the same :data:`SERIES_COLUMNS`
+(source, software stack, GPU, model, sequence length, precision, recomputation and layout: tp, pp,
+cp, vpp, sharding) at **two or more** GPU counts (global and micro batch may change with the
+count, as in a weak-scaling study). For every series (:func:`pilot_errors`):
+
+1. the **base** is the calibration fitted without the series' source (:func:`base_without`:
+   every other throughput source and every nccl-tests row, as
+   :func:`trainscale.calibrate.fit.held_out_predictions` fits; one fit per source, cached);
+2. the **pilots** are the series' rows at its smallest GPU count; the base is refitted on them by
+   the pilot rule (:func:`trainscale.calibrate.pilot.refit_pilots`; one GPU count, so the level);
+3. every larger row is predicted by the pilot-calibrated calibration, by the base, and by "the
+   pilots' tokens/s per GPU holds" (perfect weak scaling: the mean measured tokens/s per GPU of
+   the pilots).
+
+:func:`pilot_interval_model` fits the interval table of :mod:`trainscale.sim.pilot_intervals` on
+those rows; :func:`source_out_coverage` checks each source's rows against a table fitted without
+that source; :data:`PILOT_TABLE_COLUMNS` are the columns of ``results/pilots.parquet`` (rule
+``published_pilots``), summarised by :func:`trainscale.tables.pilots.summary` for ``trainscale
+validate --pilots`` and the ``pilots`` table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from trainscale.calibrate.pilot import MEASURED, refit_pilots
+from trainscale.schema import Column
+from trainscale.sim.pilot_intervals import PilotIntervals, distance, fit_pilot_quantiles
+
+if TYPE_CHECKING:
+    from trainscale.published.measurements import PublishedData
+    from trainscale.sim.calibration import Calibration
+    from trainscale.sim.catalogue import Catalogue
+
+__all__ = [
+    "PILOT_COLUMNS",
+    "PILOT_TABLE_COLUMNS",
+    "SERIES_COLUMNS",
+    "base_without",
+    "pilot_errors",
+    "pilot_interval_model",
+    "pilot_table",
+    "scaling_series",
+    "source_out_coverage",
+]
+
+SERIES_COLUMNS = (
+    "citation", "framework", "gpu", "model_name", "seq_len", "precision", "recompute",
+    "tp", "pp", "cp", "vpp", "sharding",
+)  # fmt: skip
+#: The columns of :func:`pilot_errors`.
+PILOT_COLUMNS = (
+    "series", "citation", "csv_row", "framework", "model_name", "gpu", "num_gpus", "pilot_gpus",
+    "log2_distance", "observed_tokens_per_s_per_gpu", "pilot_predicted_tokens_per_s_per_gpu",
+    "base_predicted_tokens_per_s_per_gpu", "weak_scaling_tokens_per_s_per_gpu",
+    "pilot_ape_pct", "base_ape_pct", "weak_scaling_ape_pct",
+)  # fmt: skip
+
+
+def _column(name: str, dtype: str, unit: str, description: str) -> Column:
+    return Column(name=name, dtype=dtype, unit=unit, description=description)  # type: ignore[arg-type]
+
+
+_PILOT_DTYPES = {
+    "series": ("string", "1", "scaling series: the SERIES_COLUMNS values joined by ' | '"),
+    "citation": ("string", "1", "published source"),
+    "csv_row": ("int64", "1", "line of the published CSV (the header is line 1)"),
+    "framework": ("string", "1", "software stack"),
+    "model_name": ("string", "1", "the source's own model name"),
+    "gpu": ("string", "1", "GPU key of the hardware catalogue"),
+    "num_gpus": ("int64", "1", "GPUs of the predicted (larger-scale) row"),
+    "pilot_gpus": ("int64", "1", "GPUs of the series' pilots (its smallest count)"),
+    "log2_distance": ("float64", "1", "log2(num_gpus / pilot_gpus)"),
+    "observed_tokens_per_s_per_gpu": ("float64", "tokens/s", "published"),
+    "pilot_predicted_tokens_per_s_per_gpu": (
+        "float64", "tokens/s", "base without the source, calibrated on the pilots",
+    ),
+    "base_predicted_tokens_per_s_per_gpu": ("float64", "tokens/s", "base without the source"),
+    "weak_scaling_tokens_per_s_per_gpu": (
+        "float64", "tokens/s", "the pilots' mean measured tokens/s per GPU",
+    ),
+    "pilot_ape_pct": ("float64", "%", "absolute % error of the pilot-calibrated prediction"),
+    "base_ape_pct": ("float64", "%", "absolute % error of the base"),
+    "weak_scaling_ape_pct": ("float64", "%", "absolute % error of perfect weak scaling"),
+}  # fmt: skip
+#: ``results/pilots.parquet``: :data:`PILOT_COLUMNS`, ``covered`` and the provenance.
+PILOT_TABLE_COLUMNS: tuple[Column, ...] = (
+    *(_column(name, *_PILOT_DTYPES[name]) for name in PILOT_COLUMNS),
+    _column("covered", "bool", "1", "inside the 80 % pilot interval fitted without the source"),
+    _column("calibration_id", "string", "1", "the shipped calibration the bases took power from"),
+    _column("simulator_version", "string", "1", "trainscale version"),
+)
+
+
+def pilot_table(
+    errors: pd.DataFrame, *, calibration_id: str, simulator_version: str
+) -> pd.DataFrame:
+    """``errors`` (:func:`pilot_errors`) with ``covered`` (:func:`source_out_coverage`) and the
+    provenance: the rows of ``results/pilots.parquet`` (:data:`PILOT_TABLE_COLUMNS`)."""
+    return errors.assign(
+        covered=source_out_coverage(errors), calibration_id=calibration_id,
+        simulator_version=simulator_version,
+    )  # fmt: skip
+
+
+def scaling_series(throughput: pd.DataFrame) -> pd.Series:
+    """Per row, the name of its scaling series (``citation | model | gpu | tp/pp/cp/vpp |
+    sharding | ...`` joined from :data:`SERIES_COLUMNS`), or NaN when the row's group has one GPU
+    count only."""
+    keys = throughput[list(SERIES_COLUMNS)].astype(object).where(
+        throughput[list(SERIES_COLUMNS)].notna(), ""
+    ).astype(str)  # fmt: skip
+    name = keys.agg(" | ".join, axis=1)
+    counts = throughput.groupby(name)["num_gpus"].transform("nunique")
+    return name.where(counts >= 2)
+
+
+def base_without(
+    published: PublishedData, citation: str, *, catalogue: Catalogue, shipped: Calibration
+) -> Calibration:
+    """The calibration fitted without ``citation``'s throughput rows (as
+    :func:`trainscale.calibrate.fit.held_out_predictions` fits), rounded as ``trainscale
+    calibrate`` rounds; ``shipped`` gives the power parameter and the intervals."""
+    from trainscale.calibrate.fit import _round, fit_throughput
+    from trainscale.published.measurements import PublishedData
+
+    rows = published.throughput
+    keep = (rows["citation"] != citation).to_numpy()
+    others = PublishedData(
+        throughput=rows[keep].reset_index(drop=True), collectives=published.collectives,
+        rejects=published.rejects,
+    )  # fmt: skip
+    fitted = _round(fit_throughput(others, catalogue=catalogue).calibration)
+    return replace(fitted, power_comm_frac=shipped.power_comm_frac, intervals=shipped.intervals)
+
+
+def _predict(rows: pd.DataFrame, calibration: Calibration, catalogue: Catalogue) -> np.ndarray:
+    from trainscale.published.accuracy import throughput_predictions
+    from trainscale.published.measurements import PublishedData
+
+    data = PublishedData(
+        throughput=rows.reset_index(drop=True), collectives=pd.DataFrame(),
+        rejects=pd.DataFrame(columns=["csv_row"]),
+    )  # fmt: skip
+    out, rejects = throughput_predictions(data, calibration, catalogue)
+    if len(rejects):
+        raise ValueError(f"pilot validation: {len(rejects)} published row(s) not predictable")
+    return out["tokens_per_s_per_gpu"].to_numpy(np.float64)
+
+
+def pilot_errors(
+    published: PublishedData,
+    *,
+    catalogue: Catalogue,
+    shipped: Calibration,
+    bases: dict[str, Calibration] | None = None,
+) -> pd.DataFrame:
+    """One row per larger-scale row of every scaling series (:data:`PILOT_COLUMNS`), the
+    procedure of the module docstring. ``shipped``: power parameter and intervals of the bases
+    (``trainscale`` passes the shipped calibration). ``bases``: per citation, the base fitted
+    without it (computed and stored in the dict when missing: pass one dict to reuse the fits).
+    Sorted by series then ``csv_row``; deterministic."""
+    from trainscale.published.accuracy import throughput_predictions
+
+    bases = {} if bases is None else bases
+    usable, _ = throughput_predictions(published, shipped, catalogue)
+    rows = published.throughput[published.throughput["csv_row"].isin(usable["csv_row"])]
+    rows = rows.assign(series=scaling_series(rows)).dropna(subset=["series"])
+    parts = []
+    for name, series in rows.groupby("series", sort=True):
+        citation = str(series["citation"].iloc[0])
+        if citation not in bases:
+            bases[citation] = base_without(
+                published, citation, catalogue=catalogue, shipped=shipped
+            )
+        base = bases[citation]
+        smallest = int(series["num_gpus"].min())
+        pilots = series[series["num_gpus"] == smallest]
+        targets = series[series["num_gpus"] > smallest].sort_values("csv_row", kind="mergesort")
+        table = pilots.rename(columns={"observed_tokens_per_s_per_gpu": MEASURED})
+        calibrated, _ = refit_pilots(table, base=base, catalogue=catalogue)
+        observed = targets["observed_tokens_per_s_per_gpu"].to_numpy(np.float64)
+        predicted = {
+            "pilot": _predict(targets, calibrated, catalogue),
+            "base": _predict(targets, base, catalogue),
+            "weak_scaling": np.full(len(targets), float(table[MEASURED].mean())),
+        }
+        part = pd.DataFrame(
+            {
+                "series": name, "citation": citation, "csv_row": targets["csv_row"].to_numpy(),
+                "framework": targets["framework"].to_numpy(),
+                "model_name": targets["model_name"].to_numpy(), "gpu": targets["gpu"].to_numpy(),
+                "num_gpus": targets["num_gpus"].to_numpy(np.int64), "pilot_gpus": smallest,
+                "log2_distance": distance(targets["num_gpus"].to_numpy(), np.array([smallest])),
+                "observed_tokens_per_s_per_gpu": observed,
+                "pilot_predicted_tokens_per_s_per_gpu": predicted["pilot"],
+                "base_predicted_tokens_per_s_per_gpu": predicted["base"],
+                "weak_scaling_tokens_per_s_per_gpu": predicted["weak_scaling"],
+            }
+        )  # fmt: skip
+        for kind, values in predicted.items():
+            part[f"{kind}_ape_pct"] = 100.0 * np.abs(values - observed) / observed
+        parts.append(part)
+    return pd.concat(parts, ignore_index=True)[list(PILOT_COLUMNS)]
+
+
+def _log_error(errors: pd.DataFrame) -> np.ndarray:
+    return np.log(
+        errors["observed_tokens_per_s_per_gpu"].to_numpy(np.float64)
+        / errors["pilot_predicted_tokens_per_s_per_gpu"].to_numpy(np.float64)
+    )
+
+
+def pilot_interval_model(
+    errors: pd.DataFrame, pilot_gpus: pd.Series | np.ndarray, *, coverage: bool = False
+) -> PilotIntervals:
+    """The :class:`~trainscale.sim.pilot_intervals.PilotIntervals` fitted on ``errors``
+    (:func:`pilot_errors`) for pilots at ``pilot_gpus`` (any repeats; sorted and made distinct
+    here). ``coverage``: also measure and store the source-out coverage (:func:`summary` of
+    :func:`source_out_coverage`, overall)."""
+    lower, upper, rows, largest = fit_pilot_quantiles(
+        errors["log2_distance"].to_numpy(), _log_error(errors), errors["citation"].to_numpy()
+    )
+    stored = None
+    if coverage:
+        covered = source_out_coverage(errors)
+        stored = {"rows": len(covered), "covered_pct": round(100.0 * float(covered.mean()), 2)}
+    return PilotIntervals(
+        pilot_gpus=tuple(sorted({int(g) for g in np.asarray(pilot_gpus)})),
+        lower=lower, upper=upper, rows=rows, max_distance=largest, coverage=stored,
+    )  # fmt: skip
+
+
+def source_out_coverage(errors: pd.DataFrame) -> pd.Series:
+    """Per row of ``errors``, whether its observed value lies in the 80 % interval of a pilot
+    model fitted on the *other* sources' rows (its series' pilots as the pilots)."""
+    covered = np.zeros(len(errors), dtype=bool)
+    log_error = _log_error(errors)
+    for citation in sorted(errors["citation"].unique()):
+        mine = (errors["citation"] == citation).to_numpy()
+        others = errors[~mine]
+        lower, upper, rows, largest = fit_pilot_quantiles(
+            others["log2_distance"].to_numpy(), _log_error(others), others["citation"].to_numpy()
+        )
+        model = PilotIntervals((1,), lower, upper, rows, largest)
+        # distance is measured from each row's own pilots: evaluate at 2**d GPUs from 1 pilot GPU
+        lo, hi = model.log_factors(np.exp2(errors["log2_distance"].to_numpy()[mine]))
+        covered[mine] = (log_error[mine] >= lo) & (log_error[mine] <= hi)
+    return pd.Series(covered, index=errors.index, name="covered")

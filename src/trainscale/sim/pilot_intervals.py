@@ -1,0 +1,172 @@
+"""80 % intervals of a pilot-calibrated prediction, as a function of the distance from the pilots.
+
+A calibration refitted on a user's measured rows (:mod:`trainscale.calibrate.pilot`) predicts the
+GPU counts it was measured at well and larger ones less well. Its interval comes from how wrong
+pilot-calibrated predictions actually were on published data
+(:mod:`trainscale.calibrate.pilot_series`: every published scaling series calibrated on its
+smallest GPU count, with a base fitted without the series' source, predicting its larger counts):
+
+- **Distance** of a configuration from the pilots: ``d = |log2(num_gpus / ref)|``, ``ref`` the
+  largest pilot GPU count at or below ``num_gpus`` (the smallest pilot count when every pilot
+  is larger). Pilots at several GPU counts therefore shorten the distance, and narrow the
+  interval, of everything between and near them.
+- **Bins** of ``d`` with edges :data:`BIN_EDGES` (``d < 0.5``: at the pilots' scale; then
+  about 2x, 4x, 8x, and 16x or more). In each bin the 10 % and 90 % quantiles of the log error
+  ``log(observed / predicted)`` of the published rows in it, every source weighing the same
+  (as in the fit). A bin with fewer than :data:`MIN_ROWS` rows takes the rows of its nearest
+  bins until it has that many.
+- **Monotone in distance**: the lower factor never rises and the upper never falls from one bin
+  to the next (an interval cannot narrow further from the pilots), and every interval holds the
+  prediction (lower <= 0 <= upper).
+- **Beyond the data**: past the largest distance measured, both factors grow by
+  :data:`trainscale.sim.intervals.PER_DOUBLING` per further doubling (the a-priori rule the
+  shipped intervals use for scale).
+
+What the published pilots covered: one GPU count per series (a series' smallest). Pilots at
+several counts are scored with the same table, by their shorter distance; no published series
+was calibrated on several counts, so that case is not measured separately (``pilots_covered``
+in the stored block says so).
+
+:class:`PilotIntervals` is the ``pilot`` part of a calibration file's ``intervals`` block;
+:meth:`PilotIntervals.log_factors` is vectorised (a searchsorted and a gather per call).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from trainscale.sim.intervals import LEVEL, PER_DOUBLING, weighted_quantile
+
+__all__ = [
+    "BIN_EDGES",
+    "MIN_ROWS",
+    "PilotIntervals",
+    "distance",
+    "fit_pilot_quantiles",
+]
+
+BIN_EDGES = (0.5, 1.5, 2.5, 3.5)
+MIN_ROWS = 20
+_TAIL = (1.0 - LEVEL) / 2.0
+
+
+def distance(num_gpus: np.ndarray, pilot_gpus: np.ndarray) -> np.ndarray:
+    """``|log2(num_gpus / ref)|`` per configuration (module docstring); ``pilot_gpus`` sorted."""
+    gpus = np.asarray(num_gpus, np.float64)
+    pilots = np.asarray(pilot_gpus, np.float64)
+    index = np.maximum(np.searchsorted(pilots, gpus, side="right") - 1, 0)
+    return np.abs(np.log2(gpus / pilots[index]))
+
+
+def _bins(d: np.ndarray) -> np.ndarray:
+    return np.searchsorted(np.asarray(BIN_EDGES), d, side="right")
+
+
+def fit_pilot_quantiles(
+    d: np.ndarray, log_error: np.ndarray, source: np.ndarray
+) -> tuple[tuple[float, ...], tuple[float, ...], tuple[int, ...], float]:
+    """Per bin of :data:`BIN_EDGES`: the lower and upper log factors (10 % and 90 % quantiles of
+    ``log_error`` = ``log(observed / predicted)``, monotone, holding 0), the rows of the bin
+    itself, and the largest distance measured. Arrays of one row per published row; ``source``
+    its citation (every source weighs the same)."""
+    d = np.asarray(d, np.float64)
+    log_error = np.asarray(log_error, np.float64)
+    source = np.asarray(source).astype(str)
+    if len(d) == 0:
+        raise ValueError("fit_pilot_quantiles: no rows")
+    bins = _bins(d)
+    count = len(BIN_EDGES) + 1
+    lower, upper = [], []
+    for k in range(count):
+        take = [k]
+        reach = 1
+        while (np.isin(bins, take).sum() < MIN_ROWS) and len(take) < count:
+            take += [j for j in (k - reach, k + reach) if 0 <= j < count]
+            reach += 1
+        rows = np.isin(bins, take)
+        _, inverse, counts = np.unique(source[rows], return_inverse=True, return_counts=True)
+        weights = 1.0 / counts[inverse]
+        lower.append(min(weighted_quantile(log_error[rows], weights, _TAIL), 0.0))
+        upper.append(max(weighted_quantile(log_error[rows], weights, 1.0 - _TAIL), 0.0))
+    lower_m = np.minimum.accumulate(lower)
+    upper_m = np.maximum.accumulate(upper)
+    own = tuple(int((bins == k).sum()) for k in range(count))
+    return (
+        tuple(float(f"{v:.6g}") for v in lower_m),
+        tuple(float(f"{v:.6g}") for v in upper_m),
+        own,
+        float(f"{float(d.max()):.6g}"),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class PilotIntervals:
+    """The ``pilot`` block of an ``intervals`` block: the quantile table and the pilots' GPUs."""
+
+    pilot_gpus: tuple[int, ...]
+    """The GPU counts the calibration was measured at, sorted, distinct."""
+    lower: tuple[float, ...]
+    """Per bin of :data:`BIN_EDGES`, the lower log factor of tokens/s per GPU (<= 0)."""
+    upper: tuple[float, ...]
+    """Per bin, the upper log factor (>= 0)."""
+    rows: tuple[int, ...]
+    """Published rows per bin the factors were measured on."""
+    max_distance: float
+    """The largest distance (log2 GPU ratio) measured; beyond it both factors widen."""
+    pilots_covered: str = "one GPU count per published series"
+    coverage: dict[str, Any] | None = field(default=None, compare=False)
+    """Source-out coverage as measured, for the record."""
+
+    def log_factors(self, num_gpus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Lower and upper log factors of tokens/s per GPU per configuration (vectorised):
+        the interval is ``predicted * exp(lower) .. predicted * exp(upper)``."""
+        d = distance(num_gpus, np.asarray(self.pilot_gpus))
+        bins = _bins(d)
+        widen = 1.0 + PER_DOUBLING * np.maximum(d - self.max_distance, 0.0)
+        return np.asarray(self.lower)[bins] * widen, np.asarray(self.upper)[bins] * widen
+
+    def as_dict(self) -> dict[str, Any]:
+        edges = (0.0, *BIN_EDGES)
+        out: dict[str, Any] = {
+            "method": "errors of pilot-calibrated predictions on published scaling series "
+            "(trainscale.calibrate.pilot_series, each series' base fitted without its source), "
+            "10 % and 90 % quantiles of log(observed / predicted) per bin of the distance "
+            "|log2(num_gpus / nearest pilot GPU count at or below)| "
+            "(trainscale.sim.pilot_intervals)",
+            "command": "trainscale calibrate --measurements FILE -o OUT",
+            "pilot_gpus": list(self.pilot_gpus),
+            "pilots_covered": self.pilots_covered,
+            "bins": [
+                {
+                    "log2_distance_from": float(lo),
+                    "log2_distance_to": None if k == len(BIN_EDGES) else float(BIN_EDGES[k]),
+                    "lower_log_factor": self.lower[k],
+                    "upper_log_factor": self.upper[k],
+                    "rows": self.rows[k],
+                }
+                for k, lo in enumerate(edges)
+            ],
+            "max_log2_distance_measured": self.max_distance,
+            "widening_per_doubling_beyond": PER_DOUBLING,
+        }
+        if self.coverage is not None:
+            out["source_out_coverage"] = self.coverage
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PilotIntervals:
+        bins = data["bins"]
+        if len(bins) != len(BIN_EDGES) + 1:
+            raise ValueError(f"pilot: {len(bins)} bins, expected {len(BIN_EDGES) + 1}")
+        return cls(
+            pilot_gpus=tuple(int(g) for g in data["pilot_gpus"]),
+            lower=tuple(float(b["lower_log_factor"]) for b in bins),
+            upper=tuple(float(b["upper_log_factor"]) for b in bins),
+            rows=tuple(int(b["rows"]) for b in bins),
+            max_distance=float(data["max_log2_distance_measured"]),
+            pilots_covered=str(data.get("pilots_covered", "")),
+            coverage=data.get("source_out_coverage"),
+        )

@@ -1,0 +1,129 @@
+"""The support part of the coverage facts (:class:`trainscale.sim.intervals.CoverageFacts`).
+
+What the ``extrapolation`` flags (:mod:`trainscale.sim.support`) are checked against, computed
+from a calibration's throughput rows (result rows: ``framework``, ``sharding``, ``num_gpus``, the
+model shape, ``seq_len``, ``tp``, ``pp``, ``cp``) by ``trainscale calibrate`` and stored in the
+``intervals.coverage_facts`` block of the calibration file:
+
+- ``sharding_max_gpus``: most GPUs of any run per framework x sharding (``{framework: {sharding:
+  n}}`` in the file);
+- ``params_b_range``: smallest and largest transformer-block parameters (10^9, 6 significant
+  digits) of the rows with a known shape;
+- ``seq_len_range``: shortest and longest sequence (tokens);
+- ``max_degrees``: largest tp, pp and cp degree.
+
+Each function works on a dict of those four fields (the keyword arguments of ``CoverageFacts``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from trainscale.schema import FRAMEWORKS, SHARDINGS
+
+__all__ = ["SUPPORT_COLUMNS", "support_facts_as_dict", "support_facts_from_dict",
+           "support_facts_merged", "support_facts_of"]  # fmt: skip
+
+DEGREES = ("tp", "pp", "cp")
+#: Columns rows need for the support facts (result rows have them).
+SUPPORT_COLUMNS = ("sharding", "layers", "hidden", "heads", "kv_heads", "ffn", "mlp", "seq_len",
+                   *DEGREES)  # fmt: skip
+
+
+def _round(value: float) -> float:
+    return float(f"{value:.6g}")
+
+
+def _finite_range(values: np.ndarray) -> tuple[float, float] | None:
+    """(min, max) of the finite values, 6 significant digits; None when there are none (a
+    result row whose input named a model but left its shape columns blank carries NaN shape
+    columns, and is left out of the range)."""
+    finite = values[np.isfinite(values)]
+    if len(finite) == 0:
+        return None
+    return (_round(float(finite.min())), _round(float(finite.max())))
+
+
+def _union(a: tuple | None, b: tuple | None) -> tuple | None:
+    if a is None or b is None:
+        return a if b is None else b
+    return (min(a[0], b[0]), max(a[1], b[1]))
+
+
+def support_facts_of(rows: pd.DataFrame) -> dict[str, Any]:
+    """The four support fields of ``rows``; empty (no facts) when rows are empty or lack a
+    column of :data:`SUPPORT_COLUMNS`."""
+    if len(rows) == 0 or not set(SUPPORT_COLUMNS) <= set(rows.columns):
+        return {}
+    from trainscale.sim.support import block_params_b
+
+    pairs = rows.groupby(["framework", "sharding"])["num_gpus"].max()
+    params = block_params_b(
+        rows["layers"].to_numpy(), rows["hidden"].to_numpy(), rows["heads"].to_numpy(),
+        rows["kv_heads"].to_numpy(), rows["ffn"].to_numpy(), (rows["mlp"] == "swiglu").to_numpy(),
+    )  # fmt: skip
+    return {
+        "sharding_max_gpus": tuple(
+            (fw, sh, int(pairs[(fw, sh)]))
+            for fw in FRAMEWORKS
+            for sh in SHARDINGS
+            if (fw, sh) in pairs.index
+        ),
+        "params_b_range": _finite_range(params),
+        "seq_len_range": (int(rows["seq_len"].min()), int(rows["seq_len"].max())),
+        "max_degrees": tuple((d, int(rows[d].max())) for d in DEGREES),
+    }
+
+
+def support_facts_merged(a: Any, b: Any) -> dict[str, Any]:
+    """The support fields of two facts (objects with the four attributes) together: the larger
+    maxima, the union of the ranges."""
+    pairs = {(f, s): m for f, s, m in a.sharding_max_gpus}
+    for f, s, m in b.sharding_max_gpus:
+        pairs[(f, s)] = max(pairs.get((f, s), 0), m)
+    degrees = dict(a.max_degrees)
+    for d, m in b.max_degrees:
+        degrees[d] = max(degrees.get(d, 0), m)
+    return {
+        "sharding_max_gpus": tuple(
+            (f, s, pairs[(f, s)]) for f in FRAMEWORKS for s in SHARDINGS if (f, s) in pairs
+        ),
+        "params_b_range": _union(a.params_b_range, b.params_b_range),
+        "seq_len_range": _union(a.seq_len_range, b.seq_len_range),
+        "max_degrees": tuple((d, degrees[d]) for d in DEGREES if d in degrees),
+    }
+
+
+def support_facts_as_dict(facts: Any) -> dict[str, Any]:
+    """The support fields as stored in the calibration file (absent when unknown)."""
+    out: dict[str, Any] = {}
+    if facts.sharding_max_gpus:
+        pairs: dict[str, dict[str, int]] = {}
+        for f, s, m in facts.sharding_max_gpus:
+            pairs.setdefault(f, {})[s] = m
+        out["sharding_max_gpus"] = pairs
+    if facts.params_b_range is not None:
+        out["params_b_range"] = list(facts.params_b_range)
+    if facts.seq_len_range is not None:
+        out["seq_len_range"] = list(facts.seq_len_range)
+    if facts.max_degrees:
+        out["max_degrees"] = dict(facts.max_degrees)
+    return out
+
+
+def support_facts_from_dict(data: dict[str, Any]) -> dict[str, Any]:
+    """The support fields read back from the file's ``coverage_facts`` block."""
+    params, seq = data.get("params_b_range"), data.get("seq_len_range")
+    return {
+        "sharding_max_gpus": tuple(
+            (str(f), str(s), int(m))
+            for f, per in data.get("sharding_max_gpus", {}).items()
+            for s, m in per.items()
+        ),
+        "params_b_range": None if params is None else (float(params[0]), float(params[1])),
+        "seq_len_range": None if seq is None else (int(seq[0]), int(seq[1])),
+        "max_degrees": tuple((str(k), int(v)) for k, v in data.get("max_degrees", {}).items()),
+    }
