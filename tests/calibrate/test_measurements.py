@@ -28,6 +28,7 @@ from trainscale.sim.configs import build_configs
 from trainscale.sim.simulate import predict_arrays
 
 CATALOGUE = load_catalogue()
+BASE = load_calibration()
 PUBLISHED = load_published(hardware=CATALOGUE.hardware, models=CATALOGUE.models)
 RUN = data_dir() / "runs" / "megatron_golden_345m"
 #: The configuration columns a user's table would carry.
@@ -75,7 +76,7 @@ def predicted(table: pd.DataFrame) -> dict[str, np.ndarray]:
 @pytest.mark.parametrize("rows", [1, 2, None])
 def test_one_two_and_hundreds_of_rows_are_read(tmp_path: Path, rows: int | None) -> None:
     table = foundry(rows)
-    found = read_measurements(write(table, tmp_path / "m.csv"), catalogue=CATALOGUE)
+    found = read_measurements(write(table, tmp_path / "m.csv"), catalogue=CATALOGUE, base=BASE)
     assert len(found.table) == len(table) and (rows is not None or len(table) > 100)
     np.testing.assert_allclose(found.table[MEASURED], table[MEASURED])
     assert list(found.origins["row"]) == list(range(len(table)))
@@ -86,23 +87,23 @@ def test_several_files_keep_their_own_row_numbers(tmp_path: Path) -> None:
     table = foundry(8)
     first = write(table.head(5), tmp_path / "a.csv")
     second = write(table.tail(3), tmp_path / "b.parquet")
-    found = read_measurements([first, second], catalogue=CATALOGUE)
+    found = read_measurements([first, second], catalogue=CATALOGUE, base=BASE)
     assert len(found.table) == 8 and found.files == [first, second]
     assert found.where(6) == f"{second} row 1"
     bad = table.tail(3).reset_index(drop=True)
     bad.loc[2, MEASURED] = -1
     write(bad, second)
     with pytest.raises(InputFileError, match=r"b\.parquet: .*not a positive number in row\(s\) 2"):
-        read_measurements([first, second], catalogue=CATALOGUE)
+        read_measurements([first, second], catalogue=CATALOGUE, base=BASE)
 
 
 def test_a_run_folder_is_ingested_on_the_fly(tmp_path: Path) -> None:
-    found = read_measurements(RUN, catalogue=CATALOGUE, ingest=ingest)
+    found = read_measurements(RUN, catalogue=CATALOGUE, base=BASE, ingest=ingest)
     assert len(found.table) == 1 and found.files == [RUN]
     expected = ingest(RUN)["tokens_per_s_per_gpu"].item()
     assert found.table[MEASURED].item() == pytest.approx(expected)
     with pytest.raises(InputFileError, match="is a run folder; reading it needs the ingester"):
-        read_measurements(RUN, catalogue=CATALOGUE)
+        read_measurements(RUN, catalogue=CATALOGUE, base=BASE)
 
 
 def test_a_folder_of_run_folders_and_tables_is_read_in_name_order(tmp_path: Path) -> None:
@@ -111,14 +112,14 @@ def test_a_folder_of_run_folders_and_tables_is_read_in_name_order(tmp_path: Path
     shutil.copytree(RUN, folder / RUN.name)
     write(foundry(2), folder / "a.csv")
     (folder / "notes.txt").write_text("ignored")
-    found = read_measurements(folder, catalogue=CATALOGUE, ingest=ingest)
+    found = read_measurements(folder, catalogue=CATALOGUE, base=BASE, ingest=ingest)
     assert found.files == [folder / "a.csv", folder / RUN.name] and len(found.table) == 3
 
 
 def test_ingested_parquet_is_read_and_other_sources_are_refused(tmp_path: Path) -> None:
     out = tmp_path / "ingested.parquet"
     write_ingested(RUN, out, hardware=CATALOGUE.hardware, models=CATALOGUE.models)
-    found = read_measurements(out, catalogue=CATALOGUE)
+    found = read_measurements(out, catalogue=CATALOGUE, base=BASE)
     assert found.table[MEASURED].item() == pytest.approx(
         pd.read_parquet(out)["tokens_per_s_per_gpu"].item()
     )
@@ -127,22 +128,22 @@ def test_ingested_parquet_is_read_and_other_sources_are_refused(tmp_path: Path) 
     write(mixed, out)
     with pytest.raises(InputFileError, match=r"row\(s\) 1 \(row 0 is the first row\) have source "
                        "sim; only rows with source 'measured'"):  # fmt: skip
-        read_measurements(out, catalogue=CATALOGUE)
+        read_measurements(out, catalogue=CATALOGUE, base=BASE)
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
 def test_header_only_tables_are_a_named_error(tmp_path: Path, suffix: str) -> None:
     path = write(foundry(3).head(0), tmp_path / f"header{suffix}")
     with pytest.raises(InputFileError, match=r"header\.\w+: no measured row \(the table is empty"):
-        read_measurements(path, catalogue=CATALOGUE)
+        read_measurements(path, catalogue=CATALOGUE, base=BASE)
 
 
 def test_a_folder_with_nothing_to_read_is_not_called_no_such_file(tmp_path: Path) -> None:
     with pytest.raises(InputFileError, match=r"is a folder with no run\.yaml") as error:
-        read_measurements(tmp_path, catalogue=CATALOGUE)
+        read_measurements(tmp_path, catalogue=CATALOGUE, base=BASE)
     assert "no such file" not in str(error.value)
     with pytest.raises(InputFileError, match=r"missing\.csv: no such file or folder"):
-        read_measurements(tmp_path / "missing.csv", catalogue=CATALOGUE)
+        read_measurements(tmp_path / "missing.csv", catalogue=CATALOGUE, base=BASE)
 
 
 @pytest.mark.parametrize("value", [0.0, -3.0, float("nan"), float("inf")])
@@ -150,7 +151,7 @@ def test_measurements_must_be_finite_positive(tmp_path: Path, value: float) -> N
     table = foundry(4)
     table.loc[2, MEASURED] = value
     with pytest.raises(InputFileError, match=r"m\.csv: .*not a positive number in row\(s\) 2 "):
-        read_measurements(write(table, tmp_path / "m.csv"), catalogue=CATALOGUE)
+        read_measurements(write(table, tmp_path / "m.csv"), catalogue=CATALOGUE, base=BASE)
 
 
 def test_a_measurement_implying_mfu_above_100_pct_is_refused(tmp_path: Path) -> None:
@@ -159,7 +160,7 @@ def test_a_measurement_implying_mfu_above_100_pct_is_refused(tmp_path: Path) -> 
     table.loc[1, MEASURED] *= 2.0 / mfu[1]  # MFU 200 %
     with pytest.raises(ConfigurationError, match=r"m\.csv: 1 invalid value.*\n  row 1, column "
                        rf"'{MEASURED}': .* implies MFU 200 %"):  # fmt: skip
-        read_measurements(write(table, tmp_path / "m.csv"), catalogue=CATALOGUE)
+        read_measurements(write(table, tmp_path / "m.csv"), catalogue=CATALOGUE, base=BASE)
 
 
 def test_a_measurement_far_above_the_prediction_is_refused(tmp_path: Path) -> None:
@@ -170,9 +171,11 @@ def test_a_measurement_far_above_the_prediction_is_refused(tmp_path: Path) -> No
     table.loc[0, MEASURED] = 3.5 * sim["tokens_per_s_per_gpu"][row]
     assert 3.5 * sim["mfu"][row] < 1  # below the MFU bound: only the prediction check catches it
     with pytest.raises(ConfigurationError, match=r"row 0, .* is 3\.5 x the simulator's predic"):
-        read_measurements(write(table, tmp_path / "m.csv"), catalogue=CATALOGUE)
+        read_measurements(write(table, tmp_path / "m.csv"), catalogue=CATALOGUE, base=BASE)
     loose = MeasurementChecks(max_over_prediction=4.0)
-    assert len(read_measurements(tmp_path / "m.csv", catalogue=CATALOGUE, checks=loose).table)
+    assert len(
+        read_measurements(tmp_path / "m.csv", catalogue=CATALOGUE, base=BASE, checks=loose).table
+    )
 
 
 def test_conflicting_duplicates_name_both_rows_even_across_files(tmp_path: Path) -> None:
@@ -181,10 +184,10 @@ def test_conflicting_duplicates_name_both_rows_even_across_files(tmp_path: Path)
     path = write(pd.concat([table, twin], ignore_index=True), tmp_path / "m.csv")
     with pytest.raises(InputFileError, match=rf"conflicting .*{path} row 3 .* and {path} row 5 "
                        r"\([\d,.]+\) differ by 30\.0 %"):  # fmt: skip
-        read_measurements(path, catalogue=CATALOGUE)
+        read_measurements(path, catalogue=CATALOGUE, base=BASE)
     other = write(twin, tmp_path / "other.csv")
     with pytest.raises(InputFileError, match=rf"{tmp_path / 'm.csv'} row 3 .* {other} row 0"):
-        read_measurements([write(table, tmp_path / "m.csv"), other], catalogue=CATALOGUE)
+        read_measurements([write(table, tmp_path / "m.csv"), other], catalogue=CATALOGUE, base=BASE)
 
 
 def test_agreeing_duplicates_warn_also_when_named_by_model_or_by_shape(tmp_path: Path) -> None:
@@ -196,7 +199,9 @@ def test_agreeing_duplicates_warn_also_when_named_by_model_or_by_shape(tmp_path:
     twin = named.drop(columns="model").assign(**shape)
     twin[MEASURED] *= 1.02
     found = read_measurements(
-        [write(named, tmp_path / "a.csv"), write(twin, tmp_path / "b.csv")], catalogue=CATALOGUE
+        [write(named, tmp_path / "a.csv"), write(twin, tmp_path / "b.csv")],
+        catalogue=CATALOGUE,
+        base=BASE,
     )
     assert len(found.table) == 2
     assert found.warnings == [
@@ -250,7 +255,7 @@ def test_measurement_tables_give_an_error_or_finite_positive_rows(
         table.loc[0, "num_gpus"] = gpus[0]
     path = write(table, tmp_path / f"h{suffix}")
     try:
-        found = read_measurements(path, catalogue=CATALOGUE)
+        found = read_measurements(path, catalogue=CATALOGUE, base=BASE)
     except TrainscaleError:
         OUTCOMES.append("error")
         return

@@ -331,26 +331,19 @@ def _one(
 def read_measurements(
     paths: Path | str | Sequence[Path | str],
     *,
-    catalogue: Catalogue | None = None,
-    base: Calibration | None = None,
+    catalogue: Catalogue,
+    base: Calibration,
     ingest: RunIngester | None = None,
     checks: MeasurementChecks | None = None,
 ) -> Measurements:
     """Read and check the measurements at ``paths`` (one or several; see the module docstring).
 
-    ``catalogue`` and ``base`` (default: the shipped ones) are what the plausibility checks
-    simulate with; ``ingest`` reads run folders (none: a run folder is an error saying so).
+    ``catalogue`` and ``base`` are what the plausibility checks simulate with (``trainscale
+    calibrate`` passes the shipped ones); ``ingest`` reads run folders (none: a run folder is
+    an error saying so).
     Returns :class:`Measurements`; raises :class:`~trainscale.errors.InputFileError` or
     :class:`~trainscale.errors.ConfigurationError` naming file, row and column.
     """
-    if catalogue is None:
-        from trainscale.sim.catalogue import load_catalogue
-
-        catalogue = load_catalogue()
-    if base is None:
-        from trainscale.sim.calibration import load_calibration
-
-        base = load_calibration()
     checks = MeasurementChecks() if checks is None else checks
     given = [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
     if not given:
