@@ -127,13 +127,32 @@ wildcard_constraints:
 
 
 def study_calibration(study):
-    """The calibration a study is simulated with: its calibration: key, else the shipped one."""
-    return STUDIES[study].calibration or CALIBRATION
+    """The calibration a study is simulated with: its calibration: file; with calibration:
+    {measurements: [...]}, the file rule calibrate_study writes from them; else the shipped one.
+    """
+    return study_own_calibration(study) or CALIBRATION
 
 
 def study_own_calibration(study):
-    """The study's own calibration: file, read when the study file is loaded ([] if none)."""
+    """The study's own calibration: its calibration: file (read when the study file is loaded),
+    results/calibration/<study>.yaml for calibration: {measurements: [...]}, [] if none.
+    """
+    if STUDIES[study].calibration_measurements:
+        return f"results/calibration/{study}.yaml"
     return STUDIES[study].calibration or []
+
+
+def study_measurement_files(study):
+    """Every file under the study's calibration: {measurements: [...]} paths (a folder: all the
+    files in it, recursively, in name order), so that editing any of them recalibrates.
+    """
+    files = []
+    for path in map(Path, STUDIES[study].calibration_measurements):
+        if path.is_dir():
+            files += sorted(str(p) for p in path.rglob("*") if p.is_file())
+        else:
+            files.append(str(path))
+    return files
 
 
 def study_rows_per_job(study):
