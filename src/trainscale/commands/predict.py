@@ -18,11 +18,19 @@ Two forms:
   reproduces the table's numbers.
 
 Input checks made here, before the simulator runs (each a one-line error naming the file and the
-row, column or key): a header naming a column twice; a missing required column; a Parquet
-column holding lists or structs; a number column holding text that is not a number (text that
-is a number is converted, so the output's dtypes are the schema's, never the input's);
-``num_gpus`` above :data:`MAX_GPUS`. The output is written to a temporary file in its folder and
-renamed, so two runs writing one file never mix and an unwritable ``-o`` is a one-line error.
+row, column or key; docs/bad-input.md lists them all): ``-o`` with an extension other than
+``.csv``/``.parquet``, or naming the input file (or its rejects file naming it), is refused
+before anything is read; the table's structure (:func:`trainscale.io.tables.read_table`); a
+missing required column; a number column holding text that is not a plain number
+(:func:`trainscale.sim.inputs.check_table`; text that is a number is converted, so the output's
+dtypes are the schema's, never the input's); every number outside its plausible range
+(:data:`trainscale.schema.NUMERIC_BOUNDS`, checked by the simulator's validation). A column close
+to a configuration column's name (``framwork``) is a warning naming that column; other unknown
+columns are carried through untouched. With ``--skip-invalid`` every row with any bad value goes
+to the rejects file with its reason, written as the input had it, and the valid rows are
+predicted. The output is written to a temporary file in its folder and renamed, so two runs
+writing one file never mix and an unwritable ``-o`` is a one-line error; the simulator's own
+output checks (:func:`trainscale.sim.simulate.predict`) run before anything is written.
 """
 
 from __future__ import annotations
@@ -39,11 +47,18 @@ from trainscale.schema import (
     FRAMEWORKS,
     PRECISIONS,
     RECOMPUTE_MODES,
+    REJECT_COLUMNS,
     SHARDINGS,
+    names,
 )
 from trainscale.sim.degrees import model_parallel_degree
 from trainscale.sim.frameworks import DEFAULT_FRAMEWORK
-from trainscale.sim.inputs import MAX_GPUS, check_table, missing_configuration_columns
+from trainscale.sim.inputs import (
+    MAX_GPUS,
+    check_table,
+    missing_configuration_columns,
+    unknown_column_warnings,
+)
 
 NAME = "predict"
 HELP = "predict step time, throughput, MFU, communication, memory and power"
@@ -77,6 +92,7 @@ DEFAULTS: dict[str, object] = {
     "seq_len": 4096, "micro_batch": 1, "tp": 1, "pp": 1, "cp": 1, "vpp": 1, "sharding": "fsdp",
     "recompute": "none", "precision": "bf16",
 }  # fmt: skip
+_REJECT_NAMES = names(REJECT_COLUMNS)
 #: GPUs without bf16 tensor cores: their "bf16" is fp16 mixed precision (data/hardware.yaml).
 _FP16_ONLY = ("v100",)
 
@@ -365,6 +381,31 @@ def _interval_line(result: pd.Series) -> str:
     )
 
 
+def _check_output(output: Path, configs: Path | None, rejects: Path | None) -> None:
+    """Refuse, before anything is predicted, an output whose format is unknown and an output (or
+    rejects file) that would overwrite the input table."""
+    if output.suffix.lower() not in (".csv", ".parquet"):
+        raise TrainscaleError(f"{output}: unknown extension for -o; use .csv or .parquet")
+    if configs is None:
+        return
+    for path, what in ((output, "-o"), (rejects, "the rejects file of -o")):
+        if path is not None and _same_file(path, configs):
+            raise TrainscaleError(
+                f"{path}: {what} names the input table {configs}; writing it would overwrite "
+                "the input: choose another output file"
+            )
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """``a`` and ``b`` are one file (by inode where both exist, else by resolved path)."""
+    try:
+        if a.exists() and b.exists():
+            return a.samefile(b)
+        return a.resolve() == b.resolve()
+    except OSError:
+        return False
+
+
 def run(args: argparse.Namespace) -> int:
     from trainscale.sim.calibration import load_calibration
     from trainscale.sim.simulate import predict, predict_with_rejects
@@ -373,6 +414,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputFileError(args.calibration, "no such calibration file")
     calibration = load_calibration(args.calibration) if args.calibration else None
     if args.configs is None:
+        if args.output:
+            _check_output(args.output, None, None)
         result = predict(
             check_table(_single(args), "command line"), origin="command line",
             calibration=calibration,
@@ -391,26 +434,36 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.output is None:
         raise TrainscaleError("a configuration table needs -o/--output")
-    table = check_table(read_table(args.configs), str(args.configs))
+    rejects_path = args.output.with_name(args.output.stem + ".rejects.csv")
+    _check_output(args.output, args.configs, rejects_path if args.skip_invalid else None)
+    given = read_table(args.configs).reset_index(drop=True)
+    for warning in unknown_column_warnings(given.columns):
+        print(f"trainscale predict: warning: {args.configs}: {warning}", file=sys.stderr)
+    table = check_table(given, str(args.configs), skip_invalid=args.skip_invalid)
     if args.skip_invalid:
         result, rejects = predict_with_rejects(
             table, origin=str(args.configs), calibration=calibration
         )
-        rejects_path = args.output.with_name(args.output.stem + ".rejects.csv")
-        write_table(rejects, rejects_path)
+        # The rejected rows as the file had them (text and all), not as converted.
+        as_given = given.iloc[rejects["row"].to_numpy(dtype=int)].reset_index(drop=True)
+        rejects = as_given.assign(**{name: rejects[name].to_numpy() for name in _REJECT_NAMES})
+        write_table(rejects, rejects_path, schema_types=False)
         print(f"{len(result)} predicted, {len(rejects['row'].unique())} rejected -> {rejects_path}")
     else:
         result = predict(table, origin=str(args.configs), calibration=calibration)
         print(f"{len(result)} predicted")
     unfit = int((~result["fits_memory"].astype(bool)).sum()) if len(result) else 0
     if unfit:
-        print(f"{unfit} of them do not fit in GPU memory (fits_memory = false)")
+        verb = "does" if unfit == 1 else "do"
+        print(f"{unfit} of them {verb} not fit in GPU memory (fits_memory = false)")
     if len(result):
         bubbly = int((result["bubble_s"] > BUBBLE_WARNING_FRAC * result["step_time_s"]).sum())
         if bubbly:
+            verb = "spends" if bubbly == 1 else "spend"
             print(
-                f"{bubbly} of them spend more than {100 * BUBBLE_WARNING_FRAC:.0f} % of the step "
-                "in the pipeline bubble (bubble_s): too few micro-batches per step for their pp"
+                f"{bubbly} of them {verb} more than {100 * BUBBLE_WARNING_FRAC:.0f} % of the step "
+                "in the pipeline bubble (bubble_s): too few micro-batches per step for "
+                + ("its pp" if bubbly == 1 else "their pp")
             )
     write_table(result, args.output)
     return 0

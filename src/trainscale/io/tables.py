@@ -92,9 +92,13 @@ def _schema_typed(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def write_table(frame: pd.DataFrame, path: Path) -> None:
+def write_table(frame: pd.DataFrame, path: Path, *, schema_types: bool = True) -> None:
     """Write CSV or Parquet by extension, atomically (a temporary file with a random name in the
     same folder, then a rename): two runs writing one file never mix, a failure leaves nothing.
+
+    ``schema_types``: schema columns are written in the schema's dtypes; False writes the values
+    as they are (a rejects table, whose rows hold what the input had: ``32.5`` or ``inf`` in an
+    integer column, text in a number column).
 
     Raises
     ------
@@ -106,7 +110,8 @@ def write_table(frame: pd.DataFrame, path: Path) -> None:
     suffix = path.suffix.lower()
     if suffix not in (".csv", ".parquet"):
         raise TrainscaleError(f"{path}: unknown extension; use .csv or .parquet")
-    frame = _schema_typed(frame)
+    if schema_types:
+        frame = _schema_typed(frame)
     try:
         with atomic_paths([path]) as (temp,):
             if suffix == ".csv":

@@ -9,7 +9,11 @@ Rules (each message names the factors involved):
 
 - the model comes from ``model`` (catalogue key) or from all of the shape columns; explicit shape
   columns override the catalogue; ``hidden`` divisible by ``heads``, ``heads`` by ``kv_heads``;
-- positive integers for shape, batch, GPU count and degrees; known ``gpu``;
+- positive integers for shape, batch, GPU count and degrees, each within its plausible range
+  (:data:`trainscale.schema.NUMERIC_BOUNDS`, so that no product of them overflows int64); the
+  optional ``gpus_per_node``, ``nic_gbit_per_s_per_gpu`` and ``power_limit_w`` within theirs
+  (0 or empty: the default); text that is not a plain number (``1,024``, ``0,5``, ``−2``,
+  ``400 Gb/s``) is named as such (:func:`trainscale.io.numbers.number_problem`); known ``gpu``;
 - ``tp`` divides ``heads`` and ``kv_heads`` divides by ``tp`` or ``tp`` by ``kv_heads``
   (KV heads are replicated when ``tp`` > ``kv_heads``, as in Megatron-LM);
 - ``num_gpus`` divisible by ``tp·pp·cp``; ``global_batch`` divisible by ``dp·micro_batch``;
@@ -38,18 +42,22 @@ import numpy as np
 import pandas as pd
 
 from trainscale.errors import ConfigurationError
+from trainscale.io.numbers import number_problem, parse_number
 from trainscale.schema import (
     ATTENTION_KERNELS,
     CP_COMM_TYPES,
     FP8_RECIPES,
     FRAMEWORKS,
     MODEL_SHAPE_COLUMNS,
+    NUMERIC_BOUNDS,
     PRECISIONS,
     RECOMPUTE_MODES,
     REJECT_COLUMNS,
     SHARD_GRANULARITIES,
     SHARDINGS,
+    Bound,
     Sharding,
+    format_number,
     names,
 )
 from trainscale.sim.degrees import data_parallel_degree, model_parallel_degree
@@ -178,14 +186,69 @@ class Configs:
         return Configs(**{f.name: getattr(self, f.name)[index] for f in fields(self)})
 
 
+def _as_float(value: object) -> float:
+    """One cell as a number: a number as it is, text only if it is a plain number
+    (:func:`~trainscale.io.numbers.parse_number`), NaN for anything else (booleans included)."""
+    if isinstance(value, bool | np.bool_) or value is None:
+        return math.nan
+    if isinstance(value, str):
+        number = parse_number(value)
+        return math.nan if number is None else number
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        return math.nan
+
+
 def _numeric(frame: pd.DataFrame, name: str) -> np.ndarray:
-    """Column as float64; NaN where missing or not a number (booleans are not numbers)."""
+    """Column as float64; NaN where missing or not a number (booleans are not numbers, text is
+    read strictly: ``1,024`` is not 1024). Text columns are parsed once per distinct value."""
     if name not in frame.columns:
         return np.full(len(frame), np.nan)
     column = frame[name]
     if column.dtype == bool:
         return np.full(len(frame), np.nan)
-    return pd.to_numeric(column, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    if column.dtype.kind in "iuf":
+        return column.to_numpy(dtype=np.float64, na_value=np.nan)
+    codes, uniques = pd.factorize(column, use_na_sentinel=True)
+    values = np.array([*(_as_float(u) for u in uniques), np.nan], dtype=np.float64)
+    return values[np.where(codes < 0, len(uniques), codes)]
+
+
+def _within(values: np.ndarray, bound: Bound) -> np.ndarray:
+    """``values`` inside ``bound`` (and whole numbers where it says so); False for NaN."""
+    with np.errstate(invalid="ignore"):
+        inside = np.isfinite(values) & (values >= bound.low) & (values <= bound.high)
+        return inside & (values == np.floor(values)) if bound.integer else inside
+
+
+def _value_problem(frame: pd.DataFrame, name: str, row: int, value: float, note: str = "") -> str:
+    """Why one cell of a bounded column (:data:`~trainscale.schema.NUMERIC_BOUNDS`) is not
+    allowed: text that is not a number, missing, not a whole number, or outside the range;
+    ``value`` is the cell as a number (NaN when it is none); ``note`` ends the message."""
+    bound = NUMERIC_BOUNDS[name]
+    raw = _raw(frame, name, row)
+    allowed = f"; allowed: {bound.allowed()}{note}"
+    if isinstance(raw, str) and raw.strip() and parse_number(raw) is None:
+        return number_problem(raw, integer=bound.integer) + allowed
+    if raw is None or (isinstance(raw, str) and not raw.strip()) or _is_na(raw):
+        return "missing" + allowed
+    shown = _fmt(raw)
+    if not np.isfinite(value):
+        return f"{shown} is not a finite number{allowed}"
+    if bound.integer and (value != math.floor(value) or value < 1):
+        return f"{shown} is not a positive integer{allowed}"
+    unit = f" {bound.noun}" if bound.noun else ""
+    if value > bound.high:
+        return f"{shown} is above the limit of {format_number(bound.high)}{unit}{allowed}"
+    return f"{shown} is below the lower limit of {format_number(bound.low)}{unit}{allowed}"
+
+
+def _is_na(value: object) -> bool:
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False
 
 
 def _coded_text(
@@ -219,11 +282,6 @@ def _per_row(codes: np.ndarray, values: list, test) -> np.ndarray:
     """``test(value)`` for each row's value, evaluated once per distinct value: ``codes`` and
     ``values`` as :func:`_coded_text` returns them (bool, shape ``(n,)``)."""
     return np.array([bool(test(v)) for v in values], dtype=bool)[codes]
-
-
-def _is_positive_int(values: np.ndarray) -> np.ndarray:
-    with np.errstate(invalid="ignore"):
-        return np.isfinite(values) & (values > 0) & (values == np.floor(values))
 
 
 class _Problems:
@@ -271,9 +329,12 @@ def _check_columns(frame: pd.DataFrame) -> None:
 
 
 def _fmt(value: object) -> str:
-    """A value as the user wrote it: 8 not np.int64(8), 2.5 not 2.5000, 'x' quoted."""
+    """A value as the user wrote it: 8 not np.int64(8), 2.5 not 2.5000, 'x' quoted; a number of
+    16 digits or more in exponent form (1e+19)."""
     if isinstance(value, np.generic):
         value = value.item()
+    if isinstance(value, int | float) and not isinstance(value, bool) and abs(value) >= 1e15:
+        return f"{value:.6g}"
     if isinstance(value, float) and np.isfinite(value) and value == int(value):
         return str(int(value))
     if isinstance(value, int | float):
@@ -313,15 +374,16 @@ def _resolve_shape(
         explicit = _numeric(frame, name)
         given = ~_is_missing_mask(frame, name)
         values = np.where(given, explicit, base)
-        bad = ~_is_positive_int(values) & ~(named & ~known)
+        fine = _within(values, NUMERIC_BOUNDS[name])
+        bad = ~fine & ~(named & ~known)
         problems.add_where(
             bad, name,
             lambda r, name=name, values=values, given=given: (
-                f"{_fmt(_raw(frame, name, r))} is not a positive integer" if given[r]
+                _value_problem(frame, name, r, values[r]) if given[r]
                 else "missing; give 'model' or a positive integer " + name
             ),
         )  # fmt: skip
-        shape[name] = np.where(_is_positive_int(values), values, 1).astype(np.int64)
+        shape[name] = np.where(fine, values, 1).astype(np.int64)
     # The MLP: the row's text where given, else the model's; resolved on distinct values only.
     mlp_codes, mlp_values = _coded_text(frame, "mlp", lower=True)
     base_mlp = [models[u].mlp if u in models else "" for u in uniques]
@@ -377,12 +439,12 @@ def _positive_ints(
         missing = _is_missing_mask(frame, name)
         if default is not None:
             values = np.where(missing, float(default), values)
-        bad = ~_is_positive_int(values)
-        suffix = f" (default {default})" if default is not None else ""
+        bad = ~_within(values, NUMERIC_BOUNDS[name])
+        note = f" (empty: {default})" if default is not None else ""
         problems.add_where(
             bad, name,
-            lambda r, name=name, suffix=suffix: (
-                f"{_fmt(_raw(frame, name, r))} is not a positive integer{suffix}"
+            lambda r, name=name, note=note, values=values: (
+                _value_problem(frame, name, r, values[r], note)
             ),
         )  # fmt: skip
         out[name] = np.where(bad, 1, values).astype(np.int64)
@@ -403,14 +465,15 @@ def _choices(
 
 
 def _optional_positive(frame: pd.DataFrame, name: str, problems: _Problems) -> np.ndarray:
-    """Optional positive number; 0 or empty means "use the default system"; NaN where absent."""
+    """Optional number within :data:`~trainscale.schema.NUMERIC_BOUNDS`; 0 or empty means "use
+    the default system"; NaN where absent, default or invalid."""
     values = _numeric(frame, name)
     missing = _is_missing_mask(frame, name) | (values == 0)
-    bad = ~missing & ~(np.isfinite(values) & (values > 0))
+    bad = ~missing & ~_within(values, NUMERIC_BOUNDS[name])
     problems.add_where(
         bad, name,
-        lambda r: f"{_fmt(_raw(frame, name, r))} is not a positive number (leave empty for the "
-        "GPU's default system)",
+        lambda r: _value_problem(frame, name, r, values[r], ", or 0 or empty for the GPU's "
+                                 "default system"),
     )  # fmt: skip
     return np.where(missing | bad, np.nan, values)
 
@@ -423,10 +486,17 @@ def _power_limit(
     name = "power_limit_w"
     values = _numeric(frame, name)
     missing = _is_missing_mask(frame, name) | (values == 0)
-    given = ~missing & np.isfinite(values)
+    outside = ~missing & ~_within(values, NUMERIC_BOUNDS[name])
+    problems.add_where(
+        outside, name,
+        lambda r: _value_problem(frame, name, r, values[r], " and for this GPU above its idle "
+                                 "power, at most its TDP; 0 or empty for no limit"),
+    )  # fmt: skip
+    given = ~missing & ~outside
     bad = ~missing & ~(given & (values > gpu["idle_w"]) & (values <= gpu["tdp_w"]))
     problems.add_where(
-        bad & ~problems.bad_by_column.get("gpu", np.zeros(len(frame), dtype=bool)), name,
+        bad & ~outside & ~problems.bad_by_column.get("gpu", np.zeros(len(frame), dtype=bool)),
+        name,
         lambda r: f"{_fmt(_raw(frame, name, r))} W is not allowed for this GPU: a power limit "
         f"must lie above its idle power ({gpu['idle_w'][r]:g} W) and at most its TDP "
         f"({gpu['tdp_w'][r]:g} W); leave empty for no limit",
@@ -585,9 +655,11 @@ def _gpu_attributes(
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     gpu_keys = sorted(hardware.gpus)
     index = _text_lookup(frame, "gpu", {k: i for i, k in enumerate(gpu_keys)}, -1)
+    gpu_codes, gpu_texts = _coded_text(frame, "gpu")
     problems.add_where(
         index < 0, "gpu",
-        lambda r: f"unknown GPU {_fmt(_raw(frame, 'gpu', r))}; valid: {', '.join(gpu_keys)}",
+        lambda r: (f"unknown GPU {_fmt(_raw(frame, 'gpu', r))}" if gpu_texts[gpu_codes[r]]
+                   else "missing") + f"; valid: {', '.join(gpu_keys)}",
     )  # fmt: skip
     unknown_gpu = index < 0
     index = np.where(unknown_gpu, 0, index)
@@ -609,12 +681,14 @@ def _gpu_attributes(
         lambda r: f"unknown system {system_names[system_codes[r]]!r}; valid: "
         f"{', '.join(system_keys)}",
     )  # fmt: skip
-    system_index = np.where(system_index < 0, 0, system_index)
+    unknown_system = system_index < 0
+    system_index = np.where(unknown_system, 0, system_index)
     system_gpu = [hardware.systems[k].gpu for k in system_keys]
     system_gpu_index = np.array([gpu_keys.index(g) if g in gpu_keys else -1 for g in system_gpu])
     gpu_names = np.array(gpu_keys, dtype=object)[index]
     problems.add_where(
-        named & ~unknown_gpu & (system_gpu_index[system_index] != index), "system",
+        named & ~unknown_gpu & ~unknown_system & (system_gpu_index[system_index] != index),
+        "system",
         lambda r: f"system {system_names[system_codes[r]]!r} holds "
         f"{system_gpu[system_index[r]]}, not {gpu_names[r]}",
     )  # fmt: skip
@@ -741,11 +815,6 @@ def build_configs(
     v.update(_positive_ints(frame, ("cp", "vpp"), problems, default=1))
     gpu_names, gpu = _gpu_attributes(frame, hardware, problems)
     gpus_per_node = _optional_positive(frame, "gpus_per_node", problems)
-    bad_gpn = np.isfinite(gpus_per_node) & (gpus_per_node != np.floor(gpus_per_node))
-    problems.add_where(
-        bad_gpn, "gpus_per_node",
-        lambda r: f"{_fmt(_raw(frame, 'gpus_per_node', r))} is not a positive integer",
-    )  # fmt: skip
     nic_gbit_per_s = _optional_positive(frame, "nic_gbit_per_s_per_gpu", problems)
     power_limit = _power_limit(frame, gpu, problems)
     v["sharding"] = _choices(frame, "sharding", SHARDINGS, problems)
