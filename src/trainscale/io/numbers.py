@@ -42,7 +42,8 @@ def number_problem(text: str, *, integer: bool = False) -> str:
     if _THOUSANDS.fullmatch(s):
         plain = re.sub(r"[,' _\u00a0\u202f]", "", s)
         plain = plain.replace(".", "") if s.count(".") > 1 else plain
-        if not integer and _DECIMAL_COMMA.fullmatch(s):  # 1,500: a thousands separator or a decimal comma
+        # 1,500: a thousands separator or a decimal comma (only the first in an integer column)
+        if not integer and _DECIMAL_COMMA.fullmatch(s):
             return (
                 f"{shown} is not a number: a thousands separator or a decimal comma; write "
                 f"{plain} or {s.replace(',', '.')}"

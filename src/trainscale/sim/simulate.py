@@ -324,7 +324,8 @@ def _assemble(
         keep = ~np.isin(valid, [row for row, _, _ in problems])
         c, valid = c.take(keep), valid[keep]
         metrics = {
-            name: values[keep] if isinstance(values, np.ndarray)
+            name: values[keep]
+            if isinstance(values, np.ndarray)
             else values[keep].reset_index(drop=True)  # type: ignore[index]
             for name, values in metrics.items()
         }
@@ -381,9 +382,13 @@ def predict_with_rejects(
         frame, valid, configs, cal, catalogue, origin=origin, skip_invalid=True
     )
     if len(failed):
-        rejects = failed if not len(rejects) else pd.concat(
-            [rejects, failed], ignore_index=True
-        ).sort_values("row", kind="stable", ignore_index=True)
+        rejects = (
+            failed
+            if not len(rejects)
+            else pd.concat([rejects, failed], ignore_index=True).sort_values(
+                "row", kind="stable", ignore_index=True
+            )
+        )
     return result, rejects
 
 
