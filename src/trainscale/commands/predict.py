@@ -42,6 +42,7 @@ from pathlib import Path
 import pandas as pd
 
 from trainscale.errors import InputFileError, TrainscaleError
+from trainscale.io.numbers import number_problem, parse_number
 from trainscale.io.tables import read_table, write_table
 from trainscale.schema import (
     FRAMEWORKS,
@@ -107,6 +108,23 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
         return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
 
 
+def _plain_float(text: str) -> float:
+    """An option's number, read as strictly as a table's (:mod:`trainscale.io.numbers`): no
+    ``nan``, ``inf``, separators or units; its range is checked with the configuration."""
+    number = parse_number(text)
+    if number is None:
+        raise argparse.ArgumentTypeError(number_problem(text))
+    return number
+
+
+def _plain_int(text: str) -> int:
+    """An option's whole number (``4096``, ``1e3``), read as :func:`_plain_float`."""
+    number = _plain_float(text)
+    if not number.is_integer():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
+    return int(text) if text.strip().lstrip("+-").isdigit() else int(number)
+
+
 def _default(name: str) -> str:
     return f" (default: {DEFAULTS[name]})"
 
@@ -138,7 +156,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     one = parser.add_argument_group("one configuration (instead of a table)")
     one.add_argument("--model", help="model catalogue key, e.g. llama2-7b")
     one.add_argument("--gpu", help="GPU catalogue key, e.g. h100-sxm-80gb")
-    one.add_argument("--num-gpus", type=int, help=f"GPUs in the job, 1 to {MAX_GPUS:,}")
+    one.add_argument("--num-gpus", type=_plain_int, help=f"GPUs in the job, 1 to {MAX_GPUS:,}")
     one.add_argument(
         "--paper-setup",
         action="store_true",
@@ -147,21 +165,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "micro-batch 2 (or the local batch when smaller), fsdp, no recomputation, bf16, "
         "framework pytorch, and on H100 the study's cluster (system fernandez-h100)",
     )
-    one.add_argument("--seq-len", type=int, help="tokens per sequence" + _default("seq_len"))
+    one.add_argument("--seq-len", type=_plain_int, help="tokens per sequence" + _default("seq_len"))
     one.add_argument(
         "--global-batch",
-        type=int,
+        type=_plain_int,
         help="sequences per optimizer step (default: dp x micro-batch, dp = num_gpus / (tp x pp "
         "x cp): one micro-batch per step, no gradient accumulation, so with pp > 1 the "
         "pipeline bubble is large and a warning names a batch that shrinks it)",
     )
     one.add_argument(
-        "--micro-batch", type=int, help="sequences per micro-batch" + _default("micro_batch")
+        "--micro-batch", type=_plain_int, help="sequences per micro-batch" + _default("micro_batch")
     )
-    one.add_argument("--tp", type=int, help="tensor-parallel degree" + _default("tp"))
-    one.add_argument("--pp", type=int, help="pipeline-parallel degree" + _default("pp"))
-    one.add_argument("--cp", type=int, help="context-parallel degree" + _default("cp"))
-    one.add_argument("--vpp", type=int, help="virtual pipeline stages per GPU" + _default("vpp"))
+    one.add_argument("--tp", type=_plain_int, help="tensor-parallel degree" + _default("tp"))
+    one.add_argument("--pp", type=_plain_int, help="pipeline-parallel degree" + _default("pp"))
+    one.add_argument("--cp", type=_plain_int, help="context-parallel degree" + _default("cp"))
+    one.add_argument(
+        "--vpp", type=_plain_int, help="virtual pipeline stages per GPU" + _default("vpp")
+    )
     one.add_argument(
         "--sharding", choices=SHARDINGS, help="data-parallel sharding" + _default("sharding")
     )
@@ -177,16 +197,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         + _default("precision"),
     )
     one.add_argument(
-        "--gpus-per-node", type=int, help="GPUs per node (default: the GPU's catalogue system)"
+        "--gpus-per-node",
+        type=_plain_int,
+        help="GPUs per node (default: the GPU's catalogue system)",
     )
     one.add_argument(
         "--nic-gbit-per-s-per-gpu",
-        type=float,
+        type=_plain_float,
         help="scale-out NIC bandwidth per GPU, Gb/s (default: the GPU's catalogue system)",
     )
     one.add_argument(
         "--power-limit-w",
-        type=float,
+        type=_plain_float,
         help="GPU board power limit, W (nvidia-smi -pl); below the TDP the clock drops during "
         "GEMM-bound compute (default: the GPU's TDP, no limit)",
     )
@@ -345,7 +367,12 @@ def breakdown(result: pd.Series) -> str:
         f"({result['tokens_per_s_per_gpu']:.1f} per GPU)",
         _interval_line(result),
         _extrapolation_line(result),
-        f"MFU / HFU            {100 * result['mfu']:11.2f} % / {100 * result['hfu']:.2f} %",
+        f"MFU / HFU            {100 * result['mfu']:11.2f} % / {100 * result['hfu']:.2f} %"
+        + (
+            " (above 100 %: the FLOP convention counts attention without the causal mask)"
+            if max(result["mfu"], result["hfu"]) > 1
+            else ""
+        ),
         f"memory per GPU       {result['mem_gib_per_gpu']:12.2f} GiB  "
         f"({'fits' if result['fits_memory'] else 'does NOT fit'})",
         f"power per GPU        {result['power_w_per_gpu']:12.1f} W",
@@ -445,7 +472,7 @@ def run(args: argparse.Namespace) -> int:
             table, origin=str(args.configs), calibration=calibration
         )
         # The rejected rows as the file had them (text and all), not as converted.
-        as_given = given.iloc[rejects["row"].to_numpy(dtype=int)].reset_index(drop=True)
+        as_given = given.iloc[rejects["row"].to_numpy(dtype=_plain_int)].reset_index(drop=True)
         rejects = as_given.assign(**{name: rejects[name].to_numpy() for name in _REJECT_NAMES})
         write_table(rejects, rejects_path, schema_types=False)
         print(f"{len(result)} predicted, {len(rejects['row'].unique())} rejected -> {rejects_path}")
@@ -464,6 +491,13 @@ def run(args: argparse.Namespace) -> int:
                 f"{bubbly} of them {verb} more than {100 * BUBBLE_WARNING_FRAC:.0f} % of the step "
                 "in the pipeline bubble (bubble_s): too few micro-batches per step for "
                 + ("its pp" if bubbly == 1 else "their pp")
+            )
+        above = int(((result["mfu"] > 1) | (result["hfu"] > 1)).sum())
+        if above:
+            print(
+                f"{above} of them {'has' if above == 1 else 'have'} MFU or HFU above 100 %: "
+                "the FLOP convention counts attention without the causal mask (flagged mfu:/hfu: "
+                "in the extrapolation column; docs/bad-input.md)"
             )
     write_table(result, args.output)
     return 0
