@@ -472,7 +472,7 @@ def run(args: argparse.Namespace) -> int:
             table, origin=str(args.configs), calibration=calibration
         )
         # The rejected rows as the file had them (text and all), not as converted.
-        as_given = given.iloc[rejects["row"].to_numpy(dtype=_plain_int)].reset_index(drop=True)
+        as_given = given.iloc[rejects["row"].to_numpy(dtype=int)].reset_index(drop=True)
         rejects = as_given.assign(**{name: rejects[name].to_numpy() for name in _REJECT_NAMES})
         write_table(rejects, rejects_path, schema_types=False)
         print(f"{len(result)} predicted, {len(rejects['row'].unique())} rejected -> {rejects_path}")
