@@ -166,9 +166,11 @@ def output_problems(
     """``(row, column, message)`` for every predicted value no GPU can produce: NaN or infinite,
     negative time, memory, power or utilisation, a zero step time, throughput or memory, an
     interval end missing although the calibration has intervals, and an executed utilisation
-    above 1 (HFU with attention under the causal mask). ``out`` is :func:`predict_arrays`'s
-    result for ``c``; rows are positions in ``c``. Empty for every valid configuration: a
-    problem here is a simulator bug or an input outside what it models."""
+    above 1 (HFU with attention under the causal mask); one per row, its first failing column
+    (step time, throughput, memory and energy first: a NaN there spreads to the others).
+    ``out`` is :func:`predict_arrays`'s result for ``c``; rows are positions in ``c``. Empty for
+    every valid configuration: a problem here is a simulator bug or an input outside what it
+    models."""
     problems: list[tuple[int, str, str]] = []
 
     def refuse(mask: np.ndarray, name: str, what: str) -> None:
@@ -178,12 +180,12 @@ def output_problems(
                              "no GPU can do this; please report the configuration"))  # fmt: skip
 
     with np.errstate(invalid="ignore"):
-        for name in _NOT_NEGATIVE:
-            values = np.asarray(out[name], dtype=np.float64)
-            refuse(~(np.isfinite(values) & (values >= 0)), name, "not a finite number >= 0")
         for name in _POSITIVE:
             values = np.asarray(out[name], dtype=np.float64)
             refuse(~(np.isfinite(values) & (values > 0)), name, "not a finite number > 0")
+        for name in _NOT_NEGATIVE:
+            values = np.asarray(out[name], dtype=np.float64)
+            refuse(~(np.isfinite(values) & (values >= 0)), name, "not a finite number >= 0")
         for name in _INTERVAL if intervals else ():
             values = np.asarray(out[name], dtype=np.float64)
             refuse(~(np.isfinite(values) & (values > 0)), name, "not a finite number > 0")
@@ -192,7 +194,10 @@ def output_problems(
         )
         refuse(executed > 1 + 1e-9, "hfu", "above the GPUs' peak even with attention counted "
                "under the causal mask")  # fmt: skip
-    return sorted(problems)
+    first: dict[int, tuple[int, str, str]] = {}
+    for problem in problems:  # one problem per row: the first column that fails
+        first.setdefault(problem[0], problem)
+    return sorted(first.values())
 
 
 def _causal_share(c: Configs) -> np.ndarray:
