@@ -396,7 +396,8 @@ NUMERIC_BOUNDS: dict[str, Bound] = {
     ),
     "power_limit_w": Bound(
         low=1, high=10_000, integer=False, noun="W",
-        why="and above the GPU's idle power, at most its TDP (data/hardware.yaml)",
+        why="a wide frame; each GPU's own range is checked too: above its idle power, at most "
+        "its TDP (data/hardware.yaml)",
     ),
 }  # fmt: skip
 

@@ -466,7 +466,9 @@ def run(args: argparse.Namespace) -> int:
     given = read_table(args.configs).reset_index(drop=True)
     for warning in unknown_column_warnings(given.columns):
         print(f"trainscale predict: warning: {args.configs}: {warning}", file=sys.stderr)
-    table = check_table(given, str(args.configs), skip_invalid=args.skip_invalid)
+    # Text that is not a number stays text: the simulator's validation names it with every
+    # other problem of the table at once (or rejects its row alone, with --skip-invalid).
+    table = check_table(given, str(args.configs), keep_text=True)
     if args.skip_invalid:
         result, rejects = predict_with_rejects(
             table, origin=str(args.configs), calibration=calibration

@@ -25,14 +25,17 @@ from trainscale.schema import (
     DATASET_COLUMNS,
     MAX_GPUS,
     MODEL_SHAPE_COLUMNS,
+    NUMERIC_BOUNDS,
     REJECT_COLUMNS,
     column,
+    format_number,
 )
 
 __all__ = [
     "MAX_GPUS",
     "REQUIRED_COLUMNS",
     "SHAPE_COLUMNS",
+    "bounds_markdown",
     "check_table",
     "missing_configuration_columns",
     "unknown_column_warnings",
@@ -99,20 +102,21 @@ def _parse_text_column(values: pd.Series) -> tuple[pd.Series, np.ndarray]:
     return pd.Series(numbers, index=values.index), bad
 
 
-def check_table(table: pd.DataFrame, origin: str, *, skip_invalid: bool = False) -> pd.DataFrame:
+def check_table(table: pd.DataFrame, origin: str, *, keep_text: bool = False) -> pd.DataFrame:
     """The table with schema number columns converted from text, after the input checks.
 
     A cell of a number column whose text is not a plain number is an error naming row, column
-    and what to write instead; with ``skip_invalid`` it is left as its text, so that
-    :func:`~trainscale.sim.configs.build_configs` rejects that row alone (with the same
-    reason) and the others are predicted.
+    and what to write instead; with ``keep_text`` it is left as its text, for
+    :func:`~trainscale.sim.configs.build_configs` to report with every other problem of the
+    table (same reason, plus the column's range), or, skipping invalid rows, to reject that row
+    alone while the others are predicted.
 
     Raises
     ------
     InputFileError
         A required column is missing (the file is named).
     ConfigurationError
-        Without ``skip_invalid``: a number column holds text that is not a plain number (row
+        Without ``keep_text``: a number column holds text that is not a plain number (row
         and column named).
     """
     missing = missing_configuration_columns(table)
@@ -137,13 +141,41 @@ def check_table(table: pd.DataFrame, origin: str, *, skip_invalid: bool = False)
             (int(i), name, number_problem(str(values.iloc[i]), integer=integer))
             for i in np.flatnonzero(bad)
         ]
-        if skip_invalid and bad.any():
+        if keep_text and bad.any():
             table[name] = pd.Series(
                 np.where(bad, values.to_numpy(dtype=object), numbers.to_numpy(dtype=object)),
                 index=values.index, dtype=object,
             )  # fmt: skip
         else:
             table[name] = numbers
-    if problems and not skip_invalid:
+    if problems and not keep_text:
         raise ConfigurationError(sorted(problems), origin=origin)
     return table
+
+
+#: What an empty cell means, for the bounds table (docs/bad-input.md).
+_EMPTY_MEANS = {
+    **{name: "the model's (with `model`), else an error" for name in SHAPE_COLUMNS},
+    "cp": "1 (0 is an error)", "vpp": "1 (0 is an error)",
+    "gpus_per_node": "the GPU's default system (so does 0)",
+    "nic_gbit_per_s_per_gpu": "the GPU's default system (so does 0)",
+    "power_limit_w": "the GPU's TDP, no limit (so does 0)",
+}  # fmt: skip
+
+
+def bounds_markdown() -> str:
+    """The bounds table of docs/bad-input.md, generated from
+    :data:`~trainscale.schema.NUMERIC_BOUNDS` (a test checks that the page holds it)."""
+    lines = [
+        "| column | unit | allowed | empty means | why this range |",
+        "|---|---|---|---|---|",
+    ]
+    for name, bound in NUMERIC_BOUNDS.items():
+        spec = column(name)
+        default = _EMPTY_MEANS.get(name, "an error")
+        kind = "whole number" if bound.integer else "number"
+        lines.append(
+            f"| `{name}` | {spec.unit} | {kind}, {format_number(bound.low)} to "
+            f"{format_number(bound.high)} | {default} | {bound.why} |"
+        )
+    return "\n".join(lines) + "\n"

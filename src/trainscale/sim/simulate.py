@@ -342,9 +342,9 @@ def _assemble(
     for column in CONFIGURATION_COLUMNS:
         if column.name in resolved and (column.name not in columns or column.name in _EFFECTIVE):
             columns[column.name] = resolved[column.name]
-    for name in _DEFAULT_WHEN_ZERO:
+    for name in _ECHO_DEFAULT:
         if name in rows.columns:
-            columns[name] = _echo_default(rows[name], resolved[name])
+            columns[name] = _echo_default(rows[name], resolved[name], zero=name in _ZERO_DEFAULT)
     columns.update(metrics)
     result = pd.DataFrame(columns, copy=False).assign(
         source="sim", simulator_version=__version__, calibration_id=cal.calibration_id
@@ -352,19 +352,25 @@ def _assemble(
     return result, failed
 
 
-#: Optional columns where 0 or empty means "the default" (the GPU's catalogue system): the
-#: output shows the value used there, the input's value elsewhere.
-_DEFAULT_WHEN_ZERO = ("gpus_per_node", "nic_gbit_per_s_per_gpu")
+#: Optional number columns whose empty cells take a default that the output shows as used: the
+#: GPU's catalogue system, ``cp`` and ``vpp`` 1. (The shape columns of a row naming a ``model``
+#: stay empty: empty means "the model's", and the model is in the row.)
+_ECHO_DEFAULT = ("gpus_per_node", "nic_gbit_per_s_per_gpu", "cp", "vpp")
+#: Of those, the ones where 0, as empty, means "the default" (the GPU's catalogue system).
+_ZERO_DEFAULT = ("gpus_per_node", "nic_gbit_per_s_per_gpu")
 
 
-def _echo_default(given: pd.Series, used: np.ndarray) -> pd.Series | np.ndarray:
-    """``given`` with the value ``used`` where it was 0 or empty; ``given`` itself (its dtype
-    and all) where no cell was."""
-    numbers = pd.to_numeric(given, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
-    default = np.isnan(numbers) | (numbers == 0)
-    if not default.any():
+def _echo_default(given: pd.Series, used: object, *, zero: bool) -> object:
+    """An input column as the output shows it: ``given`` where the row set the value, the value
+    ``used`` where it was empty (or 0, for ``zero`` columns) and so took its default (the
+    model's shape, ``cp`` 1, the GPU's system ...); ``given`` itself, dtype and all, where no
+    cell took a default, so that a complete table comes out as it went in (numbers only)."""
+    numbers = pd.to_numeric(given, errors="coerce").to_numpy(np.float64, na_value=np.nan)
+    missing = np.isnan(numbers) | ((numbers == 0) if zero else False)
+    if not missing.any():
         return given
-    return np.where(default, used, numbers).astype(np.asarray(used).dtype)
+    used = np.asarray(used)
+    return np.where(missing, used, numbers).astype(used.dtype)
 
 
 def predict_with_rejects(
