@@ -43,7 +43,7 @@ import pandas as pd
 
 from trainscale.errors import InputFileError, TrainscaleError
 from trainscale.io.numbers import number_problem, parse_number
-from trainscale.io.tables import read_table, write_table
+from trainscale.io.tables import check_output, read_table, write_table
 from trainscale.schema import (
     FRAMEWORKS,
     PRECISIONS,
@@ -408,31 +408,6 @@ def _interval_line(result: pd.Series) -> str:
     )
 
 
-def _check_output(output: Path, configs: Path | None, rejects: Path | None) -> None:
-    """Refuse, before anything is predicted, an output whose format is unknown and an output (or
-    rejects file) that would overwrite the input table."""
-    if output.suffix.lower() not in (".csv", ".parquet"):
-        raise TrainscaleError(f"{output}: unknown extension for -o; use .csv or .parquet")
-    if configs is None:
-        return
-    for path, what in ((output, "-o"), (rejects, "the rejects file of -o")):
-        if path is not None and _same_file(path, configs):
-            raise TrainscaleError(
-                f"{path}: {what} names the input table {configs}; writing it would overwrite "
-                "the input: choose another output file"
-            )
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    """``a`` and ``b`` are one file (by inode where both exist, else by resolved path)."""
-    try:
-        if a.exists() and b.exists():
-            return a.samefile(b)
-        return a.resolve() == b.resolve()
-    except OSError:
-        return False
-
-
 def run(args: argparse.Namespace) -> int:
     from trainscale.sim.calibration import load_calibration
     from trainscale.sim.simulate import predict, predict_with_rejects
@@ -442,7 +417,7 @@ def run(args: argparse.Namespace) -> int:
     calibration = load_calibration(args.calibration) if args.calibration else None
     if args.configs is None:
         if args.output:
-            _check_output(args.output, None, None)
+            check_output(args.output)
         result = predict(
             check_table(_single(args), "command line"), origin="command line",
             calibration=calibration,
@@ -462,7 +437,7 @@ def run(args: argparse.Namespace) -> int:
     if args.output is None:
         raise TrainscaleError("a configuration table needs -o/--output")
     rejects_path = args.output.with_name(args.output.stem + ".rejects.csv")
-    _check_output(args.output, args.configs, rejects_path if args.skip_invalid else None)
+    check_output(args.output, args.configs, rejects_path if args.skip_invalid else None)
     given = read_table(args.configs).reset_index(drop=True)
     for warning in unknown_column_warnings(given.columns):
         print(f"trainscale predict: warning: {args.configs}: {warning}", file=sys.stderr)

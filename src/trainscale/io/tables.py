@@ -20,7 +20,7 @@ from trainscale.io.atomic import atomic_paths
 from trainscale.io.parquet import typed_column
 from trainscale.schema import DATASET_COLUMNS
 
-__all__ = ["read_table", "write_table"]
+__all__ = ["check_output", "read_table", "write_table"]
 
 
 def _check_csv(path: Path) -> list[str]:
@@ -185,3 +185,33 @@ def write_table(frame: pd.DataFrame, path: Path, *, schema_types: bool = True) -
     except (pa.ArrowException, ValueError, TypeError) as error:
         first = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise TrainscaleError(f"{path}: cannot write as {suffix[1:]}: {first}") from None
+
+
+def check_output(output: Path, configs: Path | None = None, rejects: Path | None = None) -> None:
+    """Refuse, before anything is read or computed, an output whose format is unknown and an
+    output (or its ``rejects`` file) that would overwrite the input table ``configs``.
+
+    Raises
+    ------
+    TrainscaleError
+        Naming the output path and what is wrong."""
+    if output.suffix.lower() not in (".csv", ".parquet"):
+        raise TrainscaleError(f"{output}: unknown extension for -o; use .csv or .parquet")
+    if configs is None:
+        return
+    for path, what in ((output, "-o"), (rejects, "the rejects file of -o")):
+        if path is not None and _same_file(path, configs):
+            raise TrainscaleError(
+                f"{path}: {what} names the input table {configs}; writing it would overwrite "
+                "the input: choose another output file"
+            )
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """``a`` and ``b`` are one file (by inode where both exist, else by resolved path)."""
+    try:
+        if a.exists() and b.exists():
+            return a.samefile(b)
+        return a.resolve() == b.resolve()
+    except OSError:
+        return False

@@ -42,7 +42,6 @@ import numpy as np
 import pandas as pd
 
 from trainscale.errors import ConfigurationError
-from trainscale.io.numbers import number_problem, parse_number
 from trainscale.schema import (
     ATTENTION_KERNELS,
     CP_COMM_TYPES,
@@ -55,11 +54,14 @@ from trainscale.schema import (
     REJECT_COLUMNS,
     SHARD_GRANULARITIES,
     SHARDINGS,
-    Bound,
     Sharding,
-    format_number,
     names,
 )
+from trainscale.sim.cells import fmt as _fmt
+from trainscale.sim.cells import numeric as _numeric
+from trainscale.sim.cells import raw as _raw
+from trainscale.sim.cells import value_problem as _value_problem
+from trainscale.sim.cells import within as _within
 from trainscale.sim.degrees import data_parallel_degree, model_parallel_degree
 from trainscale.sim.frameworks import (
     BOOLEAN_BEHAVIOURS,
@@ -186,71 +188,6 @@ class Configs:
         return Configs(**{f.name: getattr(self, f.name)[index] for f in fields(self)})
 
 
-def _as_float(value: object) -> float:
-    """One cell as a number: a number as it is, text only if it is a plain number
-    (:func:`~trainscale.io.numbers.parse_number`), NaN for anything else (booleans included)."""
-    if isinstance(value, bool | np.bool_) or value is None:
-        return math.nan
-    if isinstance(value, str):
-        number = parse_number(value)
-        return math.nan if number is None else number
-    try:
-        return float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError, OverflowError):
-        return math.nan
-
-
-def _numeric(frame: pd.DataFrame, name: str) -> np.ndarray:
-    """Column as float64; NaN where missing or not a number (booleans are not numbers, text is
-    read strictly: ``1,024`` is not 1024). Text columns are parsed once per distinct value."""
-    if name not in frame.columns:
-        return np.full(len(frame), np.nan)
-    column = frame[name]
-    if column.dtype == bool:
-        return np.full(len(frame), np.nan)
-    if column.dtype.kind in "iuf":
-        return column.to_numpy(dtype=np.float64, na_value=np.nan)
-    codes, uniques = pd.factorize(column, use_na_sentinel=True)
-    values = np.array([*(_as_float(u) for u in uniques), np.nan], dtype=np.float64)
-    return values[np.where(codes < 0, len(uniques), codes)]
-
-
-def _within(values: np.ndarray, bound: Bound) -> np.ndarray:
-    """``values`` inside ``bound`` (and whole numbers where it says so); False for NaN."""
-    with np.errstate(invalid="ignore"):
-        inside = np.isfinite(values) & (values >= bound.low) & (values <= bound.high)
-        return inside & (values == np.floor(values)) if bound.integer else inside
-
-
-def _value_problem(frame: pd.DataFrame, name: str, row: int, value: float, note: str = "") -> str:
-    """Why one cell of a bounded column (:data:`~trainscale.schema.NUMERIC_BOUNDS`) is not
-    allowed: text that is not a number, missing, not a whole number, or outside the range;
-    ``value`` is the cell as a number (NaN when it is none); ``note`` ends the message."""
-    bound = NUMERIC_BOUNDS[name]
-    raw = _raw(frame, name, row)
-    allowed = f"; allowed: {bound.allowed()}{note}"
-    if isinstance(raw, str) and raw.strip() and parse_number(raw) is None:
-        return number_problem(raw, integer=bound.integer) + allowed
-    if raw is None or (isinstance(raw, str) and not raw.strip()) or _is_na(raw):
-        return "missing" + allowed
-    shown = _fmt(raw)
-    if not np.isfinite(value):
-        return f"{shown} is not a finite number{allowed}"
-    if bound.integer and (value != math.floor(value) or value < 1):
-        return f"{shown} is not a positive integer{allowed}"
-    unit = f" {bound.noun}" if bound.noun else ""
-    if value > bound.high:
-        return f"{shown} is above the limit of {format_number(bound.high)}{unit}{allowed}"
-    return f"{shown} is below the lower limit of {format_number(bound.low)}{unit}{allowed}"
-
-
-def _is_na(value: object) -> bool:
-    try:
-        return bool(pd.isna(value))
-    except (TypeError, ValueError):
-        return False
-
-
 def _coded_text(
     frame: pd.DataFrame, name: str, *, lower: bool = False
 ) -> tuple[np.ndarray, list[str]]:
@@ -326,24 +263,6 @@ def _check_columns(frame: pd.DataFrame) -> None:
                 + " and either 'model' or all of " + ", ".join(_SHAPE_NAMES),
             )]
         )  # fmt: skip
-
-
-def _fmt(value: object) -> str:
-    """A value as the user wrote it: 8 not np.int64(8), 2.5 not 2.5000, 'x' quoted; a number of
-    16 digits or more in exponent form (1e+19)."""
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, int | float) and not isinstance(value, bool) and abs(value) >= 1e15:
-        return f"{value:.6g}"
-    if isinstance(value, float) and np.isfinite(value) and value == int(value):
-        return str(int(value))
-    if isinstance(value, int | float):
-        return str(value)
-    return repr(value)
-
-
-def _raw(frame: pd.DataFrame, name: str, row: int) -> object:
-    return frame[name].iloc[row] if name in frame.columns else None
 
 
 def _resolve_shape(
