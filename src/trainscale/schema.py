@@ -504,9 +504,7 @@ METRIC_COLUMNS: tuple[Column, ...] = (
         "1",
         "what no calibration row covers, ';'-separated flags such as gpu:b200, "
         "fsdp_ranks:1024>256, seq_len:32768>8192 (grammar: trainscale.sim.support); empty when "
-        "every flag is clear; the interval widens with each flag; last, mfu:X>1 / hfu:X>1 where "
-        "the FLOP convention (attention without the causal mask) puts MFU / HFU above 1 "
-        "(these two do not widen it; docs/bad-input.md)",
+        "every flag is clear; the interval widens with each flag",
     ),
 )
 
