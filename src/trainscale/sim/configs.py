@@ -29,7 +29,8 @@ Rules (each message names the factors involved):
   ``attention_kernel``, ``fp8_recipe``, ``cp_comm_type``) sets them;
   an override that contradicts the plan (a granularity for unsharded parameters, an FP8 recipe in
   bf16, a parameter gather under DDP, TP overlap without TP) is an error, and so is a plan the
-  stack refuses (DeepSpeed with ZeRO-2/3 and ``pp`` > 1).
+  stack refuses (its profile's ``pipeline_shardings`` and ``pipeline_schedules``: DeepSpeed with
+  ZeRO-2/3 and ``pp`` > 1, or with ``vpp`` > 1).
 """
 
 from __future__ import annotations
@@ -556,15 +557,23 @@ def _framework_behaviours(
         & given["tp_comm_overlap"] & out["tp_comm_overlap"] & (v["tp"] == 1), "tp_comm_overlap",
         lambda r: "tp_comm_overlap needs tp > 1",
     )  # fmt: skip
-    # DeepSpeed's PipelineEngine asserts "ZeRO-2 and ZeRO-3 are incompatible with pipeline
-    # parallelism" (deepspeed/runtime/pipe/engine.py, v0.9.5).
-    deepspeed = framework == FRAMEWORKS.index("deepspeed")
+    # Plans the stack cannot run, from its profile (data/frameworks.yaml): shardings its pipeline
+    # engine refuses with pp > 1 (DeepSpeed: ZeRO-2/3) and vpp > 1 without interleaved 1F1B.
+    piped = np.array([[s in p.pipeline_shardings for s in SHARDINGS] for p in ordered])
     problems.add_where(
-        problems.ok_for("framework", "sharding", "pp") & deepspeed & gathered & (v["pp"] > 1),
-        "sharding",
-        lambda r: f"DeepSpeed runs ZeRO-2 and ZeRO-3 without pipeline parallelism (its pipeline "
-        f"engine refuses them); sharding is {SHARDINGS[sharding[r]]} with pp {v['pp'][r]}: use "
-        "zero1 or ddp, or pp 1",
+        problems.ok_for("framework", "sharding", "pp") & ~piped[framework, sharding]
+        & (v["pp"] > 1), "sharding",
+        lambda r: f"the {FRAMEWORKS[framework[r]]} profile runs pipeline parallelism (pp > 1) "
+        f"only with {', '.join(ordered[framework[r]].pipeline_shardings)} (its "
+        f"pipeline_shardings, data/frameworks.yaml); sharding is {SHARDINGS[sharding[r]]} with "
+        f"pp {v['pp'][r]}: use one of those, or pp 1",
+    )  # fmt: skip
+    interleaves = np.array([p.interleaves for p in ordered])[framework]
+    problems.add_where(
+        problems.ok_for("framework", "vpp") & ~interleaves & (v["vpp"] > 1), "vpp",
+        lambda r: f"the {FRAMEWORKS[framework[r]]} profile has no interleaved 1F1B (its "
+        f"pipeline_schedules: {', '.join(ordered[framework[r]].pipeline_schedules)}, "
+        f"data/frameworks.yaml); vpp is {v['vpp'][r]}: use vpp 1",
     )  # fmt: skip
     return out
 
