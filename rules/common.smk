@@ -10,6 +10,7 @@
 import json
 import os
 import re
+import sys
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
@@ -20,6 +21,7 @@ from trainscale.figures import FIGURES
 from trainscale.sim.catalogue import load_catalogue
 from trainscale.study.sweep import load_study
 from trainscale.study.report import report_spec
+from trainscale.study.scale import size_note
 from trainscale.tables import TABLES
 from trainscale.io.yaml import load_yaml
 
@@ -158,6 +160,22 @@ def study_measurement_files(study):
 def study_rows_per_job(study):
     """Rows per simulate job of a study: its own rows_per_job, else the config's."""
     return STUDIES[study].rows_per_job or config["rows_per_job"]
+
+
+# A study that will plan thousands of simulate jobs says so, with an estimated time, before any
+# job starts (trainscale.study.scale: rates measured by benchmarks/study_rate.py). Only the main
+# Snakemake process prints it, not every job that parses this file again.
+if workflow.is_main_process:
+    for _name, _study in STUDIES.items():
+        try:
+            _cores = workflow.cores
+        except WorkflowError:  # no --cores (a dry run): estimate for one core
+            _cores = None
+        _note = size_note(
+            _study.path, _study.grid_size, study_rows_per_job(_name), _cores
+        )
+        if _note:
+            print(_note, file=sys.stderr)
 
 
 # Declared memory against the benchmark max_rss (results/benchmarks/**.tsv) of the default

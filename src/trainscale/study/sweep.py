@@ -58,6 +58,7 @@ from trainscale.sim.degrees import data_parallel_degree
 from trainscale.sim.model.shape import ModelShape
 from trainscale.sim.simulate import predict
 from trainscale.sim.system.hardware import HardwareCatalog
+from trainscale.study.limits import product_problems
 from trainscale.study.micro_batch import resolve_micro_batch
 
 __all__ = [
@@ -237,6 +238,8 @@ def load_study(
     trainscale.errors.InputFileError
         Naming the file, then one line per problem with the key (``fixed.gpu``,
         ``sweep.num_gpus[2]``) and what is allowed (for GPUs and models: the valid names).
+        Every number is bounded by the schema, and the products of the grid's largest values
+        by :func:`trainscale.study.limits.product_problems` (tokens per step, derived batch).
     """
     path = Path(path)
     data = load_yaml(path)
@@ -246,6 +249,7 @@ def load_study(
         finite = _finite_problems(data, root)
         problems = finite + [p for p in problems if p[0] not in {k for k, _ in finite}]
         problems += _semantic_problems(data, {key for key, _ in problems}, hardware, models)
+        problems += product_problems(data, {key for key, _ in problems})
     if problems:
         lines = [f"key '{key}': {message}" for key, message in problems]
         raise InputFileError(
