@@ -144,6 +144,14 @@ def study_own_calibration(study):
     return STUDIES[study].calibration or []
 
 
+def study_pilot_table(study):
+    """The measured pilot runs a study was calibrated on (rule calibrate_study writes them
+    beside its calibration), drawn over the study's scaling figure; [] if it names none."""
+    if STUDIES[study].calibration_measurements:
+        return f"results/calibration/{study}.pilots.parquet"
+    return []
+
+
 def study_measurement_files(study):
     """Every file under the study's calibration: {measurements: [...]} paths (a folder: all the
     files in it, recursively, in name order), so that editing any of them recalibrates.

@@ -52,6 +52,7 @@ rule study_scaling:
         study="config/studies/{study}.yaml",
         schema=STUDY_SCHEMA,
         calibration=lambda wildcards: study_own_calibration(wildcards.study),
+        pilots=lambda wildcards: study_pilot_table(wildcards.study),
     output:
         pdf="reports/studies/{study}/scaling.pdf",
         png=report(
@@ -130,6 +131,7 @@ rule calibrate_study:
         measurements=lambda wildcards: study_measurement_files(wildcards.study),
     output:
         calibration="results/calibration/{study}.yaml",
+        pilots="results/calibration/{study}.pilots.parquet",
     log:
         "results/logs/calibrate_study/{study}.log",
     benchmark:

@@ -60,7 +60,10 @@ def test_a_study_is_simulated_with_the_calibration_of_its_own_pilots(
     _pilot_table(workdir).to_csv(workdir / "pilots" / "foundry.csv", index=False)
     _study(workdir, ["pilots/foundry.csv", "data/runs/megatron_golden_345m"])
 
-    done = run_snakemake(workdir, "--cores", "2", f"results/sim/{NAME}.parquet", timeout=600)
+    figure = f"reports/studies/{NAME}/scaling.svg"
+    done = run_snakemake(
+        workdir, "--cores", "2", f"results/sim/{NAME}.parquet", figure, timeout=600
+    )
 
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     mine = load_calibration(workdir / "results" / "calibration" / f"{NAME}.yaml")
@@ -74,6 +77,12 @@ def test_a_study_is_simulated_with_the_calibration_of_its_own_pilots(
     assert set(simulated["calibration_id"]) == {mine.calibration_id}
     log = (workdir / "results" / "logs" / "calibrate_study" / f"{NAME}.log").read_text()
     assert "shipped (no refit)" in log and "leave-largest-scale-out" in log
+    # the figure draws the pilots and names the study's own calibration
+    pilots = pd.read_parquet(workdir / "results" / "calibration" / f"{NAME}.pilots.parquet")
+    assert len(pilots) == 9 and (pilots["measured_tokens_per_s_per_gpu"] > 0).all()
+    text = " ".join((workdir / figure).read_text().split())
+    assert "measured pilot runs" in text
+    assert f"calibration {mine.calibration_id}" in text and "own 9 measured pilot runs" in text
 
 
 def test_a_missing_measurement_path_stops_the_run_at_start_up(workflow_copy, run_snakemake) -> None:

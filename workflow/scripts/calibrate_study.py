@@ -41,6 +41,9 @@ except TrainscaleError as error:
     report(f"error: {error}")
     sys.exit(1)
 
+# the measured rows as calibrated (configuration columns + measured_tokens_per_s_per_gpu), for
+# the study's scaling figure to draw over its prediction
+result.measurements.table.reset_index(drop=True).to_parquet(snakemake.output.pilots, index=False)
 for line in result.measurements.warnings:
     report(f"warning: {line}")
 for bound in result.on_bounds:

@@ -42,6 +42,7 @@ try:
         models=models,
         fits=fits,
         title=f"Study {name}: scaling",
+        pilots=pd.read_parquet(snakemake.input.pilots) if snakemake.input.get("pilots") else None,
     )
 except TrainscaleError as error:
     print(f"error: {error}", file=sys.stderr)
