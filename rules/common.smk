@@ -146,7 +146,8 @@ def study_own_calibration(study):
 
 def study_pilot_table(study):
     """The measured pilot runs a study was calibrated on (rule calibrate_study writes them
-    beside its calibration), drawn over the study's scaling figure; [] if it names none."""
+    beside its calibration), drawn over the study's scaling figure; [] if it names none.
+    """
     if STUDIES[study].calibration_measurements:
         return f"results/calibration/{study}.pilots.parquet"
     return []
