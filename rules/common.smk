@@ -10,6 +10,7 @@
 import json
 import os
 import re
+import sys
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
@@ -20,6 +21,7 @@ from trainscale.figures import FIGURES
 from trainscale.sim.catalogue import load_catalogue
 from trainscale.study.sweep import load_study
 from trainscale.study.report import report_spec
+from trainscale.study.scale import size_note
 from trainscale.tables import TABLES
 from trainscale.io.yaml import load_yaml
 
@@ -127,18 +129,62 @@ wildcard_constraints:
 
 
 def study_calibration(study):
-    """The calibration a study is simulated with: its calibration: key, else the shipped one."""
-    return STUDIES[study].calibration or CALIBRATION
+    """The calibration a study is simulated with: its calibration: file; with calibration:
+    {measurements: [...]}, the file rule calibrate_study writes from them; else the shipped one.
+    """
+    return study_own_calibration(study) or CALIBRATION
 
 
 def study_own_calibration(study):
-    """The study's own calibration: file, read when the study file is loaded ([] if none)."""
+    """The study's own calibration: its calibration: file (read when the study file is loaded),
+    results/calibration/<study>.yaml for calibration: {measurements: [...]}, [] if none.
+    """
+    if STUDIES[study].calibration_measurements:
+        return f"results/calibration/{study}.yaml"
     return STUDIES[study].calibration or []
+
+
+def study_pilot_table(study):
+    """The measured pilot runs a study was calibrated on (rule calibrate_study writes them
+    beside its calibration), drawn over the study's scaling figure; [] if it names none.
+    """
+    if STUDIES[study].calibration_measurements:
+        return f"results/calibration/{study}.pilots.parquet"
+    return []
+
+
+def study_measurement_files(study):
+    """Every file under the study's calibration: {measurements: [...]} paths (a folder: all the
+    files in it, recursively, in name order), so that editing any of them recalibrates.
+    """
+    files = []
+    for path in map(Path, STUDIES[study].calibration_measurements):
+        if path.is_dir():
+            files += sorted(str(p) for p in path.rglob("*") if p.is_file())
+        else:
+            files.append(str(path))
+    return files
 
 
 def study_rows_per_job(study):
     """Rows per simulate job of a study: its own rows_per_job, else the config's."""
     return STUDIES[study].rows_per_job or config["rows_per_job"]
+
+
+# A study that will plan thousands of simulate jobs says so, with an estimated time, before any
+# job starts (trainscale.study.scale: rates measured by benchmarks/study_rate.py). Only the main
+# Snakemake process prints it, not every job that parses this file again.
+if workflow.is_main_process:
+    for _name, _study in STUDIES.items():
+        try:
+            _cores = workflow.cores
+        except WorkflowError:  # no --cores (a dry run): estimate for one core
+            _cores = None
+        _note = size_note(
+            _study.path, _study.grid_size, study_rows_per_job(_name), _cores
+        )
+        if _note:
+            print(_note, file=sys.stderr)
 
 
 # Declared memory against the benchmark max_rss (results/benchmarks/**.tsv) of the default

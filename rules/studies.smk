@@ -52,6 +52,7 @@ rule study_scaling:
         study="config/studies/{study}.yaml",
         schema=STUDY_SCHEMA,
         calibration=lambda wildcards: study_own_calibration(wildcards.study),
+        pilots=lambda wildcards: study_pilot_table(wildcards.study),
     output:
         pdf="reports/studies/{study}/scaling.pdf",
         png=report(
@@ -113,3 +114,35 @@ rule study_points:
         description=study_description,
     script:
         "../workflow/scripts/study_points.py"
+
+
+# A study's own calibration from its calibration: {measurements: [...]} (CSV/Parquet tables,
+# Parquet written by trainscale ingest, run folders such as data/runs/<run>, folders of these):
+# the run folders are ingested and the rows calibrated as trainscale calibrate --measurements
+# PATH ... -o results/calibration/<study>.yaml does (trainscale.calibrate.user, with the
+# catalogues, published measurements and shipped calibration declared here). The study's
+# simulate jobs take this file as their calibration. About 30 s (the pilot interval model is
+# measured on the published series).
+rule calibrate_study:
+    input:
+        **catalogue_inputs("hardware", "models", "frameworks", "nccl"),
+        csv=config["published"],
+        calibration=CALIBRATION,
+        measurements=lambda wildcards: study_measurement_files(wildcards.study),
+    output:
+        calibration="results/calibration/{study}.yaml",
+        pilots="results/calibration/{study}.pilots.parquet",
+    log:
+        "results/logs/calibrate_study/{study}.log",
+    benchmark:
+        "results/benchmarks/calibrate_study/{study}.tsv"
+    conda:
+        "../environment.yml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=lambda wildcards, attempt: 20 * attempt,
+    params:
+        paths=lambda wildcards: list(STUDIES[wildcards.study].calibration_measurements),
+    script:
+        "../workflow/scripts/calibrate_study.py"

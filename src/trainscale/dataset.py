@@ -36,9 +36,13 @@ from trainscale.io.parquet import (
     as_pandas_reads,
     config_ids,
     conform,
+    corrupt_parquet_error,
     fill_config_ids,
     is_missing,
+    open_parquet,
+    read_frame,
     read_parquet,
+    read_table,
     sort_rows,
     write_parquet,
 )
@@ -57,10 +61,13 @@ __all__ = [
     "config_ids",
     "conform",
     "dataset_frame",
+    "open_parquet",
     "published_rows",
     "read_dataset",
+    "read_frame",
     "read_parquet",
     "read_study_results",
+    "read_table",
     "remove_stale_temporaries",
     "sort_rows",
     "validation_rows",
@@ -79,7 +86,7 @@ def read_study_results(path: str | Path, study: str) -> pd.DataFrame:
     reads: the dataset's columns, typed, ``source`` = ``sim``, ``study`` = ``study``, its
     ``config_id`` filled, rows in grid order. The per-study outputs read this rather than the
     whole dataset, so that editing one study reruns only that study's outputs."""
-    frame = conform(pd.read_parquet(path), DATASET_COLUMNS, source="sim", study=study)
+    frame = conform(read_frame(path), DATASET_COLUMNS, source="sim", study=study)
     frame["config_id"] = config_ids(frame)
     return frame
 
@@ -324,17 +331,25 @@ def read_dataset(
     ``sources`` and ``studies`` (partition values) keep only the partitions whose source is one
     of ``sources`` or whose study is one of ``studies``; the others are never read, so a reader
     that needs the measured rows does not load a ten-million-row sweep. Both None: everything.
-    Types are those :func:`pandas.read_parquet` gives (see :func:`read_parquet`).
+    Types are those :func:`pandas.read_parquet` gives (see :func:`read_parquet`). A corrupt
+    part is an :class:`~trainscale.errors.InputFileError` naming the folder and, in pyarrow's
+    reason, the part file.
     """
     partitioning = ds.partitioning(
         pa.schema([(name, pa.string()) for name in PARTITION_COLUMNS]), flavor="hive"
     )
-    dataset = ds.dataset(Path(directory), format="parquet", partitioning=partitioning)
+    try:
+        dataset = ds.dataset(Path(directory), format="parquet", partitioning=partitioning)
+    except (pa.ArrowException, OSError, ValueError) as error:
+        raise corrupt_parquet_error(directory, error) from error
     keep = None
     if sources is not None or studies is not None:
         keep = ds.field("source").isin(pa.array(list(sources or []), pa.string())) | ds.field(
             "study"
         ).isin(pa.array(list(studies or []), pa.string()))
-    table = dataset.to_table(filter=keep)
+    try:
+        table = dataset.to_table(filter=keep)
+    except (pa.ArrowException, OSError, ValueError) as error:  # the message names the part
+        raise corrupt_parquet_error(directory, error) from error
     frame = sort_rows(conform(table.to_pandas()), first=("source", "study", "config_id"))
     return as_pandas_reads(frame, DATASET_COLUMNS)

@@ -221,7 +221,7 @@ def test_a_table_counts_its_rows_with_a_large_bubble(tmp_path, capsys):
     path = _table_csv(tmp_path, model="llama2-70b", gpu="a100-sxm-80gb", num_gpus=512, tp=4,
                       pp=2, global_batch=64)  # fmt: skip
     assert main(["predict", str(path), "-o", str(tmp_path / "out.csv")]) == 0
-    assert "1 of them spend more than 25 % of the step in the pipeline bubble" in (
+    assert "1 of them spends more than 25 % of the step in the pipeline bubble" in (
         capsys.readouterr().out
     )
 

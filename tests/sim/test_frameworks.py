@@ -355,7 +355,7 @@ def test_unknown_framework_is_a_named_error() -> None:
         ({"cp_comm_type": "ring"}, "cp_comm_type", "allowed: p2p, all_gather"),
         ({"repeat_kv": "yes please"}, "repeat_kv", "allowed: true, false"),
         ({"framework": "deepspeed", "sharding": "zero2", "pp": 4}, "sharding",
-         "DeepSpeed runs ZeRO-2 and ZeRO-3 without pipeline parallelism"),
+         "the deepspeed profile runs pipeline parallelism (pp > 1) only with ddp, zero1"),
     ],
 )  # fmt: skip
 def test_contradictory_or_invalid_overrides_are_named_errors(

@@ -180,7 +180,7 @@ def test_unknown_model_lists_the_catalogue(tmp_path: Path) -> None:
         (
             "fixed",
             {"nic_gbit_per_s_per_gpu": 0},
-            "key 'fixed.nic_gbit_per_s_per_gpu': 0 is less than or equal",
+            "key 'fixed.nic_gbit_per_s_per_gpu': 0 is less than the minimum of 1",
         ),
         ("fixed", {"global_batch": 2.5}, "key 'fixed.global_batch': 2.5 is not of type 'integer'"),
         ("sweep", {"tp": []}, "key 'sweep.tp': [] should be non-empty"),
@@ -200,9 +200,11 @@ def test_negative_zero_and_fractional_counts_are_rejected(
 def test_negative_count_message_says_what_the_key_is(tmp_path: Path) -> None:
     message = _load_error(tmp_path, _with("fixed", num_gpus=-8))
 
-    assert "\n  key 'fixed.num_gpus': -8 is less than the minimum of 1 (GPUs in the job.)\n" in (
-        message + "\n"
+    expected = (
+        "\n  key 'fixed.num_gpus': -8 is less than the minimum of 1 (GPUs in the job, 1 to "
+        "2^20 = 1,048,576.)\n"
     )
+    assert expected in message + "\n"
 
 
 @pytest.mark.parametrize(

@@ -8,9 +8,13 @@ memory holds one batch, not the study; the small published and measured tables a
 import sys
 from pathlib import Path
 
-import pyarrow.parquet as pq
-
-from trainscale.dataset import DATASET_ROW_GROUP_ROWS, read_parquet, write_dataset_parts
+from trainscale.dataset import (
+    DATASET_ROW_GROUP_ROWS,
+    open_parquet,
+    read_parquet,
+    write_dataset_parts,
+)
+from trainscale.errors import TrainscaleError
 from trainscale.schema import DATASET_COLUMNS
 
 sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 (closed at exit)
@@ -18,7 +22,7 @@ sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 (closed at
 
 def _batches(path):
     def load(columns=None):
-        with pq.ParquetFile(path) as results:
+        with open_parquet(path) as results:  # a corrupt file is named
             yield from results.iter_batches(batch_size=DATASET_ROW_GROUP_ROWS, columns=columns)
 
     return load
@@ -32,6 +36,10 @@ parts = {("sim", Path(path).stem): _batches(path) for path in snakemake.input.si
 parts[("published", "published")] = _frames([snakemake.input.published])
 parts[("measured", "runs")] = _frames(list(snakemake.input.measured))
 
-for path in write_dataset_parts(parts, snakemake.output.dataset):
-    print(f"wrote {path}", file=sys.stderr)
+try:
+    for path in write_dataset_parts(parts, snakemake.output.dataset):
+        print(f"wrote {path}", file=sys.stderr)
+except TrainscaleError as error:
+    print(f"error: {error}", file=sys.stderr)
+    sys.exit(1)
 print(f"{snakemake.output.dataset} written", file=sys.stderr)

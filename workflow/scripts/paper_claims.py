@@ -2,10 +2,8 @@
 
 import sys
 
-import pandas as pd
-
 from trainscale.errors import TrainscaleError
-from trainscale.io.parquet import write_parquet
+from trainscale.io.parquet import read_frame, write_parquet
 from trainscale.paper.claims import claim_rows
 from trainscale.schema import CLAIM_COLUMNS
 from trainscale.sim.calibration import load_calibration
@@ -17,7 +15,7 @@ try:
     claims = claim_rows(
         load_calibration(snakemake.input.calibration),
         catalogue=load_catalogue({name: snakemake.input[name] for name in CATALOGUE_FILES}),
-        sensitivity=pd.read_parquet(snakemake.input.sensitivity),
+        sensitivity=read_frame(snakemake.input.sensitivity),  # a corrupt file is named
     )
 except TrainscaleError as error:
     print(f"error: {error}", file=sys.stderr)

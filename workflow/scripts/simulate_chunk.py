@@ -3,9 +3,7 @@ catalogue files and calibration the rule declares as inputs."""
 
 import sys
 
-import pandas as pd
-
-from trainscale.dataset import config_ids, write_parquet
+from trainscale.dataset import config_ids, read_frame, write_parquet
 from trainscale.errors import TrainscaleError
 from trainscale.schema import RESULT_COLUMNS
 from trainscale.sim.calibration import load_calibration
@@ -14,8 +12,8 @@ from trainscale.study.sweep import simulate_configurations
 
 sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 (closed at exit)
 
-configurations = pd.read_parquet(snakemake.input.configurations, dtype_backend="numpy_nullable")
 try:
+    configurations = read_frame(snakemake.input.configurations, dtype_backend="numpy_nullable")
     results, dropped = simulate_configurations(
         configurations,
         snakemake.params.filters,

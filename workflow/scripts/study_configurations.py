@@ -7,6 +7,7 @@ import sys
 from trainscale.errors import TrainscaleError
 from trainscale.sim.calibration import load_calibration
 from trainscale.sim.catalogue import CATALOGUE_FILES, load_catalogue
+from trainscale.study.scale import size_note
 from trainscale.study.sweep import load_study, write_study_configurations
 
 console = sys.stderr
@@ -50,3 +51,7 @@ for column, rows in summary.dropped.items():
     print(f"  {rows} rows by {column} (e.g. {summary.examples[column]})", file=sys.stderr)
 if warning:
     report(warning)
+note = size_note(study.path, summary.grid_rows, int(snakemake.params.rows_per_job), None,
+                 kept_rows=summary.kept_rows)  # fmt: skip
+if note:  # the exact job count, now that the filters have run (time for one core)
+    report(note)

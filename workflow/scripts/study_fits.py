@@ -4,10 +4,8 @@ import sys
 
 from trainscale.dataset import read_study_results
 from trainscale.errors import TrainscaleError
-from trainscale.sim.model.shape import load_models
-from trainscale.sim.system.hardware import load_hardware
-from trainscale.study.report import report_spec, select_rows
-from trainscale.study.sweep import load_study
+from trainscale.study.inputs import load_study_output_inputs
+from trainscale.study.report import select_rows
 from trainscale.tables.study_fits import render_fits
 
 sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 (closed at exit)
@@ -15,16 +13,14 @@ sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 (closed at
 name = snakemake.wildcards.study
 stem = str(snakemake.output.csv).removesuffix(".csv")
 try:
-    hardware = load_hardware(snakemake.input.hardware)
-    study = load_study(
+    loaded = load_study_output_inputs(
         snakemake.input.study,
         schema=snakemake.input.schema,
-        hardware=hardware,
-        models=load_models(snakemake.input.models),
+        hardware=snakemake.input.hardware,
+        models=snakemake.input.models,
     )
-    spec = report_spec(study)
     frame = read_study_results(snakemake.input.simulated, name)
-    written = render_fits(stem, select_rows(frame, spec), spec, name)
+    written = render_fits(stem, select_rows(frame, loaded.spec), loaded.spec, name)
 except TrainscaleError as error:
     print(f"error: {error}", file=sys.stderr)
     sys.exit(1)

@@ -10,10 +10,8 @@ from trainscale.errors import TrainscaleError
 from trainscale.figures.study_scaling import render_scaling, setup_note
 from trainscale.report import apply_style
 from trainscale.sim.frameworks import DEFAULT_FRAMEWORK
-from trainscale.sim.model.shape import load_models
-from trainscale.sim.system.hardware import load_hardware
-from trainscale.study.report import report_spec, select_rows
-from trainscale.study.sweep import load_study
+from trainscale.study.inputs import load_study_output_inputs
+from trainscale.study.report import select_rows
 
 sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 (closed at exit)
 mpl.use("Agg")
@@ -22,12 +20,13 @@ apply_style()
 name = snakemake.wildcards.study
 stem = str(snakemake.output.png).removesuffix(".png")
 try:
-    hardware = load_hardware(snakemake.input.hardware)
-    models = load_models(snakemake.input.models)
-    study = load_study(
-        snakemake.input.study, schema=snakemake.input.schema, hardware=hardware, models=models
+    loaded = load_study_output_inputs(
+        snakemake.input.study,
+        schema=snakemake.input.schema,
+        hardware=snakemake.input.hardware,
+        models=snakemake.input.models,
     )
-    spec = report_spec(study)
+    hardware, models, study, spec = loaded.hardware, loaded.models, loaded.study, loaded.spec
     rows = select_rows(read_study_results(snakemake.input.simulated, name), spec)
     fits = pd.read_csv(snakemake.input.fits, keep_default_na=False, na_values=[""])
     note = setup_note(
@@ -42,6 +41,7 @@ try:
         models=models,
         fits=fits,
         title=f"Study {name}: scaling",
+        pilots=pd.read_parquet(snakemake.input.pilots) if snakemake.input.get("pilots") else None,
     )
 except TrainscaleError as error:
     print(f"error: {error}", file=sys.stderr)

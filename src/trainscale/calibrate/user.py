@@ -16,16 +16,17 @@ from the smaller ones (leave-largest-scale-out) and keeping the simplest within 
 every refitted value is shrunk toward the base (shipped) value. A parameter no row responds to is
 never changed.
 
-The measurements: a CSV or Parquet table with the configuration columns of ``trainscale
-predict`` plus ``measured_tokens_per_s_per_gpu`` (a table written by ``trainscale ingest`` is
-read as is: its rows have ``source`` = ``measured`` and their ``tokens_per_s_per_gpu`` is the
-measurement). Refused, with a one-line error naming the file and rows: missing columns, no row,
-measurements that are not positive numbers, configurations the simulator cannot represent.
+The measurements: one or several paths, each a CSV or Parquet table with the configuration
+columns of ``trainscale predict`` plus ``measured_tokens_per_s_per_gpu``, a Parquet file written
+by ``trainscale ingest``, a run folder (ingested on the fly) or a folder of these; read and
+checked by :mod:`trainscale.calibrate.measurements` (header-only tables, impossible MFU,
+conflicting duplicates ... each an error naming the file, row and column).
+:func:`read_measurements` is importable from here as before.
 
 The written file has the format of ``data/calibration.yaml``, its own ``calibration_id``, the
-measurements' provenance (file, sha256 of its bytes, rows used), the ladder with each candidate's
-leave-largest-scale-out error, and an ``intervals`` block: the shipped calibration's conformal
-quantiles with the coverage facts extended by the user's rows, plus a ``pilot`` block
+measurements' provenance (file(s), sha256 of their bytes, rows used), the ladder with each
+candidate's leave-largest-scale-out error, and an ``intervals`` block: the shipped calibration's
+conformal quantiles with the coverage facts extended by the user's rows, plus a ``pilot`` block
 (:mod:`trainscale.sim.pilot_intervals`) that replaces them for this calibration's predictions: the
 80 % interval as a function of the distance (log2 GPU ratio) from the measured GPU counts,
 measured on how wrong pilot-calibrated predictions were on published scaling series
@@ -35,7 +36,7 @@ same measurements give the same file byte for byte.
 
 from __future__ import annotations
 
-import hashlib
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -43,7 +44,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from trainscale.errors import InputFileError, row_numbering
+from trainscale.calibrate.measurements import (
+    MEASURED,
+    Measurements,
+    RunIngester,
+    digest,
+    read_measurements,
+    refitted_on_bounds,
+)
+from trainscale.errors import InputFileError
 from trainscale.sim.calibration import (
     PARAMETERS,
     Calibration,
@@ -66,58 +75,11 @@ __all__ = [
     "sensitive_parameters",
 ]
 
-MEASURED = "measured_tokens_per_s_per_gpu"
 #: A parameter is refitted only if moving it by this share of its bound range changes some
 #: measured row's prediction by more than :data:`_SENSITIVITY` (log).
 _STEP = 0.1
 _SENSITIVITY = 1e-3
 _SPECS = {p.name: p for p in PARAMETERS}
-
-
-def _rows(index: object) -> str:
-    from trainscale.calibrate.fit import _ranges
-
-    return _ranges(int(i) for i in index)  # type: ignore[union-attr]
-
-
-def read_measurements(path: Path) -> pd.DataFrame:
-    """The measurement table, checked: columns, numbers, measured values (rows 0-based, as
-    every trainscale message counts them: :func:`~trainscale.errors.row_numbering`)."""
-    from trainscale.io.tables import read_table
-    from trainscale.sim.inputs import (
-        REQUIRED_COLUMNS,
-        SHAPE_COLUMNS,
-        check_table,
-        missing_configuration_columns,
-    )
-
-    table = read_table(path)
-    if (
-        MEASURED not in table.columns
-        and "tokens_per_s_per_gpu" in table.columns
-        and ("source" in table.columns and (table["source"] == "measured").all())
-    ):
-        table = table.rename(columns={"tokens_per_s_per_gpu": MEASURED})
-    missing = missing_configuration_columns(table, also=(MEASURED,))
-    if missing:
-        raise InputFileError(
-            path,
-            f"missing column(s) {', '.join(missing)}; a measurement table needs {MEASURED} "
-            f"(tokens/s per GPU), {', '.join(REQUIRED_COLUMNS)} and either 'model' or all of "
-            f"{', '.join(SHAPE_COLUMNS)}; optional: any other configuration column of trainscale "
-            "predict (framework, cp, vpp, system, gpus_per_node, nic_gbit_per_s_per_gpu, ...)",
-        )
-    table = check_table(table, str(path)).reset_index(drop=True)
-    measured = pd.to_numeric(table[MEASURED], errors="coerce").to_numpy(np.float64)
-    bad = ~(np.isfinite(measured) & (measured > 0))
-    if bad.any():
-        raise InputFileError(
-            path,
-            f"{MEASURED} is not a positive number in row(s) {_rows(np.flatnonzero(bad))}"
-            f"{row_numbering(str(path))}",
-        )
-    table[MEASURED] = measured
-    return table
 
 
 def sensitive_parameters(
@@ -151,37 +113,25 @@ def sensitive_parameters(
 
 
 class UserCalibration:
-    """The result of :func:`calibrate_user`: the calibration, its rows, what was refitted and
-    the :class:`~trainscale.calibrate.pilot.PilotReport`."""
+    """The result of :func:`calibrate_user`: the calibration, its rows, what was refitted, the
+    :class:`~trainscale.calibrate.pilot.PilotReport`, the refitted parameters left on a bound
+    (:func:`~trainscale.calibrate.measurements.refitted_on_bounds`) and the
+    :class:`~trainscale.calibrate.measurements.Measurements` read (None when given a table)."""
 
     def __init__(self, calibration: Calibration, rows: pd.DataFrame, refitted: list[str],
-                 fixed: list[str], report: PilotReport) -> None:  # fmt: skip
+                 fixed: list[str], report: PilotReport, *, on_bounds: list[str] | None = None,
+                 measurements: Measurements | None = None) -> None:  # fmt: skip
         self.calibration = calibration
         self.rows = rows
         self.refitted = refitted
         self.not_refitted = fixed
         self.report = report
-
-
-def _represent(path: Path, table: pd.DataFrame, catalogue: Catalogue) -> None:
-    from trainscale.sim.configs import build_configs
-
-    _, _, rejects = build_configs(
-        table, hardware=catalogue.hardware, models=catalogue.models,
-        frameworks=catalogue.frameworks, origin=str(path), skip_invalid=True,
-    )  # fmt: skip
-    if len(rejects):
-        reasons = "; ".join(
-            f"row {int(r.row)} ({r.column}): {r.reason}" for r in rejects.itertuples()
-        )
-        raise InputFileError(
-            path, f"the simulator cannot represent row(s) {_rows(rejects['row'].unique())}"
-            f"{row_numbering(str(path))}: {reasons}"
-        )  # fmt: skip
+        self.on_bounds = [] if on_bounds is None else on_bounds
+        self.measurements = measurements
 
 
 def calibrate_user(
-    measurements: Path,
+    measurements: Path | Sequence[Path],
     output: Path | None = None,
     *,
     base: Calibration,
@@ -189,13 +139,16 @@ def calibrate_user(
     catalogue: Catalogue,
     table: pd.DataFrame | None = None,
     pilot_errors: pd.DataFrame | None = None,
+    ingest: RunIngester | None = None,
 ) -> UserCalibration:
     """Refit what the measured rows identify (:mod:`trainscale.calibrate.pilot`) and write
     ``output`` (if given). The API the CLI uses.
 
-    ``measurements``: the file (read with :func:`read_measurements` unless ``table`` is given;
-    hashed for the provenance). ``table``: the measurements already read, a DataFrame with the
-    configuration columns of ``trainscale predict`` and :data:`MEASURED`; one row or more.
+    ``measurements``: the path or paths (tables, ingested Parquet, run folders, folders of
+    them: :func:`~trainscale.calibrate.measurements.read_measurements`, with ``ingest`` reading
+    run folders, unless ``table`` is given; hashed for the provenance). ``table``: the
+    measurements already read, a DataFrame with the configuration columns of ``trainscale
+    predict`` and :data:`MEASURED`; one row or more.
     ``base``: the calibration to start from and shrink toward (``trainscale calibrate`` passes
     the shipped ``data/calibration.yaml``). ``published``: the published measurements, from which
     the pilot interval model is measured (:func:`trainscale.calibrate.pilot_series.pilot_errors`,
@@ -215,11 +168,16 @@ def calibrate_user(
     from trainscale.published.accuracy import throughput_predictions
     from trainscale.published.measurements import PublishedData
 
-    path = Path(measurements)
-    table = read_measurements(path) if table is None else table.reset_index(drop=True)
-    if table.empty:
-        raise InputFileError(path, "no measured row; give at least one measured configuration")
-    _represent(path, table, catalogue)
+    paths = [Path(measurements)] if isinstance(measurements, (str, Path)) else list(measurements)
+    path = paths[0] if len(paths) == 1 else Path(", ".join(map(str, paths)))
+    found = None
+    if table is None:
+        found = read_measurements(paths, catalogue=catalogue, base=base, ingest=ingest)
+        table = found.table
+    else:
+        table = table.reset_index(drop=True)
+        if table.empty:
+            raise InputFileError(path, "no measured row; give at least one measured configuration")
     fitted, report = refit_pilots(table, base=base, catalogue=catalogue)
     if pilot_errors is None:
         pilot_errors = measure_pilot_errors(published, catalogue=catalogue, shipped=base)
@@ -237,15 +195,22 @@ def calibrate_user(
     after, _ = throughput_predictions(data, final, catalogue)
     candidates = report.candidates[report.chosen]
     not_refitted = [n for n in candidates if n not in report.refitted]
+    files = found.files if found is not None else paths
     if output is not None:
-        provenance = _provenance(path, table, base, report, not_refitted, before, after)
+        provenance = _provenance(files, paths, table, found, base, report, not_refitted, before,
+                                 after)  # fmt: skip
         dump_calibration(final, output, provenance)
-    return UserCalibration(final, after, list(report.refitted), not_refitted, report)
+    return UserCalibration(
+        final, after, list(report.refitted), not_refitted, report,
+        on_bounds=refitted_on_bounds(final, report.refitted), measurements=found,
+    )  # fmt: skip
 
 
 def _provenance(
-    path: Path,
+    files: list[Path],
+    given: list[Path],
     table: pd.DataFrame,
+    found: Measurements | None,
     base: Calibration,
     report: PilotReport,
     not_refitted: list[str],
@@ -255,7 +220,16 @@ def _provenance(
     """The written file's provenance: the measurements, the ladder, the errors before and after."""
     from trainscale.calibrate.fit import _ranges
 
-    digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
+    def sha(path: Path) -> str:
+        return digest(path) if path.exists() else ""
+
+    if len(files) == 1:
+        read: dict[str, object] = {"file": str(files[0]), "sha256": sha(files[0])}
+    else:
+        counts = found.origins["file"].value_counts() if found is not None else {}
+        read = {"files": [
+            {"file": str(f), "sha256": sha(f), "rows": int(counts.get(str(f), 0))} for f in files
+        ]}  # fmt: skip
     provenance = {
         "method": "pilot refit (trainscale.calibrate.pilot): a nested ladder level -> "
         "+network (rows at 2+ node counts) -> +layout (rows in 2+ layouts), each candidate "
@@ -263,11 +237,10 @@ def _provenance(
         "simplest within noise of the best kept; fit_throughput on the measurements alone, "
         "priors centred on the base calibration, prior_scale = 1 / row log noise; every "
         "other parameter keeps the base value",
-        "command": f"trainscale calibrate --measurements {path}",
+        "command": f"trainscale calibrate --measurements {' '.join(map(str, given))}",
         "base_calibration_id": base.calibration_id,
         "measurements": {
-            "file": str(path),
-            "sha256": digest,
+            **read,
             "rows": len(table),
             "rows_used": _ranges(range(1, len(table) + 1)),
         },

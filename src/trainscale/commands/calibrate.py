@@ -8,13 +8,16 @@ workflow use, so that is never done by a command given without an option (a new 
 ``trainscale calibrate`` once overwrote it; user trial item 6). The refit is deterministic, so
 ``-o data/calibration.yaml`` on unchanged data rewrites the same file byte for byte.
 
-``--measurements FILE -o mine.yaml`` calibrates on a user's own cluster instead: it refits only
-what a cluster changes (per-framework efficiency offsets of the frameworks present, NIC and NVLink
-efficiencies, congestion, straggler variation) on the measured tokens/s per GPU in FILE (CSV or
-Parquet: configuration columns plus ``measured_tokens_per_s_per_gpu``), with the shipped
-calibration as the prior, and writes a calibration file of the same format
-(:mod:`trainscale.calibrate.user`). Run folders are ingested first (``trainscale ingest``);
-the table it writes is read as is.
+``--measurements PATH [PATH ...] -o mine.yaml`` calibrates on a user's own cluster instead: it
+refits what the rows identify (:mod:`trainscale.calibrate.user`) on the measured tokens/s per GPU
+of every PATH: CSV or Parquet tables (configuration columns plus
+``measured_tokens_per_s_per_gpu``), Parquet written by ``trainscale ingest``, run folders
+(ingested on the fly with ``trainscale ingest``'s reader) and folders of these
+(:mod:`trainscale.calibrate.measurements`, which also lists the checks). It prints a small table:
+the tokens/s-per-GPU error of the shipped calibration and of each candidate refit on the measured
+rows, and each candidate's leave-largest-scale-out error (fitted without the largest GPU count,
+predicting it); warnings (agreeing duplicate configurations, a refitted parameter left on its
+bound) go to stderr and do not change the exit status.
 
 ``--profile NAME=V1,V2,...`` and ``--prior-scan [S1,S2,...]`` write nothing to the calibration:
 they print how firmly the published data determine the parameters and the study's claims
@@ -24,17 +27,21 @@ they print how firmly the published data determine the parameters and the study'
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import pandas as pd
+
+    from trainscale.calibrate.pilot import PilotReport
     from trainscale.published.measurements import PublishedData
     from trainscale.sim.catalogue import Catalogue
 
 NAME = "calibrate"
 HELP = "fit the simulator's free parameters to data/published/measurements.csv (-o FILE)"
 
-__all__ = ["HELP", "NAME", "add_arguments", "run"]
+__all__ = ["HELP", "NAME", "add_arguments", "error_table", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -52,9 +59,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     mode.add_argument(
         "--measurements",
         type=Path,
-        metavar="FILE",
-        help="calibrate on your own cluster: a CSV/Parquet table of configurations with "
-        "measured_tokens_per_s_per_gpu (needs -o)",
+        nargs="+",
+        metavar="PATH",
+        help="calibrate on your own cluster (needs -o): CSV/Parquet tables of configurations "
+        "with measured_tokens_per_s_per_gpu, Parquet written by trainscale ingest, run folders "
+        "(run.yaml + logs, ingested on the fly) or folders of these",
     )
     mode.add_argument(
         "--profile",
@@ -116,6 +125,7 @@ def _sensitivity(args: argparse.Namespace, published: PublishedData, catalogue: 
 def _user(args: argparse.Namespace, catalogue: Catalogue) -> int:
     from trainscale.calibrate.user import calibrate_user
     from trainscale.errors import TrainscaleError
+    from trainscale.ingest.runs import ingest_run
     from trainscale.published.measurements import load_published
     from trainscale.sim.calibration import load_calibration
 
@@ -126,20 +136,59 @@ def _user(args: argparse.Namespace, catalogue: Catalogue) -> int:
         )
     if args.published is not None or args.table is not None:
         raise TrainscaleError("--measurements takes neither --published nor --table")
+
+    def ingest(run_dir: Path) -> pd.DataFrame:
+        return ingest_run(run_dir, hardware=catalogue.hardware, models=catalogue.models)[0]
+
     shipped = load_published(hardware=catalogue.hardware, models=catalogue.models)
     result = calibrate_user(
         args.measurements, args.output, base=load_calibration(), published=shipped,
-        catalogue=catalogue,
+        catalogue=catalogue, ingest=ingest,
     )  # fmt: skip
+    for line in result.measurements.warnings if result.measurements else []:
+        print(f"trainscale calibrate: warning: {line}", file=sys.stderr)
     values = result.calibration.as_dict()
+    files = result.measurements.files if result.measurements else args.measurements
     print(f"calibration_id {result.calibration.calibration_id} -> {args.output}")
-    print(f"refitted on {len(result.rows)} rows of {args.measurements}:")
+    print(f"refitted on {len(result.rows)} rows of {', '.join(map(str, files))}:")
     for name in result.refitted:
         print(f"  {name:<40} {values[name]:.6g}")
     if result.not_refitted:
         print(f"not refitted (no row responds to them): {', '.join(result.not_refitted)}")
-    print(f"tokens/s per GPU MAPE on these rows {result.rows['ape_pct'].mean():.2f} %")
+    print(error_table(result.report))
+    for bound in result.on_bounds:
+        print(
+            f"trainscale calibrate: warning: refitted parameter {bound} sits on its bound: the "
+            "bound, not the measurements, holds it; check the measurements' units and "
+            "configuration columns",
+            file=sys.stderr,
+        )
     return 0
+
+
+def error_table(report: PilotReport) -> str:
+    """The report's errors as a small table: tokens/s-per-GPU MAPE on the measured rows of the
+    shipped calibration and the chosen refit, and each candidate's leave-largest-scale-out
+    MAPE (``-`` where the rows hold one GPU count, or for the shipped calibration, which is not
+    fitted)."""
+
+    def pct(value: float) -> str:
+        return "-" if value != value else f"{value:.2f} %"  # NaN: not measurable
+
+    scale = (
+        f"fit < {report.largest_gpus} GPUs, predict {report.largest_gpus}"
+        if report.largest_gpus else "one GPU count: not measurable"
+    )  # fmt: skip
+    lines = [
+        "tokens/s per GPU error (MAPE):",
+        f"  {'calibration':<28} {'measured rows':>14}   leave-largest-scale-out ({scale})",
+        f"  {'shipped (no refit)':<28} {pct(report.shipped_mape_pct):>14}   -",
+    ]
+    for rung in report.ladder.itertuples():
+        mark = "refit: " + str(rung.rung) + (" (chosen)" if rung.chosen else "")
+        here = pct(report.in_sample_mape_pct) if rung.chosen else ""
+        lines.append(f"  {mark:<28} {here:>14}   {pct(float(rung.llso_mape_pct))}")
+    return "\n".join(lines)
 
 
 def run(args: argparse.Namespace) -> int:

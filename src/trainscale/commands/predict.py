@@ -18,11 +18,19 @@ Two forms:
   reproduces the table's numbers.
 
 Input checks made here, before the simulator runs (each a one-line error naming the file and the
-row, column or key): a header naming a column twice; a missing required column; a Parquet
-column holding lists or structs; a number column holding text that is not a number (text that
-is a number is converted, so the output's dtypes are the schema's, never the input's);
-``num_gpus`` above :data:`MAX_GPUS`. The output is written to a temporary file in its folder and
-renamed, so two runs writing one file never mix and an unwritable ``-o`` is a one-line error.
+row, column or key; docs/bad-input.md lists them all): ``-o`` with an extension other than
+``.csv``/``.parquet``, or naming the input file (or its rejects file naming it), is refused
+before anything is read; the table's structure (:func:`trainscale.io.tables.read_table`); a
+missing required column; a number column holding text that is not a plain number
+(:func:`trainscale.sim.inputs.check_table`; text that is a number is converted, so the output's
+dtypes are the schema's, never the input's); every number outside its plausible range
+(:data:`trainscale.schema.NUMERIC_BOUNDS`, checked by the simulator's validation). A column close
+to a configuration column's name (``framwork``) is a warning naming that column; other unknown
+columns are carried through untouched. With ``--skip-invalid`` every row with any bad value goes
+to the rejects file with its reason, written as the input had it, and the valid rows are
+predicted. The output is written to a temporary file in its folder and renamed, so two runs
+writing one file never mix and an unwritable ``-o`` is a one-line error; the simulator's own
+output checks (:func:`trainscale.sim.simulate.predict`) run before anything is written.
 """
 
 from __future__ import annotations
@@ -34,16 +42,24 @@ from pathlib import Path
 import pandas as pd
 
 from trainscale.errors import InputFileError, TrainscaleError
-from trainscale.io.tables import read_table, write_table
+from trainscale.io.numbers import number_problem, parse_number
+from trainscale.io.tables import check_output, read_table, write_table
 from trainscale.schema import (
     FRAMEWORKS,
     PRECISIONS,
     RECOMPUTE_MODES,
+    REJECT_COLUMNS,
     SHARDINGS,
+    names,
 )
 from trainscale.sim.degrees import model_parallel_degree
 from trainscale.sim.frameworks import DEFAULT_FRAMEWORK
-from trainscale.sim.inputs import MAX_GPUS, check_table, missing_configuration_columns
+from trainscale.sim.inputs import (
+    MAX_GPUS,
+    check_table,
+    missing_configuration_columns,
+    unknown_column_warnings,
+)
 
 NAME = "predict"
 HELP = "predict step time, throughput, MFU, communication, memory and power"
@@ -77,6 +93,7 @@ DEFAULTS: dict[str, object] = {
     "seq_len": 4096, "micro_batch": 1, "tp": 1, "pp": 1, "cp": 1, "vpp": 1, "sharding": "fsdp",
     "recompute": "none", "precision": "bf16",
 }  # fmt: skip
+_REJECT_NAMES = names(REJECT_COLUMNS)
 #: GPUs without bf16 tensor cores: their "bf16" is fp16 mixed precision (data/hardware.yaml).
 _FP16_ONLY = ("v100",)
 
@@ -89,6 +106,23 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
         import textwrap
 
         return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+
+def _plain_float(text: str) -> float:
+    """An option's number, read as strictly as a table's (:mod:`trainscale.io.numbers`): no
+    ``nan``, ``inf``, separators or units; its range is checked with the configuration."""
+    number = parse_number(text)
+    if number is None:
+        raise argparse.ArgumentTypeError(number_problem(text))
+    return number
+
+
+def _plain_int(text: str) -> int:
+    """An option's whole number (``4096``, ``1e3``), read as :func:`_plain_float`."""
+    number = _plain_float(text)
+    if not number.is_integer():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
+    return int(text) if text.strip().lstrip("+-").isdigit() else int(number)
 
 
 def _default(name: str) -> str:
@@ -122,7 +156,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     one = parser.add_argument_group("one configuration (instead of a table)")
     one.add_argument("--model", help="model catalogue key, e.g. llama2-7b")
     one.add_argument("--gpu", help="GPU catalogue key, e.g. h100-sxm-80gb")
-    one.add_argument("--num-gpus", type=int, help=f"GPUs in the job, 1 to {MAX_GPUS:,}")
+    one.add_argument("--num-gpus", type=_plain_int, help=f"GPUs in the job, 1 to {MAX_GPUS:,}")
     one.add_argument(
         "--paper-setup",
         action="store_true",
@@ -131,21 +165,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "micro-batch 2 (or the local batch when smaller), fsdp, no recomputation, bf16, "
         "framework pytorch, and on H100 the study's cluster (system fernandez-h100)",
     )
-    one.add_argument("--seq-len", type=int, help="tokens per sequence" + _default("seq_len"))
+    one.add_argument("--seq-len", type=_plain_int, help="tokens per sequence" + _default("seq_len"))
     one.add_argument(
         "--global-batch",
-        type=int,
+        type=_plain_int,
         help="sequences per optimizer step (default: dp x micro-batch, dp = num_gpus / (tp x pp "
         "x cp): one micro-batch per step, no gradient accumulation, so with pp > 1 the "
         "pipeline bubble is large and a warning names a batch that shrinks it)",
     )
     one.add_argument(
-        "--micro-batch", type=int, help="sequences per micro-batch" + _default("micro_batch")
+        "--micro-batch", type=_plain_int, help="sequences per micro-batch" + _default("micro_batch")
     )
-    one.add_argument("--tp", type=int, help="tensor-parallel degree" + _default("tp"))
-    one.add_argument("--pp", type=int, help="pipeline-parallel degree" + _default("pp"))
-    one.add_argument("--cp", type=int, help="context-parallel degree" + _default("cp"))
-    one.add_argument("--vpp", type=int, help="virtual pipeline stages per GPU" + _default("vpp"))
+    one.add_argument("--tp", type=_plain_int, help="tensor-parallel degree" + _default("tp"))
+    one.add_argument("--pp", type=_plain_int, help="pipeline-parallel degree" + _default("pp"))
+    one.add_argument("--cp", type=_plain_int, help="context-parallel degree" + _default("cp"))
+    one.add_argument(
+        "--vpp", type=_plain_int, help="virtual pipeline stages per GPU" + _default("vpp")
+    )
     one.add_argument(
         "--sharding", choices=SHARDINGS, help="data-parallel sharding" + _default("sharding")
     )
@@ -161,16 +197,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         + _default("precision"),
     )
     one.add_argument(
-        "--gpus-per-node", type=int, help="GPUs per node (default: the GPU's catalogue system)"
+        "--gpus-per-node",
+        type=_plain_int,
+        help="GPUs per node (default: the GPU's catalogue system)",
     )
     one.add_argument(
         "--nic-gbit-per-s-per-gpu",
-        type=float,
+        type=_plain_float,
         help="scale-out NIC bandwidth per GPU, Gb/s (default: the GPU's catalogue system)",
     )
     one.add_argument(
         "--power-limit-w",
-        type=float,
+        type=_plain_float,
         help="GPU board power limit, W (nvidia-smi -pl); below the TDP the clock drops during "
         "GEMM-bound compute (default: the GPU's TDP, no limit)",
     )
@@ -329,7 +367,12 @@ def breakdown(result: pd.Series) -> str:
         f"({result['tokens_per_s_per_gpu']:.1f} per GPU)",
         _interval_line(result),
         _extrapolation_line(result),
-        f"MFU / HFU            {100 * result['mfu']:11.2f} % / {100 * result['hfu']:.2f} %",
+        f"MFU / HFU            {100 * result['mfu']:11.2f} % / {100 * result['hfu']:.2f} %"
+        + (
+            " (above 100 %: the FLOP convention counts attention without the causal mask)"
+            if max(result["mfu"], result["hfu"]) > 1
+            else ""
+        ),
         f"memory per GPU       {result['mem_gib_per_gpu']:12.2f} GiB  "
         f"({'fits' if result['fits_memory'] else 'does NOT fit'})",
         f"power per GPU        {result['power_w_per_gpu']:12.1f} W",
@@ -373,6 +416,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputFileError(args.calibration, "no such calibration file")
     calibration = load_calibration(args.calibration) if args.calibration else None
     if args.configs is None:
+        if args.output:
+            check_output(args.output)
         result = predict(
             check_table(_single(args), "command line"), origin="command line",
             calibration=calibration,
@@ -391,26 +436,45 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.output is None:
         raise TrainscaleError("a configuration table needs -o/--output")
-    table = check_table(read_table(args.configs), str(args.configs))
+    rejects_path = args.output.with_name(args.output.stem + ".rejects.csv")
+    check_output(args.output, args.configs, rejects_path if args.skip_invalid else None)
+    given = read_table(args.configs).reset_index(drop=True)
+    for warning in unknown_column_warnings(given.columns):
+        print(f"trainscale predict: warning: {args.configs}: {warning}", file=sys.stderr)
+    # Text that is not a number stays text: the simulator's validation names it with every
+    # other problem of the table at once (or rejects its row alone, with --skip-invalid).
+    table = check_table(given, str(args.configs), keep_text=True)
     if args.skip_invalid:
         result, rejects = predict_with_rejects(
             table, origin=str(args.configs), calibration=calibration
         )
-        rejects_path = args.output.with_name(args.output.stem + ".rejects.csv")
-        write_table(rejects, rejects_path)
+        # The rejected rows as the file had them (text and all), not as converted.
+        as_given = given.iloc[rejects["row"].to_numpy(dtype=int)].reset_index(drop=True)
+        rejects = as_given.assign(**{name: rejects[name].to_numpy() for name in _REJECT_NAMES})
+        write_table(rejects, rejects_path, schema_types=False)
         print(f"{len(result)} predicted, {len(rejects['row'].unique())} rejected -> {rejects_path}")
     else:
         result = predict(table, origin=str(args.configs), calibration=calibration)
         print(f"{len(result)} predicted")
     unfit = int((~result["fits_memory"].astype(bool)).sum()) if len(result) else 0
     if unfit:
-        print(f"{unfit} of them do not fit in GPU memory (fits_memory = false)")
+        verb = "does" if unfit == 1 else "do"
+        print(f"{unfit} of them {verb} not fit in GPU memory (fits_memory = false)")
     if len(result):
         bubbly = int((result["bubble_s"] > BUBBLE_WARNING_FRAC * result["step_time_s"]).sum())
         if bubbly:
+            verb = "spends" if bubbly == 1 else "spend"
             print(
-                f"{bubbly} of them spend more than {100 * BUBBLE_WARNING_FRAC:.0f} % of the step "
-                "in the pipeline bubble (bubble_s): too few micro-batches per step for their pp"
+                f"{bubbly} of them {verb} more than {100 * BUBBLE_WARNING_FRAC:.0f} % of the step "
+                "in the pipeline bubble (bubble_s): too few micro-batches per step for "
+                + ("its pp" if bubbly == 1 else "their pp")
+            )
+        above = int(((result["mfu"] > 1) | (result["hfu"] > 1)).sum())
+        if above:
+            print(
+                f"{above} of them {'has' if above == 1 else 'have'} MFU or HFU above 100 %: "
+                "the FLOP convention counts attention without the causal mask (flagged mfu:/hfu: "
+                "in the extrapolation column; docs/bad-input.md)"
             )
     write_table(result, args.output)
     return 0

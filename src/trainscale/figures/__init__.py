@@ -139,7 +139,9 @@ def load_input(
     if missing:
         raise TrainscaleError(f"input kind {kind!r} is read with catalogue(s) {missing}")
     if kind == "parquet":
-        return pd.read_parquet(path)
+        from trainscale.io.parquet import read_frame  # a corrupt file is named
+
+        return read_frame(path)
     if kind == "dataset_scaling":
         from trainscale.dataset import read_dataset
         from trainscale.tables.scaling_fits import SCALING_STUDIES

@@ -46,6 +46,7 @@ from trainscale.study.report import (
     COLUMN_NAMES,
     METRICS,
     ReportSpec,
+    column_value_label,
     format_value,
     plan_switches,
 )
@@ -221,6 +222,7 @@ def plot_scaling(
     models: Mapping[str, ModelShape],
     fits: pd.DataFrame | None = None,
     title: str = "",
+    pilots: pd.DataFrame | None = None,
 ) -> Figure:
     """Draw the panels from the selected rows (:func:`~trainscale.study.report.select_rows`).
 
@@ -240,6 +242,10 @@ def plot_scaling(
         The study's fits table (:func:`~trainscale.tables.study_fits.study_fits`), for the legend.
     title : str
         Figure title.
+    pilots : pandas.DataFrame, optional
+        The measured runs the study was calibrated on (``results/calibration/<study>.pilots
+        .parquet``: configuration columns and ``measured_tokens_per_s_per_gpu``), drawn as
+        black crosses on the throughput panels at their own x value.
     """
     metrics = list(spec.metrics)
     facets = list(dict.fromkeys(rows["facet_label"])) or [""]
@@ -324,8 +330,13 @@ def plot_scaling(
         Line2D([], [], color=color, marker=markers[label], label=texts[label])
         for label, color in colors.items()
     ]
+    drawn_pilots = _draw_pilots(ax, facets, metrics, spec, pilots)
     if banded:
         handles.append(band_handle())
+    if drawn_pilots:
+        handles.append(
+            Line2D([], [], ls="", marker="X", color="black", label="measured pilot runs")
+        )
     if "recompute" in rows.columns and (rows["recompute"].astype(str) != "none").any():
         modes = rows["recompute"].astype(str).unique().tolist()
         handles.append(recompute_handle(recompute_label(modes, "recompute" in spec.best_of)))
@@ -335,12 +346,44 @@ def plot_scaling(
     if title:
         fig.suptitle(title, fontsize=9)
     notes = [note]
+    if drawn_pilots:
+        ids = sorted({str(v) for v in rows.get("calibration_id", pd.Series(dtype=str))})
+        notes.append(
+            f"Calibrated on the study's own {drawn_pilots} measured pilot run"
+            f"{'s' if drawn_pilots > 1 else ''} (crosses; calibration {', '.join(ids)}), not "
+            "the shipped calibration; the lines are the simulator's prediction with it."
+        )
     if switched:
         notes.append(
             "Labels in the first panel: what of the winning plan changes at that point; every "
             "point's plan is in points.csv beside this figure."
         )
     return add_source_note(fig, sim_source(rows) + ".", *notes)
+
+
+def _draw_pilots(ax, facets, metrics, spec: ReportSpec, pilots: pd.DataFrame | None) -> int:
+    """Black crosses for the measured pilot runs on the per-GPU and global throughput panels of
+    every facet they belong to (all facets when the pilots lack the facet column); returns how
+    many pilot rows were drawn (0: none, or no throughput panel or x column to draw them on)."""
+    if pilots is None or pilots.empty or spec.x not in pilots.columns:
+        return 0
+    measured = pd.to_numeric(pilots["measured_tokens_per_s_per_gpu"])
+    x = pd.to_numeric(pilots[spec.x]).to_numpy(dtype=float)
+    drawn = 0
+    for f, facet in enumerate(facets):
+        keep = np.ones(len(pilots), bool)
+        if spec.facet and spec.facet in pilots.columns and facet:
+            keep = np.array([column_value_label(spec.facet, v) == facet
+                             for v in pilots[spec.facet]])  # fmt: skip
+        for metric, scale in (("tokens_per_s_per_gpu", 1.0), ("tokens_per_s", None)):
+            if metric not in metrics or not keep.any():
+                continue
+            factor = pd.to_numeric(pilots["num_gpus"]).to_numpy(float) if scale is None else 1.0
+            values = (measured.to_numpy(float) * factor)[keep]
+            ax[f"{f}:{metric}"].scatter(x[keep], values, marker="X", s=28, color="black",
+                                        zorder=8)  # fmt: skip
+            drawn = max(drawn, int(keep.sum()))
+    return drawn
 
 
 def _label_switches(axis, x: np.ndarray, y: pd.Series, changes: pd.Series, color) -> bool:
@@ -389,11 +432,19 @@ def render_scaling(
     models: Mapping[str, ModelShape],
     fits: pd.DataFrame | None = None,
     title: str = "",
+    pilots: pd.DataFrame | None = None,
 ) -> tuple[Path, ...]:
     """Draw :func:`plot_scaling` and save ``stem.{pdf,png,svg}`` byte-reproducibly."""
     return save_styled(
         lambda: plot_scaling(
-            rows, spec, note=note, hardware=hardware, models=models, fits=fits, title=title
+            rows,
+            spec,
+            note=note,
+            hardware=hardware,
+            models=models,
+            fits=fits,
+            title=title,
+            pilots=pilots,
         ),
         stem,
     )

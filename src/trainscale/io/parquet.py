@@ -9,15 +9,19 @@ schema order and no pandas metadata.
 - :func:`write_parquet` / :func:`read_parquet` write and read one table (written to a temporary
   file and renamed, so a failed job leaves no partial file; read back with the types
   :func:`pandas.read_parquet` gives, so missing values are NaN or None, never ``pd.NA``);
+  :func:`read_frame`, :func:`read_table` and :func:`open_parquet` read any Parquet file the
+  workflow wrote, and a corrupt or truncated one is an error naming it and saying to delete it;
   :class:`ParquetStream` writes one table batch by batch (one row group per batch), so a table
   of millions of rows is never held in memory at once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -25,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from trainscale.errors import InputFileError
 from trainscale.io.atomic import atomic_path
 from trainscale.schema import (
     DATASET_COLUMNS,
@@ -38,9 +43,13 @@ __all__ = [
     "as_pandas_reads",
     "config_ids",
     "conform",
+    "corrupt_parquet_error",
     "fill_config_ids",
     "is_missing",
+    "open_parquet",
+    "read_frame",
     "read_parquet",
+    "read_table",
     "sort_rows",
     "typed_column",
     "write_parquet",
@@ -288,10 +297,67 @@ def as_pandas_reads(frame: pd.DataFrame, columns: Sequence[Column]) -> pd.DataFr
     return table.replace_schema_metadata(None).to_pandas()  # no pandas metadata: default types
 
 
+def corrupt_parquet_error(path: str | Path, error: Exception) -> InputFileError:
+    """The error for a Parquet file that cannot be read: it names the file, pyarrow's reason,
+    and says to delete it so that the workflow writes it again."""
+    reason = " ".join(str(error).split()) or type(error).__name__
+    return InputFileError(
+        path,
+        f"not a readable Parquet file ({reason}); it is corrupt or truncated: delete it and "
+        "run again (Snakemake rewrites a missing intermediate file)",
+    )
+
+
+#: What pyarrow raises on a file that is not Parquet, truncated or damaged (``ArrowInvalid``,
+#: ``ArrowIOError`` = ``OSError``, a bad footer or page as ``ArrowException``).
+_READ_ERRORS = (pa.ArrowException, OSError, ValueError)
+
+
+def read_table(path: str | Path, **kwargs: Any) -> pa.Table:
+    """:func:`pyarrow.parquet.read_table` that turns a corrupt file into an
+    :class:`~trainscale.errors.InputFileError` (:func:`corrupt_parquet_error`); a missing file
+    stays :class:`FileNotFoundError`."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(path)
+    try:
+        return pq.read_table(path, **kwargs)
+    except _READ_ERRORS as error:
+        raise corrupt_parquet_error(path, error) from error
+
+
+def read_frame(path: str | Path, **kwargs: Any) -> pd.DataFrame:
+    """:func:`pandas.read_parquet` (same keywords, e.g. ``dtype_backend``) that turns a corrupt
+    file into an :class:`~trainscale.errors.InputFileError` naming it."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(path)
+    try:
+        return pd.read_parquet(path, **kwargs)
+    except _READ_ERRORS as error:
+        raise corrupt_parquet_error(path, error) from error
+
+
+@contextmanager
+def open_parquet(path: str | Path) -> Iterator[pq.ParquetFile]:
+    """``with open_parquet(path) as f:`` a :class:`pyarrow.parquet.ParquetFile`; a corrupt
+    file, on opening or while its batches are read inside the block, is an
+    :class:`~trainscale.errors.InputFileError` naming it."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(path)
+    try:
+        with pq.ParquetFile(path) as handle:
+            yield handle
+    except _READ_ERRORS as error:
+        raise corrupt_parquet_error(path, error) from error
+
+
 def read_parquet(path: str | Path, columns: Sequence[Column]) -> pd.DataFrame:
     """Read one Parquet file with exactly ``columns``, in order (missing ones null).
 
     Types are those :func:`pandas.read_parquet` gives (no ``pd.NA``); :func:`conform` turns
-    the frame back into nullable types.
+    the frame back into nullable types. A corrupt file is an
+    :class:`~trainscale.errors.InputFileError` naming it (:func:`read_frame`).
     """
-    return as_pandas_reads(conform(pd.read_parquet(path), columns), columns)
+    return as_pandas_reads(conform(read_frame(path), columns), columns)

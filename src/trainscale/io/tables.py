@@ -1,8 +1,11 @@
 """A user's table in and out: CSV or Parquet chosen by the file's extension.
 
-:func:`read_table` refuses what pandas would silently change (a header naming a column twice,
-which pandas renames ``name.1``; Parquet columns of nested type); :func:`write_table` writes the
-schema's columns in the schema's dtypes, atomically. Errors name the file.
+:func:`read_table` refuses what pandas would silently change or misread (a header naming a
+column twice, which pandas renames ``name.1``; a data row with more fields than the header, which
+shifts every field; Parquet columns of nested type) and names the usual causes of a CSV that is
+not one (a ``#`` comment line, ``;`` or tab separators, spaces around the header's names);
+:func:`write_table` writes the schema's columns in the schema's dtypes, atomically. Errors name
+the file, the CSV line and the 0-based data row.
 """
 
 from __future__ import annotations
@@ -17,15 +20,71 @@ from trainscale.io.atomic import atomic_paths
 from trainscale.io.parquet import typed_column
 from trainscale.schema import DATASET_COLUMNS
 
-__all__ = ["read_table", "write_table"]
+__all__ = ["check_output", "read_table", "write_table"]
 
 
-def _csv_header(path: Path) -> list[str]:
+def _check_csv(path: Path) -> list[str]:
+    """The CSV's header, after its structure is checked (one pass of the csv module)."""
     try:
         with path.open(newline="", encoding="utf-8") as handle:
-            return next(csv.reader(handle), [])
+            records = csv.reader(handle)
+            header = next(records, [])
+            _check_header(path, header)
+            row = 0
+            for fields in records:
+                if not fields or fields == [""]:
+                    continue  # a blank line: pandas skips it too
+                _check_record(path, records.line_num, row, fields, len(header))
+                row += 1
     except (OSError, UnicodeDecodeError, csv.Error) as error:
         raise InputFileError(path, f"cannot read table: {error}") from None
+    return header
+
+
+def _check_header(path: Path, header: list[str]) -> None:
+    if header and header[0].lstrip().startswith("#"):
+        raise InputFileError(
+            path, "a comment line ('#'); the first line must be the header (comma-separated "
+            "column names): remove comment lines", line=1,
+        )  # fmt: skip
+    if len(header) == 1:
+        for separator, name in ((";", "';'"), ("\t", "tabs"), ("|", "'|'")):
+            if separator in header[0]:
+                raise InputFileError(
+                    path, f"the header is separated by {name}; a CSV table's columns are "
+                    "separated by commas (save it as comma-separated CSV)", line=1,
+                )  # fmt: skip
+    spaced = [name for name in header if name != name.strip()]
+    if spaced:
+        raise InputFileError(
+            path,
+            f"column name(s) {', '.join(map(repr, spaced))} have spaces around them; write the "
+            "header without spaces after the commas (e.g. model,gpu,num_gpus)",
+            line=1,
+        )
+
+
+def _check_record(path: Path, line: int, row: int, fields: list[str], width: int) -> None:
+    if fields[0].lstrip().startswith("#"):
+        raise InputFileError(
+            path, f"row {row}: a comment line ('#'); comment lines are not allowed: remove it",
+            line=line,
+        )  # fmt: skip
+    if len(fields) > width:
+        raise InputFileError(
+            path,
+            f"row {row} has {len(fields)} fields, the header {width}: a value holding an "
+            "unquoted comma (a decimal comma, a thousands separator) shifts every field after "
+            "it; write the number plainly (1024, 0.5) or quote the text",
+            line=line,
+        )
+    if len(fields) < width:
+        raise InputFileError(
+            path,
+            f"row {row} has {len(fields)} fields, the header {width}; every row needs one "
+            "field per column (leave a field empty, ',,', for the default)",
+            line=line,
+        )
 
 
 def _parquet_columns(path: Path) -> list[tuple[str, object]]:
@@ -62,7 +121,7 @@ def read_table(path: Path) -> pd.DataFrame:
     if suffix not in (".csv", ".parquet"):
         raise InputFileError(path, "unknown extension; use .csv or .parquet")
     if suffix == ".csv":
-        _refuse_duplicates(path, _csv_header(path))
+        _refuse_duplicates(path, _check_csv(path))
     else:
         import pyarrow as pa
 
@@ -92,9 +151,13 @@ def _schema_typed(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def write_table(frame: pd.DataFrame, path: Path) -> None:
+def write_table(frame: pd.DataFrame, path: Path, *, schema_types: bool = True) -> None:
     """Write CSV or Parquet by extension, atomically (a temporary file with a random name in the
     same folder, then a rename): two runs writing one file never mix, a failure leaves nothing.
+
+    ``schema_types``: schema columns are written in the schema's dtypes; False writes the values
+    as they are (a rejects table, whose rows hold what the input had: ``32.5`` or ``inf`` in an
+    integer column, text in a number column).
 
     Raises
     ------
@@ -106,7 +169,8 @@ def write_table(frame: pd.DataFrame, path: Path) -> None:
     suffix = path.suffix.lower()
     if suffix not in (".csv", ".parquet"):
         raise TrainscaleError(f"{path}: unknown extension; use .csv or .parquet")
-    frame = _schema_typed(frame)
+    if schema_types:
+        frame = _schema_typed(frame)
     try:
         with atomic_paths([path]) as (temp,):
             if suffix == ".csv":
@@ -121,3 +185,33 @@ def write_table(frame: pd.DataFrame, path: Path) -> None:
     except (pa.ArrowException, ValueError, TypeError) as error:
         first = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise TrainscaleError(f"{path}: cannot write as {suffix[1:]}: {first}") from None
+
+
+def check_output(output: Path, configs: Path | None = None, rejects: Path | None = None) -> None:
+    """Refuse, before anything is read or computed, an output whose format is unknown and an
+    output (or its ``rejects`` file) that would overwrite the input table ``configs``.
+
+    Raises
+    ------
+    TrainscaleError
+        Naming the output path and what is wrong."""
+    if output.suffix.lower() not in (".csv", ".parquet"):
+        raise TrainscaleError(f"{output}: unknown extension for -o; use .csv or .parquet")
+    if configs is None:
+        return
+    for path, what in ((output, "-o"), (rejects, "the rejects file of -o")):
+        if path is not None and _same_file(path, configs):
+            raise TrainscaleError(
+                f"{path}: {what} names the input table {configs}; writing it would overwrite "
+                "the input: choose another output file"
+            )
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """``a`` and ``b`` are one file (by inode where both exist, else by resolved path)."""
+    try:
+        if a.exists() and b.exists():
+            return a.samefile(b)
+        return a.resolve() == b.resolve()
+    except OSError:
+        return False

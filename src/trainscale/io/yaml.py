@@ -18,6 +18,7 @@ from trainscale.errors import InputFileError
 __all__ = [
     "DuplicateKeyError",
     "UniqueKeyLoader",
+    "decode_utf8",
     "load_yaml",
     "require_keys",
     "safe_load",
@@ -74,13 +75,39 @@ def yaml_error(path: object, error: yaml.YAMLError) -> InputFileError:
     return InputFileError(path, f"invalid YAML: {problem}", line=line)
 
 
+def decode_utf8(path: object, raw: bytes) -> str:
+    """``raw`` decoded as UTF-8 (a leading byte-order mark dropped).
+
+    Raises
+    ------
+    InputFileError
+        Naming the file, the line (1-based) and column of the first byte that is not UTF-8, and
+        that the file must be saved as UTF-8 (a Latin-1 or Windows-1252 editor writes ``é`` as
+        the single byte 0xe9).
+    """
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        before = raw[: error.start]
+        line = before.count(b"\n") + 1
+        column = error.start - (before.rfind(b"\n") + 1) + 1
+        raise InputFileError(
+            path,
+            f"not UTF-8 text: byte 0x{raw[error.start]:02x} at column {column} cannot be "
+            "decoded; save the file as UTF-8",
+            line=line,
+        ) from None
+
+
 def load_yaml(path: Path) -> dict[str, Any]:
     """Load a YAML mapping; raise :class:`InputFileError` naming the file (and line) if invalid,
-    including a key that appears twice in one mapping."""
+    including a key that appears twice in one mapping and text that is not UTF-8
+    (:func:`decode_utf8`)."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        raw = Path(path).read_bytes()
     except OSError as error:
         raise InputFileError(path, f"cannot read: {error.strerror}") from error
+    text = decode_utf8(path, raw)
     try:
         data = safe_load(text)
     except yaml.YAMLError as error:

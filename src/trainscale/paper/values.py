@@ -183,6 +183,18 @@ class Claim:
         return bool(abs(value - self.paper_value) <= self.tolerance)
 
 
+#: What the claims of each setup rest on (keys of :data:`ASSUMPTIONS`): a claim's assumptions are
+#: those of the setup it is simulated in.
+_FSDP_ASSUMPTIONS = (
+    "global_batch", "seq_len", "micro_batch", "no_recompute", "cluster", "nccl_latency",
+)  # fmt: skip
+_A100_ASSUMPTIONS = (
+    "global_batch", "seq_len", "micro_batch", "no_recompute", "a100_network", "nccl_latency",
+)  # fmt: skip
+_MP_ASSUMPTIONS = (
+    "global_batch", "seq_len", "micro_batch", "cluster", "fsdp_plans", "nccl_latency",
+)  # fmt: skip
+
 #: The claims, in table order.
 CLAIMS: tuple[Claim, ...] = (
     Claim(
@@ -191,14 +203,7 @@ CLAIMS: tuple[Claim, ...] = (
         paper_value=PAPER_THROUGHPUT_DROP_PCT,
         tolerance=5.0,
         claim="Drop of tokens/s per GPU from 128 to 2,048 GPUs",
-        assumptions=(
-            "global_batch",
-            "seq_len",
-            "micro_batch",
-            "no_recompute",
-            "cluster",
-            "nccl_latency",
-        ),
+        assumptions=_FSDP_ASSUMPTIONS,
         setup=_FSDP_SETUP,
     ),
     Claim(
@@ -207,14 +212,7 @@ CLAIMS: tuple[Claim, ...] = (
         paper_value=PAPER_POWER_DROP_PCT,
         tolerance=2.0,
         claim="Drop of power per GPU from 128 to 2,048 GPUs (calibration target, not a test)",
-        assumptions=(
-            "global_batch",
-            "seq_len",
-            "micro_batch",
-            "no_recompute",
-            "cluster",
-            "nccl_latency",
-        ),
+        assumptions=_FSDP_ASSUMPTIONS,
         setup=_FSDP_SETUP,
         fitted_to="power_comm_frac",
     ),
@@ -224,14 +222,7 @@ CLAIMS: tuple[Claim, ...] = (
         paper_value=PAPER_MFU_PCT["a100-sxm-80gb"],
         tolerance=5.0,
         claim="MFU on A100 at 128 GPUs",
-        assumptions=(
-            "global_batch",
-            "seq_len",
-            "micro_batch",
-            "no_recompute",
-            "a100_network",
-            "nccl_latency",
-        ),
+        assumptions=_A100_ASSUMPTIONS,
         setup=_A100_SETUP,
     ),
     Claim(
@@ -240,14 +231,7 @@ CLAIMS: tuple[Claim, ...] = (
         paper_value=PAPER_MFU_PCT["h100-sxm-80gb"],
         tolerance=5.0,
         claim="MFU on H100 at 128 GPUs",
-        assumptions=(
-            "global_batch",
-            "seq_len",
-            "micro_batch",
-            "no_recompute",
-            "cluster",
-            "nccl_latency",
-        ),
+        assumptions=_FSDP_ASSUMPTIONS,
         setup=_FSDP_SETUP,
     ),
     Claim(
@@ -256,14 +240,7 @@ CLAIMS: tuple[Claim, ...] = (
         paper_value=tuple(float(d) for d in PAPER_BEST_DEGREE),
         tolerance=None,
         claim="Model-parallel degree (tp*pp) of the best FSDP plan at 2,048 GPUs, Llama-2 7B",
-        assumptions=(
-            "global_batch",
-            "seq_len",
-            "micro_batch",
-            "cluster",
-            "fsdp_plans",
-            "nccl_latency",
-        ),
+        assumptions=_MP_ASSUMPTIONS,
         setup=_MP_SETUP,
     ),
     Claim(
@@ -272,14 +249,7 @@ CLAIMS: tuple[Claim, ...] = (
         paper_value=tuple(float(d) for d in PAPER_BEST_DEGREE),
         tolerance=None,
         claim="Model-parallel degree (tp*pp) of the best FSDP plan at 2,048 GPUs, Llama-2 70B",
-        assumptions=(
-            "global_batch",
-            "seq_len",
-            "micro_batch",
-            "cluster",
-            "fsdp_plans",
-            "nccl_latency",
-        ),
+        assumptions=_MP_ASSUMPTIONS,
         setup=_MP_SETUP,
     ),
 )

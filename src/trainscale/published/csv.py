@@ -14,7 +14,7 @@ allowed: ...``. What is refused:
   (``~350``) or a range (``47-48``) (text only in ``power_note`` rows); zero, negative,
   ``inf``/``nan`` or anything else that is not a positive finite number;
 - an integer column outside its plausible range (:data:`INTEGER_BOUNDS`), a GPU count above
-  :data:`~trainscale.sim.inputs.MAX_GPUS`;
+  :data:`~trainscale.schema.MAX_GPUS`;
 - a value above what the row's GPU can physically produce (peak FLOP/s, NVLink bandwidth, TDP);
 - **duplicate rows**: two rows whose every field is equal (the second would double the row's
   weight in the fit), and two rows equal in every field except ``value`` (the same configuration
@@ -35,7 +35,7 @@ import numpy as np
 
 from trainscale.errors import InputFileError
 from trainscale.published.matching import gpu_key
-from trainscale.sim.inputs import MAX_GPUS
+from trainscale.schema import NUMERIC_BOUNDS
 
 if TYPE_CHECKING:
     from trainscale.sim.system.hardware import HardwareCatalog
@@ -60,26 +60,19 @@ KNOWN_METRICS: tuple[str, ...] = (
 )  # fmt: skip
 REQUIRED_COLUMNS = ("source", "url", "model", "gpu", "num_gpus", "metric", "value", "notes")
 
-#: Plausible range (inclusive) of each integer column. The GPU counts use the bound ``trainscale
-#: predict`` applies (:data:`trainscale.sim.inputs.MAX_GPUS`); these ranges should match the
-#: predict tables' bounds table (``trainscale.schema``) once it has one. The others are far above
-#: any published model or run and keep every product of them inside int64.
+#: Plausible range (inclusive) of each integer column: the ranges of the predict tables' bounds
+#: table (:data:`trainscale.schema.NUMERIC_BOUNDS`, the one definition), under this CSV's column
+#: names (``global_batch_seqs`` is ``global_batch``; ``dp`` is bounded as ``num_gpus``).
 INTEGER_BOUNDS: dict[str, tuple[int, int]] = {
-    "layers": (1, 10_000),
-    "hidden": (1, 1 << 20),
-    "heads": (1, 1 << 16),
-    "ffn": (1, 1 << 22),
-    "vocab": (1, 1 << 24),
-    "seq_len": (1, 1 << 24),
-    "global_batch_seqs": (1, 1 << 30),
-    "micro_batch": (1, 1 << 30),
-    "num_gpus": (1, MAX_GPUS),
-    "gpus_per_node": (1, 1024),
-    "tp": (1, MAX_GPUS),
-    "pp": (1, MAX_GPUS),
-    "dp": (1, MAX_GPUS),
-    "cp": (1, MAX_GPUS),
-}
+    name: (int(NUMERIC_BOUNDS[key].low), int(NUMERIC_BOUNDS[key].high))
+    for name, key in (
+        ("layers", "layers"), ("hidden", "hidden"), ("heads", "heads"), ("ffn", "ffn"),
+        ("vocab", "vocab"), ("seq_len", "seq_len"), ("global_batch_seqs", "global_batch"),
+        ("micro_batch", "micro_batch"), ("num_gpus", "num_gpus"),
+        ("gpus_per_node", "gpus_per_node"), ("tp", "tp"), ("pp", "pp"), ("dp", "num_gpus"),
+        ("cp", "cp"),
+    )
+}  # fmt: skip
 _NUMBER = r"\d+(?:\.\d+)?"
 _VALUE_FORMS = (
     "a plain number (137 or 1.5), a lower bound ('>173'), an approximate value ('~350') or a "

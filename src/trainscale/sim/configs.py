@@ -9,7 +9,11 @@ Rules (each message names the factors involved):
 
 - the model comes from ``model`` (catalogue key) or from all of the shape columns; explicit shape
   columns override the catalogue; ``hidden`` divisible by ``heads``, ``heads`` by ``kv_heads``;
-- positive integers for shape, batch, GPU count and degrees; known ``gpu``;
+- positive integers for shape, batch, GPU count and degrees, each within its plausible range
+  (:data:`trainscale.schema.NUMERIC_BOUNDS`, so that no product of them overflows int64); the
+  optional ``gpus_per_node``, ``nic_gbit_per_s_per_gpu`` and ``power_limit_w`` within theirs
+  (0 or empty: the default); text that is not a plain number (``1,024``, ``0,5``, ``−2``,
+  ``400 Gb/s``) is named as such (:func:`trainscale.io.numbers.number_problem`); known ``gpu``;
 - ``tp`` divides ``heads`` and ``kv_heads`` divides by ``tp`` or ``tp`` by ``kv_heads``
   (KV heads are replicated when ``tp`` > ``kv_heads``, as in Megatron-LM);
 - ``num_gpus`` divisible by ``tp·pp·cp``; ``global_batch`` divisible by ``dp·micro_batch``;
@@ -25,7 +29,8 @@ Rules (each message names the factors involved):
   ``attention_kernel``, ``fp8_recipe``, ``cp_comm_type``) sets them;
   an override that contradicts the plan (a granularity for unsharded parameters, an FP8 recipe in
   bf16, a parameter gather under DDP, TP overlap without TP) is an error, and so is a plan the
-  stack refuses (DeepSpeed with ZeRO-2/3 and ``pp`` > 1).
+  stack refuses (its profile's ``pipeline_shardings`` and ``pipeline_schedules``: DeepSpeed with
+  ZeRO-2/3 and ``pp`` > 1, or with ``vpp`` > 1).
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ from trainscale.schema import (
     FP8_RECIPES,
     FRAMEWORKS,
     MODEL_SHAPE_COLUMNS,
+    NUMERIC_BOUNDS,
     PRECISIONS,
     RECOMPUTE_MODES,
     REJECT_COLUMNS,
@@ -52,6 +58,11 @@ from trainscale.schema import (
     Sharding,
     names,
 )
+from trainscale.sim.cells import fmt as _fmt
+from trainscale.sim.cells import numeric as _numeric
+from trainscale.sim.cells import raw as _raw
+from trainscale.sim.cells import value_problem as _value_problem
+from trainscale.sim.cells import within as _within
 from trainscale.sim.degrees import data_parallel_degree, model_parallel_degree
 from trainscale.sim.frameworks import (
     BOOLEAN_BEHAVIOURS,
@@ -178,16 +189,6 @@ class Configs:
         return Configs(**{f.name: getattr(self, f.name)[index] for f in fields(self)})
 
 
-def _numeric(frame: pd.DataFrame, name: str) -> np.ndarray:
-    """Column as float64; NaN where missing or not a number (booleans are not numbers)."""
-    if name not in frame.columns:
-        return np.full(len(frame), np.nan)
-    column = frame[name]
-    if column.dtype == bool:
-        return np.full(len(frame), np.nan)
-    return pd.to_numeric(column, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
-
-
 def _coded_text(
     frame: pd.DataFrame, name: str, *, lower: bool = False
 ) -> tuple[np.ndarray, list[str]]:
@@ -219,11 +220,6 @@ def _per_row(codes: np.ndarray, values: list, test) -> np.ndarray:
     """``test(value)`` for each row's value, evaluated once per distinct value: ``codes`` and
     ``values`` as :func:`_coded_text` returns them (bool, shape ``(n,)``)."""
     return np.array([bool(test(v)) for v in values], dtype=bool)[codes]
-
-
-def _is_positive_int(values: np.ndarray) -> np.ndarray:
-    with np.errstate(invalid="ignore"):
-        return np.isfinite(values) & (values > 0) & (values == np.floor(values))
 
 
 class _Problems:
@@ -270,21 +266,6 @@ def _check_columns(frame: pd.DataFrame) -> None:
         )  # fmt: skip
 
 
-def _fmt(value: object) -> str:
-    """A value as the user wrote it: 8 not np.int64(8), 2.5 not 2.5000, 'x' quoted."""
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and np.isfinite(value) and value == int(value):
-        return str(int(value))
-    if isinstance(value, int | float):
-        return str(value)
-    return repr(value)
-
-
-def _raw(frame: pd.DataFrame, name: str, row: int) -> object:
-    return frame[name].iloc[row] if name in frame.columns else None
-
-
 def _resolve_shape(
     frame: pd.DataFrame, models: Mapping[str, ModelShape], problems: _Problems
 ) -> dict[str, np.ndarray]:
@@ -313,15 +294,16 @@ def _resolve_shape(
         explicit = _numeric(frame, name)
         given = ~_is_missing_mask(frame, name)
         values = np.where(given, explicit, base)
-        bad = ~_is_positive_int(values) & ~(named & ~known)
+        fine = _within(values, NUMERIC_BOUNDS[name])
+        bad = ~fine & ~(named & ~known)
         problems.add_where(
             bad, name,
             lambda r, name=name, values=values, given=given: (
-                f"{_fmt(_raw(frame, name, r))} is not a positive integer" if given[r]
+                _value_problem(frame, name, r, values[r]) if given[r]
                 else "missing; give 'model' or a positive integer " + name
             ),
         )  # fmt: skip
-        shape[name] = np.where(_is_positive_int(values), values, 1).astype(np.int64)
+        shape[name] = np.where(fine, values, 1).astype(np.int64)
     # The MLP: the row's text where given, else the model's; resolved on distinct values only.
     mlp_codes, mlp_values = _coded_text(frame, "mlp", lower=True)
     base_mlp = [models[u].mlp if u in models else "" for u in uniques]
@@ -377,12 +359,12 @@ def _positive_ints(
         missing = _is_missing_mask(frame, name)
         if default is not None:
             values = np.where(missing, float(default), values)
-        bad = ~_is_positive_int(values)
-        suffix = f" (default {default})" if default is not None else ""
+        bad = ~_within(values, NUMERIC_BOUNDS[name])
+        note = f" (empty: {default})" if default is not None else ""
         problems.add_where(
             bad, name,
-            lambda r, name=name, suffix=suffix: (
-                f"{_fmt(_raw(frame, name, r))} is not a positive integer{suffix}"
+            lambda r, name=name, note=note, values=values: (
+                _value_problem(frame, name, r, values[r], note)
             ),
         )  # fmt: skip
         out[name] = np.where(bad, 1, values).astype(np.int64)
@@ -403,14 +385,15 @@ def _choices(
 
 
 def _optional_positive(frame: pd.DataFrame, name: str, problems: _Problems) -> np.ndarray:
-    """Optional positive number; 0 or empty means "use the default system"; NaN where absent."""
+    """Optional number within :data:`~trainscale.schema.NUMERIC_BOUNDS`; 0 or empty means "use
+    the default system"; NaN where absent, default or invalid."""
     values = _numeric(frame, name)
     missing = _is_missing_mask(frame, name) | (values == 0)
-    bad = ~missing & ~(np.isfinite(values) & (values > 0))
+    bad = ~missing & ~_within(values, NUMERIC_BOUNDS[name])
     problems.add_where(
         bad, name,
-        lambda r: f"{_fmt(_raw(frame, name, r))} is not a positive number (leave empty for the "
-        "GPU's default system)",
+        lambda r: _value_problem(frame, name, r, values[r], ", or 0 or empty for the GPU's "
+                                 "default system"),
     )  # fmt: skip
     return np.where(missing | bad, np.nan, values)
 
@@ -423,10 +406,17 @@ def _power_limit(
     name = "power_limit_w"
     values = _numeric(frame, name)
     missing = _is_missing_mask(frame, name) | (values == 0)
-    given = ~missing & np.isfinite(values)
+    outside = ~missing & ~_within(values, NUMERIC_BOUNDS[name])
+    problems.add_where(
+        outside, name,
+        lambda r: _value_problem(frame, name, r, values[r], " and for this GPU above its idle "
+                                 "power, at most its TDP; 0 or empty for no limit"),
+    )  # fmt: skip
+    given = ~missing & ~outside
     bad = ~missing & ~(given & (values > gpu["idle_w"]) & (values <= gpu["tdp_w"]))
     problems.add_where(
-        bad & ~problems.bad_by_column.get("gpu", np.zeros(len(frame), dtype=bool)), name,
+        bad & ~outside & ~problems.bad_by_column.get("gpu", np.zeros(len(frame), dtype=bool)),
+        name,
         lambda r: f"{_fmt(_raw(frame, name, r))} W is not allowed for this GPU: a power limit "
         f"must lie above its idle power ({gpu['idle_w'][r]:g} W) and at most its TDP "
         f"({gpu['tdp_w'][r]:g} W); leave empty for no limit",
@@ -567,15 +557,23 @@ def _framework_behaviours(
         & given["tp_comm_overlap"] & out["tp_comm_overlap"] & (v["tp"] == 1), "tp_comm_overlap",
         lambda r: "tp_comm_overlap needs tp > 1",
     )  # fmt: skip
-    # DeepSpeed's PipelineEngine asserts "ZeRO-2 and ZeRO-3 are incompatible with pipeline
-    # parallelism" (deepspeed/runtime/pipe/engine.py, v0.9.5).
-    deepspeed = framework == FRAMEWORKS.index("deepspeed")
+    # Plans the stack cannot run, from its profile (data/frameworks.yaml): shardings its pipeline
+    # engine refuses with pp > 1 (DeepSpeed: ZeRO-2/3) and vpp > 1 without interleaved 1F1B.
+    piped = np.array([[s in p.pipeline_shardings for s in SHARDINGS] for p in ordered])
     problems.add_where(
-        problems.ok_for("framework", "sharding", "pp") & deepspeed & gathered & (v["pp"] > 1),
-        "sharding",
-        lambda r: f"DeepSpeed runs ZeRO-2 and ZeRO-3 without pipeline parallelism (its pipeline "
-        f"engine refuses them); sharding is {SHARDINGS[sharding[r]]} with pp {v['pp'][r]}: use "
-        "zero1 or ddp, or pp 1",
+        problems.ok_for("framework", "sharding", "pp") & ~piped[framework, sharding]
+        & (v["pp"] > 1), "sharding",
+        lambda r: f"the {FRAMEWORKS[framework[r]]} profile runs pipeline parallelism (pp > 1) "
+        f"only with {', '.join(ordered[framework[r]].pipeline_shardings)} (its "
+        f"pipeline_shardings, data/frameworks.yaml); sharding is {SHARDINGS[sharding[r]]} with "
+        f"pp {v['pp'][r]}: use one of those, or pp 1",
+    )  # fmt: skip
+    interleaves = np.array([p.interleaves for p in ordered])[framework]
+    problems.add_where(
+        problems.ok_for("framework", "vpp") & ~interleaves & (v["vpp"] > 1), "vpp",
+        lambda r: f"the {FRAMEWORKS[framework[r]]} profile has no interleaved 1F1B (its "
+        f"pipeline_schedules: {', '.join(ordered[framework[r]].pipeline_schedules)}, "
+        f"data/frameworks.yaml); vpp is {v['vpp'][r]}: use vpp 1",
     )  # fmt: skip
     return out
 
@@ -585,9 +583,11 @@ def _gpu_attributes(
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     gpu_keys = sorted(hardware.gpus)
     index = _text_lookup(frame, "gpu", {k: i for i, k in enumerate(gpu_keys)}, -1)
+    gpu_codes, gpu_texts = _coded_text(frame, "gpu")
     problems.add_where(
         index < 0, "gpu",
-        lambda r: f"unknown GPU {_fmt(_raw(frame, 'gpu', r))}; valid: {', '.join(gpu_keys)}",
+        lambda r: (f"unknown GPU {_fmt(_raw(frame, 'gpu', r))}" if gpu_texts[gpu_codes[r]]
+                   else "missing") + f"; valid: {', '.join(gpu_keys)}",
     )  # fmt: skip
     unknown_gpu = index < 0
     index = np.where(unknown_gpu, 0, index)
@@ -609,12 +609,14 @@ def _gpu_attributes(
         lambda r: f"unknown system {system_names[system_codes[r]]!r}; valid: "
         f"{', '.join(system_keys)}",
     )  # fmt: skip
-    system_index = np.where(system_index < 0, 0, system_index)
+    unknown_system = system_index < 0
+    system_index = np.where(unknown_system, 0, system_index)
     system_gpu = [hardware.systems[k].gpu for k in system_keys]
     system_gpu_index = np.array([gpu_keys.index(g) if g in gpu_keys else -1 for g in system_gpu])
     gpu_names = np.array(gpu_keys, dtype=object)[index]
     problems.add_where(
-        named & ~unknown_gpu & (system_gpu_index[system_index] != index), "system",
+        named & ~unknown_gpu & ~unknown_system & (system_gpu_index[system_index] != index),
+        "system",
         lambda r: f"system {system_names[system_codes[r]]!r} holds "
         f"{system_gpu[system_index[r]]}, not {gpu_names[r]}",
     )  # fmt: skip
@@ -741,11 +743,6 @@ def build_configs(
     v.update(_positive_ints(frame, ("cp", "vpp"), problems, default=1))
     gpu_names, gpu = _gpu_attributes(frame, hardware, problems)
     gpus_per_node = _optional_positive(frame, "gpus_per_node", problems)
-    bad_gpn = np.isfinite(gpus_per_node) & (gpus_per_node != np.floor(gpus_per_node))
-    problems.add_where(
-        bad_gpn, "gpus_per_node",
-        lambda r: f"{_fmt(_raw(frame, 'gpus_per_node', r))} is not a positive integer",
-    )  # fmt: skip
     nic_gbit_per_s = _optional_positive(frame, "nic_gbit_per_s_per_gpu", problems)
     power_limit = _power_limit(frame, gpu, problems)
     v["sharding"] = _choices(frame, "sharding", SHARDINGS, problems)

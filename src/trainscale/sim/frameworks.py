@@ -2,7 +2,9 @@
 
 The same plan (tp, pp, dp, sharding) runs differently under Megatron-Core, DeepSpeed and PyTorch
 FSDP: which communication is overlapped with compute, how finely sharded collectives are split, how
-FP8 scales are computed, how many kernels a block launches. ``data/frameworks.yaml`` states each
+FP8 scales are computed, how many kernels a block launches, and which plans it cannot run at all
+(``pipeline_schedules``: DeepSpeed has no interleaved 1F1B; ``pipeline_shardings``: DeepSpeed's
+pipeline engine refuses ZeRO-2/3). ``data/frameworks.yaml`` states each
 profile's behaviours with the framework's own documentation or code as source; a configuration
 names its profile in the ``framework`` column (default :data:`DEFAULT_FRAMEWORK`) and may override
 single behaviours with the columns of :data:`OVERRIDE_COLUMNS`, named as the frameworks name them.
@@ -37,6 +39,7 @@ __all__ = [
     "FP8_RECIPES",
     "FRAMEWORKS",
     "OVERRIDE_COLUMNS",
+    "PIPELINE_SCHEDULES",
     "SHARD_GRANULARITIES",
     "TRITON_ATTENTION_RELATIVE_SPEED",
     "ZERO3_MAX_REUSE_DISTANCE",
@@ -68,8 +71,9 @@ OVERRIDE_COLUMNS = (
 _CAST_BYTES = {"delayed": 3.0, "current": 5.0, "tensorwise": 5.0, "rowwise": 5.0}
 _PROFILE_KEYS = (
     "description", "aliases", *BOOLEAN_BEHAVIOURS, "shard_granularity", "attention_kernel",
-    "fp8_recipe", "cp_comm_type", "pipeline_defers_grad_sync",
-    "ddp_bucket_params", "ddp_bucket_params_per_dp_rank", "host_overhead_per_layer_s", "sources",
+    "fp8_recipe", "cp_comm_type", "pipeline_defers_grad_sync", "pipeline_schedules",
+    "pipeline_shardings", "ddp_bucket_params", "ddp_bucket_params_per_dp_rank",
+    "host_overhead_per_layer_s", "sources",
 )  # fmt: skip
 
 
@@ -95,8 +99,13 @@ ZERO3_MAX_REUSE_DISTANCE = 1e9
 #: Behaviours whose source ``data/frameworks.yaml`` must give.
 _DOCUMENTED = (
     *BOOLEAN_BEHAVIOURS, "shard_granularity", "attention_kernel", "fp8_recipe", "cp_comm_type",
-    "pipeline_defers_grad_sync", "ddp_bucket_params",
+    "pipeline_defers_grad_sync", "pipeline_schedules", "pipeline_shardings", "ddp_bucket_params",
 )  # fmt: skip
+
+
+#: Pipeline schedules a profile may have (``pipeline_schedules``): 1F1B (PipeDream-Flush) and
+#: interleaved 1F1B, which a row asks for with ``vpp`` > 1 (Narayanan et al. 2021).
+PIPELINE_SCHEDULES = ("1f1b", "interleaved_1f1b")
 
 
 def fp8_cast_bytes_per_element(recipe: str) -> float:
@@ -135,6 +144,12 @@ class FrameworkProfile:
     """Under pipeline parallelism, sharded data parallelism (ZeRO-2, FSDP, HSDP) reduces its
     gradients once per step after the last micro-batch and keeps the stage's parameters gathered
     after backward (PyTorch's pipeline stages), else it syncs every micro-batch."""
+    pipeline_schedules: tuple[str, ...]
+    """Of :data:`PIPELINE_SCHEDULES`: the schedules the stack has; without
+    ``interleaved_1f1b`` a row with ``vpp`` > 1 is refused."""
+    pipeline_shardings: tuple[str, ...]
+    """Of :data:`~trainscale.schema.SHARDINGS`: those the stack runs with ``pp`` > 1; a row with
+    ``pp`` > 1 and another sharding is refused (DeepSpeed: ddp and zero1 only)."""
     ddp_bucket_params: float
     """Smallest gradient bucket, parameters."""
     ddp_bucket_params_per_dp_rank: float
@@ -143,6 +158,11 @@ class FrameworkProfile:
     """CPU time to launch one block's kernels for forward and backward of one micro-batch, s."""
     sources: dict[str, str]
     """Where each behaviour is documented."""
+
+    @property
+    def interleaves(self) -> bool:
+        """The stack has interleaved 1F1B (runs ``vpp`` > 1)."""
+        return "interleaved_1f1b" in self.pipeline_schedules
 
 
 def _bool(path: Path, where: str, value: object) -> bool:
@@ -177,6 +197,16 @@ def _choice(path: Path, where: str, value: object, allowed: tuple[str, ...]) -> 
     return str(value)
 
 
+def _choices(path: Path, where: str, value: object, allowed: tuple[str, ...]) -> tuple[str, ...]:
+    """A non-empty list of distinct values of ``allowed``, in the order of ``allowed``."""
+    if not isinstance(value, list) or not value:
+        raise InputFileError(
+            path, f"{where}: expected a non-empty list of {', '.join(allowed)}, got {value!r}"
+        )
+    chosen = {_choice(path, where, v, allowed) for v in value}
+    return tuple(a for a in allowed if a in chosen)
+
+
 def _parse(path: Path, key: str, entry: dict) -> FrameworkProfile:
     where = f"profiles.{key}"
     require_keys(path, where, entry, _PROFILE_KEYS)
@@ -201,6 +231,12 @@ def _parse(path: Path, key: str, entry: dict) -> FrameworkProfile:
         cp_comm_type=_choice(path, f"{where}.cp_comm_type", entry["cp_comm_type"], CP_COMM_TYPES),
         pipeline_defers_grad_sync=_bool(
             path, f"{where}.pipeline_defers_grad_sync", entry["pipeline_defers_grad_sync"]
+        ),
+        pipeline_schedules=_choices(
+            path, f"{where}.pipeline_schedules", entry["pipeline_schedules"], PIPELINE_SCHEDULES
+        ),
+        pipeline_shardings=_choices(
+            path, f"{where}.pipeline_shardings", entry["pipeline_shardings"], SHARDINGS
         ),
         ddp_bucket_params=_number(path, f"{where}.ddp_bucket_params", entry["ddp_bucket_params"]),
         ddp_bucket_params_per_dp_rank=_number(

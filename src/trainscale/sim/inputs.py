@@ -1,31 +1,46 @@
 """A configuration table from a user, checked before the simulator validates it.
 
 :func:`missing_configuration_columns` names the required columns a table lacks;
-:func:`check_table` converts number columns given as text and refuses text that is not a number
-and GPU counts above :data:`MAX_GPUS`, naming row and column. ``trainscale predict`` and a user
-calibration (:mod:`trainscale.calibrate.user`) share these checks.
+:func:`check_table` converts number columns given as text, strictly
+(:mod:`trainscale.io.numbers`: ``1,024``, ``0,5``, a unicode minus or a unit are errors naming
+row and column, never reinterpreted); :func:`unknown_column_warnings` names a column that is
+not a configuration column but is close to one (``framwork``, ``power_limit``). The range of
+every number (:data:`trainscale.schema.NUMERIC_BOUNDS`) is checked with the plan itself, by
+:func:`trainscale.sim.configs.build_configs`. ``trainscale predict`` and a user calibration
+(:mod:`trainscale.calibrate.user`) share these checks.
 """
 
 from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
 
 from trainscale.errors import ConfigurationError, InputFileError
-from trainscale.schema import CONFIGURATION_COLUMNS, MODEL_SHAPE_COLUMNS, column
+from trainscale.io.numbers import number_problem, parse_number
+from trainscale.schema import (
+    CONFIGURATION_COLUMNS,
+    DATASET_COLUMNS,
+    MAX_GPUS,
+    MODEL_SHAPE_COLUMNS,
+    NUMERIC_BOUNDS,
+    REJECT_COLUMNS,
+    column,
+    format_number,
+)
 
 __all__ = [
     "MAX_GPUS",
     "REQUIRED_COLUMNS",
     "SHAPE_COLUMNS",
+    "bounds_markdown",
     "check_table",
     "missing_configuration_columns",
+    "unknown_column_warnings",
 ]
 
-#: The most GPUs one configuration may have: 2^20 = 1,048,576, several times any cluster
-#: built or announced; above it the simulator's integer arithmetic (dp, batches) is meaningless
-#: (from 2^53 a float64 cannot even hold the count).
-MAX_GPUS = 2**20
 #: Columns every configuration table needs (the shape columns too, unless it has ``model``).
 REQUIRED_COLUMNS = (
     "seq_len", "global_batch", "micro_batch", "gpu", "num_gpus", "tp", "pp", "sharding",
@@ -34,6 +49,12 @@ REQUIRED_COLUMNS = (
 #: The model-shape columns, needed where a table has no ``model`` column.
 SHAPE_COLUMNS = tuple(c.name for c in MODEL_SHAPE_COLUMNS)
 _CONFIG_NAMES = {c.name for c in CONFIGURATION_COLUMNS}
+#: Every column trainscale itself writes (a result table fed back in is not warned about).
+_KNOWN_NAMES = {c.name for c in (*DATASET_COLUMNS, *REJECT_COLUMNS)}
+#: How close (difflib ratio) an unknown column must be to a configuration column to be warned
+#: about as its misspelling: ``framwork`` -> framework is 0.94, ``power_limit`` ->
+#: power_limit_w 0.92, ``gpus`` -> num_gpus only 0.67 (not warned).
+_MISSPELLING_CUTOFF = 0.8
 
 
 def missing_configuration_columns(table: pd.DataFrame, also: tuple[str, ...] = ()) -> list[str]:
@@ -45,16 +66,58 @@ def missing_configuration_columns(table: pd.DataFrame, also: tuple[str, ...] = (
     return missing
 
 
-def check_table(table: pd.DataFrame, origin: str) -> pd.DataFrame:
+def unknown_column_warnings(columns: Iterable[object]) -> list[str]:
+    """One warning per column that no trainscale table has but that is close to a configuration
+    column (a misspelling, whose value would otherwise be ignored for the default). Other
+    columns (a user's own labels) are carried through to the output untouched, without a word.
+    """
+    warnings = []
+    for name in columns:
+        if not isinstance(name, str) or name in _KNOWN_NAMES:
+            continue
+        close = difflib.get_close_matches(name, sorted(_CONFIG_NAMES), n=1,
+                                          cutoff=_MISSPELLING_CUTOFF)  # fmt: skip
+        if close:
+            warnings.append(
+                f"column {name!r} is not a configuration column (did you mean {close[0]!r}?); "
+                f"it is carried through unchanged and {close[0]} takes its default"
+            )
+    return warnings
+
+
+def _parse_text_column(values: pd.Series) -> tuple[pd.Series, np.ndarray]:
+    """A text column's numbers (NaN where empty or not a number) and the rows whose text is not
+    a plain number (:func:`trainscale.io.numbers.parse_number`); parsed once per distinct text."""
+    codes, uniques = pd.factorize(values, use_na_sentinel=True)
+    parsed = []
+    bad_unique = []
+    for u in uniques:
+        text = str(u)
+        number = parse_number(text)
+        parsed.append(np.nan if number is None else number)
+        bad_unique.append(number is None and text.strip() != "")
+    index = np.where(codes < 0, len(parsed), codes)
+    numbers = np.array([*parsed, np.nan], dtype=np.float64)[index]
+    bad = np.array([*bad_unique, False], dtype=bool)[index]
+    return pd.Series(numbers, index=values.index), bad
+
+
+def check_table(table: pd.DataFrame, origin: str, *, keep_text: bool = False) -> pd.DataFrame:
     """The table with schema number columns converted from text, after the input checks.
+
+    A cell of a number column whose text is not a plain number is an error naming row, column
+    and what to write instead; with ``keep_text`` it is left as its text, for
+    :func:`~trainscale.sim.configs.build_configs` to report with every other problem of the
+    table (same reason, plus the column's range), or, skipping invalid rows, to reject that row
+    alone while the others are predicted.
 
     Raises
     ------
     InputFileError
         A required column is missing (the file is named).
     ConfigurationError
-        A number column holds text that is not a number, or ``num_gpus`` is above
-        :data:`MAX_GPUS` (row and column named).
+        Without ``keep_text``: a number column holds text that is not a plain number (row
+        and column named).
     """
     missing = missing_configuration_columns(table)
     if missing:
@@ -72,25 +135,47 @@ def check_table(table: pd.DataFrame, origin: str) -> pd.DataFrame:
         values = table[name]
         if values.dtype.kind in "iufb":
             continue
-        text = values.astype("string").str.strip()
-        numbers = pd.to_numeric(text.str.replace(",", "", regex=False), errors="coerce")
-        bad = numbers.isna() & text.notna() & (text != "")
+        numbers, bad = _parse_text_column(values)
+        integer = column(name).dtype == "int64"
         problems += [
-            (int(i), name, f"{values.iloc[i]!r} is not a number")
-            for i in np.flatnonzero(bad.to_numpy())
+            (int(i), name, number_problem(str(values.iloc[i]), integer=integer))
+            for i in np.flatnonzero(bad)
         ]
-        table[name] = numbers
-    if "num_gpus" in table.columns and table["num_gpus"].dtype.kind in "iuf":
-        gpus = table["num_gpus"].to_numpy(dtype=float)
-        for i in np.flatnonzero(gpus > MAX_GPUS):
-            problems.append(
-                (
-                    int(i),
-                    "num_gpus",
-                    f"{table['num_gpus'].iloc[i]:.6g} is above the limit of {MAX_GPUS:,} GPUs "
-                    "(2^20, more than any cluster); allowed: 1 to 1,048,576",
-                )
-            )
-    if problems:
+        if keep_text and bad.any():
+            table[name] = pd.Series(
+                np.where(bad, values.to_numpy(dtype=object), numbers.to_numpy(dtype=object)),
+                index=values.index, dtype=object,
+            )  # fmt: skip
+        else:
+            table[name] = numbers
+    if problems and not keep_text:
         raise ConfigurationError(sorted(problems), origin=origin)
     return table
+
+
+#: What an empty cell means, for the bounds table (docs/bad-input.md).
+_EMPTY_MEANS = {
+    **{name: "the model's (with `model`), else an error" for name in SHAPE_COLUMNS},
+    "cp": "1 (0 is an error)", "vpp": "1 (0 is an error)",
+    "gpus_per_node": "the GPU's default system (so does 0)",
+    "nic_gbit_per_s_per_gpu": "the GPU's default system (so does 0)",
+    "power_limit_w": "the GPU's TDP, no limit (so does 0)",
+}  # fmt: skip
+
+
+def bounds_markdown() -> str:
+    """The bounds table of docs/bad-input.md, generated from
+    :data:`~trainscale.schema.NUMERIC_BOUNDS` (a test checks that the page holds it)."""
+    lines = [
+        "| column | unit | allowed | empty means | why this range |",
+        "|---|---|---|---|---|",
+    ]
+    for name, bound in NUMERIC_BOUNDS.items():
+        spec = column(name)
+        default = _EMPTY_MEANS.get(name, "an error")
+        kind = "whole number" if bound.integer else "number"
+        lines.append(
+            f"| `{name}` | {spec.unit} | {kind}, {format_number(bound.low)} to "
+            f"{format_number(bound.high)} | {default} | {bound.why} |"
+        )
+    return "\n".join(lines) + "\n"

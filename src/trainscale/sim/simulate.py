@@ -8,6 +8,20 @@ GPU's work per micro-batch (:mod:`trainscale.sim.model.work`), place the paralle
 (:mod:`trainscale.sim.system.power`). Every step works on numpy arrays over all configurations at
 once.
 
+Output checks (:func:`output_problems`), made by :func:`predict` and :func:`predict_with_rejects`
+before a row is returned: every metric finite (the interval columns may be NaN only without an
+``intervals`` block), times, memory, power and energy not negative, step time, throughput and
+memory positive, and the utilisation the GPUs actually execute (HFU with attention counted under
+the causal mask) at most 1. A row that fails is an error (:func:`predict`) or a reject
+(:func:`predict_with_rejects`), never a number returned with exit status 0.
+
+MFU and HFU above 1: the FLOP convention (:mod:`trainscale.sim.model.flops`, PaLM's) counts
+attention without the causal mask, twice what a causal kernel executes; at very long context,
+where attention dominates, the counted FLOPs can exceed what the GPUs' peak allows in the step
+time. Such a row keeps its numbers (they compare with published MFU under that convention) and
+carries ``mfu:X>1`` and/or ``hfu:X>1`` in its ``extrapolation`` column (``X`` with 3 significant
+digits); these two flags do not widen the interval.
+
 The catalogues and the calibration are the caller's: every library function passes both.
 :func:`predict` and :func:`predict_with_rejects` are also the public entry points
 (``trainscale.predict``), and for a user's convenience they load the shipped ones
@@ -20,6 +34,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from trainscale.errors import ConfigurationError
 from trainscale.schema import (
     ATTENTION_KERNELS,
     CONFIGURATION_COLUMNS,
@@ -28,7 +43,9 @@ from trainscale.schema import (
     FRAMEWORKS,
     PRECISIONS,
     RECOMPUTE_MODES,
+    REJECT_COLUMNS,
     SHARDINGS,
+    names,
 )
 from trainscale.sim.calibration import Calibration, load_calibration
 from trainscale.sim.catalogue import Catalogue, load_catalogue
@@ -43,7 +60,7 @@ from trainscale.sim.system.collectives import NcclConstants, Network
 from trainscale.sim.system.power import power_per_gpu
 from trainscale.version import __version__
 
-__all__ = ["predict", "predict_arrays", "predict_with_rejects"]
+__all__ = ["output_problems", "predict", "predict_arrays", "predict_with_rejects"]
 
 _GIB = 2.0**30
 
@@ -80,14 +97,16 @@ def predict_arrays(c: Configs, cal: Calibration, catalogue: Catalogue) -> dict[s
         power_limit_w=c.power_limit_w, cal=cal,
     )  # fmt: skip
     lo, hi, extrapolation = _interval_factors(c, cal, catalogue.gpu_keys)
+    mfu = model_flops * tokens_per_s / peak_total
+    hfu = hardware_flops * tokens_per_s / peak_total
     return {
         "dp": c.dp,
         "grad_accum": c.grad_accum,
         "step_time_s": step,
         "tokens_per_s": tokens_per_s,
         "tokens_per_s_per_gpu": tokens_per_s / c.num_gpus,
-        "mfu": model_flops * tokens_per_s / peak_total,
-        "hfu": hardware_flops * tokens_per_s / peak_total,
+        "mfu": mfu,
+        "hfu": hfu,
         "compute_s": t["compute_s"],
         "comm_s": t["comm_s"],
         "allgather_s": t["allgather_s"],
@@ -107,8 +126,85 @@ def predict_arrays(c: Configs, cal: Calibration, catalogue: Catalogue) -> dict[s
         "tokens_per_s_per_gpu_hi": tokens_per_s / c.num_gpus * hi,
         "step_time_s_lo": step / hi,
         "step_time_s_hi": step / lo,
-        "extrapolation": extrapolation,
+        "extrapolation": _utilisation_flags(extrapolation, mfu, hfu),
     }
+
+
+def _utilisation_flags(extrapolation: pd.Series, mfu: np.ndarray, hfu: np.ndarray) -> pd.Series:
+    """``extrapolation`` with ``mfu:X>1`` / ``hfu:X>1`` appended where the (non-causal) FLOP
+    convention puts MFU or HFU above 1 (module docstring); untouched elsewhere."""
+    with np.errstate(invalid="ignore"):
+        above = np.flatnonzero((mfu > 1) | (hfu > 1))
+    if not len(above):
+        return extrapolation
+    out = extrapolation.astype(object).to_numpy(copy=True)
+    for i in above:
+        flags = [f"{name}:{value:.3g}>1" for name, value in (("mfu", mfu[i]), ("hfu", hfu[i]))
+                 if value > 1]  # fmt: skip
+        out[i] = ";".join([*([out[i]] if out[i] else []), *flags])
+    return pd.Series(pd.array(out, dtype=extrapolation.dtype), index=extrapolation.index)
+
+
+#: Metric columns that must be finite and not negative in every returned row.
+_NOT_NEGATIVE = (
+    "compute_s", "comm_s", "allgather_s", "reducescatter_s", "allreduce_s", "p2p_s",
+    "straggler_s", "exposed_comm_s", "exposed_comm_frac", "bubble_s", "host_stall_s",
+    "power_w_per_gpu", "mfu", "hfu",
+)  # fmt: skip
+#: Metric columns that must be finite and positive.
+_POSITIVE = (
+    "step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "mem_gib_per_gpu",
+    "energy_j_per_token",
+)  # fmt: skip
+_INTERVAL = ("tokens_per_s_per_gpu_lo", "tokens_per_s_per_gpu_hi", "step_time_s_lo",
+             "step_time_s_hi")  # fmt: skip
+
+
+def output_problems(
+    out: dict[str, np.ndarray], c: Configs, *, intervals: bool
+) -> list[tuple[int, str, str]]:
+    """``(row, column, message)`` for every predicted value no GPU can produce: NaN or infinite,
+    negative time, memory, power or utilisation, a zero step time, throughput or memory, an
+    interval end missing although the calibration has intervals, and an executed utilisation
+    above 1 (HFU with attention under the causal mask); one per row, its first failing column
+    (step time, throughput, memory and energy first: a NaN there spreads to the others).
+    ``out`` is :func:`predict_arrays`'s result for ``c``; rows are positions in ``c``. Empty for
+    every valid configuration: a problem here is a simulator bug or an input outside what it
+    models."""
+    problems: list[tuple[int, str, str]] = []
+
+    def refuse(mask: np.ndarray, name: str, what: str) -> None:
+        for row in np.flatnonzero(mask):
+            value = out[name][row]
+            problems.append((int(row), name, f"the simulator predicted {value:.6g} ({what}): "
+                             "no GPU can do this; please report the configuration"))  # fmt: skip
+
+    with np.errstate(invalid="ignore"):
+        for name in _POSITIVE:
+            values = np.asarray(out[name], dtype=np.float64)
+            refuse(~(np.isfinite(values) & (values > 0)), name, "not a finite number > 0")
+        for name in _NOT_NEGATIVE:
+            values = np.asarray(out[name], dtype=np.float64)
+            refuse(~(np.isfinite(values) & (values >= 0)), name, "not a finite number >= 0")
+        for name in _INTERVAL if intervals else ():
+            values = np.asarray(out[name], dtype=np.float64)
+            refuse(~(np.isfinite(values) & (values > 0)), name, "not a finite number > 0")
+        executed = out["hfu"] - _causal_share(c) * np.asarray(out["tokens_per_s"]) / (
+            c.num_gpus * c.peak_flops_per_s
+        )
+        refuse(executed > 1 + 1e-9, "hfu", "above the GPUs' peak even with attention counted "
+               "under the causal mask")  # fmt: skip
+    first: dict[int, tuple[int, str, str]] = {}
+    for problem in problems:  # one problem per row: the first column that fails
+        first.setdefault(problem[0], problem)
+    return sorted(first.values())
+
+
+def _causal_share(c: Configs) -> np.ndarray:
+    """The attention FLOPs per token the convention counts but a causal kernel skips (half of
+    ``12·layers·hidden·seq_len``, and of the recomputed ``4·layers·hidden·seq_len``)."""
+    attention = 12.0 + 4.0 * (c.recompute > 0)
+    return 0.5 * attention * c.layers * c.hidden.astype(np.float64) * c.seq_len
 
 
 def _interval_factors(
@@ -206,8 +302,38 @@ def _given_or_shipped(
 
 
 def _assemble(
-    frame: pd.DataFrame, valid: np.ndarray, c: Configs, cal: Calibration, catalogue: Catalogue
-) -> pd.DataFrame:
+    frame: pd.DataFrame,
+    valid: np.ndarray,
+    c: Configs,
+    cal: Calibration,
+    catalogue: Catalogue,
+    *,
+    origin: str,
+    skip_invalid: bool = False,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The result table of the valid rows, after the output checks (:func:`output_problems`),
+    and the rejects of rows that failed them (``frame``'s columns plus ``row``, ``column``,
+    ``reason``; ``row`` a position in ``frame``). Without ``skip_invalid`` a failed check raises
+    :class:`~trainscale.errors.ConfigurationError`."""
+    metrics = predict_arrays(c, cal, catalogue)
+    problems = [(int(valid[r]), name, text) for r, name, text in
+                output_problems(metrics, c, intervals=cal.intervals is not None)]  # fmt: skip
+    if problems and not skip_invalid:
+        raise ConfigurationError(problems, origin=origin)
+    failed = pd.DataFrame(columns=[*frame.columns, *names(REJECT_COLUMNS)])
+    if problems:
+        failed = frame.iloc[[row for row, _, _ in problems]].reset_index(drop=True).assign(
+            row=[row for row, _, _ in problems], column=[name for _, name, _ in problems],
+            reason=[text for _, _, text in problems],
+        )  # fmt: skip
+        keep = ~np.isin(valid, [row for row, _, _ in problems])
+        c, valid = c.take(keep), valid[keep]
+        metrics = {
+            name: values[keep]
+            if isinstance(values, np.ndarray)
+            else values[keep].reset_index(drop=True)  # type: ignore[index]
+            for name, values in metrics.items()
+        }
     rows = frame.iloc[valid].reset_index(drop=True)
     # One dict, one DataFrame: a replaced column keeps its place, as ``out[name] = …`` would, at a
     # fraction of the cost of inserting fifty columns one by one.
@@ -216,10 +342,35 @@ def _assemble(
     for column in CONFIGURATION_COLUMNS:
         if column.name in resolved and (column.name not in columns or column.name in _EFFECTIVE):
             columns[column.name] = resolved[column.name]
-    columns.update(predict_arrays(c, cal, catalogue))
-    return pd.DataFrame(columns, copy=False).assign(
+    for name in _ECHO_DEFAULT:
+        if name in rows.columns:
+            columns[name] = _echo_default(rows[name], resolved[name], zero=name in _ZERO_DEFAULT)
+    columns.update(metrics)
+    result = pd.DataFrame(columns, copy=False).assign(
         source="sim", simulator_version=__version__, calibration_id=cal.calibration_id
     )
+    return result, failed
+
+
+#: Optional number columns whose empty cells take a default that the output shows as used: the
+#: GPU's catalogue system, ``cp`` and ``vpp`` 1. (The shape columns of a row naming a ``model``
+#: stay empty: empty means "the model's", and the model is in the row.)
+_ECHO_DEFAULT = ("gpus_per_node", "nic_gbit_per_s_per_gpu", "cp", "vpp")
+#: Of those, the ones where 0, as empty, means "the default" (the GPU's catalogue system).
+_ZERO_DEFAULT = ("gpus_per_node", "nic_gbit_per_s_per_gpu")
+
+
+def _echo_default(given: pd.Series, used: object, *, zero: bool) -> object:
+    """An input column as the output shows it: ``given`` where the row set the value, the value
+    ``used`` where it was empty (or 0, for ``zero`` columns) and so took its default (the
+    model's shape, ``cp`` 1, the GPU's system ...); ``given`` itself, dtype and all, where no
+    cell took a default, so that a complete table comes out as it went in (numbers only)."""
+    numbers = pd.to_numeric(given, errors="coerce").to_numpy(np.float64, na_value=np.nan)
+    missing = np.isnan(numbers) | ((numbers == 0) if zero else False)
+    if not missing.any():
+        return given
+    used = np.asarray(used)
+    return np.where(missing, used, numbers).astype(used.dtype)
 
 
 def predict_with_rejects(
@@ -237,7 +388,19 @@ def predict_with_rejects(
     """
     catalogue, cal = _given_or_shipped(catalogue, calibration)
     configs, valid, rejects = _configs(configurations, catalogue, origin=origin, skip_invalid=True)
-    return _assemble(configurations.reset_index(drop=True), valid, configs, cal, catalogue), rejects
+    frame = configurations.reset_index(drop=True)
+    result, failed = _assemble(
+        frame, valid, configs, cal, catalogue, origin=origin, skip_invalid=True
+    )
+    if len(failed):
+        rejects = (
+            failed
+            if not len(rejects)
+            else pd.concat([rejects, failed], ignore_index=True).sort_values(
+                "row", kind="stable", ignore_index=True
+            )
+        )
+    return result, rejects
 
 
 def predict(
@@ -281,8 +444,10 @@ def predict(
     Raises
     ------
     trainscale.errors.ConfigurationError
-        Listing every invalid row, its column and the allowed values.
+        Listing every invalid row, its column and the allowed values; or every row whose
+        prediction fails the output checks (:func:`output_problems`).
     """
     catalogue, cal = _given_or_shipped(catalogue, calibration)
     configs, valid, _ = _configs(configurations, catalogue, origin=origin)
-    return _assemble(configurations.reset_index(drop=True), valid, configs, cal, catalogue)
+    frame = configurations.reset_index(drop=True)
+    return _assemble(frame, valid, configs, cal, catalogue, origin=origin)[0]

@@ -18,6 +18,9 @@ Grammar of the ``extrapolation`` value (machine-readable, stable, deterministic 
                                                     largest / below the smallest calibrated model
              | "seq_len:" N (">" | "<") BOUND       sequence length outside the calibrated range
              | ("tp" | "pp" | "cp") ":" N ">" MAX   degree above any calibrated row's
+             | ("mfu" | "hfu") ":" X ">1"           MFU / HFU above 1 under the non-causal FLOP
+                                                    convention (added by trainscale.sim.simulate,
+                                                    last; no widening; X to 3 digits)
 
 Flags appear in the order above (gpu, framework, ranks, params_b, seq_len, tp, pp, cp), at most
 once each. ``X`` and ``BOUND`` of ``params_b`` print with 3 significant digits (``%.3g``); the

@@ -58,6 +58,7 @@ from trainscale.sim.degrees import data_parallel_degree
 from trainscale.sim.model.shape import ModelShape
 from trainscale.sim.simulate import predict
 from trainscale.sim.system.hardware import HardwareCatalog
+from trainscale.study.limits import product_problems
 from trainscale.study.micro_batch import resolve_micro_batch
 
 __all__ = [
@@ -122,7 +123,11 @@ class Study:
     rows_per_job: int | None = None
     """Configurations per simulate job; None means the workflow's default."""
     calibration: str | None = None
-    """Calibration file to simulate with (``calibration:``); None means data/calibration.yaml."""
+    """Calibration file to simulate with (``calibration:``); None means data/calibration.yaml
+    (or, with :attr:`calibration_measurements`, the file the workflow calibrates from them)."""
+    calibration_measurements: tuple[str, ...] = ()
+    """``calibration: {measurements: [...]}``: the paths (tables, ingested Parquet, run folders)
+    the workflow's rule calibrate_study calibrates this study on; empty for none."""
     report: Mapping[str, Any] = field(default_factory=dict)
     """The ``report:`` block (x axis, series, facet, best_of, metrics of the per-study outputs);
     empty means the defaults of :func:`trainscale.study.report.report_spec`."""
@@ -233,6 +238,8 @@ def load_study(
     trainscale.errors.InputFileError
         Naming the file, then one line per problem with the key (``fixed.gpu``,
         ``sweep.num_gpus[2]``) and what is allowed (for GPUs and models: the valid names).
+        Every number is bounded by the schema, and the products of the grid's largest values
+        by :func:`trainscale.study.limits.product_problems` (tokens per step, derived batch).
     """
     path = Path(path)
     data = load_yaml(path)
@@ -242,11 +249,13 @@ def load_study(
         finite = _finite_problems(data, root)
         problems = finite + [p for p in problems if p[0] not in {k for k, _ in finite}]
         problems += _semantic_problems(data, {key for key, _ in problems}, hardware, models)
+        problems += product_problems(data, {key for key, _ in problems})
     if problems:
         lines = [f"key '{key}': {message}" for key, message in problems]
         raise InputFileError(
             path, lines[0] if len(lines) == 1 else "invalid study:\n  " + "\n  ".join(lines)
         )
+    calibration = data.get("calibration")  # a file, or {measurements: [...]} (schema-checked)
     return Study(
         name=path.stem,
         path=str(path),
@@ -256,7 +265,10 @@ def load_study(
         derive=dict(data.get("derive", {})),
         filters=Filters(**data.get("filters", {})),
         rows_per_job=data.get("rows_per_job"),
-        calibration=data.get("calibration"),
+        calibration=calibration if isinstance(calibration, str) else None,
+        calibration_measurements=tuple(calibration["measurements"])
+        if isinstance(calibration, dict)
+        else (),
         report=dict(data.get("report", {})),
     )
 
@@ -282,6 +294,8 @@ def _semantic_problems(
     calibration = data.get("calibration")
     if isinstance(calibration, str) and "calibration" not in reported:
         problems += _calibration_problems(calibration)
+    if isinstance(calibration, dict) and "calibration" not in reported:
+        problems += _measurement_path_problems(calibration.get("measurements", []))
     return [(key, message) for key, message in problems if key not in reported]
 
 
@@ -305,6 +319,21 @@ def _calibration_problems(calibration: str | None) -> list[tuple[str, str]]:
     except TrainscaleError as error:
         return [("calibration", str(error))]
     return []
+
+
+def _measurement_path_problems(paths: list[str]) -> list[tuple[str, str]]:
+    """Each path of ``calibration: {measurements: [...]}`` must exist (a file or a folder; what
+    is in it is read and checked by the rule that calibrates on it)."""
+    return [
+        (
+            "calibration",
+            f"measurements: no such file or folder {path!r} (relative to the working "
+            "directory; a CSV/Parquet table, a Parquet file of trainscale ingest, a run folder "
+            "or a folder of these)",
+        )
+        for path in paths
+        if not Path(path).exists()
+    ]
 
 
 # --------------------------------------------------------------------------------------------

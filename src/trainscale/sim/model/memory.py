@@ -15,10 +15,16 @@
   MLP intermediates (3·ffn SwiGLU, 2·ffn GELU). Without sequence parallelism the 4h of the norms
   is replicated on every TP rank; everything else is split by TP (Korthikanti et al. 2022).
   Where the GPU has no FlashAttention (V100) the s×s scores are stored as well, 5 bytes each
-  (Korthikanti et al.'s 5·a·s²·b per block); ``selective`` recomputation drops them (with
-  FlashAttention it stores the same as ``none``);
+  (Korthikanti et al.'s 5·a·s²·b per block); ``selective`` recomputation drops them from every
+  stored block (with FlashAttention it stores the same as ``none``) and holds one block's scores
+  again while that block's attention core is recomputed in its backward;
   ``full`` stores only each block's input (h) plus one block's full activations while it is
-  recomputed. Context parallelism divides the tokens.
+  recomputed. So on every GPU selective needs at least what full needs whenever the stage holds
+  two or more blocks' activations (layers × micro-batches in flight ≥ 2): per block it keeps
+  34·s·b·h/t against full's 2·s·b·h, and both hold one block's scores at the peak. (With a
+  single block held, full counts that block's input twice, once stored and once in the
+  recomputed block, and comes out 2·s·b·h/t bytes above selective.) Context parallelism divides
+  the tokens.
 - **In flight**: one micro-batch without pipelining; with 1F1B the first stage holds
   ``min(pp, grad_accum)`` micro-batches of its layers, times ``1 + (pp−1)/(pp·vpp)`` when
   interleaved.
@@ -90,7 +96,14 @@ def memory_bytes_per_gpu(
         default=full_block,
     )
     stored_per_layer = kept
-    recompute_buffer = np.where(c.recompute == Recompute.FULL, full_block, 0.0)
+    # While one block's backward recomputes what was not stored, that part exists once more:
+    # under full recomputation the whole block, under selective its attention core, whose s×s
+    # scores are all it adds (zero with FlashAttention, which never stores them).
+    recompute_buffer = np.select(
+        [c.recompute == Recompute.FULL, c.recompute == Recompute.SELECTIVE],
+        [full_block, scores],
+        default=0.0,
+    )
     in_flight = np.where(c.pp > 1, np.minimum(c.pp, c.grad_accum), 1.0)
     interleave = np.where(c.vpp > 1, 1.0 + (c.pp - 1) / (c.pp * c.vpp), 1.0)
     activations = stored_per_layer * stage_layers * in_flight * interleave + recompute_buffer
