@@ -66,7 +66,7 @@ def make_run(root: Path, *, harness: bool = True) -> Path:
         "description": "Synthetic torchtitan run with a power log.",
         "configuration": {
             "model": "llama2-7b",
-            "seq_len": 4096,
+            "seq_len": 1024,
             "global_batch": 2,
             "micro_batch": 1,
             "gpu": "h100-sxm-80gb",
