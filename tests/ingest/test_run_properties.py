@@ -337,15 +337,23 @@ def _problems(frame: pd.DataFrame, gpu_key: object, *, per_step: bool) -> list[s
     return out
 
 
-def _due(results: pd.DataFrame, *, memory_logged: bool = True) -> list[str]:
-    """The values the undamaged run has, NaN in a returned row without a warning (tokens/s of
-    the job only where the manifest still states ``num_gpus``: a third-party manifest may leave
-    it out, and the job's rate is then unknown, not wrong)."""
-    due = ["step_time_s", "tokens_per_s_per_gpu"]
-    if memory_logged:  # torchtitan logs it, Megatron's iteration line does not
+def _due(results: pd.DataFrame, *, titan: bool = True) -> list[str]:
+    """The values the undamaged run has, NaN in a returned row without a warning.
+
+    A measured rate is due where the logs or the manifest state what it needs: tokens/s per
+    GPU where the log prints it (torchtitan ``tps``, with ``titan``) or the manifest gives
+    ``global_batch`` and ``seq_len``; the job's tokens/s where ``num_gpus`` is stated too;
+    memory where the log prints it (torchtitan). A third-party manifest may leave these out,
+    and the value is then unknown, not wrong.
+    """
+    stated = results[["global_batch", "seq_len"]].notna().all(axis=None)
+    due = ["step_time_s"]
+    if titan or stated:
+        due.append("tokens_per_s_per_gpu")
+        if results["num_gpus"].notna().all():
+            due.append("tokens_per_s")
+    if titan:
         due.append("mem_gib_per_gpu")
-    if results["num_gpus"].notna().all():
-        due.append("tokens_per_s")
     return [f"{c} is NaN" for c in due if results[c].isna().any()]
 
 
@@ -404,7 +412,7 @@ def test_a_damaged_run_is_an_error_or_in_range_or_warned(
 
 
 def _assert_in_range_or_warned(
-    results: pd.DataFrame, steps: pd.DataFrame, *, memory_logged: bool = True
+    results: pd.DataFrame, steps: pd.DataFrame, *, titan: bool = True
 ) -> None:
     gpu = results["gpu"].iloc[0]
     for i in range(len(results)):
@@ -412,7 +420,7 @@ def _assert_in_range_or_warned(
         if row["warnings"].iloc[0]:
             continue  # a warned row may hold a suspicious value: the warning says so
         problems = _problems(row, gpu, per_step=False)
-        problems += _due(row, memory_logged=memory_logged)
+        problems += _due(row, titan=titan)
         assert not problems, f"{problems} with no warning"
         problems = _problems(steps, gpu, per_step=True)
         assert not problems, f"per-step table: {problems} with no warning"
@@ -447,4 +455,4 @@ def test_a_generated_run_is_read_clean_and_its_damage_is_caught_or_warned(
             event("error")
             return
     event("warned" if results["warnings"].str.len().gt(0).any() else "returned clean")
-    _assert_in_range_or_warned(results, steps, memory_logged=spec["format"] == "torchtitan")
+    _assert_in_range_or_warned(results, steps, titan=spec["format"] == "torchtitan")
