@@ -29,7 +29,7 @@ LOG_KINDS: dict[str, str] = {
     "megatron": "Megatron-LM 'iteration N/ M | …' lines, incl. Megatron-DeepSpeed, Primus",
     "megatron_golden": "Megatron-LM CI golden-values JSON (lm loss, iteration-time, max memory)",
     "nvidia_smi": "nvidia-smi --query-gpu=… --format=csv power log, a row per GPU per poll",
-    "dcgmi": "dcgmi dmon text (POWER per GPU; needs start_time and interval_s in run.yaml)",
+    "dcgmi": "dcgmi dmon text (POWER per GPU; needs start_time, interval_s in run.yaml)",
     "nccl_tests": "nccl-tests output (all_reduce_perf …): parsed and checked, gives no row",
     "kineto_trace": "PyTorch profiler (Kineto) trace .json/.json.gz, one per rank: exposed comm",
 }
