@@ -342,16 +342,18 @@ def _due(results: pd.DataFrame, *, titan: bool = True) -> list[str]:
 
     A measured rate is due where the logs or the manifest state what it needs: tokens/s per
     GPU where the log prints it (torchtitan ``tps``, with ``titan``) or the manifest gives
-    ``global_batch`` and ``seq_len``; the job's tokens/s where ``num_gpus`` is stated too;
+    ``global_batch``, ``seq_len`` and ``num_gpus``; the job's tokens/s where ``num_gpus`` is
+    stated and the log prints ``tps`` or the manifest gives the batch and sequence;
     memory where the log prints it (torchtitan). A third-party manifest may leave these out,
     and the value is then unknown, not wrong.
     """
     stated = results[["global_batch", "seq_len"]].notna().all(axis=None)
+    gpus = results["num_gpus"].notna().all()
     due = ["step_time_s"]
-    if titan or stated:
+    if titan or (stated and gpus):
         due.append("tokens_per_s_per_gpu")
-        if results["num_gpus"].notna().all():
-            due.append("tokens_per_s")
+    if gpus and (titan or stated):
+        due.append("tokens_per_s")
     if titan:
         due.append("mem_gib_per_gpu")
     return [f"{c} is NaN" for c in due if results[c].isna().any()]
