@@ -7,7 +7,8 @@ from trainscale.ingest.runs import run_input_files
 
 # Parse every log the manifest lists (src/trainscale/ingest/runs.py); a bad manifest or log fails
 # the job with the file, line and key in its log, and writes nothing. Reads the GPU and model
-# catalogues (names checked; peaks, TDP and shapes for MFU and the power check).
+# catalogues (names checked; peaks, TDP and shapes for MFU and the power check). With config
+# ingest.strict, any warning (docs/ingest/checks.md) fails the job instead.
 rule ingest_run:
     input:
         **catalogue_inputs("hardware", "models"),
@@ -30,5 +31,7 @@ rule ingest_run:
     resources:
         mem_mb=2000,
         runtime=10,
+    params:
+        strict=config["ingest"]["strict"],
     script:
         "../workflow/scripts/ingest_run.py"

@@ -682,6 +682,13 @@ SIM_VS_MEASURED_COLUMNS: tuple[Column, ...] = (
         "tokens/s",
         "predicted tokens/s per GPU; NaN without a prediction",
     ),
+    _c(
+        "warnings",
+        "string",
+        "1",
+        "the measured row's plausibility and parsing warnings (its dataset 'warnings'), "
+        "'; '-separated; '' when none",
+    ),
 )
 
 #: Columns of ``results/paper/claims.parquet``: each claim of the paper against the simulator
@@ -937,7 +944,9 @@ VALIDATION_TABLE_COLUMNS: tuple[Column, ...] = (
         "string",
         "1",
         "what the row reports: tokens/s per GPU (per source, per framework, all sources), "
-        "nccl-tests bus bandwidth (all sizes, >= 16 MiB), or not predicted: <quantity>",
+        "nccl-tests bus bandwidth (all sizes, >= 16 MiB), not predicted: <quantity>, or "
+        "measured, with warnings (a measured run's row whose ingestion warned; the warnings "
+        "in reason)",
     ),
     _c("source", "string", "1", "citation, framework, or all"),
     _c("rows", "int64", "1", "rows predicted (held out, or in sample for bus bandwidth)"),

@@ -65,3 +65,13 @@ def test_reasons_are_one_readable_line():
     )
     assert "valid:" not in _reason(cpu)
     assert "a CPU run" in _reason(cpu)
+
+
+def test_each_row_keeps_its_ingestion_warnings(measured):
+    warned = measured.assign(warnings=["power.csv: power logged for 1 of the job's 8 GPUs", ""])
+    table = predict_measured(warned, load_calibration(), catalogue=load_catalogue())
+    assert table["warnings"].tolist() == ["power.csv: power logged for 1 of the job's 8 GPUs", ""]
+    unset = predict_measured(
+        measured.assign(warnings=pd.NA), load_calibration(), catalogue=load_catalogue()
+    )
+    assert unset["warnings"].tolist() == ["", ""]

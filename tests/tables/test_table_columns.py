@@ -139,6 +139,7 @@ def test_every_registered_table_prints_its_schema_columns(
         "holdout": holdout_rows,
         "best": best_sim,
         "dataset": scaleout_sim.assign(source="sim", study="fsdp_scaleout"),
+        "measured": pd.DataFrame({"run_id": ["r"], "config_id": ["c"], "warnings": ["w"]}),
     }
     for name, frame in frames.items():
         frame.to_parquet(tmp_path / f"{name}.pq")
@@ -151,6 +152,7 @@ def test_every_registered_table_prints_its_schema_columns(
             "validation": tmp_path / "validation.pq",
             "holdout": tmp_path / "holdout.pq",
             "published": repo_root / "data" / "published" / "measurements.csv",
+            "sim_vs_measured": tmp_path / "measured.pq",  # a warned row: no column added
         },
     }
     for name, columns in TABLE_COLUMNS.items():

@@ -106,3 +106,32 @@ def test_held_out_blocks_report_source_out_interval_coverage(validation_rows, ho
     assert held.loc["B", "interval_coverage_pct"] == pytest.approx(expected["B"])
     assert held.loc["all", "interval_coverage_pct"] == pytest.approx(100.0 * rows["covered"].mean())
     assert (held["interval_median_width_pct"] > 0).all()
+
+
+def _measured(*warnings: str) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "run_id": [f"run{i}" for i in range(len(warnings))],
+            "config_id": [f"cfg{i}" for i in range(len(warnings))],
+            "warnings": list(warnings),
+        }
+    )
+
+
+def test_every_warned_measured_row_is_listed_last_with_its_warnings(validation_rows, holdout_rows):
+    text = "logs/power.csv: power logged for 1 of the job's 2 GPUs"
+    measured = _measured("", text, "a; b")
+    table = validation_table(validation_rows, holdout_rows, sim_vs_measured=measured)
+    warned = table[table["block"] == "measured, with warnings"]
+    assert warned["source"].tolist() == ["run1: cfg1", "run2: cfg2"]
+    assert warned["reason"].tolist() == [text, "a; b"]
+    assert warned["rows"].tolist() == [1, 1]
+    assert warned.index[-1] == table.index[-1]
+    assert list(table.columns) == names(VALIDATION_TABLE_COLUMNS)
+
+
+def test_no_warned_row_leaves_the_table_as_it_was(tmp_path, validation_rows, holdout_rows):
+    plain = render(tmp_path / "plain", validation_rows, holdout_rows)
+    quiet = render(tmp_path / "quiet", validation_rows, holdout_rows, None, _measured("", ""))
+    for a, b in zip(plain, quiet, strict=True):
+        assert a.read_bytes() == b.read_bytes().replace(b"quiet", b"plain")

@@ -1,4 +1,5 @@
-"""Rule sim_vs_measured: every measured row of the dataset with its prediction, or why not."""
+"""Rule sim_vs_measured: every measured row of the dataset with its prediction, or why not,
+and the warnings its ingestion gave (column ``warnings``; also printed to the log)."""
 
 import sys
 
@@ -25,4 +26,5 @@ except TrainscaleError as error:
 
 write_parquet(table, snakemake.output.table, SIM_VS_MEASURED_COLUMNS)
 for row in table.itertuples():
-    print(f"{row.run_id} {row.config_id}: {row.reason or 'predicted'}", file=sys.stderr)
+    warned = f"; warnings: {row.warnings}" if row.warnings else ""
+    print(f"{row.run_id} {row.config_id}: {row.reason or 'predicted'}{warned}", file=sys.stderr)

@@ -15,10 +15,31 @@ import pandas as pd
 
 from trainscale.errors import TrainscaleError
 
-__all__ = ["HELP", "NAME", "add_arguments", "run"]
+__all__ = ["HELP", "LOG_KINDS", "NAME", "add_arguments", "run"]
 
 NAME = "ingest"
 HELP = "ingest a run folder (run.yaml + logs) into measured dataset rows (Parquet)"
+
+#: Every ``kind`` a run manifest's log may have (``workflow/schemas/run.schema.yaml``) → what
+#: it is, in one line; ``trainscale ingest --help`` prints them (a test checks they match the
+#: schema). The formats, with examples, the fields read and what is refused:
+#: ``docs/ingest/formats.md``.
+LOG_KINDS: dict[str, str] = {
+    "torchtitan": "torchtitan step lines (step, loss, memory, tps, tflops, mfu), one per step",
+    "megatron": "Megatron-LM 'iteration N/ M | …' lines, incl. Megatron-DeepSpeed, Primus",
+    "megatron_golden": "Megatron-LM CI golden-values JSON (lm loss, iteration-time, max memory)",
+    "nvidia_smi": "nvidia-smi --query-gpu=… --format=csv power log, a row per GPU per poll",
+    "dcgmi": "dcgmi dmon text (POWER per GPU; needs start_time, interval_s in run.yaml)",
+    "nccl_tests": "nccl-tests output (all_reduce_perf …): parsed and checked, gives no row",
+    "kineto_trace": "PyTorch profiler (Kineto) trace .json/.json.gz, one per rank: exposed comm",
+}
+
+_EPILOG = (
+    "log kinds (the `kind` of each entry under `logs:` in RUN_DIR/run.yaml):\n"
+    + "\n".join(f"  {kind:<16} {text}" for kind, text in LOG_KINDS.items())
+    + "\n\nformats, fields read, units and what is refused: docs/ingest/formats.md;"
+    "\nthe run.yaml keys: docs/ingest/run-manifest.md; the checks: docs/ingest/checks.md"
+)
 
 #: (column, title, format) of the printed summary.
 _SUMMARY = (
@@ -37,7 +58,9 @@ _SUMMARY = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the command's arguments to ``parser``."""
+    """Add the command's arguments to ``parser``, and the log kinds to its help."""
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = _EPILOG
     parser.add_argument(
         "run_dir", type=Path, metavar="RUN_DIR", help="run folder holding run.yaml and its logs"
     )

@@ -44,6 +44,15 @@ def _configuration(row: pd.Series) -> dict[str, object]:
     return out
 
 
+def _text(value: object) -> str:
+    """A string cell as text: ``""`` for a missing value."""
+    return (
+        ""
+        if value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value))
+        else str(value)
+    )
+
+
 def _reason(rejects: pd.DataFrame) -> str:
     """Why a measured row has no prediction, in a line: the configuration columns the run does
     not record (named up to three), or the first problem the validator found, without its list
@@ -94,7 +103,10 @@ def predict_measured(
         ``config_id``, ``gpu``, ``num_gpus``, ``calibration_id`` and ``simulator_version`` of the
         prediction (``""`` without one), ``reason`` (why there is no prediction, ``""``
         otherwise), and each metric of :data:`METRICS` as ``measured_<metric>`` and
-        ``predicted_<metric>`` (NaN where there is no prediction).
+        ``predicted_<metric>`` (NaN where there is no prediction), then ``warnings``: the
+        measured row's own ``warnings`` (what the ingester warned about its logs, e.g. GPUs
+        missing from the power log; ``""`` when none), so that a comparison with a warned
+        measurement is never read without its warning.
     """
     rows = []
     for _, row in measured.iterrows():
@@ -106,6 +118,7 @@ def predict_measured(
             "calibration_id": "",
             "simulator_version": "",
             "reason": "",
+            "warnings": _text(row.get("warnings")),
         }
         for metric in METRICS:
             out[f"measured_{metric}"] = pd.to_numeric(row.get(metric), errors="coerce")

@@ -44,6 +44,7 @@ TABLES: dict[str, Output] = {
             "validation": Input("validation"),
             "holdout": Input("holdout"),
             "published": Input("published", "published"),  # read with hardware and models
+            "sim_vs_measured": Input("sim_vs_measured"),  # its warned rows are listed
         },
     ),
     "best_plans": Output(inputs={"sim": Input("sim/best_plan")}, catalogues=("models",)),

@@ -14,6 +14,9 @@ collective_accuracy`). Last, the sources none of whose rows of a quantity could 
 The held-out blocks also report the 80 % prediction intervals' coverage, measured source-out
 (:func:`trainscale.sim.intervals.source_out_coverage` of the held-out rows: each source's rows
 against intervals computed without that source) and their median width.
+
+Last, the measured runs (``results/sim_vs_measured.parquet``) whose ingestion warned, each with
+its warnings (block ``measured, with warnings``; absent when none warned).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ __all__ = ["readable_reason", "render", "validation_table"]
 _THROUGHPUT = "tokens/s per GPU"
 _POWER = "power"
 _BUSBW = "nccl-tests bus bandwidth"
+_MEASURED_WARNED = "measured, with warnings"
 _REASONS = (
     (re.compile(r"GPU count not stated \((?:empty|)\)"), "GPU count not published"),
     (re.compile(r"GPU count not stated \((.+)\)"), r"GPU count not one number (source: '\1')"),
@@ -72,8 +76,32 @@ def _sizes(validation: pd.DataFrame, published) -> pd.DataFrame:
     return validation.assign(size_bytes=validation["csv_row"].map(sizes))
 
 
+def _warned(measured: pd.DataFrame | None) -> pd.DataFrame | None:
+    """Block ``measured, with warnings``: one row per measured row whose ingestion warned
+    (``source`` = ``run_id: config_id``, ``rows`` 1, the warnings in ``reason``); None when no
+    row warned (the table is then what it was without measured rows)."""
+    if measured is None or measured.empty or "warnings" not in measured.columns:
+        return None
+    warned = measured[measured["warnings"].fillna("").astype(str) != ""]
+    if warned.empty:
+        return None
+    return pd.DataFrame(
+        {
+            "block": _MEASURED_WARNED,
+            "source": [f"{r.run_id}: {r.config_id}" for r in warned.itertuples()],
+            "rows": 1,
+            "rejected": 0,
+            "error": "",
+            "reason": warned["warnings"].astype(str).tolist(),
+        }
+    )
+
+
 def validation_table(
-    validation: pd.DataFrame, holdout: pd.DataFrame, published=None
+    validation: pd.DataFrame,
+    holdout: pd.DataFrame,
+    published=None,
+    sim_vs_measured: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Error per source: held out first, then in sample; bus bandwidth; what was not predicted.
 
@@ -89,6 +117,9 @@ def validation_table(
     published : trainscale.published.measurements.PublishedData, optional
         The normalised published CSV; gives the nccl-tests message sizes (``size_bytes``)
         unless ``validation`` has them.
+    sim_vs_measured : pandas.DataFrame, optional
+        ``results/sim_vs_measured.parquet`` (:data:`trainscale.schema.SIM_VS_MEASURED_COLUMNS`):
+        the measured runs; those whose ingestion warned are listed at the end.
 
     Returns
     -------
@@ -106,7 +137,13 @@ def validation_table(
           ``in sample`` (every fit uses these rows), errors of GB/s;
         - ``not predicted: <quantity>``: sources of which no row of that quantity (tokens/s
           per GPU, power, bus bandwidth) could be predicted, ``rows`` 0, ``rejected`` and
-          ``reason``.
+          ``reason``;
+        - ``measured, with warnings``: every measured row (a job of a run under
+          ``data/runs``) whose logs gave a warning (``docs/ingest/checks.md``), ``source``
+          ``run_id: config_id``, ``rows`` 1 and the warning text in ``reason``, so that a
+          measurement kept despite a warning is never compared unseen. The block is absent when
+          no row warned (decision: the table keeps its columns, so that a warned run adds rows,
+          not a column that is empty for every published source).
     """
     require(validation, ["citation", "status", "kind", "ape_pct"], where="validation_table")
     require(holdout, ["csv_row", "citation", "framework", "ape_pct"], where="validation_table")
@@ -173,6 +210,9 @@ def validation_table(
             for s, g in mine.groupby("citation", sort=True)
         ]
         parts.append(pd.DataFrame(rows).assign(block=f"not predicted: {quantity}"))
+    warned = _warned(sim_vs_measured)
+    if warned is not None:
+        parts.append(warned)
     if not parts:
         return pd.DataFrame(columns=names(VALIDATION_TABLE_COLUMNS))
     table = pd.concat(parts, ignore_index=True).reindex(columns=names(VALIDATION_TABLE_COLUMNS))
@@ -208,12 +248,16 @@ def _add_coverage(
 
 
 def render(
-    stem: str | os.PathLike[str], validation: pd.DataFrame, holdout: pd.DataFrame, published=None
+    stem: str | os.PathLike[str],
+    validation: pd.DataFrame,
+    holdout: pd.DataFrame,
+    published=None,
+    sim_vs_measured: pd.DataFrame | None = None,
 ) -> tuple[Path, ...]:
     """Write ``stem.{csv,md,tex}``."""
     from trainscale.report import write_table
 
-    table = validation_table(validation, holdout, published)
+    table = validation_table(validation, holdout, published, sim_vs_measured)
     ids = pd.concat(
         [validation.get("calibration_id", pd.Series()), holdout.get("calibration_id", pd.Series())]
     )
