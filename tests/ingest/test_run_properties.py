@@ -398,19 +398,28 @@ def test_a_damaged_run_is_an_error_or_in_range_or_warned(
     with tempfile.TemporaryDirectory() as folder:
         run = Path(folder) / clean_run.name
         shutil.copytree(clean_run, run)
-        damages = data.draw(st.lists(st.sampled_from(_DAMAGES), min_size=1, max_size=3))
-        for damage in sorted(damages, key=lambda d: d is _bytes):  # bytes last: the rest edit text
-            damage(run, data)
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                results, steps = ingest_run(run, **SHIPPED)
-        except TrainscaleError as error:
-            assert str(error).strip()  # a message the CLI prints on one line
-            event("error")
+        ingested = _damage_and_ingest(run, data)
+        if ingested is None:
             return
+        results, steps = ingested
     event("warned" if results["warnings"].str.len().gt(0).any() else "returned clean")
     _assert_in_range_or_warned(results, steps)
+
+
+def _damage_and_ingest(run: Path, data: st.DataObject) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+    """Apply 1-3 drawn damages to ``run`` and ingest it; None when ingest raised a named error
+    (whose message must not be empty)."""
+    damages = data.draw(st.lists(st.sampled_from(_DAMAGES), min_size=1, max_size=3))
+    for damage in sorted(damages, key=lambda d: d is _bytes):  # bytes last: the rest edit text
+        damage(run, data)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ingest_run(run, **SHIPPED)
+    except TrainscaleError as error:
+        assert str(error).strip()  # a message the CLI prints on one line
+        event("error")
+        return None
 
 
 def _assert_in_range_or_warned(
@@ -445,16 +454,9 @@ def test_a_generated_run_is_read_clean_and_its_damage_is_caught_or_warned(
         assert clean["power_w_per_gpu"].iloc[0] == pytest.approx(
             sum(spec["watts"]) / spec["num_gpus"], abs=0.01
         )
-        damages = data.draw(st.lists(st.sampled_from(_DAMAGES), min_size=1, max_size=3))
-        for damage in sorted(damages, key=lambda d: d is _bytes):
-            damage(run, data)
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                results, steps = ingest_run(run, **SHIPPED)
-        except TrainscaleError as error:
-            assert str(error).strip()
-            event("error")
+        ingested = _damage_and_ingest(run, data)
+        if ingested is None:
             return
+        results, steps = ingested
     event("warned" if results["warnings"].str.len().gt(0).any() else "returned clean")
     _assert_in_range_or_warned(results, steps, titan=spec["format"] == "torchtitan")
