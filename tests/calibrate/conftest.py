@@ -98,5 +98,51 @@ def unpriored_scan(
     return UnprioredScan(two_sources(published), scan.result(), held_out.result())
 
 
+def _shipped_pilot_errors(folder: Path) -> Call:
+    """Background work of :func:`shipped_pilot_errors`."""
+    catalogue, published = shipped_inputs()
+    return call_in_background(
+        folder,
+        "trainscale.calibrate.pilot_series:pilot_errors",
+        published,
+        catalogue=catalogue,
+        shipped=load_calibration(),
+    )
+
+
+@pytest.fixture(scope="session")
+def shipped_pilot_errors(tmp_path_factory: pytest.TempPathFactory) -> pd.DataFrame:
+    """``pilot_errors(published, catalogue=catalogue, shipped=load_calibration())`` on the shipped
+    data: one base fit per source, about twenty seconds, computed once in the background."""
+    return background_result("shipped_pilot_errors", tmp_path_factory).result()
+
+
+@pytest.fixture
+def known_pilot_errors(
+    shipped_pilot_errors: pd.DataFrame, published: PublishedData, monkeypatch: pytest.MonkeyPatch
+) -> pd.DataFrame:
+    """``trainscale calibrate --measurements`` in this test reuses :func:`shipped_pilot_errors`
+    when it measures the pilot errors of the shipped published data and calibration (what every
+    user calibration does first), and measures them as usual on anything else. That the
+    reused rows are the ones a command measures is checked by
+    tests/calibrate/test_user.py::test_same_measurements_give_the_same_file_byte_for_byte."""
+    from trainscale.calibrate import pilot_series
+
+    measure = pilot_series.pilot_errors
+    shipped_id = load_calibration().calibration_id
+    key = pd.util.hash_pandas_object(published.throughput, index=False).sum()
+
+    def reuse(data: PublishedData, **kwargs: object) -> pd.DataFrame:
+        same = pd.util.hash_pandas_object(data.throughput, index=False).sum() == key
+        shipped = kwargs.get("shipped")
+        if same and getattr(shipped, "calibration_id", None) == shipped_id:
+            return shipped_pilot_errors.copy()
+        return measure(data, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pilot_series, "pilot_errors", reuse)
+    return shipped_pilot_errors
+
+
 register_background("latency_profile", _latency_profile)
+register_background("shipped_pilot_errors", _shipped_pilot_errors)
 register_background("unpriored_scan", _unpriored_scan)

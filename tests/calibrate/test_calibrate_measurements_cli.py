@@ -92,7 +92,7 @@ def test_a_folder_is_never_reported_as_no_such_file(
 
 
 def test_several_paths_a_folder_of_ingested_runs_errors_side_by_side_and_bound_warnings(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], known_pilot_errors: pd.DataFrame
 ) -> None:
     """A CSV, a folder holding a Parquet file written by trainscale ingest, and a run folder;
     measured at 0.3 x published (a slow stack), which drives the level offset to its bound."""

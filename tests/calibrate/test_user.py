@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 
 import pandas as pd
@@ -10,7 +9,6 @@ import pytest
 import yaml
 
 from trainscale.calibrate.pilot_examples import scale_check
-from trainscale.calibrate.pilot_series import pilot_errors
 from trainscale.calibrate.user import MEASURED, calibrate_user
 from trainscale.cli import main
 from trainscale.errors import InputFileError
@@ -24,12 +22,6 @@ PUBLISHED = load_published(hardware=CATALOGUE.hardware, models=CATALOGUE.models)
 #: What trainscale calibrate --measurements passes: the shipped calibration, published
 #: measurements and catalogue.
 SHIPPED = {"base": load_calibration(), "published": PUBLISHED, "catalogue": CATALOGUE}
-
-
-@functools.cache
-def _errors() -> pd.DataFrame:
-    """The published pilot errors (one base fit per source, about half a minute), once."""
-    return pilot_errors(PUBLISHED, catalogue=CATALOGUE, shipped=load_calibration())
 
 
 def _measurements(tmp_path: Path, name: str = "runs.csv") -> Path:
@@ -49,10 +41,15 @@ def _measurements(tmp_path: Path, name: str = "runs.csv") -> Path:
     return path
 
 
-def test_same_measurements_give_the_same_file_byte_for_byte(tmp_path: Path) -> None:
+def test_same_measurements_give_the_same_file_byte_for_byte(
+    tmp_path: Path, request: pytest.FixtureRequest, shipped_pilot_errors: pd.DataFrame
+) -> None:
+    """The first command measures the pilot errors itself; the second reuses the ones measured
+    in the background (fixture known_pilot_errors), which must therefore be the same rows."""
     measurements = _measurements(tmp_path)
     first, second = tmp_path / "a.yaml", tmp_path / "b.yaml"
     assert main(["calibrate", "--measurements", str(measurements), "-o", str(first)]) == 0
+    request.getfixturevalue("known_pilot_errors")
     assert main(["calibrate", "--measurements", str(measurements), "-o", str(second)]) == 0
     assert first.read_bytes() == second.read_bytes()
     stored = yaml.safe_load(first.read_text())
@@ -72,14 +69,16 @@ def test_same_measurements_give_the_same_file_byte_for_byte(tmp_path: Path) -> N
     assert all(name.endswith("_pytorch") or "_offset_" not in name for name in moved)
     # the API gives the same file as the CLI (the pilot errors are deterministic)
     third = tmp_path / "c.yaml"
-    calibrate_user(measurements, third, **SHIPPED, pilot_errors=_errors())
+    calibrate_user(measurements, third, **SHIPPED, pilot_errors=shipped_pilot_errors)
     assert third.read_bytes() == first.read_bytes()
 
 
-def test_predict_uses_the_user_calibration(tmp_path: Path) -> None:
+def test_predict_uses_the_user_calibration(
+    tmp_path: Path, shipped_pilot_errors: pd.DataFrame
+) -> None:
     measurements = _measurements(tmp_path)
     mine = tmp_path / "mine.yaml"
-    calibrate_user(measurements, mine, **SHIPPED, pilot_errors=_errors())
+    calibrate_user(measurements, mine, **SHIPPED, pilot_errors=shipped_pilot_errors)
     configs = tmp_path / "configs.csv"
     pd.read_csv(measurements).drop(columns=MEASURED).to_csv(configs, index=False)
     out = tmp_path / "out.csv"
@@ -105,27 +104,31 @@ def test_missing_columns_are_named_with_what_is_allowed(tmp_path: Path) -> None:
         calibrate_user(path, **SHIPPED)
 
 
-def test_one_and_two_rows_are_calibrated_an_empty_table_is_refused(tmp_path: Path) -> None:
+def test_one_and_two_rows_are_calibrated_an_empty_table_is_refused(
+    tmp_path: Path, shipped_pilot_errors: pd.DataFrame
+) -> None:
     for rows in (1, 2):
         path = tmp_path / f"few{rows}.csv"
         pd.read_csv(_measurements(tmp_path)).head(rows).to_csv(path, index=False)
-        result = calibrate_user(path, **SHIPPED, pilot_errors=_errors())
+        result = calibrate_user(path, **SHIPPED, pilot_errors=shipped_pilot_errors)
         assert result.refitted == ["gemm_efficiency_offset_pytorch"]
         assert result.report.chosen == "level"
     path = tmp_path / "none.csv"
     pd.read_csv(_measurements(tmp_path)).head(0).to_csv(path, index=False)
     with pytest.raises(InputFileError, match=r"none\.csv: no measured row"):
-        calibrate_user(path, **SHIPPED, pilot_errors=_errors())
+        calibrate_user(path, **SHIPPED, pilot_errors=shipped_pilot_errors)
 
 
-def test_hundreds_of_rows_choose_from_the_whole_ladder(tmp_path: Path) -> None:
+def test_hundreds_of_rows_choose_from_the_whole_ladder(
+    tmp_path: Path, shipped_pilot_errors: pd.DataFrame
+) -> None:
     """Every usable llm-foundry row (8-512 GPUs, several layouts): the ladder has all three
     rungs, each scored on the 512-GPU rows; the report says what was chosen."""
     rows = PUBLISHED.throughput
     rows = rows[rows["citation"].str.startswith("MosaicML")]
     table = rows.rename(columns={"observed_tokens_per_s_per_gpu": MEASURED})
     result = calibrate_user(
-        tmp_path / "foundry.csv", **SHIPPED, table=table, pilot_errors=_errors()
+        tmp_path / "foundry.csv", **SHIPPED, table=table, pilot_errors=shipped_pilot_errors
     )
     ladder = result.report.ladder
     assert len(table) > 200 and list(ladder["rung"]) == ["level", "network", "layout"]
@@ -155,13 +158,15 @@ def test_measurements_must_be_positive_numbers(tmp_path: Path) -> None:
         calibrate_user(path, **SHIPPED)
 
 
-def test_worked_example_torchtitan_8_gpus_predict_its_largest_runs() -> None:
+def test_worked_example_torchtitan_8_gpus_predict_its_largest_runs(
+    shipped_pilot_errors: pd.DataFrame,
+) -> None:
     """docs/simulator/calibration.md: torchtitan's benchmarks as an unseen cluster (base fitted
     without them), calibrated on their 8-GPU runs (7 rows), predicting their 512-GPU runs (6 rows),
     the shipped calibration's error beside."""
     rows, summary = scale_check(
         TORCHTITAN, published=PUBLISHED, shipped=load_calibration(), catalogue=CATALOGUE,
-        pilot_gpus=(8, 8), errors=_errors(),
+        pilot_gpus=(8, 8), errors=shipped_pilot_errors,
     )  # fmt: skip
     assert summary["rows_fitted"] == 7 and summary["rows_predicted"] == 6
     assert (rows["num_gpus"] == 512).all()

@@ -103,7 +103,7 @@ def test_render_table_writes_three_files(tmp_path, catalogue):
 def test_render_table_names_unknown_tables_and_missing_inputs(tmp_path):
     with pytest.raises(TrainscaleError, match="unknown table 'nope'"):
         render_table("nope", tmp_path / "x")
-    missing = r"missing input\(s\) \['validation', 'holdout', 'published'\]"
+    missing = r"missing input\(s\) \['validation', 'holdout', 'published', 'sim_vs_measured'\]"
     with pytest.raises(TrainscaleError, match=missing):
         render_table("validation", tmp_path / "x", {})
     # the catalogues are the caller's: a table never loads the shipped ones itself
