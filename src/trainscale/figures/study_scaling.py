@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -213,6 +214,157 @@ def _slopes(fits: pd.DataFrame | None) -> dict[tuple[str, str], float]:
                     chosen["estimate"].astype(float), strict=True))  # fmt: skip
 
 
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """Where the panels and the legend go (:func:`_layout`)."""
+
+    mosaic: list[list[str]]
+    """Panel names (``<facet index>:<metric>``, ``legend``, ``.``), row by row."""
+    heights: list[float]
+    """Height ratio of each mosaic row."""
+    legend_in_grid: bool
+    """The legend sits in a free panel cell (else in a row of its own below)."""
+    per_line: int
+    """Legend entries per line when the legend has its own row."""
+    size: tuple[float, float]
+    """Figure width and height (inches)."""
+
+
+def _layout(metrics: list[str], facets: list[str], texts: Mapping[str, str]) -> _Layout:
+    """Up to three panels a row, one block of rows per facet; the legend in a free cell of the
+    last block when its longest line fits there (:data:`LEGEND_CELL_CHARS`), else in a row of
+    its own, as tall as its lines need."""
+    ncols = min(3, len(metrics))
+    per_facet = math.ceil(len(metrics) / ncols)
+    # the legend takes a free panel cell only if its lines fit a panel's width; a wider legend
+    # would widen that column and squeeze the others, so it gets its own row below
+    free_cells = per_facet * ncols - len(metrics)
+    longest = max((len(t) for t in texts.values()), default=0)
+    fits_cell = longest <= LEGEND_CELL_CHARS * free_cells
+    mosaic: list[list[str]] = []
+    for f in range(len(facets)):
+        names = [f"{f}:{m}" for m in metrics]
+        last = f == len(facets) - 1 and fits_cell
+        names += ["legend" if last else "."] * (per_facet * ncols - len(names))
+        mosaic += [names[r * ncols : (r + 1) * ncols] for r in range(per_facet)]
+    legend_in_grid = "legend" in mosaic[-1]
+    heights = [1.0] * len(mosaic)
+    # a legend row holds as many columns of entries as its longest line allows (at most the
+    # entries: the series, the band and the open-marker key), and as many lines as that leaves
+    entries = len(texts) + 2
+    per_line = max(1, min(entries, (LEGEND_CELL_CHARS * ncols) // (longest + 8), 4))
+    legend_lines = math.ceil(entries / per_line)
+    legend_height = 0.2 + 0.17 * legend_lines
+    if not legend_in_grid:
+        mosaic.append(["legend"] * ncols)
+        heights.append(legend_height / 2.2)
+    width = 7.2 if ncols == 3 else 2.6 * ncols + 0.6
+    height = 2.2 * (len(mosaic) - (0 if legend_in_grid else 1)) + (
+        0 if legend_in_grid else legend_height
+    )
+    return _Layout(mosaic, heights, legend_in_grid, per_line, (width, height + 0.6))
+
+
+def _draw_series(
+    ax, rows: pd.DataFrame, spec: ReportSpec, facets: list[str], colors, markers
+) -> tuple[bool, bool]:
+    """Every series of every facet on every metric's panel: its interval band where the metric
+    has one, its line, and (first panel) the labels where the winning plan changes. Returns
+    (a band was drawn, a plan switch was labelled)."""
+    metrics = list(spec.metrics)
+    banded = False
+    switched = False
+    switches = plan_switches(rows, spec)
+    for f, facet in enumerate(facets):
+        in_facet = rows[rows["facet_label"] == facet]
+        for label, series in in_facet.groupby("series_label", sort=False):
+            x = pd.to_numeric(series[spec.x]).astype(float).to_numpy()
+            for metric in metrics:
+                axis = ax[f"{f}:{metric}"]
+                _ylabel, _log, factor, band = METRICS[metric]
+                if band is not None and band[0] in series.columns:
+                    # the global throughput's interval is the per-GPU one times each row's GPU
+                    # count, whatever the x axis shows (METRICS)
+                    scale = (
+                        pd.to_numeric(series["num_gpus"]).to_numpy(dtype=float)
+                        if metric == "tokens_per_s" else 1.0
+                    )  # fmt: skip
+                    banded |= plot_band(axis, x, series, band[0].rsplit("_lo", 1)[0],
+                                        colors[label], scale=scale)  # fmt: skip
+                y = pd.to_numeric(series[metric]).astype(float) * factor
+                plot_series(axis, x, y, series, colors[label], marker=markers[label])
+                if metric == metrics[0]:
+                    switched |= _label_switches(axis, x, y, switches[series.index], colors[label])
+    return banded, switched
+
+
+def _format_axes(ax, rows: pd.DataFrame, spec: ReportSpec, facets: list[str]) -> None:
+    """Labels and scales of every panel: the x axis linear at the study's values
+    (:data:`LINEAR_X`) or base-2 log, a log y axis where the metric is drawn on one, else from
+    zero."""
+    xs = pd.to_numeric(rows[spec.x]).to_numpy(dtype=float) if len(rows) else np.array([1.0])
+    for f, facet in enumerate(facets):
+        for metric in spec.metrics:
+            axis = ax[f"{f}:{metric}"]
+            ylabel, log, factor, _band = METRICS[metric]
+            axis.set_ylabel(ylabel)
+            axis.set_xlabel(_X_LABELS.get(spec.x, spec.x))
+            if spec.x in LINEAR_X:
+                axis.set_xticks(sorted(set(xs)))
+                axis.set_xticklabels([format_value(spec.x, v) for v in sorted(set(xs))])
+            else:
+                log2_gpu_axis(axis, xs)
+            axis.tick_params(axis="x", labelrotation=90)
+            if facet:
+                axis.set_title(facet, fontsize=8)
+            values = pd.to_numeric(rows.loc[rows["facet_label"] == facet, metric]) * factor
+            if log:
+                readable_log(axis)
+            elif len(values.dropna()):
+                top = float(values.max())
+                # a quantity from 0, so a 10 W difference reads at its true size
+                axis.set_ylim(0.0, max(top * 1.15, 1.0))
+
+
+def _legend_handles(
+    rows: pd.DataFrame, spec: ReportSpec, colors, markers, texts, *, banded: bool, pilots: int
+) -> list[Line2D]:
+    """One entry per series, then the band, the pilot crosses and the open-marker key where
+    the figure draws them."""
+    handles = [
+        Line2D([], [], color=color, marker=markers[label], label=texts[label])
+        for label, color in colors.items()
+    ]
+    if banded:
+        handles.append(band_handle())
+    if pilots:
+        handles.append(
+            Line2D([], [], ls="", marker="X", color="black", label="measured pilot runs")
+        )
+    if "recompute" in rows.columns and (rows["recompute"].astype(str) != "none").any():
+        modes = rows["recompute"].astype(str).unique().tolist()
+        handles.append(recompute_handle(recompute_label(modes, "recompute" in spec.best_of)))
+    return handles
+
+
+def _notes(rows: pd.DataFrame, note: str, *, pilots: int, switched: bool) -> list[str]:
+    """The lines under the panels: source, setup, the pilots' calibration, the switch key."""
+    notes = [sim_source(rows) + ".", note]
+    if pilots:
+        ids = sorted({str(v) for v in rows.get("calibration_id", pd.Series(dtype=str))})
+        notes.append(
+            f"Calibrated on the study's own {pilots} measured pilot run"
+            f"{'s' if pilots > 1 else ''} (crosses; calibration {', '.join(ids)}), not "
+            "the shipped calibration; the lines are the simulator's prediction with it."
+        )
+    if switched:
+        notes.append(
+            "Labels in the first panel: what of the winning plan changes at that point; every "
+            "point's plan is in points.csv beside this figure."
+        )
+    return notes
+
+
 def plot_scaling(
     rows: pd.DataFrame,
     spec: ReportSpec,
@@ -252,113 +404,20 @@ def plot_scaling(
     colors = _colors(rows, spec, hardware, models)
     markers = {label: SERIES_MARKERS[i % len(SERIES_MARKERS)] for i, label in enumerate(colors)}
     texts = _series_texts(colors, _slopes(fits), spec.x, single_facet=len(facets) == 1)
-    ncols = min(3, len(metrics))
-    per_facet = math.ceil(len(metrics) / ncols)
-    # the legend takes a free panel cell only if its lines fit a panel's width; a wider legend
-    # would widen that column and squeeze the others, so it gets its own row below
-    free_cells = per_facet * ncols - len(metrics)
-    longest = max((len(t) for t in texts.values()), default=0)
-    fits_cell = longest <= LEGEND_CELL_CHARS * free_cells
-    mosaic: list[list[str]] = []
-    for f in range(len(facets)):
-        names = [f"{f}:{m}" for m in metrics]
-        last = f == len(facets) - 1 and fits_cell
-        names += ["legend" if last else "."] * (per_facet * ncols - len(names))
-        mosaic += [names[r * ncols : (r + 1) * ncols] for r in range(per_facet)]
-    legend_in_grid = "legend" in mosaic[-1]
-    heights = [1.0] * len(mosaic)
-    # a legend row holds as many columns of entries as its longest line allows (at most the
-    # entries: the series, the band and the open-marker key), and as many lines as that leaves
-    entries = len(texts) + 2
-    per_line = max(1, min(entries, (LEGEND_CELL_CHARS * ncols) // (longest + 8), 4))
-    legend_lines = math.ceil(entries / per_line)
-    legend_height = 0.2 + 0.17 * legend_lines
-    if not legend_in_grid:
-        mosaic.append(["legend"] * ncols)
-        heights.append(legend_height / 2.2)
-    width = 7.2 if ncols == 3 else 2.6 * ncols + 0.6
-    height = 2.2 * (len(mosaic) - (0 if legend_in_grid else 1)) + (
-        0 if legend_in_grid else legend_height
-    )
-    fig, ax = subplot_mosaic(width, height + 0.6, mosaic, height_ratios=heights)
-    xs = pd.to_numeric(rows[spec.x]).to_numpy(dtype=float) if len(rows) else np.array([1.0])
-    banded = False
-    switched = False
-    switches = plan_switches(rows, spec)
-    for f, facet in enumerate(facets):
-        in_facet = rows[rows["facet_label"] == facet]
-        for label, series in in_facet.groupby("series_label", sort=False):
-            x = pd.to_numeric(series[spec.x]).astype(float).to_numpy()
-            for metric in metrics:
-                axis = ax[f"{f}:{metric}"]
-                _ylabel, _log, factor, band = METRICS[metric]
-                if band is not None and band[0] in series.columns:
-                    # the global throughput's interval is the per-GPU one times each row's GPU
-                    # count, whatever the x axis shows (METRICS)
-                    scale = (
-                        pd.to_numeric(series["num_gpus"]).to_numpy(dtype=float)
-                        if metric == "tokens_per_s" else 1.0
-                    )  # fmt: skip
-                    banded |= plot_band(axis, x, series, band[0].rsplit("_lo", 1)[0],
-                                        colors[label], scale=scale)  # fmt: skip
-                y = pd.to_numeric(series[metric]).astype(float) * factor
-                plot_series(axis, x, y, series, colors[label], marker=markers[label])
-                if metric == metrics[0]:
-                    switched |= _label_switches(axis, x, y, switches[series.index], colors[label])
-    for f, facet in enumerate(facets):
-        for metric in metrics:
-            axis = ax[f"{f}:{metric}"]
-            ylabel, log, factor, _band = METRICS[metric]
-            axis.set_ylabel(ylabel)
-            axis.set_xlabel(_X_LABELS.get(spec.x, spec.x))
-            if spec.x in LINEAR_X:
-                axis.set_xticks(sorted(set(xs)))
-                axis.set_xticklabels([format_value(spec.x, v) for v in sorted(set(xs))])
-            else:
-                log2_gpu_axis(axis, xs)
-            axis.tick_params(axis="x", labelrotation=90)
-            if facet:
-                axis.set_title(facet, fontsize=8)
-            values = pd.to_numeric(rows.loc[rows["facet_label"] == facet, metric]) * factor
-            if log:
-                readable_log(axis)
-            elif len(values.dropna()):
-                top = float(values.max())
-                # a quantity from 0, so a 10 W difference reads at its true size
-                axis.set_ylim(0.0, max(top * 1.15, 1.0))
-    handles = [
-        Line2D([], [], color=color, marker=markers[label], label=texts[label])
-        for label, color in colors.items()
-    ]
+    layout = _layout(metrics, facets, texts)
+    fig, ax = subplot_mosaic(*layout.size, layout.mosaic, height_ratios=layout.heights)
+    banded, switched = _draw_series(ax, rows, spec, facets, colors, markers)
+    _format_axes(ax, rows, spec, facets)
     drawn_pilots = _draw_pilots(ax, facets, metrics, spec, pilots)
-    if banded:
-        handles.append(band_handle())
-    if drawn_pilots:
-        handles.append(
-            Line2D([], [], ls="", marker="X", color="black", label="measured pilot runs")
-        )
-    if "recompute" in rows.columns and (rows["recompute"].astype(str) != "none").any():
-        modes = rows["recompute"].astype(str).unique().tolist()
-        handles.append(recompute_handle(recompute_label(modes, "recompute" in spec.best_of)))
-    ncols_legend = 1 if legend_in_grid else min(per_line, len(handles))
+    handles = _legend_handles(
+        rows, spec, colors, markers, texts, banded=banded, pilots=drawn_pilots
+    )
+    ncols_legend = 1 if layout.legend_in_grid else min(layout.per_line, len(handles))
     legend_row(ax["legend"], handles, [h.get_label() for h in handles], ncols=ncols_legend,
                fontsize=6.5)  # fmt: skip
     if title:
         fig.suptitle(title, fontsize=9)
-    notes = [note]
-    if drawn_pilots:
-        ids = sorted({str(v) for v in rows.get("calibration_id", pd.Series(dtype=str))})
-        notes.append(
-            f"Calibrated on the study's own {drawn_pilots} measured pilot run"
-            f"{'s' if drawn_pilots > 1 else ''} (crosses; calibration {', '.join(ids)}), not "
-            "the shipped calibration; the lines are the simulator's prediction with it."
-        )
-    if switched:
-        notes.append(
-            "Labels in the first panel: what of the winning plan changes at that point; every "
-            "point's plan is in points.csv beside this figure."
-        )
-    return add_source_note(fig, sim_source(rows) + ".", *notes)
+    return add_source_note(fig, *_notes(rows, note, pilots=drawn_pilots, switched=switched))
 
 
 def _draw_pilots(ax, facets, metrics, spec: ReportSpec, pilots: pd.DataFrame | None) -> int:
