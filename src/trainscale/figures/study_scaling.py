@@ -5,8 +5,11 @@ tokens/s, tokens/s per GPU, MFU, power per GPU and exposed communication, agains
 count), one line and one marker shape per series, one row of panels per facet value. The
 per-GPU and global throughput panels draw each series' 80 % prediction interval as a band from
 the simulated rows' ``tokens_per_s_per_gpu_lo``/``_hi`` (times each row's GPU count for the
-global panel, whatever the x axis). Without facets the legend gives each series' change of
-tokens/s per GPU per doubling of x, read from the study's fits table. The note under the
+global panel, whatever the x axis): light enough (:data:`BAND_ALPHA`) that overlapping bands
+stay apart, each edged by a dashed line in its series' colour, under every line and marker.
+Points the study asked for but could not plan (no configuration of the point fits in memory)
+are named in the note (:func:`unplanned_points`). Without facets the legend gives each series'
+change of tokens/s per GPU per doubling of x, read from the study's fits table. The note under the
 panels is built from the study file's own fixed values, the catalogues (GPU, system) and the
 rows' provenance (simulated, trainscale version, calibration): nothing in it is a constant.
 """
@@ -28,11 +31,9 @@ from matplotlib.lines import Line2D
 
 from trainscale.figures._common import (
     add_source_note,
-    band_handle,
     gpu_colors,
     legend_row,
     model_colors,
-    plot_band,
     plot_series,
     readable_log,
     recompute_handle,
@@ -41,6 +42,7 @@ from trainscale.figures._common import (
     sim_source,
     subplot_mosaic,
 )
+from trainscale.figures._study_text import setup_note, unplanned_points
 from trainscale.report.style import PALETTE, log2_gpu_axis
 from trainscale.sim.system.hardware import HardwareCatalog
 from trainscale.study.report import (
@@ -54,9 +56,11 @@ from trainscale.study.report import (
 
 if TYPE_CHECKING:
     from trainscale.sim.model.shape import ModelShape
-    from trainscale.study.sweep import Study
 
-__all__ = ["SERIES_MARKERS", "plot_scaling", "render_scaling", "setup_note"]
+__all__ = [
+    "BAND_ALPHA", "SERIES_MARKERS", "plot_scaling", "render_scaling", "setup_note",
+    "unplanned_points",
+]  # fmt: skip
 
 _X_LABELS = {
     "num_gpus": "GPUs (count)",
@@ -71,6 +75,10 @@ _X_LABELS = {
 #: steps, not in doublings.
 LINEAR_X = frozenset({"power_limit_w"})
 
+#: Opacity of a series' interval band: where two bands overlap, each is still seen through the
+#: other (their dashed edges in the series' colours say where each ends).
+BAND_ALPHA = 0.10
+
 #: Marker shape per series, in series order: series whose values coincide (two stacks that
 #: happen to predict the same throughput) stay visible as two shapes on one line.
 SERIES_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h")
@@ -78,106 +86,6 @@ SERIES_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h")
 #: Longest legend line (characters) that still fits in one panel's cell of the grid (at the
 #: legend's 6.5 pt): "Llama-2 70B: -1.9 % tokens/s per GPU per doubling" (50) does.
 LEGEND_CELL_CHARS = 52
-
-# How a fixed column reads in the note: a format with {v} (the readable value).
-_FIXED = {
-    "model": "{v}",
-    "gpu": "{v}",
-    "seq_len": "sequence {v} tokens",
-    "global_batch": "global batch {v} sequences",
-    "micro_batch": "micro-batch {v} per GPU",
-    "num_gpus": "{v} GPUs",
-    "sharding": "{v} sharding",
-    "recompute": "recompute {v}",
-    "precision": "{v}",
-    "framework": "framework {v}",
-    "power_limit_w": "GPU power limit {v} W",
-}
-
-
-def setup_note(
-    study: Study,
-    spec: ReportSpec,
-    hardware: HardwareCatalog,
-    framework_default: str,
-    *,
-    dropped_memory: int = 0,
-) -> str:
-    """The study's setup in words, from its own file and the catalogues.
-
-    Parameters
-    ----------
-    study : Study
-        The study (its ``fixed``, ``sweep`` and ``derive`` values).
-    spec : ReportSpec
-        What the figure shows (which swept columns are x, series, facet or collapsed).
-    hardware : HardwareCatalog
-        GPU and system catalogue (``data/hardware.yaml``), for the system the study runs on.
-    framework_default : str
-        The framework profile a study without ``framework`` gets (``data/frameworks.yaml``).
-    dropped_memory : int
-        Simulated rows left out because they do not fit in memory.
-
-    Returns
-    -------
-    str
-        ``Study <name> setup: Llama-2 13B, A100 80GB on dgx-a100 (8 GPUs per node, 200 Gb/s NIC
-        per GPU), ...; swept: ...``.
-    """
-    fixed = dict(study.fixed)
-    fixed.update({k: v[0] for k, v in study.sweep.items() if len(v) == 1})
-    parts = []
-    for key, value in fixed.items():
-        if key == "system":
-            continue
-        shown = format_value(key, value)
-        parts.append(_FIXED.get(key, f"{key} {{v}}").format(v=shown))
-        if key == "gpu":
-            parts[-1] += _system_words(hardware, str(value), fixed.get("system"))
-    if "framework" not in fixed and "framework" not in study.sweep:
-        parts.append(f"framework {framework_default} (default)")
-    for key, value in study.derive.items():
-        if key == "global_batch_tokens":
-            parts.append(f"global batch {value:,} tokens (global_batch = tokens / seq_len)")
-        else:
-            parts.append(f"global batch {value:,} sequences per data-parallel rank")
-    swept = []
-    for key, values in study.sweep.items():
-        if len(values) < 2:
-            continue
-        role = (
-            "x" if key == spec.x else "facet" if key == spec.facet
-            else "fastest kept" if key in spec.best_of else "series"
-        )  # fmt: skip
-        shown = ", ".join(format_value(key, v) for v in values)
-        swept.append(f"{key} {shown} ({role})")
-    text = f"Study {study.name} setup: " + ", ".join(parts)
-    if "gpu" not in fixed:
-        text += "; each GPU on its catalogue default system"
-    if swept:
-        text += "; swept: " + "; ".join(swept)
-    if spec.best_of:
-        text += (
-            ". Each point is the fastest (tokens/s) of "
-            + " × ".join(spec.best_of)
-            + " that fits in memory (open markers: with recomputation)"
-        )
-    if dropped_memory:
-        text += f"; {dropped_memory:,} simulated configurations that do not fit in memory left out"
-    return text + "."
-
-
-def _system_words(hardware: HardwareCatalog, gpu: str, system: str | None) -> str:
-    if gpu not in hardware.gpus:
-        return ""
-    default = system is None
-    key = hardware.default_system.get(gpu) if default else system
-    if key not in hardware.systems:
-        return f" on {key}" if key else ""
-    node = hardware.systems[key]
-    nic = node.nic_bytes_per_s_per_gpu * 8 / 1e9
-    words = f" on {key} ({node.gpus_per_node} GPUs per node, {nic:g} Gb/s NIC per GPU"
-    return words + (", the GPU's default system)" if default else ")")
 
 
 def _colors(
@@ -265,6 +173,34 @@ def _layout(metrics: list[str], facets: list[str], texts: Mapping[str, str]) -> 
     return _Layout(mosaic, heights, legend_in_grid, per_line, (width, height + 0.6))
 
 
+def _plot_band(axis, x: np.ndarray, series: pd.DataFrame, band, color, scale) -> bool:
+    """One series' 80 % interval from its rows' ``band`` columns (lo, hi), times ``scale``: a
+    light band (:data:`BAND_ALPHA`) edged by dashed lines in ``color``, drawn under the lines
+    (at one x value, a translucent bar); False when the rows hold no interval."""
+    lo, hi = band
+    if series[[lo, hi]].isna().all().all():
+        return False
+    low = pd.to_numeric(series[lo]).to_numpy(dtype=float) * scale
+    high = pd.to_numeric(series[hi]).to_numpy(dtype=float) * scale
+    if len(np.unique(x)) == 1:
+        axis.vlines(x, low, high, color=color, alpha=0.25, lw=7, zorder=1)
+        return True
+    axis.fill_between(x, low, high, color=color, alpha=BAND_ALPHA, lw=0, zorder=1)
+    for edge in (low, high):
+        axis.plot(x, edge, color=color, ls=(0, (3, 2)), lw=0.6, alpha=0.8, zorder=1.5)
+    return True
+
+
+def _band_handle():
+    """Legend entry of the bands: what a band is and how overlapping ones read."""
+    from matplotlib.patches import Patch
+
+    return Patch(
+        facecolor=(0.3, 0.3, 0.3, 0.18), edgecolor="0.3", ls=(0, (3, 2)), lw=0.6,
+        label="band: 80 % prediction interval of the series in its colour (dashed edges)",
+    )  # fmt: skip
+
+
 def _draw_series(
     ax, rows: pd.DataFrame, spec: ReportSpec, facets: list[str], colors, markers
 ) -> tuple[bool, bool]:
@@ -289,8 +225,7 @@ def _draw_series(
                         pd.to_numeric(series["num_gpus"]).to_numpy(dtype=float)
                         if metric == "tokens_per_s" else 1.0
                     )  # fmt: skip
-                    banded |= plot_band(axis, x, series, band[0].rsplit("_lo", 1)[0],
-                                        colors[label], scale=scale)  # fmt: skip
+                    banded |= _plot_band(axis, x, series, band, colors[label], scale)
                 y = pd.to_numeric(series[metric]).astype(float) * factor
                 plot_series(axis, x, y, series, colors[label], marker=markers[label])
                 if metric == metrics[0]:
@@ -336,7 +271,7 @@ def _legend_handles(
         for label, color in colors.items()
     ]
     if banded:
-        handles.append(band_handle())
+        handles.append(_band_handle())
     if pilots:
         handles.append(
             Line2D([], [], ls="", marker="X", color="black", label="measured pilot runs")
@@ -347,9 +282,14 @@ def _legend_handles(
     return handles
 
 
-def _notes(rows: pd.DataFrame, note: str, *, pilots: int, switched: bool) -> list[str]:
-    """The lines under the panels: source, setup, the pilots' calibration, the switch key."""
+def _notes(
+    rows: pd.DataFrame, note: str, *, pilots: int, switched: bool, unplanned: list[str]
+) -> list[str]:
+    """The lines under the panels: source, setup, the points not plotted, the pilots'
+    calibration, the switch key."""
     notes = [sim_source(rows) + ".", note]
+    if unplanned:
+        notes.append("Not plotted: " + "; ".join(unplanned) + ".")
     if pilots:
         ids = sorted({str(v) for v in rows.get("calibration_id", pd.Series(dtype=str))})
         notes.append(
@@ -375,6 +315,7 @@ def plot_scaling(
     fits: pd.DataFrame | None = None,
     title: str = "",
     pilots: pd.DataFrame | None = None,
+    unplanned: list[str] | None = None,
 ) -> Figure:
     """Draw the panels from the selected rows (:func:`~trainscale.study.report.select_rows`).
 
@@ -398,6 +339,9 @@ def plot_scaling(
         The measured runs the study was calibrated on (``results/calibration/<study>.pilots
         .parquet``: configuration columns and ``measured_tokens_per_s_per_gpu``), drawn as
         black crosses on the throughput panels at their own x value.
+    unplanned : list of str, optional
+        The points the study asked for but could not plan (:func:`unplanned_points`), named
+        in the note as "Not plotted: ...".
     """
     metrics = list(spec.metrics)
     facets = list(dict.fromkeys(rows["facet_label"])) or [""]
@@ -417,7 +361,8 @@ def plot_scaling(
                fontsize=6.5)  # fmt: skip
     if title:
         fig.suptitle(title, fontsize=9)
-    return add_source_note(fig, *_notes(rows, note, pilots=drawn_pilots, switched=switched))
+    notes = _notes(rows, note, pilots=drawn_pilots, switched=switched, unplanned=unplanned or [])
+    return add_source_note(fig, *notes)
 
 
 def _draw_pilots(ax, facets, metrics, spec: ReportSpec, pilots: pd.DataFrame | None) -> int:
@@ -492,6 +437,7 @@ def render_scaling(
     fits: pd.DataFrame | None = None,
     title: str = "",
     pilots: pd.DataFrame | None = None,
+    unplanned: list[str] | None = None,
 ) -> tuple[Path, ...]:
     """Draw :func:`plot_scaling` and save ``stem.{pdf,png,svg}`` byte-reproducibly."""
     return save_styled(
@@ -504,6 +450,7 @@ def render_scaling(
             fits=fits,
             title=title,
             pilots=pilots,
+            unplanned=unplanned,
         ),
         stem,
     )
