@@ -27,12 +27,14 @@ rule collective_curves:
 
 
 # Every measured row of the dataset predicted for the same configuration, or the reason it
-# cannot be (a CPU run, a manifest without a training configuration).
+# cannot be (a CPU run, a manifest without a training configuration); the run manifests give
+# each run's purpose and which of its logs are power logs.
 rule sim_vs_measured:
     input:
         **catalogue_inputs("hardware", "models", "frameworks", "nccl"),
         dataset="results/dataset",
         calibration=CALIBRATION,
+        manifests=[f"{config['runs_dir']}/{run}/run.yaml" for run in RUNS],
     output:
         table="results/sim_vs_measured.parquet",
     log:

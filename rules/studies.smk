@@ -48,6 +48,7 @@ rule study_scaling:
     input:
         **catalogue_inputs("hardware", "models"),
         simulated="results/sim/{study}.parquet",
+        rejects="results/studies/{study}/rejects.parquet",
         fits="reports/studies/{study}/fits.csv",
         study="config/studies/{study}.yaml",
         schema=STUDY_SCHEMA,

@@ -689,6 +689,14 @@ SIM_VS_MEASURED_COLUMNS: tuple[Column, ...] = (
         "the measured row's plausibility and parsing warnings (its dataset 'warnings'), "
         "'; '-separated; '' when none",
     ),
+    _c("purpose", "string", "1", "the run manifest's purpose (what the run can show); '' unstated"),
+    _c("predicted_step_time_s_lo", "float64", "s", "lower end of the 80 % interval; NaN without"),
+    _c("predicted_step_time_s_hi", "float64", "s", "upper end of the 80 % interval; NaN without"),
+    _c("predicted_tokens_per_s_per_gpu_lo", "float64", "tokens/s", "lower end, 80 % interval"),
+    _c("predicted_tokens_per_s_per_gpu_hi", "float64", "tokens/s", "upper end, 80 % interval"),
+    _c("measured_power_w_per_gpu", "float64", "W", "measured power per GPU; NaN without a log"),
+    _c("predicted_power_w_per_gpu", "float64", "W", "predicted power per GPU; NaN without"),
+    _c("power_log", "string", "1", "file(s) the measured power came from; '' without"),
 )
 
 #: Columns of ``results/paper/claims.parquet``: each claim of the paper against the simulator

@@ -7,7 +7,7 @@ import pandas as pd
 
 from trainscale.dataset import read_study_results
 from trainscale.errors import TrainscaleError
-from trainscale.figures.study_scaling import render_scaling, setup_note
+from trainscale.figures.study_scaling import render_scaling, setup_note, unplanned_points
 from trainscale.report import apply_style
 from trainscale.sim.frameworks import DEFAULT_FRAMEWORK
 from trainscale.study.inputs import load_study_output_inputs
@@ -27,7 +27,8 @@ try:
         models=snakemake.input.models,
     )
     hardware, models, study, spec = loaded.hardware, loaded.models, loaded.study, loaded.spec
-    rows = select_rows(read_study_results(snakemake.input.simulated, name), spec)
+    simulated = read_study_results(snakemake.input.simulated, name)
+    rows = select_rows(simulated, spec)
     fits = pd.read_csv(snakemake.input.fits, keep_default_na=False, na_values=[""])
     note = setup_note(
         study, spec, hardware, DEFAULT_FRAMEWORK, dropped_memory=rows.attrs["dropped_memory"]
@@ -42,6 +43,9 @@ try:
         fits=fits,
         title=f"Study {name}: scaling",
         pilots=pd.read_parquet(snakemake.input.pilots) if snakemake.input.get("pilots") else None,
+        unplanned=unplanned_points(
+            simulated, spec, hardware, pd.read_parquet(snakemake.input.rejects)
+        ),
     )
 except TrainscaleError as error:
     print(f"error: {error}", file=sys.stderr)

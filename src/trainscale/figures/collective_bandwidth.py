@@ -147,6 +147,113 @@ def _point_colors(rows: pd.DataFrame) -> list:
     return [colours[round(n)] if np.isfinite(n) else "black" for n in nodes]
 
 
+def _draw_published(ax, mine: pd.DataFrame, markers: dict[str, str]) -> None:
+    """One collective's published points on ``ax``: each filled in its node count's colour,
+    and where it has a prediction, an open vermilion marker joined to it by a line."""
+    for citation, rows in mine.groupby("citation") if not mine.empty else []:
+        marker = markers[citation]
+        if "predicted_busbw_gbytes_per_s" in rows.columns:
+            for _, r in rows.iterrows():
+                ax.plot(
+                    [r["size_bytes"]] * 2,
+                    [r["observed_busbw_gbytes_per_s"], r["predicted_busbw_gbytes_per_s"]],
+                    color="C3",
+                    lw=0.7,
+                    zorder=3,
+                )
+            ax.scatter(
+                rows["size_bytes"],
+                rows["predicted_busbw_gbytes_per_s"],
+                marker=marker,
+                facecolor="white",
+                edgecolor="C3",
+                s=24,
+                lw=1.0,
+                zorder=4,
+            )
+        ax.scatter(
+            rows["size_bytes"],
+            rows["observed_busbw_gbytes_per_s"],
+            marker=marker,
+            c=_point_colors(rows),
+            edgecolors="black",
+            linewidths=0.4,
+            s=20,
+            zorder=5,
+        )
+
+
+def _draw_panels(axes, drawn: pd.DataFrame, points: pd.DataFrame, markers: dict[str, str]) -> None:
+    """The model's curves (one per node count) and the published points on the panel of each
+    collective of :data:`COLLECTIVES`, with the panels' scales and labels."""
+    colors = node_colors(NODE_COUNTS)
+    xlim, ylim = _view_limits(points)
+    for ax, (key, title) in zip(axes, COLLECTIVES.items(), strict=True):
+        for nodes, rows in drawn[drawn["collective"] == key].groupby("num_nodes"):
+            ax.plot(rows["size_bytes"], rows["busbw_gbytes_per_s"], color=colors[nodes], lw=1.1)
+        mine = points[points["collective"] == key]
+        _draw_published(ax, mine, markers)
+        ax.set_title(title)
+        _size_axis(ax, xlim)
+        ax.set_yscale("log")
+        ax.set_ylim(*ylim)
+        if mine.empty and not points.empty:
+            ax.text(
+                0.04, 0.96, "no published\nnccl-tests rows", transform=ax.transAxes,
+                ha="left", va="top", fontsize=7, color="0.4",
+            )  # fmt: skip
+        ax.set_xlabel("Message size (bytes)")
+        ax.tick_params(axis="x", labelrotation=35)
+    axes[0].set_ylabel("Bus bandwidth (GB/s)")
+
+
+def _legends(legend_ax, gpu: str, per_node: int, markers: dict[str, str]) -> None:
+    """The node counts' legend (left) and, with published points, their citations' (right)."""
+    colors = node_colors(NODE_COUNTS)
+    legend_ax.set_axis_off()
+    handles = [
+        Line2D(
+            [], [], color=colors[n], label=f"{n} node{'s' if n > 1 else ''} ({n * per_node} GPUs)"
+        )
+        for n in NODE_COUNTS
+    ]
+    first = legend_ax.legend(
+        handles=handles,
+        ncols=2,
+        loc="upper left",
+        fontsize=6.5,
+        borderaxespad=0,
+        title=f"Collective model: {gpu_label(gpu)}, default system,\nfabric congestion included, "
+        "by node count",
+    )
+    if not markers:
+        return
+    point_handles = [
+        Line2D([], [], ls="", marker=m, color="0.5", mec="black", label=shorten(c, 60))
+        for c, m in markers.items()
+    ]
+    point_handles.append(
+        Line2D(
+            [],
+            [],
+            ls="",
+            marker="o",
+            mfc="white",
+            mec="C3",
+            label="open: model for that point's own system (GPU, nodes, NIC)",
+        )
+    )
+    legend_ax.add_artist(first)
+    legend_ax.legend(
+        handles=point_handles,
+        ncols=1,
+        loc="upper right",
+        fontsize=6.5,
+        borderaxespad=0,
+        title="Published nccl-tests (filled, coloured by node count)",
+    )
+
+
 def plot(
     curves: pd.DataFrame,
     validation: pd.DataFrame | None = None,
@@ -190,99 +297,10 @@ def plot(
     for ax in axes[1:]:
         ax.sharey(axes[0])
         ax.tick_params(labelleft=False)
-    colors = node_colors(NODE_COUNTS)
-    xlim, ylim = _view_limits(points)
     citations = sorted(points["citation"].unique()) if not points.empty else []
     markers = {c: _MARKERS[i % len(_MARKERS)] for i, c in enumerate(citations)}
-    for ax, (key, title) in zip(axes, COLLECTIVES.items(), strict=True):
-        for nodes, rows in drawn[drawn["collective"] == key].groupby("num_nodes"):
-            ax.plot(rows["size_bytes"], rows["busbw_gbytes_per_s"], color=colors[nodes], lw=1.1)
-        mine = points[points["collective"] == key]
-        for citation, rows in mine.groupby("citation") if not mine.empty else []:
-            marker = markers[citation]
-            if "predicted_busbw_gbytes_per_s" in rows.columns:
-                for _, r in rows.iterrows():
-                    ax.plot(
-                        [r["size_bytes"]] * 2,
-                        [r["observed_busbw_gbytes_per_s"], r["predicted_busbw_gbytes_per_s"]],
-                        color="C3",
-                        lw=0.7,
-                        zorder=3,
-                    )
-                ax.scatter(
-                    rows["size_bytes"],
-                    rows["predicted_busbw_gbytes_per_s"],
-                    marker=marker,
-                    facecolor="white",
-                    edgecolor="C3",
-                    s=24,
-                    lw=1.0,
-                    zorder=4,
-                )
-            ax.scatter(
-                rows["size_bytes"],
-                rows["observed_busbw_gbytes_per_s"],
-                marker=marker,
-                c=_point_colors(rows),
-                edgecolors="black",
-                linewidths=0.4,
-                s=20,
-                zorder=5,
-            )
-        ax.set_title(title)
-        _size_axis(ax, xlim)
-        ax.set_yscale("log")
-        ax.set_ylim(*ylim)
-        if mine.empty and not points.empty:
-            ax.text(
-                0.04, 0.96, "no published\nnccl-tests rows", transform=ax.transAxes,
-                ha="left", va="top", fontsize=7, color="0.4",
-            )  # fmt: skip
-        ax.set_xlabel("Message size (bytes)")
-        ax.tick_params(axis="x", labelrotation=35)
-    axes[0].set_ylabel("Bus bandwidth (GB/s)")
-    legend_ax = mosaic["legend"]
-    legend_ax.set_axis_off()
-    handles = [
-        Line2D(
-            [], [], color=colors[n], label=f"{n} node{'s' if n > 1 else ''} ({n * per_node} GPUs)"
-        )
-        for n in NODE_COUNTS
-    ]
-    first = legend_ax.legend(
-        handles=handles,
-        ncols=2,
-        loc="upper left",
-        fontsize=6.5,
-        borderaxespad=0,
-        title=f"Collective model: {gpu_label(gpu)}, default system,\nfabric congestion included, "
-        "by node count",
-    )
-    if citations:
-        point_handles = [
-            Line2D([], [], ls="", marker=markers[c], color="0.5", mec="black", label=shorten(c, 60))
-            for c in citations
-        ]
-        point_handles.append(
-            Line2D(
-                [],
-                [],
-                ls="",
-                marker="o",
-                mfc="white",
-                mec="C3",
-                label="open: model for that point's own system (GPU, nodes, NIC)",
-            )
-        )
-        legend_ax.add_artist(first)
-        legend_ax.legend(
-            handles=point_handles,
-            ncols=1,
-            loc="upper right",
-            fontsize=6.5,
-            borderaxespad=0,
-            title="Published nccl-tests (filled, coloured by node count)",
-        )
+    _draw_panels(axes, drawn, points, markers)
+    _legends(mosaic["legend"], gpu, per_node, markers)
     notes = [
         sim_source(drawn) + " (collective cost model)",
         published_source(citations)

@@ -5,8 +5,11 @@ tokens/s, tokens/s per GPU, MFU, power per GPU and exposed communication, agains
 count), one line and one marker shape per series, one row of panels per facet value. The
 per-GPU and global throughput panels draw each series' 80 % prediction interval as a band from
 the simulated rows' ``tokens_per_s_per_gpu_lo``/``_hi`` (times each row's GPU count for the
-global panel, whatever the x axis). Without facets the legend gives each series' change of
-tokens/s per GPU per doubling of x, read from the study's fits table. The note under the
+global panel, whatever the x axis): light enough (:data:`BAND_ALPHA`) that overlapping bands
+stay apart, each edged by a dashed line in its series' colour, under every line and marker.
+Points the study asked for but could not plan (no configuration of the point fits in memory)
+are named in the note (:func:`unplanned_points`). Without facets the legend gives each series'
+change of tokens/s per GPU per doubling of x, read from the study's fits table. The note under the
 panels is built from the study file's own fixed values, the catalogues (GPU, system) and the
 rows' provenance (simulated, trainscale version, calibration): nothing in it is a constant.
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,11 +31,9 @@ from matplotlib.lines import Line2D
 
 from trainscale.figures._common import (
     add_source_note,
-    band_handle,
     gpu_colors,
     legend_row,
     model_colors,
-    plot_band,
     plot_series,
     readable_log,
     recompute_handle,
@@ -40,6 +42,7 @@ from trainscale.figures._common import (
     sim_source,
     subplot_mosaic,
 )
+from trainscale.figures._study_text import setup_note, unplanned_points
 from trainscale.report.style import PALETTE, log2_gpu_axis
 from trainscale.sim.system.hardware import HardwareCatalog
 from trainscale.study.report import (
@@ -53,9 +56,11 @@ from trainscale.study.report import (
 
 if TYPE_CHECKING:
     from trainscale.sim.model.shape import ModelShape
-    from trainscale.study.sweep import Study
 
-__all__ = ["SERIES_MARKERS", "plot_scaling", "render_scaling", "setup_note"]
+__all__ = [
+    "BAND_ALPHA", "SERIES_MARKERS", "plot_scaling", "render_scaling", "setup_note",
+    "unplanned_points",
+]  # fmt: skip
 
 _X_LABELS = {
     "num_gpus": "GPUs (count)",
@@ -70,6 +75,10 @@ _X_LABELS = {
 #: steps, not in doublings.
 LINEAR_X = frozenset({"power_limit_w"})
 
+#: Opacity of a series' interval band: where two bands overlap, each is still seen through the
+#: other (their dashed edges in the series' colours say where each ends).
+BAND_ALPHA = 0.10
+
 #: Marker shape per series, in series order: series whose values coincide (two stacks that
 #: happen to predict the same throughput) stay visible as two shapes on one line.
 SERIES_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h")
@@ -77,106 +86,6 @@ SERIES_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h")
 #: Longest legend line (characters) that still fits in one panel's cell of the grid (at the
 #: legend's 6.5 pt): "Llama-2 70B: -1.9 % tokens/s per GPU per doubling" (50) does.
 LEGEND_CELL_CHARS = 52
-
-# How a fixed column reads in the note: a format with {v} (the readable value).
-_FIXED = {
-    "model": "{v}",
-    "gpu": "{v}",
-    "seq_len": "sequence {v} tokens",
-    "global_batch": "global batch {v} sequences",
-    "micro_batch": "micro-batch {v} per GPU",
-    "num_gpus": "{v} GPUs",
-    "sharding": "{v} sharding",
-    "recompute": "recompute {v}",
-    "precision": "{v}",
-    "framework": "framework {v}",
-    "power_limit_w": "GPU power limit {v} W",
-}
-
-
-def setup_note(
-    study: Study,
-    spec: ReportSpec,
-    hardware: HardwareCatalog,
-    framework_default: str,
-    *,
-    dropped_memory: int = 0,
-) -> str:
-    """The study's setup in words, from its own file and the catalogues.
-
-    Parameters
-    ----------
-    study : Study
-        The study (its ``fixed``, ``sweep`` and ``derive`` values).
-    spec : ReportSpec
-        What the figure shows (which swept columns are x, series, facet or collapsed).
-    hardware : HardwareCatalog
-        GPU and system catalogue (``data/hardware.yaml``), for the system the study runs on.
-    framework_default : str
-        The framework profile a study without ``framework`` gets (``data/frameworks.yaml``).
-    dropped_memory : int
-        Simulated rows left out because they do not fit in memory.
-
-    Returns
-    -------
-    str
-        ``Study <name> setup: Llama-2 13B, A100 80GB on dgx-a100 (8 GPUs per node, 200 Gb/s NIC
-        per GPU), ...; swept: ...``.
-    """
-    fixed = dict(study.fixed)
-    fixed.update({k: v[0] for k, v in study.sweep.items() if len(v) == 1})
-    parts = []
-    for key, value in fixed.items():
-        if key == "system":
-            continue
-        shown = format_value(key, value)
-        parts.append(_FIXED.get(key, f"{key} {{v}}").format(v=shown))
-        if key == "gpu":
-            parts[-1] += _system_words(hardware, str(value), fixed.get("system"))
-    if "framework" not in fixed and "framework" not in study.sweep:
-        parts.append(f"framework {framework_default} (default)")
-    for key, value in study.derive.items():
-        if key == "global_batch_tokens":
-            parts.append(f"global batch {value:,} tokens (global_batch = tokens / seq_len)")
-        else:
-            parts.append(f"global batch {value:,} sequences per data-parallel rank")
-    swept = []
-    for key, values in study.sweep.items():
-        if len(values) < 2:
-            continue
-        role = (
-            "x" if key == spec.x else "facet" if key == spec.facet
-            else "fastest kept" if key in spec.best_of else "series"
-        )  # fmt: skip
-        shown = ", ".join(format_value(key, v) for v in values)
-        swept.append(f"{key} {shown} ({role})")
-    text = f"Study {study.name} setup: " + ", ".join(parts)
-    if "gpu" not in fixed:
-        text += "; each GPU on its catalogue default system"
-    if swept:
-        text += "; swept: " + "; ".join(swept)
-    if spec.best_of:
-        text += (
-            ". Each point is the fastest (tokens/s) of "
-            + " × ".join(spec.best_of)
-            + " that fits in memory (open markers: with recomputation)"
-        )
-    if dropped_memory:
-        text += f"; {dropped_memory:,} simulated configurations that do not fit in memory left out"
-    return text + "."
-
-
-def _system_words(hardware: HardwareCatalog, gpu: str, system: str | None) -> str:
-    if gpu not in hardware.gpus:
-        return ""
-    default = system is None
-    key = hardware.default_system.get(gpu) if default else system
-    if key not in hardware.systems:
-        return f" on {key}" if key else ""
-    node = hardware.systems[key]
-    nic = node.nic_bytes_per_s_per_gpu * 8 / 1e9
-    words = f" on {key} ({node.gpus_per_node} GPUs per node, {nic:g} Gb/s NIC per GPU"
-    return words + (", the GPU's default system)" if default else ")")
 
 
 def _colors(
@@ -213,45 +122,26 @@ def _slopes(fits: pd.DataFrame | None) -> dict[tuple[str, str], float]:
                     chosen["estimate"].astype(float), strict=True))  # fmt: skip
 
 
-def plot_scaling(
-    rows: pd.DataFrame,
-    spec: ReportSpec,
-    *,
-    note: str,
-    hardware: HardwareCatalog,
-    models: Mapping[str, ModelShape],
-    fits: pd.DataFrame | None = None,
-    title: str = "",
-    pilots: pd.DataFrame | None = None,
-) -> Figure:
-    """Draw the panels from the selected rows (:func:`~trainscale.study.report.select_rows`).
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """Where the panels and the legend go (:func:`_layout`)."""
 
-    Parameters
-    ----------
-    rows : pandas.DataFrame
-        One row per facet, series and x value, with ``facet_label`` and ``series_label``.
-    spec : ReportSpec
-        What to show.
-    note : str
-        The setup note (:func:`setup_note`); the source line is added from the rows.
-    hardware : HardwareCatalog
-        The GPU catalogue (``data/hardware.yaml``): each GPU's fixed colour.
-    models : mapping of str to ModelShape
-        The model catalogue (``data/models.yaml``): each model's fixed colour.
-    fits : pandas.DataFrame, optional
-        The study's fits table (:func:`~trainscale.tables.study_fits.study_fits`), for the legend.
-    title : str
-        Figure title.
-    pilots : pandas.DataFrame, optional
-        The measured runs the study was calibrated on (``results/calibration/<study>.pilots
-        .parquet``: configuration columns and ``measured_tokens_per_s_per_gpu``), drawn as
-        black crosses on the throughput panels at their own x value.
-    """
-    metrics = list(spec.metrics)
-    facets = list(dict.fromkeys(rows["facet_label"])) or [""]
-    colors = _colors(rows, spec, hardware, models)
-    markers = {label: SERIES_MARKERS[i % len(SERIES_MARKERS)] for i, label in enumerate(colors)}
-    texts = _series_texts(colors, _slopes(fits), spec.x, single_facet=len(facets) == 1)
+    mosaic: list[list[str]]
+    """Panel names (``<facet index>:<metric>``, ``legend``, ``.``), row by row."""
+    heights: list[float]
+    """Height ratio of each mosaic row."""
+    legend_in_grid: bool
+    """The legend sits in a free panel cell (else in a row of its own below)."""
+    per_line: int
+    """Legend entries per line when the legend has its own row."""
+    size: tuple[float, float]
+    """Figure width and height (inches)."""
+
+
+def _layout(metrics: list[str], facets: list[str], texts: Mapping[str, str]) -> _Layout:
+    """Up to three panels a row, one block of rows per facet; the legend in a free cell of the
+    last block when its longest line fits there (:data:`LEGEND_CELL_CHARS`), else in a row of
+    its own, as tall as its lines need."""
     ncols = min(3, len(metrics))
     per_facet = math.ceil(len(metrics) / ncols)
     # the legend takes a free panel cell only if its lines fit a panel's width; a wider legend
@@ -280,8 +170,44 @@ def plot_scaling(
     height = 2.2 * (len(mosaic) - (0 if legend_in_grid else 1)) + (
         0 if legend_in_grid else legend_height
     )
-    fig, ax = subplot_mosaic(width, height + 0.6, mosaic, height_ratios=heights)
-    xs = pd.to_numeric(rows[spec.x]).to_numpy(dtype=float) if len(rows) else np.array([1.0])
+    return _Layout(mosaic, heights, legend_in_grid, per_line, (width, height + 0.6))
+
+
+def _plot_band(axis, x: np.ndarray, series: pd.DataFrame, band, color, scale) -> bool:
+    """One series' 80 % interval from its rows' ``band`` columns (lo, hi), times ``scale``: a
+    light band (:data:`BAND_ALPHA`) edged by dashed lines in ``color``, drawn under the lines
+    (at one x value, a translucent bar); False when the rows hold no interval."""
+    lo, hi = band
+    if series[[lo, hi]].isna().all().all():
+        return False
+    low = pd.to_numeric(series[lo]).to_numpy(dtype=float) * scale
+    high = pd.to_numeric(series[hi]).to_numpy(dtype=float) * scale
+    if len(np.unique(x)) == 1:
+        axis.vlines(x, low, high, color=color, alpha=0.25, lw=7, zorder=1)
+        return True
+    axis.fill_between(x, low, high, color=color, alpha=BAND_ALPHA, lw=0, zorder=1)
+    for edge in (low, high):
+        axis.plot(x, edge, color=color, ls=(0, (3, 2)), lw=0.6, alpha=0.8, zorder=1.5)
+    return True
+
+
+def _band_handle():
+    """Legend entry of the bands: what a band is and how overlapping ones read."""
+    from matplotlib.patches import Patch
+
+    return Patch(
+        facecolor=(0.3, 0.3, 0.3, 0.18), edgecolor="0.3", ls=(0, (3, 2)), lw=0.6,
+        label="band: 80 % prediction interval of the series in its colour (dashed edges)",
+    )  # fmt: skip
+
+
+def _draw_series(
+    ax, rows: pd.DataFrame, spec: ReportSpec, facets: list[str], colors, markers
+) -> tuple[bool, bool]:
+    """Every series of every facet on every metric's panel: its interval band where the metric
+    has one, its line, and (first panel) the labels where the winning plan changes. Returns
+    (a band was drawn, a plan switch was labelled)."""
+    metrics = list(spec.metrics)
     banded = False
     switched = False
     switches = plan_switches(rows, spec)
@@ -299,14 +225,21 @@ def plot_scaling(
                         pd.to_numeric(series["num_gpus"]).to_numpy(dtype=float)
                         if metric == "tokens_per_s" else 1.0
                     )  # fmt: skip
-                    banded |= plot_band(axis, x, series, band[0].rsplit("_lo", 1)[0],
-                                        colors[label], scale=scale)  # fmt: skip
+                    banded |= _plot_band(axis, x, series, band, colors[label], scale)
                 y = pd.to_numeric(series[metric]).astype(float) * factor
                 plot_series(axis, x, y, series, colors[label], marker=markers[label])
                 if metric == metrics[0]:
                     switched |= _label_switches(axis, x, y, switches[series.index], colors[label])
+    return banded, switched
+
+
+def _format_axes(ax, rows: pd.DataFrame, spec: ReportSpec, facets: list[str]) -> None:
+    """Labels and scales of every panel: the x axis linear at the study's values
+    (:data:`LINEAR_X`) or base-2 log, a log y axis where the metric is drawn on one, else from
+    zero."""
+    xs = pd.to_numeric(rows[spec.x]).to_numpy(dtype=float) if len(rows) else np.array([1.0])
     for f, facet in enumerate(facets):
-        for metric in metrics:
+        for metric in spec.metrics:
             axis = ax[f"{f}:{metric}"]
             ylabel, log, factor, _band = METRICS[metric]
             axis.set_ylabel(ylabel)
@@ -326,31 +259,42 @@ def plot_scaling(
                 top = float(values.max())
                 # a quantity from 0, so a 10 W difference reads at its true size
                 axis.set_ylim(0.0, max(top * 1.15, 1.0))
+
+
+def _legend_handles(
+    rows: pd.DataFrame, spec: ReportSpec, colors, markers, texts, *, banded: bool, pilots: int
+) -> list[Line2D]:
+    """One entry per series, then the band, the pilot crosses and the open-marker key where
+    the figure draws them."""
     handles = [
         Line2D([], [], color=color, marker=markers[label], label=texts[label])
         for label, color in colors.items()
     ]
-    drawn_pilots = _draw_pilots(ax, facets, metrics, spec, pilots)
     if banded:
-        handles.append(band_handle())
-    if drawn_pilots:
+        handles.append(_band_handle())
+    if pilots:
         handles.append(
             Line2D([], [], ls="", marker="X", color="black", label="measured pilot runs")
         )
     if "recompute" in rows.columns and (rows["recompute"].astype(str) != "none").any():
         modes = rows["recompute"].astype(str).unique().tolist()
         handles.append(recompute_handle(recompute_label(modes, "recompute" in spec.best_of)))
-    ncols_legend = 1 if legend_in_grid else min(per_line, len(handles))
-    legend_row(ax["legend"], handles, [h.get_label() for h in handles], ncols=ncols_legend,
-               fontsize=6.5)  # fmt: skip
-    if title:
-        fig.suptitle(title, fontsize=9)
-    notes = [note]
-    if drawn_pilots:
+    return handles
+
+
+def _notes(
+    rows: pd.DataFrame, note: str, *, pilots: int, switched: bool, unplanned: list[str]
+) -> list[str]:
+    """The lines under the panels: source, setup, the points not plotted, the pilots'
+    calibration, the switch key."""
+    notes = [sim_source(rows) + ".", note]
+    if unplanned:
+        notes.append("Not plotted: " + "; ".join(unplanned) + ".")
+    if pilots:
         ids = sorted({str(v) for v in rows.get("calibration_id", pd.Series(dtype=str))})
         notes.append(
-            f"Calibrated on the study's own {drawn_pilots} measured pilot run"
-            f"{'s' if drawn_pilots > 1 else ''} (crosses; calibration {', '.join(ids)}), not "
+            f"Calibrated on the study's own {pilots} measured pilot run"
+            f"{'s' if pilots > 1 else ''} (crosses; calibration {', '.join(ids)}), not "
             "the shipped calibration; the lines are the simulator's prediction with it."
         )
     if switched:
@@ -358,7 +302,67 @@ def plot_scaling(
             "Labels in the first panel: what of the winning plan changes at that point; every "
             "point's plan is in points.csv beside this figure."
         )
-    return add_source_note(fig, sim_source(rows) + ".", *notes)
+    return notes
+
+
+def plot_scaling(
+    rows: pd.DataFrame,
+    spec: ReportSpec,
+    *,
+    note: str,
+    hardware: HardwareCatalog,
+    models: Mapping[str, ModelShape],
+    fits: pd.DataFrame | None = None,
+    title: str = "",
+    pilots: pd.DataFrame | None = None,
+    unplanned: list[str] | None = None,
+) -> Figure:
+    """Draw the panels from the selected rows (:func:`~trainscale.study.report.select_rows`).
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        One row per facet, series and x value, with ``facet_label`` and ``series_label``.
+    spec : ReportSpec
+        What to show.
+    note : str
+        The setup note (:func:`setup_note`); the source line is added from the rows.
+    hardware : HardwareCatalog
+        The GPU catalogue (``data/hardware.yaml``): each GPU's fixed colour.
+    models : mapping of str to ModelShape
+        The model catalogue (``data/models.yaml``): each model's fixed colour.
+    fits : pandas.DataFrame, optional
+        The study's fits table (:func:`~trainscale.tables.study_fits.study_fits`), for the legend.
+    title : str
+        Figure title.
+    pilots : pandas.DataFrame, optional
+        The measured runs the study was calibrated on (``results/calibration/<study>.pilots
+        .parquet``: configuration columns and ``measured_tokens_per_s_per_gpu``), drawn as
+        black crosses on the throughput panels at their own x value.
+    unplanned : list of str, optional
+        The points the study asked for but could not plan (:func:`unplanned_points`), named
+        in the note as "Not plotted: ...".
+    """
+    metrics = list(spec.metrics)
+    facets = list(dict.fromkeys(rows["facet_label"])) or [""]
+    colors = _colors(rows, spec, hardware, models)
+    markers = {label: SERIES_MARKERS[i % len(SERIES_MARKERS)] for i, label in enumerate(colors)}
+    texts = _series_texts(colors, _slopes(fits), spec.x, single_facet=len(facets) == 1)
+    layout = _layout(metrics, facets, texts)
+    fig, ax = subplot_mosaic(*layout.size, layout.mosaic, height_ratios=layout.heights)
+    banded, switched = _draw_series(ax, rows, spec, facets, colors, markers)
+    _format_axes(ax, rows, spec, facets)
+    drawn_pilots = _draw_pilots(ax, facets, metrics, spec, pilots)
+    handles = _legend_handles(
+        rows, spec, colors, markers, texts, banded=banded, pilots=drawn_pilots
+    )
+    ncols_legend = 1 if layout.legend_in_grid else min(layout.per_line, len(handles))
+    legend_row(ax["legend"], handles, [h.get_label() for h in handles], ncols=ncols_legend,
+               fontsize=6.5)  # fmt: skip
+    if title:
+        fig.suptitle(title, fontsize=9)
+    notes = _notes(rows, note, pilots=drawn_pilots, switched=switched, unplanned=unplanned or [])
+    return add_source_note(fig, *notes)
 
 
 def _draw_pilots(ax, facets, metrics, spec: ReportSpec, pilots: pd.DataFrame | None) -> int:
@@ -433,6 +437,7 @@ def render_scaling(
     fits: pd.DataFrame | None = None,
     title: str = "",
     pilots: pd.DataFrame | None = None,
+    unplanned: list[str] | None = None,
 ) -> tuple[Path, ...]:
     """Draw :func:`plot_scaling` and save ``stem.{pdf,png,svg}`` byte-reproducibly."""
     return save_styled(
@@ -445,6 +450,7 @@ def render_scaling(
             fits=fits,
             title=title,
             pilots=pilots,
+            unplanned=unplanned,
         ),
         stem,
     )
