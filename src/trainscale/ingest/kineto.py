@@ -228,7 +228,8 @@ def no_gpu_kernels(traces: Sequence[KinetoTrace]) -> list[tuple[str, str]]:
     A trace without any event on a GPU stream (``args["stream"]``) -- recorded without
     ``ProfilerActivity.CUDA``, on a CPU-only run, or holding only CPU ops and ``cuda_runtime``
     launches -- has nothing to compute overlap or idle time from. Its reason says what the file
-    holds instead (every complete event, the last step's included), by category: ``no GPU kernel (no event with args.stream), so no overlap
+    holds instead (every complete event, the last step's included), by category:
+    ``no GPU kernel (no event with args.stream), so no overlap
     or idle time to compute; it holds 120 events: cpu_op 100, cuda_runtime 20; record with
     ProfilerActivity.CUDA on a GPU run``. A trace of
     :func:`load_traces` whose GPU events all belonged to the dropped last ``ProfilerStep`` says
