@@ -4,6 +4,11 @@ Loads the given Kineto traces together as the ranks of one job (aligned, last pr
 dropped unless ``--include-last-step``), and prints per rank the compute, communication, overlap
 (µs and % of communication, as HolisticTraceAnalysis reports it), exposed communication and idle
 time; ``-o`` writes the same table as CSV. See :mod:`trainscale.ingest.hta`.
+
+A trace without GPU kernels (a CPU-only trace, or one holding only CPU ops and ``cuda_runtime``
+launches) is an error, exit status 2: one line naming the file and the event categories it holds
+(:func:`trainscale.ingest.kineto.no_gpu_kernels`), and no table -- its zeros would be numbers
+computed from nothing. Nothing is written with ``-o`` then.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import pandas as pd
 
 from trainscale.errors import InputFileError
 from trainscale.ingest.hta import overlap_summary
-from trainscale.ingest.kineto import load_traces
+from trainscale.ingest.kineto import load_traces, no_gpu_kernels
 from trainscale.schema import TRACE_COLUMNS, names
 
 __all__ = ["HELP", "NAME", "add_arguments", "run", "trace_table"]
@@ -77,8 +82,19 @@ def trace_table(paths: list[str | Path], *, include_last_step: bool = False) -> 
         ``rank``, ``comp_us``, ``comm_us``, ``overlap_us``, ``comp_comm_overlap_pctg`` (% of
         communication hidden under compute, 2 decimals), ``exposed_comm_us``, ``idle_us``,
         ``idle_pct``, ``kernel_span_us`` (all µs unless %), ``path``.
+
+    Raises
+    ------
+    InputFileError
+        A trace cannot be read, or holds no GPU kernel (the message names the file and what it
+        holds instead, :func:`~trainscale.ingest.kineto.no_gpu_kernels`).
     """
     traces = load_traces(paths, include_last_profiler_step=include_last_step)
+    empty = no_gpu_kernels(traces)
+    if empty:
+        (path, reason), others = empty[0], [p for p, _ in empty[1:]]
+        also = f" (so do {len(others)} more of the {len(traces)} traces: {', '.join(others)})"
+        raise InputFileError(path, reason + (also if others else ""))
     return overlap_summary(traces)[names(TRACE_COLUMNS)]
 
 

@@ -32,7 +32,7 @@ from trainscale.errors import InputFileError
 from trainscale.ingest._collectives import canonical_collective
 from trainscale.ingest._text import parse_json
 
-__all__ = ["KinetoTrace", "check_same_job", "load_traces", "read_trace"]
+__all__ = ["KinetoTrace", "check_same_job", "load_traces", "no_gpu_kernels", "read_trace"]
 
 _STEP_NAME_RE = re.compile(r"ProfilerStep\s*#\s*(\d{1,15})")
 _RANK_IN_NAME_RE = re.compile(r"rank[-_]?(\d+)", re.IGNORECASE)
@@ -217,6 +217,66 @@ def check_same_job(traces: Sequence[KinetoTrace]) -> None:
                     f"not from the same job as {first.path}: {key} is {identity[key]!r} here "
                     f"but {reference[key]!r} there; list only one job's traces together",
                 )
+
+
+# --- traces without GPU kernels -----------------------------------------------------------
+
+
+def no_gpu_kernels(traces: Sequence[KinetoTrace]) -> list[tuple[str, str]]:
+    """The traces that give no GPU numbers, each with why: ``[(path, reason), ...]``.
+
+    A trace without any event on a GPU stream (``args["stream"]``) -- recorded without
+    ``ProfilerActivity.CUDA``, on a CPU-only run, or holding only CPU ops and ``cuda_runtime``
+    launches -- has nothing to compute overlap or idle time from. Its reason says what the file
+    holds instead (every complete event, the last step's included), by category:
+    ``no GPU kernel (no event with args.stream), so no overlap
+    or idle time to compute; it holds 120 events: cpu_op 100, cuda_runtime 20; record with
+    ProfilerActivity.CUDA on a GPU run``. A trace of
+    :func:`load_traces` whose GPU events all belonged to the dropped last ``ProfilerStep`` says
+    so and names ``--include-last-step``.
+
+    Parameters
+    ----------
+    traces
+        As :func:`load_traces` returns them (or :func:`read_trace`, unfiltered).
+
+    Returns
+    -------
+    list of (str, str)
+        File and reason for each trace without GPU events, in the order given; empty when
+        every trace holds GPU events.
+    """
+    problems = []
+    for trace in traces:
+        if bool(trace.events["is_gpu"].any()):
+            continue
+        # What the file holds, before the last step was dropped.
+        events = read_trace(trace.path).events if trace.filtered else trace.events
+        dropped = int(events["is_gpu"].sum())
+        if dropped:
+            reason = (
+                f"no GPU kernel in a complete profiler step: all {dropped:,} GPU events were "
+                "launched in the last ProfilerStep, which is dropped as possibly truncated "
+                "(keep it with --include-last-step)"
+            )
+        else:
+            reason = (
+                "no GPU kernel (no event with args.stream), so no overlap or idle time to "
+                f"compute; {_holdings(events)}; record with ProfilerActivity.CUDA on a "
+                "GPU run"
+            )
+        problems.append((trace.path, reason))
+    return problems
+
+
+def _holdings(events: pd.DataFrame) -> str:
+    """``it holds 120 events: cpu_op 100, cuda_runtime 20`` (categories by count, then name)."""
+    if not len(events):
+        return "it holds no complete event (none with ts, dur and cat)"
+    counts = events["cat"].value_counts()
+    ordered = sorted(counts.items(), key=lambda item: (-item[1], str(item[0])))
+    listed = ", ".join(f"{cat} {count:,}" for cat, count in ordered)
+    return f"it holds {len(events):,} events: {listed}"
 
 
 # --- reading -------------------------------------------------------------------------------
