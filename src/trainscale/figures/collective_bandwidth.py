@@ -36,6 +36,7 @@ from trainscale.names import gpu_label
 
 if TYPE_CHECKING:
     from trainscale.published.measurements import PublishedData
+    from trainscale.sim.system.hardware import HardwareCatalog
 
 __all__ = [
     "COLLECTIVES", "NODE_COUNTS", "bandwidth_curves", "node_colors", "plot", "published_points",
@@ -152,6 +153,7 @@ def plot(
     validation: pd.DataFrame | None = None,
     published: PublishedData | None = None,
     *,
+    hardware: HardwareCatalog,
     gpu: str = "h100-sxm-80gb",
 ) -> Figure:
     """Three panels (AllReduce, AllGather, ReduceScatter): bus bandwidth (GB/s) against message
@@ -255,8 +257,8 @@ def plot(
         loc="upper left",
         fontsize=6.5,
         borderaxespad=0,
-        title=f"Collective model: {gpu_label(gpu)}, default system,\nfabric congestion included, "
-        "by node count",
+        title=f"Collective model: {gpu_label(gpu, hardware)}, default system,\n"
+        "fabric congestion included, by node count",
     )
     if citations:
         point_handles = [
@@ -299,6 +301,9 @@ def render(
     curves: pd.DataFrame,
     validation: pd.DataFrame | None = None,
     published: PublishedData | None = None,
+    *,
+    hardware: HardwareCatalog,
 ) -> tuple[Path, ...]:
-    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``."""
-    return save_styled(lambda: plot(curves, validation, published), stem)
+    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``; ``hardware`` is the GPU catalogue
+    (``data/hardware.yaml``: the GPU's name)."""
+    return save_styled(lambda: plot(curves, validation, published, hardware=hardware), stem)

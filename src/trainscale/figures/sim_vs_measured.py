@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -35,6 +36,9 @@ from trainscale.figures._common import (
 from trainscale.names import gpu_label
 from trainscale.schema import SIM_VS_MEASURED_COLUMNS, names
 
+if TYPE_CHECKING:
+    from trainscale.sim.system.hardware import HardwareCatalog
+
 __all__ = ["METRICS", "plot", "render"]
 
 #: Metrics compared: column, axis label.
@@ -49,8 +53,9 @@ def _run_name(run_id: str, config_id: str) -> str:
     return config_id if config_id.startswith(run_id) else f"{run_id} {config_id}".strip()
 
 
-def _tick_label(row) -> str:
-    """The run, and the hardware it ran on when the manifest says (not the raw config id)."""
+def _tick_label(row, hardware: HardwareCatalog) -> str:
+    """The run, and the hardware it ran on when the manifest says (not the raw config id; the
+    GPU's name from ``hardware``)."""
     if row.config_id.startswith(row.run_id):
         return row.config_id
     n = pd.to_numeric(row.num_gpus, errors="coerce")
@@ -58,7 +63,7 @@ def _tick_label(row) -> str:
         return row.run_id
     if row.gpu == "cpu":
         return f"{row.run_id}\nCPU, {int(n)} processes"
-    return f"{row.run_id}\n{gpu_label(row.gpu)} × {int(n)}"
+    return f"{row.run_id}\n{gpu_label(row.gpu, hardware)} × {int(n)}"
 
 
 def _short(text: str, width: int = 240) -> str:
@@ -66,12 +71,12 @@ def _short(text: str, width: int = 240) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def plot(table: pd.DataFrame) -> Figure:
+def plot(table: pd.DataFrame, *, hardware: HardwareCatalog) -> Figure:
     """Dot chart of every measured row against its prediction (see module docstring); ``table``
-    is ``results/sim_vs_measured.parquet``."""
+    is ``results/sim_vs_measured.parquet``, ``hardware`` the GPU catalogue (the GPUs' names)."""
     require(table, names(SIM_VS_MEASURED_COLUMNS), where="sim_vs_measured")
     table = table.fillna({"calibration_id": "", "simulator_version": "", "reason": ""})
-    labels = [_tick_label(r) for r in table.itertuples()]
+    labels = [_tick_label(r, hardware) for r in table.itertuples()]
     height = 1.6 + 0.42 * max(len(table), 2)
     fig, ax = subplot_mosaic(
         7.2,
@@ -154,6 +159,9 @@ def plot(table: pd.DataFrame) -> Figure:
     return add_source_note(fig, *notes)
 
 
-def render(stem: str | os.PathLike[str], table: pd.DataFrame) -> tuple[Path, ...]:
-    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``."""
-    return save_styled(lambda: plot(table), stem)
+def render(
+    stem: str | os.PathLike[str], table: pd.DataFrame, *, hardware: HardwareCatalog
+) -> tuple[Path, ...]:
+    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``; ``hardware`` is the GPU catalogue
+    (``data/hardware.yaml``: the GPUs' names)."""
+    return save_styled(lambda: plot(table, hardware=hardware), stem)

@@ -129,7 +129,7 @@ def setup_note(
     for key, value in fixed.items():
         if key == "system":
             continue
-        shown = format_value(key, value)
+        shown = format_value(key, value, spec.names)
         parts.append(_FIXED.get(key, f"{key} {{v}}").format(v=shown))
         if key == "gpu":
             parts[-1] += _system_words(hardware, str(value), fixed.get("system"))
@@ -148,7 +148,7 @@ def setup_note(
             "x" if key == spec.x else "facet" if key == spec.facet
             else "fastest kept" if key in spec.best_of else "series"
         )  # fmt: skip
-        shown = ", ".join(format_value(key, v) for v in values)
+        shown = ", ".join(format_value(key, v, spec.names) for v in values)
         swept.append(f"{key} {shown} ({role})")
     text = f"Study {study.name} setup: " + ", ".join(parts)
     if "gpu" not in fixed:
@@ -373,7 +373,7 @@ def _draw_pilots(ax, facets, metrics, spec: ReportSpec, pilots: pd.DataFrame | N
     for f, facet in enumerate(facets):
         keep = np.ones(len(pilots), bool)
         if spec.facet and spec.facet in pilots.columns and facet:
-            keep = np.array([column_value_label(spec.facet, v) == facet
+            keep = np.array([column_value_label(spec.facet, v, spec.names) == facet
                              for v in pilots[spec.facet]])  # fmt: skip
         for metric, scale in (("tokens_per_s_per_gpu", 1.0), ("tokens_per_s", None)):
             if metric not in metrics or not keep.any():
