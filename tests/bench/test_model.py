@@ -57,12 +57,16 @@ def test_rejects_an_odd_head_width(model_module):
 
 def test_catalogue_gpu_keys(torch_module):
     from trainscale.bench.device import catalogue_gpu_key
+    from trainscale.sim.system.hardware import load_hardware
 
-    assert catalogue_gpu_key("NVIDIA H200", 139.8) == "h200-sxm-141gb"
-    assert catalogue_gpu_key("NVIDIA H100 80GB HBM3", 79.1) == "h100-sxm-80gb"
-    assert catalogue_gpu_key("NVIDIA A100-SXM4-40GB", 39.4) == "a100-sxm-40gb"
-    assert catalogue_gpu_key("NVIDIA A100-SXM4-80GB", 79.2) == "a100-sxm-80gb"
-    assert catalogue_gpu_key("NVIDIA GeForce RTX 4090", 24.0) is None
+    hardware = load_hardware()
+    assert catalogue_gpu_key("NVIDIA H200", 139.8, hardware) == "h200-sxm-141gb"
+    assert catalogue_gpu_key("NVIDIA H100 80GB HBM3", 79.1, hardware) == "h100-sxm-80gb"
+    assert catalogue_gpu_key("NVIDIA A100-SXM4-40GB", 39.4, hardware) == "a100-sxm-40gb"
+    assert catalogue_gpu_key("NVIDIA A100-SXM4-80GB", 79.2, hardware) == "a100-sxm-80gb"
+    assert catalogue_gpu_key("NVIDIA B200", 179.1, hardware) == "b200"
+    assert catalogue_gpu_key("Tesla V100-SXM2-32GB", 31.7, hardware) == "v100-sxm-32gb"
+    assert catalogue_gpu_key("NVIDIA GeForce RTX 4090", 24.0, hardware) is None
 
 
 def test_clip_grad_norm_matches_torch(torch_module):

@@ -17,7 +17,9 @@ from trainscale.figures.collective_bandwidth import (
 from trainscale.figures.collective_scaling import GPU_COUNTS, collective_times
 
 
-def test_bandwidth_curves_are_the_gpus_total_times_on_the_size_sweep(collective_curves_table):
+def test_bandwidth_curves_are_the_gpus_total_times_on_the_size_sweep(
+    collective_curves_table, catalogue
+):
     drawn = bandwidth_curves(collective_curves_table)
     assert set(drawn["gpu"]) == {"h100-sxm-80gb"}
     assert set(drawn["model"]) == {""} and set(drawn["term"]) == {"total"}
@@ -26,7 +28,7 @@ def test_bandwidth_curves_are_the_gpus_total_times_on_the_size_sweep(collective_
     with pytest.raises(TrainscaleError, match="no curves of GPU 'tpu'"):
         from trainscale.figures.collective_bandwidth import plot
 
-        plot(collective_curves_table, gpu="tpu")
+        plot(collective_curves_table, gpu="tpu", hardware=catalogue.hardware)
 
 
 def test_collective_times_split_allgather_into_its_terms(collective_curves_table):

@@ -17,12 +17,12 @@ from trainscale.figures._common import (
 from trainscale.names import gpu_label, model_label
 
 
-def test_labels_of_catalogue_keys_and_unknown_keys():
-    assert model_label("llama2-7b") == "Llama-2 7B"
-    assert model_label("gpt3-175b") == "GPT-3 175B"
-    assert model_label("my-model") == "my-model"
-    assert gpu_label("h100-sxm-80gb") == "H100 80GB"
-    assert gpu_label("cpu") == "cpu"
+def test_labels_of_catalogue_keys_and_unknown_keys(catalogue):
+    assert model_label("llama2-7b", catalogue.models) == "Llama-2 7B"
+    assert model_label("gpt3-175b", catalogue.models) == "GPT-3 175B"
+    assert model_label("my-model", catalogue.models) == "my-model"
+    assert gpu_label("h100-sxm-80gb", catalogue.hardware) == "H100 80GB"
+    assert gpu_label("cpu", catalogue.hardware) == "cpu"
 
 
 def test_model_order_is_by_parameter_count_then_unknown_by_name(catalogue):

@@ -64,7 +64,8 @@ def test_names_are_valid_wildcard_values() -> None:
 
 def test_catalogue_files_are_those_render_takes_and_those_its_inputs_are_read_with() -> None:
     assert set(CATALOGUES) == set(CATALOGUE_FILES)
-    assert FIGURES["collective_bandwidth"].catalogues == ()
+    assert FIGURES["collective_bandwidth"].catalogues == ("hardware",)
     assert FIGURES["collective_bandwidth"].catalogue_files() == KIND_CATALOGUES["published"]
+    assert FIGURES["collective_scaling"].catalogue_files() == ("hardware", "models")
     assert FIGURES["compute_per_gpu"].catalogue_files() == ("hardware", "models")
     assert TABLES["claims"].catalogue_files() == ()

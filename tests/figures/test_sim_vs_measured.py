@@ -16,6 +16,8 @@ from trainscale.ingest.accuracy import predict_measured
 from trainscale.sim.calibration import load_calibration
 from trainscale.sim.catalogue import load_catalogue
 
+HARDWARE = load_catalogue().hardware
+
 
 def _manifest(purpose: str, logs: dict[str, str]) -> SimpleNamespace:
     """The two things predict_measured reads of a RunManifest: ``raw`` and ``logs``."""
@@ -56,7 +58,7 @@ def test_the_table_carries_purpose_interval_and_power(table):
 
 
 def test_a_functional_test_is_labelled_so(table):
-    fig = sim_vs_measured.plot(table)
+    fig = sim_vs_measured.plot(table, hardware=HARDWARE)
     ticks = [t.get_text() for t in fig.axes[0].get_yticklabels()]
     gpu_tick = next(t for t in ticks if t.startswith("gpu_run"))
     assert "functional test, not a benchmark" in gpu_tick
@@ -67,7 +69,7 @@ def test_a_functional_test_is_labelled_so(table):
 
 
 def test_the_prediction_has_its_interval_as_a_whisker(table):
-    fig = sim_vs_measured.plot(table)
+    fig = sim_vs_measured.plot(table, hardware=HARDWARE)
     axes = {a.get_xlabel(): a for a in fig.axes}
     gpu = table.set_index("run_id").loc["gpu_run"]
     for label, metric in (("Step time (s)", "step_time_s"),
@@ -83,7 +85,7 @@ def test_the_prediction_has_its_interval_as_a_whisker(table):
 
 
 def test_power_is_compared_where_a_run_has_a_power_log_and_its_source_named(table):
-    fig = sim_vs_measured.plot(table)
+    fig = sim_vs_measured.plot(table, hardware=HARDWARE)
     power = next(a for a in fig.axes if a.get_xlabel() == "Power per GPU (W)")
     xs = np.concatenate([c.get_offsets()[:, 0] for c in power.collections if len(c.get_offsets())])
     gpu = table.set_index("run_id").loc["gpu_run"]
@@ -95,7 +97,9 @@ def test_power_is_compared_where_a_run_has_a_power_log_and_its_source_named(tabl
 
 
 def test_without_a_power_log_the_power_panel_says_so(table):
-    fig = sim_vs_measured.plot(table.assign(measured_power_w_per_gpu=np.nan, power_log=""))
+    fig = sim_vs_measured.plot(
+        table.assign(measured_power_w_per_gpu=np.nan, power_log=""), hardware=HARDWARE
+    )
     power = next(a for a in fig.axes if a.get_xlabel() == "Power per GPU (W)")
     assert any("no run has measured power" in t.get_text() for t in power.texts)
     notes = " ".join(t.get_text() for t in fig.texts).replace("\n", " ")

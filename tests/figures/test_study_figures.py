@@ -10,6 +10,7 @@ from trainscale.figures.compute_per_gpu import flops_per_gpu_step
 from trainscale.figures.fsdp_scaleout import drop_pct, plot
 from trainscale.figures.global_batch_inference import drop_by_batch
 from trainscale.figures.model_parallel import plan_kind
+from trainscale.names import Names
 from trainscale.sim.model.flops import model_flops_per_token
 
 
@@ -165,7 +166,7 @@ def test_best_plan_colour_bar_fits_the_data_and_dp1_is_short():
     assert cell_label(row) == "tp2×pp8\ndp 1+R"
 
 
-def test_missing_points_are_named_with_their_reason():
+def test_missing_points_are_named_with_their_reason(catalogue):
     from trainscale.figures.context_length import missing_lengths
     from trainscale.figures.global_batch_inference import missing_batches
 
@@ -175,10 +176,10 @@ def test_missing_points_are_named_with_their_reason():
          "micro_batch": [2, 1], "recompute": ["full", "full"], "fits_memory": [True, True]}
     )  # fmt: skip
     shown = sim.iloc[:1]
-    (note,) = missing_lengths(sim, shown, [16384, 32768])
+    (note,) = missing_lengths(sim, shown, [16384, 32768], catalogue.models)
     assert "Llama-2 70B (128 GPUs) at 32,768 tokens" in note
     assert "only micro-batch 1 with full recomputation fits" in note
-    assert missing_lengths(sim, sim, [16384, 32768]) == []
+    assert missing_lengths(sim, sim, [16384, 32768], catalogue.models) == []
 
     # 6,144 sequences at 2,048 GPUs: local batch 3 does not split into micro-batches of 2
     rows = pd.DataFrame(
@@ -199,6 +200,7 @@ def test_study_series_keep_apart_by_marker_where_their_values_coincide(scaleout_
     one = scaleout_sim[scaleout_sim["model"] == "llama2-7b"]
     twin = one.assign(model="llama2-70b")
     spec = ReportSpec(
+        names=Names.of(catalogue.hardware, catalogue.models),
         x="num_gpus", series=("model",), facet="recompute", best_of=(), metrics=DEFAULT_METRICS,
         levels={"model": ("llama2-7b", "llama2-70b"), "recompute": ("none", "full")},
     )  # fmt: skip
@@ -230,7 +232,8 @@ def test_study_global_throughput_band_is_per_gpu_band_times_gpus_whatever_the_x_
 
     # x is the sequence length (the context_length study): the band must not scale with it
     sim = simulate(model=["llama2-7b"], seq_len=[1024, 4096, 16384], num_gpus=[128])
-    spec = ReportSpec(x="seq_len", series=("model",), facet=None, best_of=(),
+    names = Names.of(catalogue.hardware, catalogue.models)
+    spec = ReportSpec(names=names, x="seq_len", series=("model",), facet=None, best_of=(),
                       metrics=DEFAULT_METRICS, levels={"model": ("llama2-7b",)})  # fmt: skip
     rows = select_rows(sim, spec)
     fig = plot_scaling(rows, spec, note="setup", hardware=catalogue.hardware,
@@ -250,7 +253,8 @@ def test_study_legend_names_what_doubles_when_x_is_not_the_gpu_count(catalogue):
     from .conftest import simulate
 
     sim = simulate(model=["llama2-7b"], seq_len=[1024, 4096, 16384], num_gpus=[128])
-    spec = ReportSpec(x="seq_len", series=("model",), facet=None, best_of=(),
+    names = Names.of(catalogue.hardware, catalogue.models)
+    spec = ReportSpec(names=names, x="seq_len", series=("model",), facet=None, best_of=(),
                       metrics=DEFAULT_METRICS, levels={"model": ("llama2-7b",)})  # fmt: skip
     fits = pd.DataFrame({"series": ["Llama-2 7B"], "metric": ["tokens_per_s_per_gpu"],
                          "fit": ["loglog_hc3"], "parameter": ["pct_per_doubling"],
@@ -280,7 +284,8 @@ def test_study_legend_says_which_recomputation_the_open_markers_use(
     from .conftest import simulate
 
     sim = simulate(model=[model], recompute=recompute, num_gpus=[64, 256])
-    spec = ReportSpec(x="num_gpus", series=("model",), facet=None, best_of=best_of,
+    names = Names.of(catalogue.hardware, catalogue.models)
+    spec = ReportSpec(names=names, x="num_gpus", series=("model",), facet=None, best_of=best_of,
                       metrics=DEFAULT_METRICS, levels={"model": (model,)})  # fmt: skip
     fig = plot_scaling(select_rows(sim, spec), spec, note="setup", hardware=catalogue.hardware,
                        models=catalogue.models)  # fmt: skip
@@ -296,7 +301,8 @@ def test_study_legend_too_wide_for_a_panel_cell_gets_its_own_row(catalogue):
     from .conftest import simulate
 
     sim = simulate(model=["llama2-7b"], seq_len=[1024, 4096, 16384], num_gpus=[128])
-    spec = ReportSpec(x="seq_len", series=("model",), facet=None, best_of=(),
+    names = Names.of(catalogue.hardware, catalogue.models)
+    spec = ReportSpec(names=names, x="seq_len", series=("model",), facet=None, best_of=(),
                       metrics=DEFAULT_METRICS, levels={"model": ("llama2-7b",)})  # fmt: skip
 
     def legend_width(estimate: float | None) -> float:
@@ -338,7 +344,8 @@ def test_interval_at_a_single_x_value_is_drawn_as_a_bar(catalogue):
 
     # a study that sweeps only the stack: one point per series, where a band has no width
     sim = simulate(model=["llama2-7b"], num_gpus=[64])
-    spec = ReportSpec(x="num_gpus", series=("model",), facet=None, best_of=(),
+    names = Names.of(catalogue.hardware, catalogue.models)
+    spec = ReportSpec(names=names, x="num_gpus", series=("model",), facet=None, best_of=(),
                       metrics=DEFAULT_METRICS, levels={"model": ("llama2-7b",)})  # fmt: skip
     fig = plot_scaling(select_rows(sim, spec), spec, note="setup", hardware=catalogue.hardware,
                        models=catalogue.models)  # fmt: skip

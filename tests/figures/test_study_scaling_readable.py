@@ -8,14 +8,20 @@ import pandas as pd
 from matplotlib.collections import PolyCollection
 
 from trainscale.figures.study_scaling import BAND_ALPHA, plot_scaling
+from trainscale.names import Names
+from trainscale.sim.catalogue import load_catalogue
 from trainscale.study.report import DEFAULT_METRICS, ReportSpec, select_rows
 
 from .conftest import simulate
 
+_SHIPPED = load_catalogue()
+#: The shipped catalogues' labels, as report_spec gives a study's spec.
+NAMES = Names.of(_SHIPPED.hardware, _SHIPPED.models)
+
 
 def _spec(models: tuple[str, ...]) -> ReportSpec:
     return ReportSpec(x="num_gpus", series=("model",), facet=None, best_of=(),
-                      metrics=DEFAULT_METRICS, levels={"model": models})  # fmt: skip
+                      metrics=DEFAULT_METRICS, levels={"model": models}, names=NAMES)  # fmt: skip
 
 
 def _notes(fig) -> str:
@@ -85,7 +91,7 @@ def test_unplanned_points_keep_facet_and_series_apart(catalogue):
     sim = simulate(model=["llama2-7b", "llama2-70b"], num_gpus=[8, 64], recompute=["none", "full"])
     levels = {"model": ("llama2-7b", "llama2-70b"), "recompute": ("none", "full")}
     spec = ReportSpec(x="num_gpus", series=("model",), facet="recompute", best_of=(),
-                      metrics=DEFAULT_METRICS, levels=levels)  # fmt: skip
+                      metrics=DEFAULT_METRICS, levels=levels, names=NAMES)  # fmt: skip
     named = unplanned_points(sim, spec, catalogue.hardware)
     heads = sorted(n.split(":")[0] for n in named)
     assert heads == [

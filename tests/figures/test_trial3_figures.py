@@ -29,7 +29,7 @@ def test_hardware_generations_marks_the_micro_batch_switch_in_every_panel(
 ) -> None:
     from trainscale.figures.hardware_generations import plot
 
-    fig = plot(hardware_sim, hardware=catalogue.hardware)
+    fig = plot(hardware_sim, hardware=catalogue.hardware, models=catalogue.models)
     panels = [ax for ax in fig.axes if ax.get_ylabel()]
     assert len(panels) == 3
     for ax in panels:
@@ -84,7 +84,7 @@ def test_gpu_and_length_ticks_are_turned_90_degrees(name, context_sim, hardware_
     if name == "context_length":
         fig = module.plot(context_sim, models=catalogue.models)
     elif name == "hardware_generations":
-        fig = module.plot(hardware_sim, hardware=catalogue.hardware)
+        fig = module.plot(hardware_sim, hardware=catalogue.hardware, models=catalogue.models)
     else:
         fig = module.plot(hardware_sim, models=catalogue.models)
     for ax in (ax for ax in fig.axes if ax.get_xlabel()):
@@ -178,14 +178,19 @@ def test_study_figure_labels_where_the_winning_plan_changes(catalogue) -> None:
     plt.close(fig)
 
 
-def test_study_legends_read_as_words_not_column_names() -> None:
+def test_study_legends_read_as_words_not_column_names(catalogue) -> None:
+    from trainscale.names import Names
     from trainscale.study.report import series_label
+
+    names = Names.of(catalogue.hardware, catalogue.models)
 
     assert series_label(["num_gpus", "framework"], [64, "pytorch"]) == "64 GPUs, pytorch"
     assert series_label(["power_limit_w", "tp"], [500.0, 2]) == "500 W cap, tp 2"
-    assert series_label(["model", "gpu"], ["llama2-7b", "h100-sxm-80gb"]) == (
+    assert series_label(["model", "gpu"], ["llama2-7b", "h100-sxm-80gb"], names) == (
         "Llama-2 7B, H100 80GB"
     )
+    # without the catalogues' names, the keys
+    assert series_label(["model"], ["llama2-7b"]) == "llama2-7b"
 
 
 def test_a_power_limit_axis_is_linear_and_ticked_at_the_study_values(catalogue) -> None:

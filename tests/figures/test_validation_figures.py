@@ -55,17 +55,18 @@ def test_figure_says_it_is_held_out_and_gives_the_in_sample_mape(holdout_rows, v
     plt.close(fig)
 
 
-def test_sim_vs_measured_with_no_measured_rows_says_so():
-    fig = sim_vs_measured.plot(pd.DataFrame(columns=names(SIM_VS_MEASURED_COLUMNS)))
+def test_sim_vs_measured_with_no_measured_rows_says_so(catalogue):
+    empty = pd.DataFrame(columns=names(SIM_VS_MEASURED_COLUMNS))
+    fig = sim_vs_measured.plot(empty, hardware=catalogue.hardware)
     texts = " ".join(t.get_text() for ax in fig.axes for t in ax.texts)
     notes = " ".join(t.get_text() for t in fig.texts)
     assert "No measured runs in the dataset" in texts
     assert "Measured: no runs in the dataset" in notes
 
 
-def test_sim_vs_measured_without_its_columns_is_an_error():
+def test_sim_vs_measured_without_its_columns_is_an_error(catalogue):
     with pytest.raises(TrainscaleError, match="missing column"):
-        sim_vs_measured.plot(pd.DataFrame({"x": [1]}))
+        sim_vs_measured.plot(pd.DataFrame({"x": [1]}), hardware=catalogue.hardware)
 
 
 def test_sim_vs_measured_names_each_run_once():

@@ -9,6 +9,7 @@ import yaml
 
 from trainscale.errors import InputFileError
 from trainscale.figures.study_scaling import setup_note
+from trainscale.names import Names
 from trainscale.sim.catalogue import load_catalogue
 from trainscale.study.report import report_spec
 from trainscale.study.sweep import load_study
@@ -108,7 +109,8 @@ def test_unknown_report_key_is_rejected_by_the_schema(tmp_path: Path) -> None:
 
 def test_setup_note_comes_from_the_study_not_from_the_paper(tmp_path: Path) -> None:
     study = _study(tmp_path, A100)
-    note = setup_note(study, report_spec(study), CATALOGUE.hardware, "pytorch")
+    names = Names.of(CATALOGUE.hardware, CATALOGUE.models)
+    note = setup_note(study, report_spec(study, names), CATALOGUE.hardware, "pytorch")
 
     assert "A100 80GB" in note and "Llama-2 13B" in note
     assert "global batch 512 sequences" in note

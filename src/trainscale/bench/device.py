@@ -13,34 +13,27 @@ import os
 import platform
 import resource
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
+
+if TYPE_CHECKING:
+    from trainscale.sim.system.hardware import HardwareCatalog
 
 __all__ = ["DeviceInfo", "catalogue_gpu_key", "describe_device", "peak_memory"]
 
 _GIB = 2**30
 
-#: (substring of the CUDA device name, minimum memory in GiB, catalogue key), first match wins.
-_GPU_NAMES: tuple[tuple[str, float, str], ...] = (
-    ("B200", 0.0, "b200"),
-    ("H200", 0.0, "h200-sxm-141gb"),
-    ("H100", 0.0, "h100-sxm-80gb"),
-    ("A100", 60.0, "a100-sxm-80gb"),
-    ("A100", 0.0, "a100-sxm-40gb"),
-    ("V100", 0.0, "v100-sxm-32gb"),
-)
 
-
-def catalogue_gpu_key(device_name: str, memory_gib: float) -> str | None:
-    """The hardware-catalogue key of a CUDA device name, or None if none matches.
+def catalogue_gpu_key(device_name: str, memory_gib: float, hardware: HardwareCatalog) -> str | None:
+    """The key of the GPU of ``hardware`` a CUDA device name and memory (GiB) belong to (each
+    GPU's ``device_names`` and ``device_min_memory_gib`` in ``data/hardware.yaml``), or None if
+    none matches.
 
     PCIe/NVL variants map to the SXM entry of the same chip: the dense peak differs (e.g. H100
     PCIe 756 vs SXM 989 TFLOP/s), so pass ``--peak-tflops`` for them.
     """
-    for fragment, min_gib, key in _GPU_NAMES:
-        if fragment in device_name and memory_gib >= min_gib:
-            return key
-    return None
+    return hardware.gpu_for_device(device_name, memory_gib)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -73,13 +66,14 @@ def _cpu_name() -> str:
 def describe_device(device: torch.device, *, peak_tflops: float | None) -> DeviceInfo:
     """Describe ``device``; ``peak_tflops`` (per device) overrides the catalogue's peak."""
     if device.type == "cuda":
+        from trainscale.sim.system.hardware import load_hardware
+
+        hardware = load_hardware()  # the harness is a top-level caller: the shipped catalogue
         props = torch.cuda.get_device_properties(device)
-        key = catalogue_gpu_key(props.name, props.total_memory / _GIB)
+        key = catalogue_gpu_key(props.name, props.total_memory / _GIB, hardware)
         peak = peak_tflops * 1e12 if peak_tflops else None
         if peak is None and key is not None:
-            from trainscale.sim.system.hardware import load_hardware
-
-            peak = load_hardware().gpus[key].bf16_flops_per_s
+            peak = hardware.gpus[key].bf16_flops_per_s
         return DeviceInfo(
             type="cuda",
             name=props.name,

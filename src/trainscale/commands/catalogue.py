@@ -40,7 +40,7 @@ def _gpus(catalogue: Catalogue) -> pd.DataFrame:
     rows = [
         {
             "gpu": key,
-            "label": gpu_label(key),
+            "label": gpu_label(key, hardware),
             "bf16_tflops": gpu.bf16_flops_per_s / 1e12,
             "fp8_tflops": None if gpu.fp8_flops_per_s is None else gpu.fp8_flops_per_s / 1e12,
             "hbm_gib": gpu.hbm_bytes / 2**30,
@@ -58,7 +58,7 @@ def _models(catalogue: Catalogue) -> pd.DataFrame:
     rows = [
         {
             "model": key,
-            "label": model_label(key),
+            "label": model_label(key, catalogue.models),
             "params_b": shape.params / 1e9,
             "layers": shape.layers,
             "hidden": shape.hidden,

@@ -99,12 +99,15 @@ FIGURES: dict[str, Output] = {
             "validation": Input("validation"),
             "published": Input("published", "published"),  # read with hardware and models
         },
+        catalogues=("hardware",),
     ),
-    "collective_scaling": Output(inputs={"curves": Input("collectives")}),
+    "collective_scaling": Output(
+        inputs={"curves": Input("collectives")}, catalogues=("hardware", "models")
+    ),
     "fsdp_scaleout": Output(inputs={"sim": _study("fsdp_scaleout")}, catalogues=("models",)),
     "model_parallel": Output(inputs={"sim": _study("model_parallel")}, catalogues=("models",)),
     "hardware_generations": Output(
-        inputs={"sim": _study("hardware_generations")}, catalogues=("hardware",)
+        inputs={"sim": _study("hardware_generations")}, catalogues=("hardware", "models")
     ),
     "power_efficiency": Output(inputs={"sim": _study("power_efficiency")}, catalogues=("models",)),
     "context_length": Output(inputs={"sim": _study("context_length")}, catalogues=("models",)),
@@ -116,8 +119,8 @@ FIGURES: dict[str, Output] = {
         inputs={"holdout": Input("holdout"), "validation": Input("validation")}
     ),
     "global_batch_inference": Output(inputs={"sim": _study("global_batch_inference")}),
-    "best_plan": Output(inputs={"sim": _study("best_plan")}, catalogues=("models",)),
-    "sim_vs_measured": Output(inputs={"table": Input("sim_vs_measured")}),
+    "best_plan": Output(inputs={"sim": _study("best_plan")}, catalogues=("hardware", "models")),
+    "sim_vs_measured": Output(inputs={"table": Input("sim_vs_measured")}, catalogues=("hardware",)),
 }
 
 

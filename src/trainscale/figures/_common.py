@@ -34,20 +34,21 @@ __all__: list[str] = []
 #: Font size (pt) of the source note under each figure.
 NOTE_FONTSIZE = 6.5
 
-# Palette positions (seaborn "colorblind") of the keys the figures feature, chosen so that keys
-# shown together are easy to tell apart; other keys get the remaining positions in name order.
-_GPU_SLOTS = {
-    "v100-sxm-32gb": 7,
-    "a100-sxm-40gb": 9,
-    "a100-sxm-80gb": 0,
-    "h100-sxm-80gb": 3,
-    "h200-sxm-141gb": 4,
-    "b200": 2,
-}
-_MODEL_SLOTS = {"llama2-1b": 2, "llama2-7b": 0, "llama2-13b": 4, "llama2-70b": 3}
+
+def _first_slots(slots: Mapping[str, int | None]) -> dict[str, int]:
+    """Key → palette position of the entries that give a ``color_slot``; where two give the same
+    one (an entry copied and not edited), the first in the file keeps it and the other takes a
+    free position, as an entry without a slot does."""
+    kept: dict[str, int] = {}
+    for key, slot in slots.items():
+        if slot is not None and slot not in kept.values():
+            kept[key] = slot
+    return kept
 
 
 def _fixed_colors(keys: Iterable[str], slots: dict[str, int]) -> dict:
+    """Key → colour: each key of ``slots`` (the catalogue's ``color_slot``) at its palette
+    position, the other keys at the remaining positions in name order."""
     palette = sns.color_palette(PALETTE)
     free = [i for i in range(len(palette)) if i not in slots.values()]
     colors = {k: tuple(palette[i]) for k, i in slots.items()}
@@ -57,15 +58,17 @@ def _fixed_colors(keys: Iterable[str], slots: dict[str, int]) -> dict:
 
 
 def model_colors(models: Mapping[str, ModelShape]) -> dict:
-    """Fixed colour per model key of ``models`` (the model catalogue, ``data/models.yaml``),
-    the same in every figure."""
-    return _fixed_colors(models, _MODEL_SLOTS)
+    """Fixed colour per model key of ``models`` (the model catalogue, ``data/models.yaml``: its
+    ``color_slot``), the same in every figure."""
+    return _fixed_colors(models, _first_slots({k: m.color_slot for k, m in models.items()}))
 
 
 def gpu_colors(hardware: HardwareCatalog) -> dict:
-    """Fixed colour per GPU key of ``hardware`` (the GPU catalogue, ``data/hardware.yaml``),
-    the same in every figure."""
-    return _fixed_colors(hardware.gpus, _GPU_SLOTS)
+    """Fixed colour per GPU key of ``hardware`` (the GPU catalogue, ``data/hardware.yaml``: its
+    ``color_slot``), the same in every figure."""
+    return _fixed_colors(
+        hardware.gpus, _first_slots({k: g.color_slot for k, g in hardware.gpus.items()})
+    )
 
 
 def model_order(keys: Iterable[str], models: Mapping[str, ModelShape]) -> list[str]:

@@ -68,7 +68,7 @@ def setup_note(
     for key, value in fixed.items():
         if key == "system":
             continue
-        shown = format_value(key, value)
+        shown = format_value(key, value, spec.names)
         parts.append(_FIXED.get(key, f"{key} {{v}}").format(v=shown))
         if key == "gpu":
             parts[-1] += _system_words(hardware, str(value), fixed.get("system"))
@@ -87,7 +87,7 @@ def setup_note(
             "x" if key == spec.x else "facet" if key == spec.facet
             else "fastest kept" if key in spec.best_of else "series"
         )  # fmt: skip
-        shown = ", ".join(format_value(key, v) for v in values)
+        shown = ", ".join(format_value(key, v, spec.names) for v in values)
         swept.append(f"{key} {shown} ({role})")
     text = f"Study {study.name} setup: " + ", ".join(parts)
     if "gpu" not in fixed:
@@ -126,10 +126,8 @@ _REJECT_MEMORY = re.compile(r"predicted ([0-9][0-9,]*(?:\.[0-9]+)?) GiB per GPU"
 def _point_keys(frame: pd.DataFrame, spec: ReportSpec) -> pd.Series:
     """Each row's point of the figure: (facet and series words, x value)."""
     keys = [k for k in (*([spec.facet] if spec.facet else []), *spec.series) if k in frame]
-    names = (
-        [series_label(keys, values) for values in frame[keys].itertuples(index=False, name=None)]
-        if keys else [""] * len(frame)
-    )  # fmt: skip
+    rows = frame[keys].itertuples(index=False, name=None)
+    names = [series_label(keys, v, spec.names) for v in rows] if keys else [""] * len(frame)
     x = pd.to_numeric(frame[spec.x], errors="coerce").to_numpy(dtype=float)
     return pd.Series(list(zip(names, x, strict=True)), index=frame.index, dtype=object)
 
@@ -157,7 +155,7 @@ def _why(point_sim: pd.DataFrame, point_rejects: pd.DataFrame, hardware: Hardwar
         gpus = pd.concat(both).dropna().astype(str)
         gpu = gpus.iloc[0] if len(gpus) else ""
         has = (
-            f"; {format_value('gpu', gpu)} has {hardware.gpus[gpu].hbm_bytes / 2**30:g} GiB"
+            f"; {hardware.label(gpu)} has {hardware.gpus[gpu].hbm_bytes / 2**30:g} GiB"
             if gpu in hardware.gpus else ""
         )  # fmt: skip
         smallest = f" (the smallest needs {min(needs):,.1f} GiB per GPU{has})" if needs else ""
@@ -197,6 +195,6 @@ def unplanned_points(
         name, x = key
         why = _why(rows[sim_keys == key] if len(rows) else rows,
                    rejects[reject_keys == key] if len(rejects) else rejects, hardware)  # fmt: skip
-        where = column_value_label(spec.x, x)
+        where = column_value_label(spec.x, x, spec.names)
         out.append(f"{name + ' at ' if name else ''}{where}: {why}")
     return out

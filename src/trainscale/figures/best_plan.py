@@ -32,6 +32,7 @@ from trainscale.tables.best_plans import NO_DATA_PARALLEL, best_plans
 
 if TYPE_CHECKING:
     from trainscale.sim.model.shape import ModelShape
+    from trainscale.sim.system.hardware import HardwareCatalog
 
 __all__ = ["cell_label", "mfu_range", "plot", "render"]
 
@@ -55,7 +56,9 @@ def mfu_range(values: np.ndarray) -> tuple[float, float]:
     return float(low), float(high if high > low else low + 5.0)
 
 
-def plot(sim: pd.DataFrame, *, models: Mapping[str, ModelShape]) -> Figure:
+def plot(
+    sim: pd.DataFrame, *, hardware: HardwareCatalog, models: Mapping[str, ModelShape]
+) -> Figure:
     """The heatmap (see module docstring)."""
     best = best_plans(sim, models=models)
     order = model_order(best["model"].unique(), models)
@@ -87,7 +90,7 @@ def plot(sim: pd.DataFrame, *, models: Mapping[str, ModelShape]) -> Figure:
     for i, j in zip(*np.nonzero(np.isnan(mfu)), strict=True):
         a.text(j, i, "no plan\nfits", ha="center", va="center", fontsize=6, color="0.4")
     a.set_xticks(range(len(counts)), [str(n) for n in counts])
-    a.set_yticks(range(len(order)), [model_label(m) for m in order])
+    a.set_yticks(range(len(order)), [model_label(m, models) for m in order])
     a.set_xlabel("GPUs (count)")
     a.set_ylabel("Model")
     a.grid(False)
@@ -96,7 +99,7 @@ def plot(sim: pd.DataFrame, *, models: Mapping[str, ModelShape]) -> Figure:
         spine.set_visible(False)
     bar = fig.colorbar(image, cax=ax["bar"])
     bar.set_label("MFU of the best plan (%)")
-    gpus = ", ".join(gpu_label(g) for g in sorted(best["gpu"].unique())) or "H100"
+    gpus = ", ".join(gpu_label(g, hardware) for g in sorted(best["gpu"].unique())) or "H100"
     return add_source_note(
         fig,
         sim_source(sim) + f" — {gpus}; best = highest tokens/s among plans that fit in memory "
@@ -108,8 +111,13 @@ def plot(sim: pd.DataFrame, *, models: Mapping[str, ModelShape]) -> Figure:
 
 
 def render(
-    stem: str | os.PathLike[str], sim: pd.DataFrame, *, models: Mapping[str, ModelShape]
+    stem: str | os.PathLike[str],
+    sim: pd.DataFrame,
+    *,
+    hardware: HardwareCatalog,
+    models: Mapping[str, ModelShape],
 ) -> tuple[Path, ...]:
-    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``; ``models`` is the model catalogue
-    (``data/models.yaml``: the order of the models, by size)."""
-    return save_styled(lambda: plot(sim, models=models), stem)
+    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``; ``hardware`` is the GPU catalogue
+    (``data/hardware.yaml``: the GPUs' names) and ``models`` the model catalogue
+    (``data/models.yaml``: the order of the models, by size, and their names)."""
+    return save_styled(lambda: plot(sim, hardware=hardware, models=models), stem)

@@ -36,6 +36,7 @@ from trainscale.names import gpu_label
 
 if TYPE_CHECKING:
     from trainscale.published.measurements import PublishedData
+    from trainscale.sim.system.hardware import HardwareCatalog
 
 __all__ = [
     "COLLECTIVES", "NODE_COUNTS", "bandwidth_curves", "node_colors", "plot", "published_points",
@@ -207,8 +208,11 @@ def _draw_panels(axes, drawn: pd.DataFrame, points: pd.DataFrame, markers: dict[
     axes[0].set_ylabel("Bus bandwidth (GB/s)")
 
 
-def _legends(legend_ax, gpu: str, per_node: int, markers: dict[str, str]) -> None:
-    """The node counts' legend (left) and, with published points, their citations' (right)."""
+def _legends(
+    legend_ax, gpu: str, per_node: int, markers: dict[str, str], hardware: HardwareCatalog
+) -> None:
+    """The node counts' legend (left) and, with published points, their citations' (right);
+    the GPU's name from ``hardware``."""
     colors = node_colors(NODE_COUNTS)
     legend_ax.set_axis_off()
     handles = [
@@ -223,8 +227,8 @@ def _legends(legend_ax, gpu: str, per_node: int, markers: dict[str, str]) -> Non
         loc="upper left",
         fontsize=6.5,
         borderaxespad=0,
-        title=f"Collective model: {gpu_label(gpu)}, default system,\nfabric congestion included, "
-        "by node count",
+        title=f"Collective model: {gpu_label(gpu, hardware)}, default system,\n"
+        "fabric congestion included, by node count",
     )
     if not markers:
         return
@@ -259,6 +263,7 @@ def plot(
     validation: pd.DataFrame | None = None,
     published: PublishedData | None = None,
     *,
+    hardware: HardwareCatalog,
     gpu: str = "h100-sxm-80gb",
 ) -> Figure:
     """Three panels (AllReduce, AllGather, ReduceScatter): bus bandwidth (GB/s) against message
@@ -272,6 +277,8 @@ def plot(
         ``results/validation.parquet`` and the normalised published CSV: the published nccl-tests
         rows and their predictions (:func:`published_points`). Rows of other collectives
         (sendrecv) are not drawn. Either ``None``: curves only.
+    hardware : HardwareCatalog
+        The GPU catalogue (``data/hardware.yaml``): the GPU's name.
     gpu : str, default "h100-sxm-80gb"
         GPU (in its default system) of the curves.
     """
@@ -300,7 +307,7 @@ def plot(
     citations = sorted(points["citation"].unique()) if not points.empty else []
     markers = {c: _MARKERS[i % len(_MARKERS)] for i, c in enumerate(citations)}
     _draw_panels(axes, drawn, points, markers)
-    _legends(mosaic["legend"], gpu, per_node, markers)
+    _legends(mosaic["legend"], gpu, per_node, markers, hardware)
     notes = [
         sim_source(drawn) + " (collective cost model)",
         published_source(citations)
@@ -317,6 +324,9 @@ def render(
     curves: pd.DataFrame,
     validation: pd.DataFrame | None = None,
     published: PublishedData | None = None,
+    *,
+    hardware: HardwareCatalog,
 ) -> tuple[Path, ...]:
-    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``."""
-    return save_styled(lambda: plot(curves, validation, published), stem)
+    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``; ``hardware`` is the GPU catalogue
+    (``data/hardware.yaml``: the GPU's name)."""
+    return save_styled(lambda: plot(curves, validation, published, hardware=hardware), stem)

@@ -15,8 +15,9 @@ latency term grows with the ring length, so beyond the crossing the collective i
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -33,6 +34,10 @@ from trainscale.figures._common import (
 )
 from trainscale.names import gpu_label, model_label
 from trainscale.report.style import log2_gpu_axis
+
+if TYPE_CHECKING:
+    from trainscale.sim.model.shape import ModelShape
+    from trainscale.sim.system.hardware import HardwareCatalog
 
 __all__ = ["GPU_COUNTS", "collective_times", "plot", "render"]
 
@@ -125,18 +130,21 @@ def _crossing(rows: pd.DataFrame) -> float | None:
 
 def plot(
     curves: pd.DataFrame,
-    models: Sequence[str] = ("llama2-7b", "llama2-70b"),
+    shown: Sequence[str] = ("llama2-7b", "llama2-70b"),
     *,
+    hardware: HardwareCatalog,
+    models: Mapping[str, ModelShape],
     gpu: str = "h100-sxm-80gb",
 ) -> Figure:
-    """One panel per model: per-layer collective time (ms) against GPU count (log2), from
-    ``curves`` (``results/collectives.parquet``)."""
-    times = collective_times(curves, models, gpu=gpu)
-    keys = [f"panel{i}" for i in range(len(models))]
+    """One panel per model of ``shown``: per-layer collective time (ms) against GPU count (log2),
+    from ``curves`` (``results/collectives.parquet``); the GPU's and models' names from
+    ``hardware`` and ``models`` (``data/hardware.yaml``, ``data/models.yaml``)."""
+    times = collective_times(curves, shown, gpu=gpu)
+    keys = [f"panel{i}" for i in range(len(shown))]
     fig, mosaic = subplot_mosaic(
         7.0, 3.6, [keys, ["legend"] * len(keys)], height_ratios=[5.0, 0.55]
     )
-    for key, model in zip(keys, models, strict=True):
+    for key, model in zip(keys, shown, strict=True):
         ax = mosaic[key]
         rows = times[times["model"] == model]
         for i, (key, label, style) in enumerate(_drawn_series(times)):
@@ -171,7 +179,7 @@ def plot(
                 color="0.3",
             )
         size_mb = rows["size_bytes"].iloc[0] / 1e6
-        ax.set_title(f"{model_label(model)}: {size_mb:,.0f} MB per layer (bf16)")
+        ax.set_title(f"{model_label(model, models)}: {size_mb:,.0f} MB per layer (bf16)")
         ax.set_yscale("log")
         log2_gpu_axis(ax, rows["num_gpus"].unique())
         ax.tick_params(axis="x", labelrotation=45)
@@ -181,10 +189,18 @@ def plot(
     return add_source_note(
         fig,
         sim_source(curves[curves["gpu"] == gpu])
-        + f" (collective cost model; {gpu_label(gpu)} in its default system, 8 GPUs per node)",
+        + f" (collective cost model; {gpu_label(gpu, hardware)} in its default system, "
+        "8 GPUs per node)",
     )
 
 
-def render(stem: str | os.PathLike[str], curves: pd.DataFrame) -> tuple[Path, ...]:
-    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``."""
-    return save_styled(lambda: plot(curves), stem)
+def render(
+    stem: str | os.PathLike[str],
+    curves: pd.DataFrame,
+    *,
+    hardware: HardwareCatalog,
+    models: Mapping[str, ModelShape],
+) -> tuple[Path, ...]:
+    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``; ``hardware`` and ``models`` are the
+    catalogues the GPU's and models' names come from."""
+    return save_styled(lambda: plot(curves, hardware=hardware, models=models), stem)

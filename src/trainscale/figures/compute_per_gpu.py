@@ -88,13 +88,13 @@ def plot(
         # panel's own label read as one label repeated
         if model == order[0]:
             a.set_ylabel("FLOPs per GPU per step (PFLOP)")
-        a.set_title(model_label(model))
+        a.set_title(model_label(model, models))
         if peak:
             right = a.secondary_yaxis(
                 "right", functions=(lambda t, p=peak: t * 1e15 / p, lambda s, p=peak: s * p / 1e15)
             )
             if model == order[-1]:
-                right.set_ylabel(f"Time at {gpu_label(gpus[0])} peak (s)")
+                right.set_ylabel(f"Time at {gpu_label(gpus[0], hardware)} peak (s)")
     handles = [
         Line2D([], [], color=colors[mp], marker="o", ms=3.5, label=f"tp·pp = {mp}")
         for mp in degrees

@@ -89,7 +89,7 @@ def plot(sim: pd.DataFrame, *, models: Mapping[str, ModelShape]) -> Figure:
                 ax["tput"], rows["seq_len"], rows["tokens_per_s_per_gpu"], rows, colors[model], **kw
             )
             plot_series(ax["mfu"], rows["seq_len"], 100 * rows["mfu"], rows, colors[model], **kw)
-            label = model_label(model) + (f", {n:,} GPUs" if len(counts) > 1 else "")
+            label = model_label(model, models) + (f", {n:,} GPUs" if len(counts) > 1 else "")
             handles.append(Line2D([], [], color=colors[model], marker="o", label=label, **kw))
     if (data["recompute"] != "none").any():
         handles.append(recompute_handle())
@@ -111,14 +111,17 @@ def plot(sim: pd.DataFrame, *, models: Mapping[str, ModelShape]) -> Figure:
     return add_source_note(
         fig,
         sim_source(sim) + f" — H100 (DGX H100), {gpus} GPUs, FSDP, {batch}, micro-batch 2 per GPU.",
-        *missing_lengths(sim, data, lengths),
+        *missing_lengths(sim, data, lengths, models),
     )
 
 
-def missing_lengths(sim: pd.DataFrame, data: pd.DataFrame, lengths: list) -> list[str]:
+def missing_lengths(
+    sim: pd.DataFrame, data: pd.DataFrame, lengths: list, models: Mapping[str, ModelShape]
+) -> list[str]:
     """Notes naming the sequence lengths a line lacks and why: nothing fits in memory there (the
     study keeps only configurations that fit), or only a micro-batch other than the paper
-    setup's fits (the figure keeps the setup's micro-batch, 2 per GPU)."""
+    setup's fits (the figure keeps the setup's micro-batch, 2 per GPU); models named by their
+    label in ``models``."""
     notes = []
     for (model, n), rows in data.groupby(["model", "num_gpus"], sort=True):
         for length in sorted(set(lengths) - set(rows["seq_len"])):
@@ -126,7 +129,7 @@ def missing_lengths(sim: pd.DataFrame, data: pd.DataFrame, lengths: list) -> lis
                 (sim["model"] == model) & (sim["num_gpus"] == n) & (sim["seq_len"] == length)
             ]
             there = there[there["fits_memory"].astype(bool)]
-            where = f"{model_label(model)} ({int(n):,} GPUs) at {int(length):,} tokens"
+            where = f"{model_label(model, models)} ({int(n):,} GPUs) at {int(length):,} tokens"
             if there.empty:
                 notes.append(f"{where}: nothing fits in memory, even with full recomputation")
             else:

@@ -156,7 +156,7 @@ def plot(sim: pd.DataFrame, *, models: Mapping[str, ModelShape]) -> Figure:
     for model in order:
         rows = data[data["model"] == model].sort_values("num_gpus")
         color = colors[model]
-        label = model_label(model)
+        label = model_label(model, models)
         n = rows["num_gpus"]
         plot_series(ax["global"], n, rows["tokens_per_s"], rows, color)
         banded |= plot_band(ax["per_gpu"], n, rows, "tokens_per_s_per_gpu", color)

@@ -17,6 +17,7 @@ points open).
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -46,6 +47,7 @@ from trainscale.names import gpu_label, model_label
 from trainscale.report.style import log2_gpu_axis
 
 if TYPE_CHECKING:
+    from trainscale.sim.model.shape import ModelShape
     from trainscale.sim.system.hardware import HardwareCatalog
 
 __all__ = ["plot", "render"]
@@ -67,7 +69,9 @@ _PANELS = (
 )
 
 
-def plot(sim: pd.DataFrame, *, hardware: HardwareCatalog) -> Figure:
+def plot(
+    sim: pd.DataFrame, *, hardware: HardwareCatalog, models: Mapping[str, ModelShape]
+) -> Figure:
     """Three panels (MFU, tokens/s per GPU, exposed-communication share) against GPU count."""
     require(sim, _COLUMNS, where="hardware_generations")
     data = fastest_recompute(paper_micro_batch(sim), ["gpu", "model"])
@@ -83,7 +87,9 @@ def plot(sim: pd.DataFrame, *, hardware: HardwareCatalog) -> Figure:
                             "tokens_per_s_per_gpu", colors[gpu])  # fmt: skip
         for key, _, scale, _ in _PANELS:
             plot_series(ax[key], rows["num_gpus"], rows[key] * scale, rows, colors[gpu], ms=4)
-        handles.append(Line2D([], [], color=colors[gpu], marker="o", ms=4, label=gpu_label(gpu)))
+        handles.append(
+            Line2D([], [], color=colors[gpu], marker="o", ms=4, label=gpu_label(gpu, hardware))
+        )
     if (data["recompute"] != "none").any():
         handles.append(recompute_handle())
     if banded:
@@ -103,10 +109,10 @@ def plot(sim: pd.DataFrame, *, hardware: HardwareCatalog) -> Figure:
     legend_row(
         ax["legend"], handles, [h.get_label() for h in handles], ncols=min(len(handles), 4) or 1
     )
-    models = ", ".join(model_label(m) for m in sorted(data["model"].unique()))
+    names = ", ".join(model_label(m, models) for m in sorted(data["model"].unique()))
     return add_source_note(
         fig,
-        sim_source(sim) + f" — {models}, FSDP, seq 4,096, global batch 2,048, micro-batch 2 "
+        sim_source(sim) + f" — {names}, FSDP, seq 4,096, global batch 2,048, micro-batch 2 "
         "per GPU (1 where the local batch is 1); each GPU in its default system (DGX-1 V100 "
         "at 50 Gb/s per GPU, DGX A100 at 200, DGX H100/H200/B200 at 400).",
         *_switch_note(switch),
@@ -126,8 +132,13 @@ def _switch_note(switch: int | None) -> list[str]:
 
 
 def render(
-    stem: str | os.PathLike[str], sim: pd.DataFrame, *, hardware: HardwareCatalog
+    stem: str | os.PathLike[str],
+    sim: pd.DataFrame,
+    *,
+    hardware: HardwareCatalog,
+    models: Mapping[str, ModelShape],
 ) -> tuple[Path, ...]:
     """Draw :func:`plot` and save ``stem.{pdf,png,svg}``; ``hardware`` is the GPU catalogue
-    (``data/hardware.yaml``: each GPU's colour and the generation order)."""
-    return save_styled(lambda: plot(sim, hardware=hardware), stem)
+    (``data/hardware.yaml``: each GPU's colour, name and the generation order) and ``models``
+    the model catalogue (``data/models.yaml``: the models' names)."""
+    return save_styled(lambda: plot(sim, hardware=hardware, models=models), stem)

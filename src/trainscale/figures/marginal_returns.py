@@ -108,7 +108,8 @@ def plot(sim: pd.DataFrame, *, models: Mapping[str, ModelShape]) -> Figure:
             a.tick_params(axis="x", labelrotation=90)
             star = f"N* = {fit.n_star:,.0f}" if np.isfinite(fit.n_star) else "no peak (κ = 0)"
             a.set_title(
-                f"{model_label(model)}, per added {'GPU' if key == 'gpu' else 'kW'}", fontsize=8
+                f"{model_label(model, models)}, per added {'GPU' if key == 'gpu' else 'kW'}",
+                fontsize=8,
             )
             # the fit behind both panels of the model, in the empty lower left of each
             a.text(

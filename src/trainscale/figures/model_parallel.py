@@ -129,7 +129,7 @@ def plot(sim: pd.DataFrame, *, models: Mapping[str, ModelShape]) -> Figure:
                 if kind == "mixed":
                     for _, r in best[best["kind"] == "mixed"].iterrows():
                         _label_mixed(a, r, degrees, others, top_value, color)
-            title = f"{model_label(model)}, {n:,} H100 GPUs"
+            title = f"{model_label(model, models)}, {n:,} H100 GPUs"
             if not rows.empty:
                 top = rows.loc[rows["tokens_per_s"].idxmax()]
                 a.plot(

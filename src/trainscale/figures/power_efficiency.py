@@ -46,9 +46,10 @@ __all__ = ["plot", "recompute_notes", "render"]
 _COLUMNS = ("model", "num_gpus", "recompute", "fits_memory", "energy_j_per_token")
 
 
-def _label(model: str) -> str:
-    """Legend name; the study's "Llama-2 1B" says whose shape it is (data/models.yaml)."""
-    label = model_label(model)
+def _label(model: str, models: Mapping[str, ModelShape]) -> str:
+    """Legend name (the ``label`` in ``models``); the study's "Llama-2 1B" says whose shape it
+    is (data/models.yaml)."""
+    label = model_label(model, models)
     return f"{label} (TinyLlama-1.1B shape)" if model == "llama2-1b" else label
 
 
@@ -79,7 +80,7 @@ def plot(sim: pd.DataFrame, *, models: Mapping[str, ModelShape]) -> Figure:
         plot_series(
             ax["rel"], rows["num_gpus"], 100 * rows["tokens_per_j"] / best, rows, colors[model]
         )
-        handles.append(Line2D([], [], color=colors[model], marker="o", label=_label(model)))
+        handles.append(Line2D([], [], color=colors[model], marker="o", label=_label(model, models)))
     if (data["recompute"] != "none").any():
         handles.append(recompute_handle())
     counts = sorted(data["num_gpus"].unique()) or [1]
@@ -127,7 +128,7 @@ def recompute_notes(
         ]
         if counts:
             where = ", ".join(f"{n:,}" for n in sorted(counts))
-            forced.append(f"{model_label(model)} on {where} GPUs")
+            forced.append(f"{model_label(model, models)} on {where} GPUs")
     if not forced:
         return []
     return [

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -38,6 +39,9 @@ from trainscale.figures._common import (
 )
 from trainscale.names import gpu_label
 from trainscale.schema import SIM_VS_MEASURED_COLUMNS, names
+
+if TYPE_CHECKING:
+    from trainscale.sim.system.hardware import HardwareCatalog
 
 __all__ = ["METRICS", "PURPOSES", "plot", "render"]
 
@@ -81,7 +85,7 @@ def _purpose(value: object) -> tuple[str, str]:
     return PURPOSES.get(key, (key, f"purpose {key!r}"))
 
 
-def _tick_label(row) -> str:
+def _tick_label(row, hardware: HardwareCatalog) -> str:
     """The run, the hardware it ran on when the manifest says (not the raw config id), and
     what the run is (its purpose)."""
     kind = _purpose(row.purpose)[0]
@@ -92,7 +96,7 @@ def _tick_label(row) -> str:
         return f"{row.run_id}\n{kind}"
     if row.gpu == "cpu":
         return f"{row.run_id}\nCPU, {int(n)} processes\n{kind}"
-    return f"{row.run_id}\n{gpu_label(row.gpu)} × {int(n)}\n{kind}"
+    return f"{row.run_id}\n{gpu_label(row.gpu, hardware)} × {int(n)}\n{kind}"
 
 
 def _short(text: str, width: int = 240) -> str:
@@ -227,15 +231,15 @@ def _notes(table: pd.DataFrame) -> list[str]:
     return notes
 
 
-def plot(table: pd.DataFrame) -> Figure:
+def plot(table: pd.DataFrame, *, hardware: HardwareCatalog) -> Figure:
     """Dot chart of every measured row against its prediction (see module docstring); ``table``
-    is ``results/sim_vs_measured.parquet``."""
+    is ``results/sim_vs_measured.parquet``, ``hardware`` the GPU catalogue (the GPUs' names)."""
     require(table, names(SIM_VS_MEASURED_COLUMNS), where="sim_vs_measured")
     table = table.fillna(
         {"calibration_id": "", "simulator_version": "", "reason": "", "purpose": "",
          "power_log": ""}
     )  # fmt: skip
-    labels = [_tick_label(r) for r in table.itertuples()]
+    labels = [_tick_label(r, hardware) for r in table.itertuples()]
     height = 1.8 + 0.55 * max(len(table), 2)
     panels = [metric for metric, _, _ in METRICS]
     fig, ax = subplot_mosaic(7.2, height, [panels, ["legend"] * 3], height_ratios=[1, 0.22])
@@ -260,6 +264,8 @@ def plot(table: pd.DataFrame) -> Figure:
     return add_source_note(fig, *_notes(table))
 
 
-def render(stem: str | os.PathLike[str], table: pd.DataFrame) -> tuple[Path, ...]:
+def render(
+    stem: str | os.PathLike[str], table: pd.DataFrame, *, hardware: HardwareCatalog
+) -> tuple[Path, ...]:
     """Draw :func:`plot` and save ``stem.{pdf,png,svg}``."""
-    return save_styled(lambda: plot(table), stem)
+    return save_styled(lambda: plot(table, hardware=hardware), stem)

@@ -377,7 +377,7 @@ def _draw_pilots(ax, facets, metrics, spec: ReportSpec, pilots: pd.DataFrame | N
     for f, facet in enumerate(facets):
         keep = np.ones(len(pilots), bool)
         if spec.facet and spec.facet in pilots.columns and facet:
-            keep = np.array([column_value_label(spec.facet, v) == facet
+            keep = np.array([column_value_label(spec.facet, v, spec.names) == facet
                              for v in pilots[spec.facet]])  # fmt: skip
         for metric, scale in (("tokens_per_s_per_gpu", 1.0), ("tokens_per_s", None)):
             if metric not in metrics or not keep.any():

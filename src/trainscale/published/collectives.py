@@ -7,12 +7,16 @@ Predicted with the collective cost model (:mod:`trainscale.published.accuracy`).
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from trainscale.published.matching import fabric, gpu_key, nic_gbit_per_s_per_gpu
 from trainscale.published.normalise import Rejected, Row, number
 from trainscale.published.sources import SourceRules
+
+if TYPE_CHECKING:
+    from trainscale.sim.system.hardware import HardwareCatalog
 
 __all__ = ["collective_row"]
 
@@ -59,8 +63,9 @@ def _collective_size(text: str, notes: str) -> tuple[float, str]:
     return float(m.group(1)) * _SIZE_UNITS[m.group(2)], ""
 
 
-def collective_row(row: Row, rules: SourceRules) -> dict:
-    """One nccl-tests row: the collective, forced algorithm, size, group, fabric and busbw.
+def collective_row(row: Row, rules: SourceRules, hardware: HardwareCatalog) -> dict:
+    """One nccl-tests row: the collective, forced algorithm, size, group, fabric and busbw (the
+    GPU wording matched to ``hardware``'s ``aliases``).
 
     Rejected: in-network reduction (IB SHARP / CollNet), GPUs or systems outside the catalogue
     (GB200 NVL72, a PCIe-only panel), a GPU or GPU count not stated, a value that is a bound or
@@ -106,7 +111,7 @@ def collective_row(row: Row, rules: SourceRules) -> dict:
         nic = float(inferred["nic_gbit_per_s_per_gpu"])
         assumptions.append(inferred["assumption"])
     else:
-        gpu = gpu_key(gpu_text)
+        gpu = gpu_key(gpu_text, hardware)
         if gpu is None:
             raise Rejected(f"GPU {gpu_text or 'not stated'!r} is not in the catalogue")
         nic = nic_gbit_per_s_per_gpu(inter, gpn)

@@ -176,7 +176,7 @@ def _check_physical(
         return
     fields = record.fields
     metric, number = fields["metric"], value.high
-    key = gpu_key(fields.get("gpu", ""))
+    key = gpu_key(fields.get("gpu", ""), hardware)
     gpus = [hardware.gpus[key]] if key in hardware.gpus else list(hardware.gpus.values())
     fp8 = "fp8" in fields.get("precision", "").lower()
     peak = max((g.fp8_flops_per_s if fp8 and g.fp8_flops_per_s else g.bf16_flops_per_s)

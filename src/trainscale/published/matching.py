@@ -1,15 +1,22 @@
 """Free text of the published CSV -> catalogue keys: GPUs, models, framework profiles, and the
 sharding, recomputation, precision and network wording.
 
-These tables are the one place where a source's wording (``H100-80GB``, ``PyTorch FSDP
-FULL_SHARD``, ``full AC (per block)``) is mapped to a key of the catalogues or the schema. GPU and
-model aliases are to move into ``data/hardware.yaml`` and ``data/models.yaml``; when they do, only
-this module changes. Every function takes the CSV field as text (``""`` where empty).
+This is the one place where a source's wording (``H100-80GB``, ``PyTorch FSDP FULL_SHARD``,
+``full AC (per block)``) is mapped to a key of the catalogues or the schema. GPU and model
+wording is catalogue data: each GPU's ``aliases`` in ``data/hardware.yaml`` and each model's
+``aliases`` in ``data/models.yaml``, passed in by the caller. Every function takes the CSV field
+as text (``""`` where empty).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from trainscale.sim.model.shape import ModelShape
+    from trainscale.sim.system.hardware import HardwareCatalog
 
 __all__ = [
     "FRAMEWORK_PROFILES",
@@ -28,30 +35,6 @@ __all__ = [
 #: Keys of the framework profiles a throughput row's ``framework`` column may hold.
 FRAMEWORK_PROFILES: tuple[str, ...] = ("megatron", "deepspeed", "pytorch")
 
-_GPU_PATTERNS: tuple[tuple[str, str], ...] = (
-    (r"GH200", "gh200-96gb"),  # before H200: "GH200" contains "H200"
-    (r"H800", "h800-sxm-80gb"),
-    (r"A800", "a800-sxm-80gb"),
-    (r"H200", "h200-sxm-141gb"),
-    (r"H100.*96\s*GB.*HBM2e", "h100-sxm-96gb"),  # before H100: Meta's Grand Teton part
-    (r"H100", "h100-sxm-80gb"),
-    (r"A100.*40\s*GB", "a100-sxm-40gb"),
-    (r"A100", "a100-sxm-80gb"),
-    (r"V100", "v100-sxm-32gb"),
-    (r"B200", "b200"),
-)
-
-_MODEL_CATALOGUE: tuple[tuple[str, str], ...] = (
-    (r"^Llama 2 13B$|^Llama 2 architecture 13B$", "llama2-13b"),
-    (r"^Llama 2 70B$|^Llama 2 architecture 70B$", "llama2-70b"),
-    (r"^Llama 2 architecture 7B$", "llama2-7b"),
-    (r"^Llama 3 8B$", "llama3-8b"),
-    (r"^Llama 3 70B$", "llama3-70b"),
-    (r"^LLAMA3_8B$", "llama3-8b"),  # Megatron-Bridge names
-    (r"^LLAMA3_70B$", "llama3-70b"),
-    (r"^LLAMA3\.1_405B$", "llama3-405b"),
-)
-
 #: (pattern on the framework text, profile), first match wins: DeepSpeed before Megatron,
 #: because Narayanan's ZeRO-3 rows ran Megatron-LM on DeepSpeed ZeRO-3.
 _FRAMEWORK_PATTERNS: tuple[tuple[str, str], ...] = (
@@ -66,20 +49,18 @@ class FrameworkNotMapped(ValueError):
     """A framework text that :func:`framework_profile` cannot map to a profile."""
 
 
-def gpu_key(text: str) -> str | None:
-    """The hardware-catalogue GPU key of a source's GPU description, or None."""
-    for pattern, key in _GPU_PATTERNS:
-        if re.search(pattern, text or "", flags=re.IGNORECASE):
-            return key
-    return None
+def gpu_key(text: str, hardware: HardwareCatalog) -> str | None:
+    """The key of the GPU of ``hardware`` whose ``aliases`` match a source's GPU description
+    (:meth:`~trainscale.sim.system.hardware.HardwareCatalog.gpu_for_text`: the longest match),
+    or None."""
+    return hardware.gpu_for_text(text)
 
 
-def model_key(text: str) -> str | None:
-    """The model-catalogue key of a source's model name, or None (shape from the row)."""
-    for pattern, key in _MODEL_CATALOGUE:
-        if re.search(pattern, text or ""):
-            return key
-    return None
+def model_key(text: str, models: Mapping[str, ModelShape]) -> str | None:
+    """The key of the model of ``models`` one of whose ``aliases`` is a source's model name
+    (exactly, case-sensitive), or None (the shape then comes from the row)."""
+    name = text or ""
+    return next((key for key, shape in models.items() if name in shape.aliases), None)
 
 
 def framework_profile(text: str, sharding: str = "", notes: str = "") -> str:

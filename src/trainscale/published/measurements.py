@@ -108,13 +108,20 @@ def _power_row_reason(row: Row, parsed: ParsedValue) -> str:
 _NODE_POWER = ("power_note", "node_power_kW_max_observed", "node_power_fraction_of_TDP_pct")
 
 
-def _normalise(row: Row, parsed: ParsedValue, sources: Sources) -> tuple[str, dict]:
-    """``(destination, row)``: throughput, collective or reject."""
+def _normalise(
+    row: Row,
+    parsed: ParsedValue,
+    sources: Sources,
+    hardware: HardwareCatalog,
+    models: Mapping[str, ModelShape],
+) -> tuple[str, dict]:
+    """``(destination, row)``: throughput, collective or reject; GPU and model wording is
+    matched to ``hardware`` and ``models`` (their ``aliases``)."""
     metric = row.text("metric")
     rules = sources.for_source(row.text("source"))
     try:
         if metric == "busbw_GBps":
-            return "collective", collective_row(row, rules)
+            return "collective", collective_row(row, rules, hardware)
         if metric in ("power_w_per_gpu_avg", "power_w_per_gpu_checkpointing"):
             raise Rejected(_power_row_reason(row, parsed))
         if metric in _NODE_POWER:
@@ -125,7 +132,7 @@ def _normalise(row: Row, parsed: ParsedValue, sources: Sources) -> tuple[str, di
         if metric == "scaling_efficiency_pct":
             raise Rejected("encoder-decoder model (T5): the simulator models decoder-only "
                            "transformers")  # fmt: skip
-        return "throughput", throughput_row(row, parsed, rules)
+        return "throughput", throughput_row(row, parsed, rules, hardware, models)
     except Rejected as reason:
         return "reject", row.reject(str(reason))
 
@@ -159,7 +166,7 @@ def load_published(
     out: dict[str, list[dict]] = {"throughput": [], "collective": [], "reject": []}
     for record in read_records(path):
         parsed = check_record(path, record, hardware)
-        where, row = _normalise(Row(record.line, record.fields), parsed, sources)
+        where, row = _normalise(Row(record.line, record.fields), parsed, sources, hardware, models)
         out[where].append(row)
     throughput = pd.DataFrame(out["throughput"])
     if not throughput.empty:

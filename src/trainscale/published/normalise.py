@@ -28,6 +28,7 @@ from trainscale.sim.model.flops import model_flops_per_token
 if TYPE_CHECKING:
     from trainscale.published.csv import ParsedValue
     from trainscale.sim.model.shape import ModelShape
+    from trainscale.sim.system.hardware import HardwareCatalog
 
 __all__ = [
     "BEHAVIOUR_OVERRIDES",
@@ -129,9 +130,10 @@ def _moe(row: Row) -> str | None:
     return None
 
 
-def _shape(row: Row) -> dict | None:
-    """Model shape from the row's columns or, for named models, the catalogue."""
-    if (key := matching.model_key(row.text("model"))) is not None:
+def _shape(row: Row, models: Mapping[str, ModelShape]) -> dict | None:
+    """Model shape from the row's columns or, for models named by an alias, the catalogue
+    ``models``."""
+    if (key := matching.model_key(row.text("model"), models)) is not None:
         return {"model": key}
     fields = {name: row.integer(name) for name in ("layers", "hidden", "heads", "vocab")}
     if any(v is None for v in fields.values()):
@@ -190,18 +192,25 @@ class _Plan:
     vpp: int = 1
 
 
-def _plan(row: Row, num_gpus: int, rules: SourceRules) -> _Plan:
-    """Framework, model shape, GPU, sharding, parallel degrees and sequence length."""
+def _plan(
+    row: Row,
+    num_gpus: int,
+    rules: SourceRules,
+    hardware: HardwareCatalog,
+    models: Mapping[str, ModelShape],
+) -> _Plan:
+    """Framework, model shape, GPU, sharding, parallel degrees and sequence length (GPU and
+    model wording matched to ``hardware`` and ``models``)."""
     try:
         framework = matching.framework_profile(
             row.text("framework"), row.text("sharding"), row.text("notes")
         )
     except matching.FrameworkNotMapped as error:
         raise Rejected(str(error)) from error
-    shape = _shape(row)
+    shape = _shape(row, models)
     if shape is None:
         raise Rejected("model shape (layers, hidden, heads) not published")
-    gpu = matching.gpu_key(row.text("gpu"))
+    gpu = matching.gpu_key(row.text("gpu"), hardware)
     if gpu is None:
         raise Rejected(f"GPU {row.text('gpu')!r} is not in the catalogue")
     sharding = matching.sharding(row.text("sharding"))
@@ -332,12 +341,19 @@ def behaviour_overrides(row: Row, rules: SourceRules) -> tuple[dict[str, object]
     return out, cited
 
 
-def throughput_row(row: Row, parsed: ParsedValue, rules: SourceRules) -> dict:
+def throughput_row(
+    row: Row,
+    parsed: ParsedValue,
+    rules: SourceRules,
+    hardware: HardwareCatalog,
+    models: Mapping[str, ModelShape],
+) -> dict:
     """The throughput row of a CSV row (columns of
     :attr:`trainscale.published.measurements.PublishedData.throughput` but the observed
-    tokens/s); :class:`Rejected` with the reason where it cannot be represented."""
+    tokens/s); :class:`Rejected` with the reason where it cannot be represented. GPU and model
+    names are matched to the catalogues ``hardware`` and ``models`` (their ``aliases``)."""
     num_gpus = _screen(row, parsed)
-    plan = _plan(row, num_gpus, rules)
+    plan = _plan(row, num_gpus, rules, hardware, models)
     _batches(row, plan, rules)
     precision, extra = _notes_rules(row, plan, rules)
     if plan.micro is None:

@@ -7,6 +7,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from trainscale.names import Names
 from trainscale.sim.model.shape import ModelShape, load_models
 from trainscale.sim.system.hardware import HardwareCatalog, load_hardware
 from trainscale.study.report import ReportSpec, report_spec
@@ -43,4 +44,4 @@ def load_study_output_inputs(
     gpus = load_hardware(hardware)
     shapes = load_models(models)
     loaded = load_study(study, schema=schema, hardware=gpus, models=shapes)
-    return StudyOutputInputs(gpus, shapes, loaded, report_spec(loaded))
+    return StudyOutputInputs(gpus, shapes, loaded, report_spec(loaded, Names.of(gpus, shapes)))

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from trainscale.errors import InputFileError
+from trainscale.names import Names
 
 if TYPE_CHECKING:
     from trainscale.study.sweep import Study
@@ -102,14 +103,18 @@ class ReportSpec:
     """Swept column → its values in the study file's order (the order of series and facets)."""
     single_label: str = "all rows"
     """Name of the one series of a study with no series column (its fixed model and GPU)."""
+    names: Names = field(default_factory=Names)
+    """The GPUs' and models' labels (the catalogues' ``label``) its values are shown with."""
 
 
 def _is_numeric(values: Sequence[Any]) -> bool:
     return all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
 
 
-def report_spec(study: Study) -> ReportSpec:
-    """The :class:`ReportSpec` of ``study``: its ``report:`` block, defaults for the rest.
+def report_spec(study: Study, names: Names | None = None) -> ReportSpec:
+    """The :class:`ReportSpec` of ``study``: its ``report:`` block, defaults for the rest;
+    ``names`` (:meth:`Names.of` the catalogues the study was checked with) labels its GPUs and
+    models, which are otherwise shown as their keys.
 
     Raises
     ------
@@ -176,9 +181,10 @@ def report_spec(study: Study) -> ReportSpec:
     metrics = tuple(block.get("metrics", DEFAULT_METRICS))
     levels = {key: tuple(values) for key, values in study.sweep.items()}
     fixed = {**study.fixed, **{k: v[0] for k, v in study.sweep.items() if len(v) == 1}}
-    single = ", ".join(format_value(k, fixed[k]) for k in ("model", "gpu") if k in fixed)
+    names = names or Names()
+    single = ", ".join(format_value(k, fixed[k], names) for k in ("model", "gpu") if k in fixed)
     return ReportSpec(
-        x, tuple(series), facet, tuple(best_of), metrics, levels, single or "all rows"
+        x, tuple(series), facet, tuple(best_of), metrics, levels, single or "all rows", names
     )
 
 
@@ -186,17 +192,15 @@ def _count(keys: Sequence[str], sizes: Mapping[str, int]) -> int:
     return math.prod(sizes[k] for k in keys)
 
 
-def format_value(key: str, value: Any) -> str:
+def format_value(key: str, value: Any, names: Names | None = None) -> str:
     """One column value for people: catalogue names readable, whole numbers without ``.0`` and
-    with thousands separators (``llama2-13b`` → ``Llama-2 13B``, ``2048.0`` → ``2,048``)."""
-    from trainscale.names import gpu_label, model_label
-
+    with thousands separators (``llama2-13b`` → ``Llama-2 13B``, ``2048.0`` → ``2,048``).
+    ``names`` gives the labels of ``model`` and ``gpu`` values (:attr:`ReportSpec.names`);
+    without it they are shown as their keys."""
     if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
         return "—"
-    if key == "model":
-        return model_label(str(value))
-    if key == "gpu":
-        return gpu_label(str(value))
+    if key in ("model", "gpu"):
+        return (names or Names()).label(key, str(value))
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, int | float) or hasattr(value, "__index__"):
@@ -223,16 +227,16 @@ COLUMN_NAMES: dict[str, str] = {
 }  # fmt: skip
 
 
-def column_value_label(key: str, value: Any) -> str:
+def column_value_label(key: str, value: Any, names: Names | None = None) -> str:
     """One column's value for a legend: ``64 GPUs``, ``pytorch``, ``tp 2``
-    (:data:`COLUMN_WORDS`)."""
-    return COLUMN_WORDS.get(key, key + " {}").format(format_value(key, value))
+    (:data:`COLUMN_WORDS`; ``names`` as for :func:`format_value`)."""
+    return COLUMN_WORDS.get(key, key + " {}").format(format_value(key, value, names))
 
 
-def series_label(keys: Sequence[str], values: Sequence[Any]) -> str:
+def series_label(keys: Sequence[str], values: Sequence[Any], names: Names | None = None) -> str:
     """``Llama-2 7B, tp 2`` for series columns ``keys`` and their ``values`` (each as
     :func:`column_value_label` writes it); ``all rows`` when none."""
-    parts = [column_value_label(k, v) for k, v in zip(keys, values, strict=True)]
+    parts = [column_value_label(k, v, names) for k, v in zip(keys, values, strict=True)]
     return ", ".join(parts) or "all rows"
 
 
@@ -258,7 +262,9 @@ def plan_switches(rows: pd.DataFrame, spec: ReportSpec) -> pd.Series:
         if before.isna().all():
             continue
         changed = [c for c in columns if rows.loc[index, c] != before[c]]
-        out[index] = ", ".join(column_value_label(c, rows.loc[index, c]) for c in changed)
+        out[index] = ", ".join(
+            column_value_label(c, rows.loc[index, c], spec.names) for c in changed
+        )
     return out
 
 
@@ -297,12 +303,15 @@ def select_rows(frame: pd.DataFrame, spec: ReportSpec) -> pd.DataFrame:
         rows = order.drop_duplicates(group).drop(columns=["_neg", "_pos"])
     rows = rows.copy()
     rows["facet_label"] = (
-        [column_value_label(spec.facet, v) for v in rows[spec.facet]] if spec.facet else ""
+        [column_value_label(spec.facet, v, spec.names) for v in rows[spec.facet]]
+        if spec.facet
+        else ""
     )
     keys = [k for k in spec.series if k in rows.columns]
-    rows["series_label"] = [
-        series_label(keys, values) for values in rows[keys].itertuples(index=False, name=None)
-    ] if keys else spec.single_label  # fmt: skip
+    tuples = rows[keys].itertuples(index=False, name=None)
+    rows["series_label"] = (
+        [series_label(keys, values, spec.names) for values in tuples] if keys else spec.single_label
+    )
     rows = rows.sort_values(group, key=lambda c: _order(spec, c), kind="stable")
     rows = rows.reset_index(drop=True)
     rows.attrs["dropped_memory"] = dropped

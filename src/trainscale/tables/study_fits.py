@@ -42,7 +42,7 @@ def study_fits(rows: pd.DataFrame, spec: ReportSpec, *, level: float = 0.95) -> 
     usl = "tokens_per_s" if spec.x == "num_gpus" else None
     for (facet, label), series in rows.groupby(["facet_label", "series_label"], sort=False):
         first = series.iloc[0]
-        head = {k: format_value(k, first[k]) for k in keys}
+        head = {k: format_value(k, first[k], spec.names) for k in keys}
         ids = sorted({str(v) for v in series.get("calibration_id", pd.Series(dtype=str))})
         x = pd.to_numeric(series[spec.x])
         extent = {"x_min": float(x.min()), "x_max": float(x.max())}

@@ -128,7 +128,7 @@ def study_points(
     keys = [*([spec.facet] if spec.facet else []), *spec.series]
     group = [k for k in [*keys, spec.x] if k in selected.columns]
     rows = selected.reset_index(drop=True)
-    table = pd.DataFrame({k: [format_value(k, v) for v in rows[k]] for k in keys})
+    table = pd.DataFrame({k: [format_value(k, v, spec.names) for v in rows[k]] for k in keys})
     if spec.facet:
         table["facet"] = rows["facet_label"]
     table["series"] = rows["series_label"]

@@ -59,6 +59,13 @@ class ModelShape:
     """``swiglu`` or ``gelu``."""
     tied_embeddings: bool
     sources: tuple[str, ...]
+    label: str
+    """Name in figures, tables and notes (``Llama-2 7B``); the key where the catalogue gives
+    none."""
+    color_slot: int | None
+    """Fixed position in the figures' palette; None: a free one."""
+    aliases: tuple[str, ...]
+    """Names a published source uses for this model, matched exactly."""
 
     @property
     def params(self) -> float:
@@ -160,6 +167,9 @@ def _parse(path: Path, key: str, entry: dict) -> ModelShape:
         mlp=str(entry["mlp"]),
         tied_embeddings=bool(entry["tied_embeddings"]),
         sources=tuple(entry["sources"]),
+        label=str(entry.get("label", key)),
+        color_slot=entry.get("color_slot"),
+        aliases=tuple(str(alias) for alias in entry.get("aliases", ())),
         **ints,
     )
 

@@ -8,6 +8,7 @@ SI units in their names (``bf16_flops_per_s``, ``hbm_bytes_per_s``, ``nic_bytes_
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -69,6 +70,16 @@ class Gpu:
     attention, FlashAttention-3 on Hopper); equal to ``attention_efficiency_max`` where the
     catalogue gives no separate figure."""
     sources: tuple[str, ...]
+    label: str
+    """Name in figures, tables and notes (``H100 80GB``); the key where the catalogue gives none."""
+    color_slot: int | None
+    """Fixed position in the figures' palette; None: a free one (:func:`trainscale.names`)."""
+    device_names: tuple[str, ...]
+    """Fragments of the CUDA device name that identify this GPU (``H100``)."""
+    device_min_memory_gib: float
+    """Least device memory, GiB, for :attr:`device_names` to match (0: any)."""
+    aliases: tuple[str, ...]
+    """Regular expressions (case-insensitive search) for a published source's GPU wording."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -101,6 +112,34 @@ class HardwareCatalog:
     def system_for(self, gpu: str) -> System:
         """Return the default system of a GPU."""
         return self.systems[self.default_system[gpu]]
+
+    def label(self, key: str) -> str:
+        """The GPU's readable name (its ``label``); an unknown key is returned as given."""
+        gpu = self.gpus.get(str(key))
+        return gpu.label if gpu is not None else str(key)
+
+    def gpu_for_device(self, device_name: str, memory_gib: float) -> str | None:
+        """The GPU key of a CUDA device name (``NVIDIA H100 80GB HBM3``) with ``memory_gib`` of
+        memory, or None. A device matching several GPUs' ``device_names`` takes the longest
+        fragment, then the largest ``device_min_memory_gib``, then the first GPU in the file."""
+        matches = [
+            (len(fragment), gpu.device_min_memory_gib, -i, key)
+            for i, (key, gpu) in enumerate(self.gpus.items())
+            for fragment in gpu.device_names
+            if fragment in device_name and memory_gib >= gpu.device_min_memory_gib
+        ]
+        return max(matches)[3] if matches else None
+
+    def gpu_for_text(self, text: str) -> str | None:
+        """The GPU key of a published source's GPU wording (``H100-80GB``), or None: the GPU
+        whose ``aliases`` give the longest case-insensitive match, the first in the file on a
+        tie."""
+        matches = []
+        for i, (key, gpu) in enumerate(self.gpus.items()):
+            for alias in gpu.aliases:
+                if found := re.search(alias, text or "", flags=re.IGNORECASE):
+                    matches.append((len(found.group(0)), -i, key))
+        return max(matches)[2] if matches else None
 
 
 def _positive(path: Path, where: str, value: object) -> float:
@@ -149,7 +188,22 @@ def _parse_gpu(path: Path, key: str, entry: dict) -> Gpu:
             entry.get("fused_attention_efficiency_max", entry["attention_efficiency_max"])
         ),
         sources=tuple(entry["sources"]),
+        label=str(entry.get("label", key)),
+        color_slot=entry.get("color_slot"),
+        device_names=tuple(str(name) for name in entry.get("device_names", ())),
+        device_min_memory_gib=float(entry.get("device_min_memory_gib", 0.0)),
+        aliases=tuple(_regex(path, f"{where}.aliases", a) for a in entry.get("aliases", ())),
     )
+
+
+def _regex(path: Path, where: str, pattern: object) -> str:
+    try:
+        re.compile(str(pattern))
+    except re.error as error:
+        raise InputFileError(
+            path, f"{where}: {pattern!r} is not a regular expression ({error})"
+        ) from None
+    return str(pattern)
 
 
 def _parse_system(path: Path, key: str, entry: dict, gpus: dict[str, Gpu]) -> System:
