@@ -328,8 +328,9 @@ def _yes(flag: object) -> str:
     return "yes" if bool(flag) else "no"
 
 
-def breakdown(result: pd.Series) -> str:
-    """A readable breakdown of one predicted configuration."""
+def breakdown(result: pd.Series, caution: str | None = None) -> str:
+    """A readable breakdown of one predicted configuration; ``caution``
+    (:func:`trainscale.sim.interval_caution.interval_caution`) is printed under its interval."""
     step = float(result["step_time_s"])
     lines = [
         f"{result.get('model') or 'custom'} on {result['num_gpus']} x {result['gpu']}: "
@@ -366,6 +367,7 @@ def breakdown(result: pd.Series) -> str:
         f"throughput           {result['tokens_per_s']:12.1f} tokens/s  "
         f"({result['tokens_per_s_per_gpu']:.1f} per GPU)",
         _interval_line(result),
+        *([f"  caution            {caution}"] if caution else []),
         _extrapolation_line(result),
         f"MFU / HFU            {100 * result['mfu']:11.2f} % / {100 * result['hfu']:.2f} %"
         + (
@@ -410,6 +412,7 @@ def _interval_line(result: pd.Series) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from trainscale.sim.calibration import load_calibration
+    from trainscale.sim.interval_caution import interval_caution, interval_cautions
     from trainscale.sim.simulate import predict, predict_with_rejects
 
     if args.calibration is not None and not args.calibration.is_file():
@@ -423,7 +426,10 @@ def run(args: argparse.Namespace) -> int:
             calibration=calibration,
         )  # fmt: skip
         row = result.iloc[0]
-        print(breakdown(row))
+        caution = interval_caution(
+            (calibration or load_calibration()).intervals, str(row["framework"]), str(row["gpu"])
+        )
+        print(breakdown(row, caution))
         if args.output:
             write_table(result, args.output)
         bubble = bubble_warning(row)
@@ -456,6 +462,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         result = predict(table, origin=str(args.configs), calibration=calibration)
         print(f"{len(result)} predicted")
+    intervals = (calibration or load_calibration()).intervals
+    for framework, gpu, n, text in interval_cautions(intervals, result):
+        print(f"trainscale predict: note: {n} row(s) of {framework} on {gpu}: {text}")
     unfit = int((~result["fits_memory"].astype(bool)).sum()) if len(result) else 0
     if unfit:
         verb = "does" if unfit == 1 else "do"
