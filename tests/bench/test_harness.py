@@ -74,6 +74,8 @@ def test_two_rank_run_writes_a_valid_run_folder(gloo_run):
     assert manifest.warmup_steps == 5 and manifest.harness_timing["steps"] == 15
     assert manifest.harness_timing["tokens"] == 15 * 16 * 256
     assert manifest.harness_timing["peak_tflops_per_device"] is None
+    # a CPU run of the harness checks the pipeline end to end (figure sim_vs_measured says so)
+    assert _manifest(gloo_run.run_dir)["purpose"] == "harness_test"
 
 
 def test_step_lines_are_torchtitan_lines_exactly(gloo_run):

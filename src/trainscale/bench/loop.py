@@ -44,7 +44,7 @@ import torch.nn.functional as F
 from trainscale.bench.config import BenchConfig, BenchPlan, plan_bench
 from trainscale.bench.device import DeviceInfo, describe_device, peak_memory
 from trainscale.bench.logging import StepLogger
-from trainscale.bench.manifest import write_manifest
+from trainscale.bench.manifest import harness_purpose, write_manifest
 from trainscale.bench.model import LlamaDecoder, ModelShapeArgs
 from trainscale.bench.parallel import (
     apply_data_parallel,
@@ -353,6 +353,7 @@ def _train(
         manifest_path = write_manifest(
             config.out_dir,
             run_id=config.run_id,
+            purpose=harness_purpose(info.type),
             description=config.description,
             configuration=_configuration(config, plan, env, info),
             cluster=_cluster(config, env, info, hosts),

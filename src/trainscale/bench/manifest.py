@@ -15,13 +15,22 @@ import yaml
 from trainscale.ingest.runs import MANIFEST_NAME, validate_manifest
 from trainscale.io.atomic import write_text_atomic
 
-__all__ = ["write_manifest"]
+__all__ = ["harness_purpose", "write_manifest"]
+
+
+def harness_purpose(device_type: str) -> str:
+    """The manifest's ``purpose`` of a harness run on a ``device_type`` (``cpu`` or ``cuda``)
+    device. On a GPU the harness times the configured model's training steps after a warm-up, a
+    throughput measurement: ``performance``. On the CPU the simulator models no such hardware, so
+    the run checks the pipeline end to end: ``harness_test``."""
+    return "harness_test" if device_type == "cpu" else "performance"
 
 
 def write_manifest(
     run_dir: Path,
     *,
     run_id: str,
+    purpose: str,
     description: str,
     configuration: dict[str, Any],
     cluster: dict[str, Any],
@@ -36,8 +45,8 @@ def write_manifest(
     ----------
     run_dir
         The run folder (its name is ``run_id``).
-    run_id, description, configuration, cluster, logs, harness_timing
-        The manifest's sections (see the schema).
+    run_id, purpose, description, configuration, cluster, logs, harness_timing
+        The manifest's sections (see the schema; :func:`harness_purpose` gives ``purpose``).
     warmup_steps
         Logged steps the ingester drops before the steady state (the harness's warm-up).
     trace_warmup_steps
@@ -50,6 +59,7 @@ def write_manifest(
     """
     data: dict[str, Any] = {
         "run_id": run_id,
+        "purpose": purpose,
         "description": description,
         "configuration": configuration,
         "cluster": cluster,
