@@ -67,3 +67,28 @@ def test_a_table_gets_one_note_per_framework_and_gpu(
     assert status == 0, text
     notes = [x for x in text.splitlines() if "note:" in x]
     assert len(notes) == 1 and "2 row(s) of deepspeed on h100-sxm-80gb" in notes[0]
+
+
+def test_a_plan_that_fits_only_within_the_memory_margin_is_flagged_in_the_breakdown() -> None:
+    """user-trial-3 item 5: of GPT-3 175B plans on 256 A100 80GB (tp 8, micro-batch 2, longer
+    sequences use more), one that fits but uses more than NEAR_MEMORY_FRACTION of the 80 GiB says
+    so; one with room says only 'fits'."""
+    from trainscale.commands.predict import breakdown
+    from trainscale.sim.memory_margin import NEAR_MEMORY_FRACTION
+    from trainscale.sim.simulate import predict
+
+    grid = pd.DataFrame(
+        [
+            {"model": "gpt3-175b", "gpu": "a100-sxm-80gb", "num_gpus": 256, "seq_len": seq_len,
+             "global_batch": 1536, "micro_batch": 2, "tp": 8, "pp": pp, "sharding": "zero1",
+             "recompute": "none", "precision": "bf16"}
+            for pp in (2, 4) for seq_len in (2048, 2304, 2432)
+        ]
+    )  # fmt: skip
+    result = predict(grid)
+    near = result["fits_memory"] & (result["mem_gib_per_gpu"] > NEAR_MEMORY_FRACTION * 80)
+    roomy = result["fits_memory"] & (result["mem_gib_per_gpu"] < 0.75 * 80)
+    assert near.any() and roomy.any()
+    text = breakdown(result[near].iloc[0], hbm_gib=80.0)
+    assert "(fits, but uses more than 90 % of the GPU's 80 GiB" in text
+    assert "GiB  (fits)" in breakdown(result[roomy].iloc[0], hbm_gib=80.0)

@@ -328,9 +328,13 @@ def _yes(flag: object) -> str:
     return "yes" if bool(flag) else "no"
 
 
-def breakdown(result: pd.Series, caution: str | None = None) -> str:
+def breakdown(
+    result: pd.Series, caution: str | None = None, hbm_gib: float | None = None
+) -> str:
     """A readable breakdown of one predicted configuration; ``caution``
-    (:func:`trainscale.sim.interval_caution.interval_caution`) is printed under its interval."""
+    (:func:`trainscale.sim.interval_caution.interval_caution`) is printed under its interval;
+    ``hbm_gib``, the GPU's memory, flags a plan that fits within the margin of
+    :data:`trainscale.sim.memory_margin.NEAR_MEMORY_FRACTION`."""
     step = float(result["step_time_s"])
     lines = [
         f"{result.get('model') or 'custom'} on {result['num_gpus']} x {result['gpu']}: "
@@ -376,7 +380,7 @@ def breakdown(result: pd.Series, caution: str | None = None) -> str:
             else ""
         ),
         f"memory per GPU       {result['mem_gib_per_gpu']:12.2f} GiB  "
-        f"({'fits' if result['fits_memory'] else 'does NOT fit'})",
+        f"({_memory_words(result, hbm_gib)})",
         f"power per GPU        {result['power_w_per_gpu']:12.1f} W",
         f"energy per token     {result['energy_j_per_token']:12.4f} J",
         "",
@@ -384,6 +388,21 @@ def breakdown(result: pd.Series, caution: str | None = None) -> str:
         f"calibration {result['calibration_id']})",
     ]
     return "\n".join(lines)
+
+
+def _memory_words(result: pd.Series, hbm_gib: float | None) -> str:
+    """Whether the plan fits, and whether it fits only within the margin."""
+    from trainscale.sim.memory_margin import NEAR_MEMORY_FRACTION, near_memory_limit
+
+    if not result["fits_memory"]:
+        return "does NOT fit"
+    if hbm_gib is not None and near_memory_limit(float(result["mem_gib_per_gpu"]), hbm_gib):
+        return (
+            f"fits, but uses more than {100 * NEAR_MEMORY_FRACTION:.0f} % of the GPU's "
+            f"{hbm_gib:g} GiB: allocator fragmentation and workspaces, which the memory model "
+            "does not count, may not fit"
+        )
+    return "fits"
 
 
 def _extrapolation_line(result: pd.Series) -> str:
@@ -412,6 +431,7 @@ def _interval_line(result: pd.Series) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from trainscale.sim.calibration import load_calibration
+    from trainscale.sim.catalogue import load_catalogue
     from trainscale.sim.interval_caution import interval_caution, interval_cautions
     from trainscale.sim.simulate import predict, predict_with_rejects
 
@@ -429,7 +449,9 @@ def run(args: argparse.Namespace) -> int:
         caution = interval_caution(
             (calibration or load_calibration()).intervals, str(row["framework"]), str(row["gpu"])
         )
-        print(breakdown(row, caution))
+        gpus = load_catalogue().hardware.gpus
+        hbm = gpus[row["gpu"]].hbm_bytes / 2**30 if row["gpu"] in gpus else None
+        print(breakdown(row, caution, hbm))
         if args.output:
             write_table(result, args.output)
         bubble = bubble_warning(row)

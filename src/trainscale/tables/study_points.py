@@ -18,8 +18,8 @@ Columns (:func:`study_points`), in order:
   order) in its own unit, and for those with an interval ``<metric>_lo`` and ``<metric>_hi``
   (80 %; global tokens/s: the per-GPU interval times the GPU count);
 - ``mem_gib_per_gpu``, ``hbm_gib`` (the GPU's capacity, GiB), ``mem_headroom_gib`` (capacity
-  minus use) and ``near_memory_limit`` (the plan uses more than :data:`NEAR_MEMORY_FRACTION` of
-  the capacity);
+  minus use) and ``near_memory_limit`` (the plan uses more than
+  :data:`~trainscale.sim.memory_margin.NEAR_MEMORY_FRACTION` of the capacity);
 - ``runner_up_plan``, ``runner_up_tokens_per_s`` and ``runner_up_margin_pct`` (how much faster
   the winner is, % of the runner-up's global tokens/s): the fastest row of the same point that
   fits in memory with a different plan; empty where no other plan fits;
@@ -36,17 +36,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from trainscale.sim.memory_margin import NEAR_MEMORY_FRACTION
 from trainscale.study.report import METRICS, PLAN_COLUMNS, ReportSpec, format_value
 
 __all__ = ["NEAR_MEMORY_FRACTION", "PLAN_COLUMNS", "plan_text", "render_points", "study_points"]
 
-
-#: A plan using more than this fraction of the GPU's HBM is flagged ``near_memory_limit``: the
-#: simulator's memory model counts weights, gradients, optimizer state, activations and a fixed
-#: overhead, not allocator fragmentation or transient buffers, which in practice take several GiB
-#: (PyTorch's CUDA caching allocator rounds and splits blocks; NCCL and cuBLAS workspaces grow
-#: with the job), so a plan within 10 % of the capacity may not run as predicted.
-NEAR_MEMORY_FRACTION = 0.9
 
 _GIB = 2**30
 
