@@ -334,6 +334,22 @@ def test_log_axis_over_less_than_a_factor_four_gets_more_than_one_label():
     assert len(shown) >= 4  # 700k, 800k, 900k, 1M (1, 2, 5 per decade would show 1M alone)
 
 
+def test_a_small_log_axis_over_many_decades_keeps_its_labels():
+    """A study's small first panel spanning four decades (global tokens/s of 1B to 70B models):
+    matplotlib's thinning of ticks at 1, 2 and 5 per decade left it with none; it gets decades."""
+    import matplotlib.pyplot as plt
+
+    from trainscale.figures._common import readable_log
+
+    fig, ax = plt.subplots(figsize=(1.6, 1.3))
+    ax.plot([1, 2], [1e5, 1e8])
+    readable_log(ax)
+    fig.canvas.draw()
+    low, high = ax.get_ylim()
+    shown = [t for t in ax.get_yticks() if low <= t <= high]
+    assert shown == [1e5, 1e6, 1e7, 1e8]
+
+
 def test_interval_at_a_single_x_value_is_drawn_as_a_bar(catalogue):
     from matplotlib.collections import LineCollection
 

@@ -121,3 +121,31 @@ def test_points_the_expansion_dropped_are_named_from_its_rejects(catalogue):
         "H100 80GB has 80 GiB); the other plans dropped by filters.max_model_parallel",
         "Llama-2 70B at 4,096 GPUs: global_batch: global_batch 2048 is not divisible by dp 4096",
     ]
+
+
+def test_plan_changes_are_numbered_on_the_panel_and_named_in_the_note(catalogue):
+    """user-trial-3 item 1 (figs25 caveat): the first panel carries only a ring and a number
+    where the winning plan changes; the note says, per number, the series, the x value and what
+    changed (the text plan_switches gives)."""
+    from trainscale.study.report import plan_switches
+
+    sim = simulate(model=["llama2-70b", "llama2-13b"], num_gpus=[64, 256, 1024, 2048],
+                   tp=[1, 2, 4, 8], pp=[1, 2, 4])  # fmt: skip
+    spec = ReportSpec(x="num_gpus", series=("model",), facet=None, best_of=("tp", "pp"),
+                      metrics=DEFAULT_METRICS, levels={"model": ("llama2-13b", "llama2-70b")},
+                      names=NAMES)  # fmt: skip
+    rows = select_rows(sim, spec)
+    changes = plan_switches(rows, spec)
+    assert (changes != "").sum() >= 2
+    fig = plot_scaling(rows, spec, note="setup", hardware=catalogue.hardware,
+                       models=catalogue.models)  # fmt: skip
+    first = next(ax for ax in fig.axes if ax.get_ylabel() == "Global tokens/s")
+    numbers = [t.get_text() for t in first.texts]
+    assert numbers == [str(i) for i in range(1, len(numbers) + 1)]
+    assert len(numbers) == (changes != "").sum()
+    notes = " ".join(_notes(fig).split())
+    assert "Numbered rings in the first panel" in notes
+    for number, (_, row) in zip(numbers, rows[changes != ""].iterrows(), strict=True):
+        expected = (f"{number} {NAMES.label('model', row['model'])} at "
+                    f"{int(row['num_gpus']):,} GPUs: {changes[row.name]}")  # fmt: skip
+        assert expected in notes

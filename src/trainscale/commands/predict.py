@@ -328,9 +328,7 @@ def _yes(flag: object) -> str:
     return "yes" if bool(flag) else "no"
 
 
-def breakdown(
-    result: pd.Series, caution: str | None = None, hbm_gib: float | None = None
-) -> str:
+def breakdown(result: pd.Series, caution: str | None = None, hbm_gib: float | None = None) -> str:
     """A readable breakdown of one predicted configuration; ``caution``
     (:func:`trainscale.sim.interval_caution.interval_caution`) is printed under its interval;
     ``hbm_gib``, the GPU's memory, flags a plan that fits within the margin of

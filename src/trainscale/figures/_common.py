@@ -307,6 +307,22 @@ def compact_number(value: float) -> str:
 NARROW_LOG_RATIO = 4.0
 
 
+def _decades_when_crowded(log_locator: type) -> type:
+    """A ``log_locator`` (matplotlib's LogLocator) that falls back to whole decades where it
+    would leave fewer than two ticks in view: LogLocator thins a small axis spanning three or
+    more decades by a stride that, with subs (1, 2, 5), skips every tick in view."""
+
+    class DecadesWhenCrowded(log_locator):  # type: ignore[misc, valid-type]
+        def tick_values(self, vmin: float, vmax: float):  # type: ignore[no-untyped-def]
+            ticks = super().tick_values(vmin, vmax)
+            low, high = min(vmin, vmax), max(vmin, vmax)
+            if ((ticks >= low) & (ticks <= high)).sum() >= 2:
+                return ticks
+            return log_locator(base=10, numticks=self.numticks).tick_values(vmin, vmax)
+
+    return DecadesWhenCrowded
+
+
 def readable_log(ax, axis: str = "y") -> None:
     """Log-10 axis with ticks at 1, 2 and 5 per decade, labelled compactly (0.02, 500, 5k), for
     axes that span a few decades; at 1, 2, ..., 9 per decade where the data drawn so far span less
@@ -318,7 +334,7 @@ def readable_log(ax, axis: str = "y") -> None:
     low, high = ax.dataLim.intervaly if axis == "y" else ax.dataLim.intervalx
     narrow = np.isfinite(low) and np.isfinite(high) and low > 0 and high < NARROW_LOG_RATIO * low
     subs = tuple(float(k) for k in range(1, 10)) if narrow else (1.0, 2.0, 5.0)
-    target.set_major_locator(LogLocator(base=10, subs=subs))
+    target.set_major_locator(_decades_when_crowded(LogLocator)(base=10, subs=subs))
     target.set_major_formatter(FuncFormatter(lambda v, _pos: compact_number(v)))
     target.set_minor_locator(NullLocator())
 

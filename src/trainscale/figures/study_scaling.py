@@ -203,13 +203,13 @@ def _band_handle():
 
 def _draw_series(
     ax, rows: pd.DataFrame, spec: ReportSpec, facets: list[str], colors, markers
-) -> tuple[bool, bool]:
+) -> tuple[bool, list[str]]:
     """Every series of every facet on every metric's panel: its interval band where the metric
-    has one, its line, and (first panel) the labels where the winning plan changes. Returns
-    (a band was drawn, a plan switch was labelled)."""
+    has one, its line, and (first panel) a numbered ring where the winning plan changes. Returns
+    (a band was drawn, the key of the numbered changes: ``1 Llama-2 7B at 256 GPUs: fsdp``)."""
     metrics = list(spec.metrics)
     banded = False
-    switched = False
+    switched: list[str] = []
     switches = plan_switches(rows, spec)
     for f, facet in enumerate(facets):
         in_facet = rows[rows["facet_label"] == facet]
@@ -229,7 +229,12 @@ def _draw_series(
                 y = pd.to_numeric(series[metric]).astype(float) * factor
                 plot_series(axis, x, y, series, colors[label], marker=markers[label])
                 if metric == metrics[0]:
-                    switched |= _label_switches(axis, x, y, switches[series.index], colors[label])
+                    where = f"{facet}, {label}" if len(facets) > 1 else str(label)
+                    for xi, text in _label_switches(
+                        axis, x, y, switches[series.index], colors[label], len(switched) + 1
+                    ):
+                        at = column_value_label(spec.x, xi, spec.names)
+                        switched.append(f"{len(switched) + 1} {where} at {at}: {text}")
     return banded, switched
 
 
@@ -283,7 +288,7 @@ def _legend_handles(
 
 
 def _notes(
-    rows: pd.DataFrame, note: str, *, pilots: int, switched: bool, unplanned: list[str]
+    rows: pd.DataFrame, note: str, *, pilots: int, switched: list[str], unplanned: list[str]
 ) -> list[str]:
     """The lines under the panels: source, setup, the points not plotted, the pilots'
     calibration, the switch key."""
@@ -299,8 +304,9 @@ def _notes(
         )
     if switched:
         notes.append(
-            "Labels in the first panel: what of the winning plan changes at that point; every "
-            "point's plan is in points.csv beside this figure."
+            "Numbered rings in the first panel: where the winning plan changes, and what of it "
+            "changes: " + "; ".join(switched) + ". Every point's plan is in points.csv beside "
+            "this figure."
         )
     return notes
 
@@ -390,20 +396,24 @@ def _draw_pilots(ax, facets, metrics, spec: ReportSpec, pilots: pd.DataFrame | N
     return drawn
 
 
-def _label_switches(axis, x: np.ndarray, y: pd.Series, changes: pd.Series, color) -> bool:
-    """Ring and label each point where the winning plan changes (``changes``: the text of
-    :func:`~trainscale.study.report.plan_switches`, empty where it does not); True if any."""
-    drawn = False
+def _label_switches(
+    axis, x: np.ndarray, y: pd.Series, changes: pd.Series, color, first: int
+) -> list[tuple[float, str]]:
+    """Ring and number (from ``first``) each point where the winning plan changes
+    (``changes``: the text of :func:`~trainscale.study.report.plan_switches`, empty where it does
+    not); the (x, text) of each, in order. Numbers, not the text, go on the panel: a study with
+    many changes would cover its small first panel with words (the note carries the text)."""
+    drawn: list[tuple[float, str]] = []
     for xi, yi, text in zip(x, y.to_numpy(dtype=float), changes.to_numpy(), strict=True):
         if not text or not np.isfinite(yi):
             continue
         axis.plot([xi], [yi], marker="o", ms=9, mfc="none", mec=color, mew=0.9, zorder=6)
         axis.annotate(
-            text, (xi, yi), xytext=(0, -9), textcoords="offset points", ha="center", va="top",
-            fontsize=5.5, color=color, zorder=7,
+            str(first + len(drawn)), (xi, yi), xytext=(0, -8), textcoords="offset points",
+            ha="center", va="top", fontsize=6, color=color, zorder=7,
             bbox={"boxstyle": "round,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.85},
         )  # fmt: skip
-        drawn = True
+        drawn.append((float(xi), str(text)))
     return drawn
 
 
