@@ -83,7 +83,7 @@ def _check_output(out: Path) -> pd.DataFrame:
     return result
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=90, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(table=tables(), skip=st.booleans())
 def test_damaged_tables_never_crash_nor_return_a_wrong_number(table: pd.DataFrame, skip: bool):
     with tempfile.TemporaryDirectory() as folder:

@@ -41,9 +41,10 @@ from trainscale.sim.model.flops import model_flops_per_token
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
-#: Examples per test: about 10 s each here (the two tests together well under 30 s).
+#: Examples per test: about 6 s each in CI (the suite keeps under ten minutes);
+#: HYPOTHESIS_PROFILE=explore draws other examples.
 _SETTINGS = settings(
-    max_examples=250,
+    max_examples=150,
     deadline=None,
     derandomize=True,  # the same examples on every run: a failure is reproducible in CI
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
@@ -437,7 +438,7 @@ def _assert_in_range_or_warned(
         assert not problems, f"per-step table: {problems} with no warning"
 
 
-@settings(_SETTINGS, max_examples=100)  # each example ingests twice, bigger runs
+@settings(_SETTINGS, max_examples=60)  # each example ingests twice, bigger runs
 @given(spec=_run_spec(), data=st.data())
 def test_a_generated_run_is_read_clean_and_its_damage_is_caught_or_warned(
     spec: dict, data: st.DataObject

@@ -45,6 +45,7 @@ from trainscale.errors import InputFileError, TrainscaleError
 from trainscale.io.numbers import number_problem, parse_number
 from trainscale.io.tables import check_output, read_table, write_table
 from trainscale.schema import (
+    CONFIGURATION_COLUMNS,
     FRAMEWORKS,
     PRECISIONS,
     RECOMPUTE_MODES,
@@ -56,6 +57,8 @@ from trainscale.sim.degrees import model_parallel_degree
 from trainscale.sim.frameworks import DEFAULT_FRAMEWORK
 from trainscale.sim.inputs import (
     MAX_GPUS,
+    REQUIRED_COLUMNS,
+    SHAPE_COLUMNS,
     check_table,
     missing_configuration_columns,
     unknown_column_warnings,
@@ -129,6 +132,29 @@ def _default(name: str) -> str:
     return f" (default: {DEFAULTS[name]})"
 
 
+def table_columns_help(width: int = 78) -> str:
+    """The epilog of ``predict --help``: the columns a configuration table takes."""
+    import textwrap
+
+    optional = [
+        c.name for c in CONFIGURATION_COLUMNS
+        if c.name not in (*REQUIRED_COLUMNS, *SHAPE_COLUMNS, "model")
+    ]  # fmt: skip
+    paragraphs = (
+        f"Table columns (CONFIGS): {', '.join(REQUIRED_COLUMNS)} are required; the model as "
+        f"model (a catalogue key) or its shape ({', '.join(SHAPE_COLUMNS)}; given with model, "
+        "they override its values); optional, each empty or absent meaning the default the "
+        f"output echoes: {', '.join(optional)}.",
+        "Names and units are the options' (seq_len = --seq-len, power_limit_w in W). Choice "
+        "values (sharding, recompute, precision, mlp, framework, ...) are read "
+        "case-insensitively and written back as the choice (FSDP -> fsdp); catalogue keys "
+        "(model, gpu, system) are exact, and a near miss gets a 'did you mean'. A column close "
+        "to one of these names is warned about; other columns are carried through untouched. "
+        "Every column with its range: docs/bad-input.md.",
+    )
+    return "\n\n".join(textwrap.fill(p, width, break_on_hyphens=False) for p in paragraphs)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     # Each default is written into its help (DEFAULTS): the options' argparse defaults are None,
     # so that --paper-setup can tell an option given from one left out.
@@ -140,6 +166,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "GPU memory (its numbers are printed but cannot be run).\nOn GPUs without bf16 "
         "(V100) --precision bf16 means fp16 mixed precision."
     )
+    parser.epilog = table_columns_help()
     parser.add_argument("configs", nargs="?", type=Path, help="configuration table (.csv/.parquet)")
     parser.add_argument("-o", "--output", type=Path, help="result table (.csv/.parquet)")
     parser.add_argument(

@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 from trainscale.errors import ConfigurationError
+from trainscale.io.suggest import did_you_mean
 from trainscale.schema import (
     ATTENTION_KERNELS,
     CP_COMM_TYPES,
@@ -284,7 +285,8 @@ def _resolve_shape(
     valid_names = ", ".join(sorted(models))
     problems.add_where(
         named & ~known, "model",
-        lambda r: f"unknown model {uniques[codes[r]]!r}; valid: {valid_names}",
+        lambda r: f"unknown model {uniques[codes[r]]!r}{did_you_mean(uniques[codes[r]], models)}"
+        f"; valid: {valid_names}",
     )  # fmt: skip
     shape: dict[str, np.ndarray] = {}
     for name in _INT_SHAPE:
@@ -491,9 +493,14 @@ def _framework_behaviours(
 
     def unknown(r: int) -> str:
         name = _raw(frame, "framework", r)
-        text = f"unknown framework {name!r}; valid: {', '.join(FRAMEWORKS)} (data/frameworks.yaml)"
         profile = runs.get(str(name).strip().lower())
-        return text + (f"; {name} runs on the {profile!r} profile" if profile else "")
+        hint = "" if profile else did_you_mean(name, FRAMEWORKS)
+        text = f"unknown framework {name!r}{hint}; valid: {', '.join(FRAMEWORKS)} "
+        return (
+            text
+            + "(data/frameworks.yaml)"
+            + (f"; {name} runs on the {profile!r} profile" if profile else "")
+        )
 
     problems.add_where(framework < 0, "framework", unknown)
     framework = np.where(framework < 0, FRAMEWORKS.index(DEFAULT_FRAMEWORK), framework)
@@ -578,6 +585,13 @@ def _framework_behaviours(
     return out
 
 
+def _gpu_hint(hardware: HardwareCatalog, name: object) -> str:
+    """The "did you mean" of an unknown GPU name: the GPU whose catalogue ``aliases`` (the
+    published wordings, ``H100``) match it, else the closest key by spelling."""
+    match = hardware.gpu_for_text(str(name))
+    return f" (did you mean {match!r}?)" if match else did_you_mean(name, hardware.gpus)
+
+
 def _gpu_attributes(
     frame: pd.DataFrame, hardware: HardwareCatalog, problems: _Problems
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -586,7 +600,8 @@ def _gpu_attributes(
     gpu_codes, gpu_texts = _coded_text(frame, "gpu")
     problems.add_where(
         index < 0, "gpu",
-        lambda r: (f"unknown GPU {_fmt(_raw(frame, 'gpu', r))}" if gpu_texts[gpu_codes[r]]
+        lambda r: (f"unknown GPU {_fmt(_raw(frame, 'gpu', r))}"
+                   f"{_gpu_hint(hardware, _raw(frame, 'gpu', r))}" if gpu_texts[gpu_codes[r]]
                    else "missing") + f"; valid: {', '.join(gpu_keys)}",
     )  # fmt: skip
     unknown_gpu = index < 0
@@ -606,7 +621,8 @@ def _gpu_attributes(
     )
     problems.add_where(
         system_index < 0, "system",
-        lambda r: f"unknown system {system_names[system_codes[r]]!r}; valid: "
+        lambda r: f"unknown system {system_names[system_codes[r]]!r}"
+        f"{did_you_mean(system_names[system_codes[r]], system_keys)}; valid: "
         f"{', '.join(system_keys)}",
     )  # fmt: skip
     unknown_system = system_index < 0

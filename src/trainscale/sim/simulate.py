@@ -272,12 +272,14 @@ def _resolved_configuration(c: Configs) -> dict[str, np.ndarray | pd.Series]:
 
 
 #: Columns written as the simulator resolved them even when the input had them: the framework's
-#: effective behaviours (an empty override means the profile's value, which the output shows) and
-#: the effective power limit (empty: the GPU's TDP).
+#: effective behaviours (an empty override means the profile's value, which the output shows),
+#: the effective power limit (empty: the GPU's TDP) and the categorical columns in their
+#: catalogue spelling (``FSDP`` and ``Selective`` are read case-insensitively and written back
+#: as ``fsdp`` and ``selective``, so that a group-by on the output sees one value).
 _EFFECTIVE = (
-    "system", "framework", "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap",
-    "fused_kernels", "shard_granularity", "attention_kernel", "fp8_recipe", "repeat_kv",
-    "cp_comm_type", "power_limit_w",
+    "sharding", "recompute", "precision", "mlp", "system", "framework", "overlap_grad_reduce",
+    "overlap_param_gather", "tp_comm_overlap", "fused_kernels", "shard_granularity",
+    "attention_kernel", "fp8_recipe", "repeat_kv", "cp_comm_type", "power_limit_w",
 )  # fmt: skip
 
 

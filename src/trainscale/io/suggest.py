@@ -1,0 +1,41 @@
+"""A "did you mean" hint for a name that is not one of the allowed ones.
+
+Close means :func:`difflib.get_close_matches` at :data:`CUTOFF`, compared case-insensitively,
+so ``llama2-7B`` finds ``llama2-7b``, ``h100-sxm`` finds ``h100-sxm-80gb`` and ``megatorn``
+finds ``megatron``, while an unrelated word gets no hint (the error lists the valid names).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+__all__ = ["CUTOFF", "closest", "did_you_mean"]
+
+#: The difflib ratio a name must reach to be suggested: 0.6 is difflib's own default, which
+#: ``h100`` -> ``h100-sxm-80gb`` (0.47) misses; 0.45 keeps it and still refuses ``gpt`` for
+#: ``llama2-7b``.
+CUTOFF = 0.45
+
+
+def closest(name: object, choices: Iterable[str]) -> str | None:
+    """The allowed name closest to ``name``, or None when none is close; a choice that
+    ``name`` is a prefix of wins over a mere spelling match (``h100`` -> ``h100-sxm-80gb``)."""
+    text = str(name).strip().lower()
+    if not text:
+        return None
+    options = sorted(choices)
+    by_lower = {c.lower(): c for c in options}
+    if text in by_lower:
+        return by_lower[text]
+    prefixed = [c for c in options if c.lower().startswith(text)]
+    if len(prefixed) == 1:
+        return prefixed[0]
+    match = difflib.get_close_matches(text, list(by_lower), n=1, cutoff=CUTOFF)
+    return by_lower[match[0]] if match else None
+
+
+def did_you_mean(name: object, choices: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the choice closest to ``name``, else an empty string."""
+    match = closest(name, choices)
+    return f" (did you mean {match!r}?)" if match is not None else ""
