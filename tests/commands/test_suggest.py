@@ -17,7 +17,7 @@ GPUS = ("a100-sxm-80gb", "h100-sxm-80gb", "h200-sxm-141gb", "v100-sxm-32gb")
         ("llama2-7B", MODELS, "llama2-7b"),  # case
         ("lama2-7b", MODELS, "llama2-7b"),  # a letter missing
         ("llama-70b", MODELS, "llama2-70b"),
-        ("h100", GPUS, "h100-sxm-80gb"),  # a prefix of one key only
+        ("h200", GPUS, "h200-sxm-141gb"),  # the beginning of one key only
         ("a100-80gb", GPUS, "a100-sxm-80gb"),
         ("megatorn", ("megatron", "deepspeed", "pytorch"), "megatron"),
         ("xyz", GPUS, None),

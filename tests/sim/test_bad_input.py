@@ -29,7 +29,8 @@ def _error(**overrides: object) -> ConfigurationError:
         (
             {"gpu": "a100"},
             "gpu",
-            "unknown GPU 'a100'; valid: a100-sxm-40gb, a100-sxm-80gb, a800-sxm-80gb, b200",
+            "unknown GPU 'a100' (did you mean 'a100-sxm-80gb'?); valid: a100-sxm-40gb, "
+            "a100-sxm-80gb, a800-sxm-80gb, b200",
         ),
         ({"model": "llama9"}, "model", "unknown model 'llama9'; valid: gpt3-175b"),
         ({"tp": 3}, "tp", "tp 3 does not divide heads 32"),

@@ -1,8 +1,10 @@
 """A "did you mean" hint for a name that is not one of the allowed ones.
 
 Close means :func:`difflib.get_close_matches` at :data:`CUTOFF`, compared case-insensitively,
-so ``llama2-7B`` finds ``llama2-7b``, ``h100-sxm`` finds ``h100-sxm-80gb`` and ``megatorn``
-finds ``megatron``, while an unrelated word gets no hint (the error lists the valid names).
+or the one key the name begins: ``llama2-7B`` finds ``llama2-7b``, ``megatorn`` finds
+``megatron``, ``h200`` finds ``h200-sxm-141gb``, while an unrelated word gets no hint (the error
+lists the valid names). GPUs are also matched by their catalogue aliases
+(:mod:`trainscale.sim.configs`), so ``H100`` finds ``h100-sxm-80gb``.
 """
 
 from __future__ import annotations
@@ -12,10 +14,12 @@ from collections.abc import Iterable
 
 __all__ = ["CUTOFF", "closest", "did_you_mean"]
 
-#: The difflib ratio a name must reach to be suggested: 0.6 is difflib's own default, which
-#: ``h100`` -> ``h100-sxm-80gb`` (0.47) misses; 0.45 keeps it and still refuses ``gpt`` for
-#: ``llama2-7b``.
-CUTOFF = 0.45
+#: The difflib ratio a name must reach to be suggested: a typo scores high (``lama2-7b`` ->
+#: ``llama2-7b`` 0.94, ``llama-70b`` -> ``llama2-70b`` 0.95, ``a100-80gb`` -> ``a100-sxm-80gb``
+#: 0.82), a different name lower (``llama9`` -> ``llama2-1b`` 0.67, ``dgx-z`` -> ``dgx-a100``
+#: 0.62), so 0.7 rather than difflib's 0.6. A short name that begins one key only
+#: (``mpt-3`` -> ``mpt-30b``) is suggested whatever its ratio.
+CUTOFF = 0.7
 
 
 def closest(name: object, choices: Iterable[str]) -> str | None:
