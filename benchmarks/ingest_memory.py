@@ -9,7 +9,7 @@ child) and wall time:
 - ``power``: an nvidia-smi CSV of ``--lines`` samples (8 GPUs polled every 0.1 s) and the step
   log that spans it.
 
-The issue's bound is 500 MB for a 10^6-line log (``docs/ingest/checks.md``). Run from the
+The bound is 500 MB for a 10^6-line log (``docs/ingest/checks.md``, "Long logs"). Run from the
 repository root with the package installed: ``nice python benchmarks/ingest_memory.py``
 (``--lines 100000`` for a quick look). It prints one line per run: log size in MB, peak memory
 in MB, bytes of memory per byte of log and seconds.

@@ -561,3 +561,39 @@ def test_property_truncated_golden_json_names_file_and_line(tmp_path, cut):
         parse_step_log(path)
     assert error.value.path == str(path)
     assert error.value.line is not None
+
+
+def _titan_log(steps: int) -> str:
+    start = datetime(2025, 1, 1, 12, 0, 0)
+    lines = ["[rank0]:[titan] 2025-01-01 12:00:00,000 - root - INFO - Starting job"]
+    for step in range(1, steps + 1):
+        stamp = (start + timedelta(seconds=1.5 * step)).strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
+        lines.append(
+            f"[rank0]:[titan] {stamp} - root - INFO - step: {step:2}  loss: {8 - step / 100:7.4f}"
+            f"  memory: 40.00GiB(50.00%)  tps: {2048 + step % 7:,}  tflops: 100.00  mfu: 10.00%"
+        )
+    lines.insert(9, lines[8])  # an exact repeat, dropped with a warning
+    return "\n".join(lines) + "\n"
+
+
+def test_a_text_log_is_streamed_in_chunks_with_the_same_result(tmp_path, monkeypatch):
+    """A text log is read line by line, never whole (``read_text`` is not called), and its
+    timestamps are parsed in chunks: chunks of 3 rows give the same table and warnings as one
+    chunk (issue 23: a 10^6-line log in under 500 MB, benchmarks/ingest_memory.py)."""
+    from trainscale.ingest import steplog
+
+    path = tmp_path / "train.log"
+    path.write_text(_titan_log(40))
+    whole = parse_step_log(path)
+
+    def refuse(_path):
+        raise AssertionError("a text log was read whole")
+
+    monkeypatch.setattr(steplog, "read_text", refuse)
+    monkeypatch.setattr(steplog, "_CHUNK_ROWS", 3)
+    chunked = parse_step_log(path)
+
+    pd.testing.assert_frame_equal(chunked.steps, whole.steps)
+    assert chunked.warnings == whole.warnings
+    assert len(whole.steps) == 40 and "1 exact duplicate step line(s) dropped" in whole.warnings[0]
+    assert whole.steps["step_time_s"].iloc[1:].round(9).eq(1.5).all()

@@ -14,6 +14,7 @@ from trainscale.errors import InputFileError
 from trainscale.ingest._text import (
     ANSI_RE,
     TIMESTAMP_RE,
+    iter_lines,
     parse_timestamps,
     read_lines,
     read_text,
@@ -56,3 +57,30 @@ def test_timestamps_from_prefixes():
 
 def test_ansi_codes():
     assert ANSI_RE.sub("", "\x1b[31mstep: 1\x1b[39m") == "step: 1"
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"\xef\xbb\xbfone\r\ntwo\rthree\n\nfour",  # byte-order mark, \r\n, a lone \r, no final \n
+        b"a\n" + "\u00e9".encode() * 40_000 + b"\xff\n",  # multi-byte and bad bytes across chunks
+        b"",
+        b"last line ends the file\n",
+    ],
+)
+def test_streamed_lines_are_the_split_text(tmp_path, data):
+    """:func:`iter_lines` gives what ``read_text().split("\\n")`` gives, less a trailing empty
+    line, with ``strip_cr`` what :func:`read_lines` gives."""
+    path = tmp_path / "log.txt"
+    path.write_bytes(data)
+    split = read_text(path).split("\n")
+    expected = split[:-1] if split and split[-1] == "" else split
+    assert list(iter_lines(path)) == expected
+    assert list(iter_lines(path, strip_cr=True)) == [x.removesuffix("\r") for x in expected]
+
+
+def test_streamed_lines_refuse_binary_before_the_first_line(tmp_path):
+    path = tmp_path / "log.gz"
+    path.write_bytes(gzip.compress(b"step: 1 loss: 2.0\n" * 100))
+    with pytest.raises(InputFileError, match="not a text file"):
+        next(iter_lines(path))

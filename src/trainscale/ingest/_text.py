@@ -6,8 +6,10 @@ prefixes, carriage-return progress bars, thousands separators).
 
 from __future__ import annotations
 
+import io
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,9 @@ __all__ = [
     "NUMBER",
     "TIMESTAMP_RE",
     "iso_to_datetime_ns",
+    "iter_lines",
     "parse_timestamps",
+    "read_head",
     "read_lines",
     "read_text",
 ]
@@ -41,6 +45,52 @@ _SAMPLE_BYTES = 65536
 _BINARY_SHARE = 0.05
 
 
+def _check_text(path: str | Path, sample: bytes) -> None:
+    """Refuse a file whose first bytes are mostly NULs or invalid UTF-8 (see :func:`read_text`)."""
+    bad = sample.count(b"\x00") + sample.decode("utf-8", errors="replace").count("\ufffd")
+    if sample and bad > _BINARY_SHARE * len(sample):
+        raise InputFileError(path, "not a text file (binary or compressed data)")
+
+
+def iter_lines(path: str | Path, *, strip_cr: bool = False) -> Iterator[str]:
+    """The file's lines one at a time, as ``read_text(path).split("\n")`` gives them but
+    without holding the file in memory (a 10^6-line log is read in constant memory); a trailing
+    empty line after the last ``\n`` is not yielded. Decoding and checks as :func:`read_text`;
+    ``strip_cr`` removes a trailing ``\r`` as :func:`read_lines` does.
+
+    Raises
+    ------
+    InputFileError
+        As :func:`read_text`; the check runs before the first line is yielded.
+    """
+    try:
+        handle = Path(path).open("rb")  # noqa: SIM115 (closed by the with below; the open is checked apart)
+    except OSError as error:
+        raise InputFileError(path, f"cannot read the file: {error.strerror or error}") from None
+    with handle:
+        _check_text(path, handle.read(_SAMPLE_BYTES))
+        handle.seek(0)
+        # newline="\n": lines end at "\n" only; a "\r" stays in the line (progress bars).
+        text = io.TextIOWrapper(handle, encoding="utf-8-sig", errors="replace", newline="\n")
+        try:
+            for line in text:
+                line = line.removesuffix("\n")
+                yield line.removesuffix("\r") if strip_cr else line
+        except OSError as error:
+            raise InputFileError(path, f"cannot read the file: {error.strerror or error}") from None
+
+
+def read_head(path: str | Path, size: int = _SAMPLE_BYTES) -> str:
+    """The first ``size`` bytes of the file as text (decoded as :func:`read_text`)."""
+    try:
+        with Path(path).open("rb") as handle:
+            sample = handle.read(size)
+    except OSError as error:
+        raise InputFileError(path, f"cannot read the file: {error.strerror or error}") from None
+    _check_text(path, sample)
+    return sample.decode("utf-8-sig", errors="replace")
+
+
 def read_text(path: str | Path) -> str:
     """Return the file's text, decoding invalid UTF-8 bytes as U+FFFD; a leading UTF-8 byte-order
     mark (Excel, PowerShell ``Out-File``) is dropped.
@@ -55,10 +105,7 @@ def read_text(path: str | Path) -> str:
         raw = Path(path).read_bytes()
     except OSError as error:
         raise InputFileError(path, f"cannot read the file: {error.strerror or error}") from None
-    sample = raw[:_SAMPLE_BYTES]
-    bad = sample.count(b"\x00") + sample.decode("utf-8", errors="replace").count("\ufffd")
-    if sample and bad > _BINARY_SHARE * len(sample):
-        raise InputFileError(path, "not a text file (binary or compressed data)")
+    _check_text(path, raw[:_SAMPLE_BYTES])
     return raw.decode("utf-8-sig", errors="replace")  # a UTF-8 byte-order mark is dropped
 
 

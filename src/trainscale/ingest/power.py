@@ -20,7 +20,8 @@ is checked where the GPU is known (:mod:`trainscale.ingest.runs`).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from array import array
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -30,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from trainscale.errors import InputFileError
-from trainscale.ingest._text import iso_to_datetime_ns, read_lines
+from trainscale.ingest._text import iso_to_datetime_ns, iter_lines
 
 __all__ = [
     "PowerLog",
@@ -179,18 +180,6 @@ def _smi_row(parts: list[str], fields: list[tuple[str, str]]) -> tuple[dict, tup
     return row, tuple(units)
 
 
-def _units_consistent(unit_flags: list[tuple]) -> np.ndarray:
-    """Rows whose values carry units the way the file does. A file is ``csv`` (every value of a
-    field with a header unit writes it) or ``csv,nounits`` (none does); no damage can add a
-    valid unit, so one written unit anywhere means ``csv``, and a value without its unit there
-    was cut short."""
-    with_units = any(flag is True for flags in unit_flags for flag in flags)
-    return np.array(
-        [all(flag is None or flag == with_units for flag in flags) for flags in unit_flags],
-        dtype=bool,
-    )
-
-
 def parse_nvidia_smi_csv(
     path: str | Path,
     *,
@@ -226,30 +215,29 @@ def parse_nvidia_smi_csv(
     """
     if gpus_per_poll is not None and gpus_per_poll < 1:
         raise InputFileError(path, f"gpus_per_poll must be at least 1, not {gpus_per_poll}")
-    lines = read_lines(path)
-    fields, first = _smi_fields(lines, columns, path)
-    rows, slots, unit_flags, skipped = [], [], [], 0
-    for number, line in enumerate(lines[first:], start=first + 1):
-        if not line.strip() or _split_header(line) is not None:
+    fields, first = _smi_fields(iter_lines(path, strip_cr=True), columns, path)
+    table = _SmiColumns(fields)
+    skipped = 0
+    for number, line in enumerate(iter_lines(path, strip_cr=True), start=1):
+        if number <= first or not line.strip() or _split_header(line) is not None:
             continue
         parts = line.split(",")
         if len(parts) != len(fields):
             skipped += 1
             continue
-        slots.append(number)
+        table.slots.append(number)
         parsed = _smi_row(parts, fields)
         if parsed is None:
             skipped += 1
             continue
-        rows.append({**parsed[0], "line": number})
-        unit_flags.append(parsed[1])
-    consistent = _units_consistent(unit_flags)
+        table.add(parsed[0], parsed[1], number)
+    consistent = table.units_consistent()
     skipped += int(np.count_nonzero(~consistent))
-    rows = [row for row, ok in zip(rows, consistent, strict=True) if ok]
-    if not rows:
+    if not consistent.any():
+        lines = iter_lines(path, strip_cr=True)
         raise InputFileError(path, "no nvidia-smi data row could be parsed" + _why(lines, fields))
-    frame = _to_watts(pd.DataFrame(rows), fields, path)
-    frame["timestamp"] = _smi_timestamps(frame)
+    frame = _to_watts(table.frame()[consistent].reset_index(drop=True), fields, path)
+    slots = np.frombuffer(table.slots, dtype=np.int64)
     frame = _smi_gpu_index(frame, fields, slots, gpus_per_poll, path)
     samples = _finish(frame)
     return PowerLog(
@@ -261,7 +249,74 @@ def parse_nvidia_smi_csv(
     )
 
 
-def _why(lines: list[str], fields: list[tuple[str, str]]) -> str:
+#: Rows whose timestamps are parsed together.
+_CHUNK_ROWS = 65_536
+
+
+class _SmiColumns:
+    """The parsed rows of an nvidia-smi CSV, column by column: numbers in typed arrays (8 bytes
+    a value), text in lists, each row's unit flags as two bytes, so that a 10^6-line log is not
+    held as 10^6 dicts."""
+
+    def __init__(self, fields: list[tuple[str, str]]) -> None:
+        self.order = [_column_name(f, u) for f, u in fields]  # the columns in field order
+        self.text = {_column_name(f, u): [] for f, u in fields if f in _TEXT_FIELDS}
+        self.has_timestamp = any(f == "timestamp" for f, _ in fields)
+        self.stamp_ns = array("q")
+        self.pending_stamps: list[str] = []
+        self.numbers = {
+            _column_name(f, u): array("d")
+            for f, u in fields
+            if f != "timestamp" and f not in _TEXT_FIELDS
+        }
+        self.line = array("q")
+        self.slots = array("q")
+        self.wrote_unit = bytearray()
+        self.lacked_unit = bytearray()
+
+    def add(self, row: dict, units: tuple, number: int) -> None:
+        if self.has_timestamp:
+            self.pending_stamps.append(row["timestamp"])
+            if len(self.pending_stamps) >= _CHUNK_ROWS:
+                self.flush()
+        for column, values in self.text.items():
+            values.append(row[column])
+        for column, numbers in self.numbers.items():
+            numbers.append(row[column])
+        self.line.append(number)
+        self.wrote_unit.append(any(flag is True for flag in units))
+        self.lacked_unit.append(any(flag is False for flag in units))
+
+    def units_consistent(self) -> np.ndarray:
+        """Rows whose values carry units the way the file does. A file is ``csv`` (every value
+        of a field with a header unit writes it) or ``csv,nounits`` (none does); no damage can
+        add a valid unit, so one written unit anywhere means ``csv``, and a value without its
+        unit there was cut short."""
+        wrote = np.frombuffer(self.wrote_unit, dtype=bool)
+        lacked = np.frombuffer(self.lacked_unit, dtype=bool)
+        return ~lacked if wrote.any() else ~wrote
+
+    def flush(self) -> None:
+        """Parse the pending timestamp texts into :attr:`stamp_ns` (NaT as int64 min)."""
+        if self.pending_stamps:
+            texts = pd.Series(self.pending_stamps, dtype=object).str.replace("/", "-", regex=False)
+            self.stamp_ns.extend(iso_to_datetime_ns(texts).to_numpy().view(np.int64))
+            self.pending_stamps.clear()
+
+    def frame(self) -> pd.DataFrame:
+        """The rows as a table; ``timestamp`` parsed (NaT throughout without the field)."""
+        self.flush()
+        parts: dict[str, object] = {c: pd.Series(v, dtype=object) for c, v in self.text.items()}
+        parts |= {c: np.frombuffer(v, dtype=np.float64) for c, v in self.numbers.items()}
+        if self.has_timestamp:
+            parts["timestamp"] = np.frombuffer(self.stamp_ns, dtype=np.int64).view("M8[ns]")
+        columns = {c: parts[c] for c in self.order if c in parts}
+        columns["line"] = np.frombuffer(self.line, dtype=np.int64)
+        columns.setdefault("timestamp", np.full(len(self.line), np.datetime64("NaT", "ns")))
+        return pd.DataFrame(columns)
+
+
+def _why(lines: Iterable[str], fields: list[tuple[str, str]]) -> str:
     """Why the first data row was refused, where it is the timestamp (else '')."""
     names = [f for f, _ in fields]
     if "timestamp" not in names:
@@ -296,7 +351,7 @@ def _to_watts(frame: pd.DataFrame, fields: list[tuple[str, str]], path: str | Pa
 
 
 def _smi_fields(
-    lines: list[str], columns: Sequence[str] | None, path: str | Path
+    lines: Iterable[str], columns: Sequence[str] | None, path: str | Path
 ) -> tuple[list[tuple[str, str]], int]:
     for index, line in enumerate(lines):
         if not line.strip():
@@ -318,17 +373,10 @@ def _smi_fields(
     return fields, 0
 
 
-def _smi_timestamps(frame: pd.DataFrame) -> pd.Series:
-    if "timestamp" not in frame:
-        return pd.Series(pd.NaT, index=frame.index, dtype="datetime64[ns]")
-    iso = iso_to_datetime_ns(frame["timestamp"].str.replace("/", "-", regex=False))
-    return iso.set_axis(frame.index)
-
-
 def _smi_gpu_index(
     frame: pd.DataFrame,
     fields: list[tuple[str, str]],
-    slots: list[int],
+    slots: np.ndarray,
     gpus_per_poll: int | None,
     path: str | Path,
 ) -> pd.DataFrame:
@@ -344,8 +392,7 @@ def _smi_gpu_index(
             frame["gpu_index"] = codes
             frame["sample"] = frame.groupby(codes).cumcount()
             return frame
-    slot_of_line = {line: k for k, line in enumerate(slots)}
-    position = frame["line"].map(slot_of_line).to_numpy()
+    position = np.searchsorted(slots, frame["line"].to_numpy())  # slots ascend, hold every line
     n = gpus_per_poll or _infer_gpus_per_poll(frame, position, len(slots), path)
     frame["gpu_index"] = position % n
     frame["sample"] = position // n
@@ -467,7 +514,7 @@ def parse_dcgmi_dmon(
             path, f"interval_s must be a positive number of seconds, not {interval_s}"
         )
     rows, skipped, tags = [], 0, None
-    for number, line in enumerate(read_lines(path), start=1):
+    for number, line in enumerate(iter_lines(path, strip_cr=True), start=1):
         if _DCGM_HEADER_RE.match(line):
             tags = line.split("#", 1)[1].split()[1:]
             continue
@@ -644,7 +691,9 @@ def parse_power_log(
     """
     if format == "auto":
         format = (
-            "dcgmi" if any(_DCGM_HEADER_RE.match(x) for x in read_lines(path)) else ("nvidia-smi")
+            "dcgmi"
+            if any(_DCGM_HEADER_RE.match(x) for x in iter_lines(path, strip_cr=True))
+            else ("nvidia-smi")
         )
     if format == "dcgmi":
         return parse_dcgmi_dmon(path, **options)  # type: ignore[arg-type]

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from array import array
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -38,8 +39,10 @@ from trainscale.ingest._text import (
     ANSI_RE,
     NUMBER,
     TIMESTAMP_RE,
+    iter_lines,
     parse_json,
     parse_timestamps,
+    read_head,
     read_text,
 )
 from trainscale.schema import STEP_COLUMNS, names
@@ -194,9 +197,9 @@ _PARSERS: dict[str, tuple[re.Pattern[str], Callable[[str], dict | None]]] = {
 }
 
 
-def _segments(text: str):
+def _segments(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
     """Yield (1-based line number, ANSI-stripped segment); ``\\r`` splits progress updates."""
-    for number, line in enumerate(text.split("\n"), start=1):
+    for number, line in enumerate(lines, start=1):
         for segment in line.split("\r"):
             if segment:
                 yield number, ANSI_RE.sub("", segment)
@@ -210,16 +213,20 @@ def detect_step_format(path: str | Path) -> StepFormat:
     InputFileError
         Not text, or no line looks like a step line of a known format.
     """
-    text = read_text(path)
-    return _detect(text, path)
+    return _detect(path)
 
 
-def _detect(text: str, path: str | Path) -> StepFormat:
-    stripped = text.lstrip("\ufeff \t\r\n")
-    if str(path).endswith(".json") or re.match(r'\{\s*"', stripped):
+def _is_golden(path: str | Path) -> bool:
+    stripped = read_head(path, 4096).lstrip("\ufeff \t\r\n")
+    return str(path).endswith(".json") or re.match(r'\{\s*"', stripped) is not None
+
+
+def _detect(path: str | Path) -> StepFormat:
+    """The format with more step-like lines, in one streamed pass over the file."""
+    if _is_golden(path):
         return "megatron_golden"
     counts = dict.fromkeys(_PARSERS, 0)
-    for _, segment in _segments(text):
+    for _, segment in _segments(iter_lines(path)):
         for name, (hint, _) in _PARSERS.items():
             if hint.search(segment):
                 counts[name] += 1
@@ -233,10 +240,60 @@ def _detect(text: str, path: str | Path) -> StepFormat:
     return best  # type: ignore[return-value]
 
 
-def _parse_text(text: str, path: str | Path, fmt: str) -> StepLog:
+#: Step lines whose timestamps are parsed together (one call of :func:`parse_timestamps`).
+_CHUNK_ROWS = 65_536
+#: The columns a text log fills, as float64 (``global_batch`` too, whole numbers or NaN).
+_TEXT_COLUMNS = (*_FLOAT_COLUMNS, "global_batch")
+_NAT = np.iinfo(np.int64).min
+
+
+@dataclass(slots=True)
+class _Columns:
+    """The parsed step lines of a text log as typed arrays: 8 bytes per value, so a 10^6-line
+    log holds ~90 MB here instead of a dict and the line's text per row. Each line's text is
+    kept as its hash only, for the exact-duplicate check of :func:`_check_order` (two
+    different lines of one step with equal 64-bit hashes would be taken for a repeat)."""
+
+    step: array = field(default_factory=lambda: array("q"))
+    line: array = field(default_factory=lambda: array("q"))
+    text_hash: array = field(default_factory=lambda: array("q"))
+    stamp_ns: array = field(default_factory=lambda: array("q"))
+    values: dict[str, array] = field(default_factory=lambda: {c: array("d") for c in _TEXT_COLUMNS})
+    pending_stamps: list[tuple[str, ...] | None] = field(default_factory=list)
+
+    def add(self, row: dict, number: int, text: str, stamp: tuple[str, ...] | None) -> None:
+        self.step.append(row["step"])
+        self.line.append(number)
+        self.text_hash.append(hash(text))
+        for column, values in self.values.items():
+            values.append(row.get(column, math.nan))
+        self.pending_stamps.append(stamp)
+        if len(self.pending_stamps) >= _CHUNK_ROWS:
+            self.flush()
+
+    def flush(self) -> None:
+        """Parse the pending timestamps into :attr:`stamp_ns` (NaT as int64 min)."""
+        if self.pending_stamps:
+            parsed = parse_timestamps(self.pending_stamps).to_numpy().view(np.int64)
+            self.stamp_ns.extend(parsed)
+            self.pending_stamps.clear()
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        self.flush()
+        out = {
+            "step": np.frombuffer(self.step, dtype=np.int64),
+            "line": np.frombuffer(self.line, dtype=np.int64),
+            "text_hash": np.frombuffer(self.text_hash, dtype=np.int64),
+            "timestamp": np.frombuffer(self.stamp_ns, dtype=np.int64).view("datetime64[ns]"),
+        }
+        return out | {c: np.frombuffer(v, dtype=np.float64) for c, v in self.values.items()}
+
+
+def _parse_text(path: str | Path, fmt: str) -> StepLog:
     hint, parse_row = _PARSERS[fmt]
-    rows, stamps, skipped, texts = [], [], [], []
-    for number, segment in _segments(text):
+    columns = _Columns()
+    skipped: list[int] = []
+    for number, segment in _segments(iter_lines(path)):
         found = hint.search(segment)
         if found is None:
             continue
@@ -245,29 +302,25 @@ def _parse_text(text: str, path: str | Path, fmt: str) -> StepLog:
             skipped.append(number)
             continue
         stamp = TIMESTAMP_RE.search(segment, 0, found.start())
-        row["line"] = number
-        rows.append(row)
-        stamps.append(stamp.groups() if stamp else None)
-        texts.append(segment.strip())
-    parsed_stamps = parse_timestamps(stamps)
-    if parsed_stamps.notna().any():  # a step line without a (valid) timestamp is damaged
-        bad = parsed_stamps.isna().to_numpy()
-        skipped = sorted(skipped + [row["line"] for row, b in zip(rows, bad, strict=True) if b])
-        rows = [row for row, b in zip(rows, bad, strict=True) if not b]
-        texts = [t for t, b in zip(texts, bad, strict=True) if not b]
-        parsed_stamps = parsed_stamps[~bad].reset_index(drop=True)
-    if not rows:
+        columns.add(row, number, segment.strip(), stamp.groups() if stamp else None)
+    rows = columns.arrays()
+    stamped = ~np.isnat(rows["timestamp"])
+    if stamped.any() and not stamped.all():  # a step line without a (valid) timestamp is damaged
+        skipped = sorted(skipped + rows["line"][~stamped].tolist())
+        rows = {name: values[stamped] for name, values in rows.items()}
+    if not len(rows["step"]):
         where = (
             f"{len(skipped)} step line(s) but none could be parsed"
             if skipped
             else (f"no {fmt} step line found")
         )
         raise InputFileError(path, where, line=skipped[0] if skipped else None)
-    keep, notes = _check_order(rows, texts, parsed_stamps, path)
-    rows = [row for row, k in zip(rows, keep, strict=True) if k]
-    steps = _frame(rows, parsed_stamps[keep].reset_index(drop=True))
+    keep, notes = _check_order(rows, path)
+    if not keep.all():
+        rows = {name: values[keep] for name, values in rows.items()}
     if fmt == "torchtitan":
-        steps = _step_time_from_timestamps(steps)
+        rows["step_time_s"] = _step_time_s(rows["timestamp"], rows["step"])
+    steps = _frame_from_arrays(rows)
     return StepLog(
         steps=steps,
         skipped_lines=len(skipped),
@@ -278,67 +331,99 @@ def _parse_text(text: str, path: str | Path, fmt: str) -> StepLog:
     )
 
 
-def _check_order(
-    rows: list[dict], texts: list[str], stamps: pd.Series, path: str | Path
-) -> tuple[np.ndarray, list[str]]:
+def _check_order(rows: dict[str, np.ndarray], path: str | Path) -> tuple[np.ndarray, list[str]]:
     """Which rows to keep (exact repeats dropped) and the warnings; raise on conflicting
-    repeats, steps going backwards or timestamps going back (see the module docstring)."""
-    keep = np.ones(len(rows), dtype=bool)
+    repeats, steps going backwards or timestamps going back (see the module docstring).
+
+    Vectorised over the rows, the first problem down the file is raised, as a line-by-line
+    pass would: a row whose step an earlier row had is a repeat (exact when its text hash is
+    the first row's of that step, else a conflict); every other row must not go back from the
+    previous such row, in step or in time."""
+    step, line, stamp = rows["step"], rows["line"], rows["timestamp"]
+    _, first_of_step, which = np.unique(step, return_index=True, return_inverse=True)
+    first = first_of_step[which]  # each row's first row of its step
+    repeat = first != np.arange(len(step))
+    conflict = repeat & (rows["text_hash"] != rows["text_hash"][first])
+    new = np.flatnonzero(~repeat)
+    back = np.zeros(len(step), dtype=bool)
+    clock = np.zeros(len(step), dtype=bool)
+    back[new[1:]] = step[new[1:]] < step[new[:-1]]
+    with np.errstate(invalid="ignore"):
+        clock[new[1:]] = stamp[new[1:]] < stamp[new[:-1]]  # NaT compares False
+    previous = np.full(len(step), -1)
+    previous[new[1:]] = new[:-1]
+    bad = np.flatnonzero(conflict | back | clock)
+    if bad.size:
+        _raise_order(int(bad[0]), rows, first, previous, conflict, back, path)
+    keep = ~repeat
     notes: list[str] = []
-    first_of: dict[int, int] = {}
-    repeated: list[int] = []
-    previous: int | None = None
-    for i, row in enumerate(rows):
-        step, line = row["step"], row["line"]
-        if step in first_of:
-            j = first_of[step]
-            if texts[i] == texts[j]:
-                keep[i] = False
-                repeated.append(line)
-                continue
-            raise InputFileError(
-                path,
-                f"step {step} is logged again with different values (first at line "
-                f"{rows[j]['line']}); one run per log file, one rank's lines only",
-                line=line,
-            )
-        if previous is not None and step < rows[previous]["step"]:
-            raise InputFileError(
-                path,
-                f"step {step} comes after step {rows[previous]['step']} (line "
-                f"{rows[previous]['line']}): step numbers must increase down the file "
-                "(shuffled lines, or a restarted job appended to its log?)",
-                line=line,
-            )
-        if previous is not None and stamps.iloc[i] < stamps.iloc[previous]:
-            raise InputFileError(
-                path,
-                f"the clock goes back: step {step} is stamped {stamps.iloc[i]}, before step "
-                f"{rows[previous]['step']} at {stamps.iloc[previous]} (line "
-                f"{rows[previous]['line']}); timestamps must not decrease",
-                line=line,
-            )
-        first_of[step] = i
-        previous = i
+    repeated = line[repeat].tolist()
     if repeated:
         shown = ", ".join(map(str, repeated[:10])) + (" …" if len(repeated) > 10 else "")
         notes.append(
             f"{path}:{repeated[0]}: {len(repeated)} exact duplicate step line(s) dropped "
             f"(line(s) {shown})"
         )
-    kept_steps = np.array([row["step"] for row, k in zip(rows, keep, strict=True) if k])
-    kept_lines = [row["line"] for row, k in zip(rows, keep, strict=True) if k]
+    kept_steps, kept_lines = step[keep], line[keep]
     gaps = np.diff(kept_steps)[1:]  # the first interval may differ (step 1, then every N)
     if gaps.size:
         values, counts = np.unique(gaps, return_counts=True)
         usual = int(values[np.argmax(counts)])
-        uneven = [kept_lines[k + 2] for k in np.flatnonzero(gaps != usual)]
+        uneven = [int(kept_lines[k + 2]) for k in np.flatnonzero(gaps != usual)[:10]]
         if uneven:
             notes.append(
                 f"{path}:{uneven[0]}: step numbers advance unevenly (usually by {usual}) at "
-                f"line(s) {', '.join(map(str, uneven[:10]))}: a step line may be missing"
+                f"line(s) {', '.join(map(str, uneven))}: a step line may be missing"
             )
     return keep, notes
+
+
+def _raise_order(
+    i: int,
+    rows: dict[str, np.ndarray],
+    first: np.ndarray,
+    previous: np.ndarray,
+    conflict: np.ndarray,
+    back: np.ndarray,
+    path: str | Path,
+) -> None:
+    """Raise the order problem of row ``i`` (see :func:`_check_order`)."""
+    step, line, stamp = rows["step"], rows["line"], rows["timestamp"]
+    if conflict[i]:
+        raise InputFileError(
+            path,
+            f"step {step[i]} is logged again with different values (first at line "
+            f"{line[first[i]]}); one run per log file, one rank's lines only",
+            line=int(line[i]),
+        )
+    j = previous[i]
+    if back[i]:
+        raise InputFileError(
+            path,
+            f"step {step[i]} comes after step {step[j]} (line {line[j]}): step numbers must "
+            "increase down the file (shuffled lines, or a restarted job appended to its log?)",
+            line=int(line[i]),
+        )
+    raise InputFileError(
+        path,
+        f"the clock goes back: step {step[i]} is stamped {pd.Timestamp(stamp[i])}, before step "
+        f"{step[j]} at {pd.Timestamp(stamp[j])} (line {line[j]}); timestamps must not decrease",
+        line=int(line[i]),
+    )
+
+
+def _frame_from_arrays(rows: dict[str, np.ndarray]) -> pd.DataFrame:
+    """The steps table of a text log's columns (:class:`_Columns`), built in one go (each
+    intermediate copy of a 10^6-row table is ~100 MB)."""
+    batch = pd.Series(rows["global_batch"]).round().astype("Float64")
+    columns = {
+        "step": rows["step"],
+        "line": pd.array(rows["line"], dtype="Int64"),
+        "timestamp": rows["timestamp"],
+        **{column: rows[column] for column in _FLOAT_COLUMNS},
+        "global_batch": pd.array(batch, dtype="Int64"),
+    }
+    return pd.DataFrame({name: columns[name] for name in names(STEP_COLUMNS)}, copy=False)
 
 
 def _frame(rows: list[dict], timestamps: pd.Series) -> pd.DataFrame:
@@ -359,14 +444,13 @@ def _frame(rows: list[dict], timestamps: pd.Series) -> pd.DataFrame:
     return out[names(STEP_COLUMNS)]
 
 
-def _step_time_from_timestamps(steps: pd.DataFrame) -> pd.DataFrame:
-    """torchtitan: seconds between consecutive parsed lines / steps between them."""
-    seconds = steps["timestamp"].diff().dt.total_seconds()
-    delta_steps = steps["step"].diff()
+def _step_time_s(timestamps: np.ndarray, steps: np.ndarray) -> np.ndarray:
+    """torchtitan: seconds between consecutive parsed lines / steps between them (NaN for the
+    first line, without timestamps, or where time or step does not advance)."""
+    seconds = pd.Series(timestamps).diff().dt.total_seconds()
+    delta_steps = pd.Series(steps).diff()
     valid = (seconds > 0) & (delta_steps > 0)
-    steps = steps.copy()
-    steps["step_time_s"] = (seconds / delta_steps).where(valid).astype(np.float64)
-    return steps
+    return (seconds / delta_steps).where(valid).to_numpy(dtype=np.float64)
 
 
 # --- Megatron golden values JSON ------------------------------------------------------------
@@ -448,10 +532,9 @@ def parse_step_log(path: str | Path, format: StepFormat | Literal["auto"] = "aut
         Not a text file; no step line at all (or none parseable); invalid or truncated JSON
         (the message names the line); a golden-values entry that is not a number.
     """
-    text = read_text(path)
-    fmt = _detect(text, path) if format == "auto" else format
+    fmt = _detect(path) if format == "auto" else format
     if fmt == "megatron_golden":
-        return _parse_golden(text, path)
+        return _parse_golden(read_text(path), path)
     if fmt not in _PARSERS:
         raise InputFileError(path, f"unknown step-log format {fmt!r}")
-    return _parse_text(text, path, fmt)
+    return _parse_text(path, fmt)
