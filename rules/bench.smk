@@ -5,14 +5,14 @@
 #   snakemake results/bench/<sweep>.parquet --profile profiles/slurm-bench
 # Copy a run folder to data/runs/ to put it into the dataset of the default target.
 from trainscale.bench.sweep import point_of, sweep_run_dirs
-from trainscale.paths import data_dir
+from trainscale.paths import data_dir, schema_file
 
-# The catalogue files the harness and the collection read, named here rather than through
-# rules/common.smk's catalogue_inputs() so that this file also works included on its own (a
-# site's bench-only Snakefile, and the SLURM bench test).
+# The catalogue files the harness and the collection read, with the JSON Schemas they are checked
+# against, named here rather than through rules/common.smk's catalogue_inputs() so that this file
+# also works included on its own (a site's bench-only Snakefile, and the SLURM bench test).
 BENCH_CATALOGUES = {
     name: str(data_dir() / f"{name}.yaml") for name in ("hardware", "models")
-}
+} | {f"{name}_schema": str(schema_file(name)) for name in ("hardware", "models")}
 
 
 # Collecting the rows takes a second: no SLURM job for it.
@@ -77,6 +77,7 @@ rule bench_run:
 rule bench_collect:
     input:
         **BENCH_CATALOGUES,
+        run_schema=str(schema_file("run")),
         runs=lambda wildcards: sweep_run_dirs(f"config/benches/{wildcards.sweep}.yaml"),
     output:
         results="results/bench/{sweep}.parquet",

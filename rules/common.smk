@@ -68,7 +68,22 @@ CATALOGUE_FILES = {
     for name in ("hardware", "models", "nccl", "frameworks")
 }
 CALIBRATION = str(DATA_DIR / "calibration.yaml")
-STUDY_SCHEMA = str(Path(workflow.basedir, "workflow", "schemas", "study.schema.yaml"))
+# The JSON Schemas the scripts check inputs against are inputs too: TRAINSCALE_SCHEMAS (read by
+# trainscale.paths.schema_file, inherited by local and SLURM jobs) points the library at the
+# workflow's own workflow/schemas/, and the rules declare the files they read from there.
+SCHEMA_DIR = Path(
+    os.environ.setdefault(
+        "TRAINSCALE_SCHEMAS", str(Path(workflow.basedir, "workflow", "schemas"))
+    )
+)
+
+
+def schema_input(name):
+    """The JSON Schema <name>.schema.yaml a rule's script reads (trainscale.paths.schema_file)."""
+    return str(SCHEMA_DIR / f"{name}.schema.yaml")
+
+
+STUDY_SCHEMA = schema_input("study")
 #: The published CSV's per-source rules and power anchor: the sources.yaml beside the CSV, else
 #: the shipped one (trainscale.published.measurements.load_published), and its JSON Schema.
 PUBLISHED_SOURCES = {
@@ -77,15 +92,14 @@ PUBLISHED_SOURCES = {
         if Path(config["published"]).with_name("sources.yaml").is_file()
         else str(DATA_DIR / "published" / "sources.yaml")
     ),
-    "sources_schema": str(
-        Path(workflow.basedir, "workflow", "schemas", "sources.schema.yaml")
-    ),
+    "sources_schema": schema_input("sources"),
 }
 
 
 def catalogue_inputs(*names):
-    """Named inputs {name: file} of the catalogue files a rule's script reads, e.g.
-    `**catalogue_inputs("hardware", "models")`; the script loads snakemake.input.<name>.
+    """Named inputs {name: file, name_schema: its JSON Schema} of the catalogue files a rule's
+    script reads, e.g. `**catalogue_inputs("hardware", "models")`; the script loads
+    snakemake.input.<name>, checked against the <name>_schema file.
     """
     unknown = [name for name in names if name not in CATALOGUE_FILES]
     if unknown or not names:
@@ -93,7 +107,8 @@ def catalogue_inputs(*names):
             f"catalogue_inputs: unknown catalogue(s) {', '.join(unknown) or '(none given)'}; "
             f"known: {', '.join(CATALOGUE_FILES)}"
         )
-    return {name: CATALOGUE_FILES[name] for name in names}
+    files = {name: CATALOGUE_FILES[name] for name in names}
+    return files | {f"{name}_schema": schema_input(name) for name in names}
 
 
 try:

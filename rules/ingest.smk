@@ -12,6 +12,7 @@ from trainscale.ingest.runs import run_input_files
 rule ingest_run:
     input:
         **catalogue_inputs("hardware", "models"),
+        run_schema=schema_input("run"),
         manifest=f"{config['runs_dir']}/{{run}}/run.yaml",
         logs=lambda wildcards: run_input_files(
             f"{config['runs_dir']}/{wildcards.run}"

@@ -8,6 +8,7 @@
 rule published_pilots:
     input:
         **catalogue_inputs("hardware", "models", "frameworks", "nccl"),
+        **PUBLISHED_SOURCES,
         csv=config["published"],
         calibration=CALIBRATION,
     output:

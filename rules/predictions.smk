@@ -35,6 +35,7 @@ rule sim_vs_measured:
         dataset="results/dataset",
         calibration=CALIBRATION,
         manifests=[f"{config['runs_dir']}/{run}/run.yaml" for run in RUNS],
+        run_schema=schema_input("run"),
     output:
         table="results/sim_vs_measured.parquet",
     log:

@@ -127,6 +127,8 @@ rule study_points:
 rule calibrate_study:
     input:
         **catalogue_inputs("hardware", "models", "frameworks", "nccl"),
+        **PUBLISHED_SOURCES,
+        run_schema=schema_input("run"),
         csv=config["published"],
         calibration=CALIBRATION,
         measurements=lambda wildcards: study_measurement_files(wildcards.study),

@@ -5,7 +5,10 @@ and an installed wheel carries a copy under ``trainscale/_data``. ``TRAINSCALE_D
 both. Only the loaders' defaults and the command layer use :func:`data_dir`: a library function
 gets its catalogues and calibration from its caller (:mod:`trainscale.sim.catalogue`).
 
-The JSON Schemas of the inputs sit in ``workflow/schemas/`` (a wheel: ``trainscale/_data``).
+The JSON Schemas of the inputs sit in ``workflow/schemas/`` (a wheel: ``trainscale/_data``);
+``TRAINSCALE_SCHEMAS`` overrides both. The workflow sets it to its own ``workflow/schemas/``
+(``rules/common.smk``), so the schema a rule's script checks against is the file the rule declares
+as an input.
 """
 
 from __future__ import annotations
@@ -31,8 +34,12 @@ def data_dir() -> Path:
 
 
 def schema_file(name: str) -> Path:
-    """The JSON Schema ``<name>.schema.yaml``: ``workflow/schemas/`` in the repository, else the
-    copy an installed wheel carries under ``trainscale/_data``."""
+    """The JSON Schema ``<name>.schema.yaml``: in ``TRAINSCALE_SCHEMAS`` if set, else
+    ``workflow/schemas/`` in the repository, else the copy an installed wheel carries under
+    ``trainscale/_data``."""
     filename = f"{name}.schema.yaml"
+    override = os.environ.get("TRAINSCALE_SCHEMAS")
+    if override:
+        return Path(override) / filename
     repo = _REPO_SCHEMAS / filename
     return repo if repo.is_file() else _PACKAGE_DATA / filename

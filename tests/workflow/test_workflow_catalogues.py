@@ -78,6 +78,16 @@ EDITS = {
     # A calibration's values are hashed into its calibration_id: a comment changes the file's
     # time as an edit does, and keeps the file loadable.
     "calibration.yaml": (("", "# edited\n", ""), [*STUDY, *PREDICT]),
+    # A catalogue's JSON Schema is an input of the rules that read the catalogue
+    # (catalogue_inputs): editing its description reruns them as editing the catalogue does.
+    "../workflow/schemas/nccl.schema.yaml": (
+        ("Checked when the catalogue is loaded.", "Checked on load.", "description:"),
+        [*STUDY, *PREDICT],
+    ),
+    "../workflow/schemas/frameworks.schema.yaml": (
+        ("$schema", "# edited\n$schema", ""),
+        [*STUDY, *NORMALISE, *PREDICT],
+    ),
 }  # fmt: skip
 
 _REASON = re.compile(r"^    reason: (.*)$", re.MULTILINE)
@@ -113,11 +123,12 @@ def finished_with_runs(
 
 @pytest.fixture
 def edit(finished_with_runs: Path) -> Iterator:
-    """``edit(name, old, new, after)``: change one catalogue file of the run; put back after."""
+    """``edit(name, old, new, after)``: change one catalogue file of the run (``name`` relative
+    to its data/); put back after."""
     saved: list[tuple[Path, bytes, os.stat_result]] = []
 
     def change(name: str, old: str, new: str, after: str) -> Path:
-        path = finished_with_runs / "data" / name
+        path = (finished_with_runs / "data" / name).resolve()
         saved.append((path, path.read_bytes(), path.stat()))
         text = path.read_text()
         start = text.index(after)

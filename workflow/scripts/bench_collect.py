@@ -6,24 +6,24 @@ import warnings
 
 import pandas as pd
 
+from trainscale.commands.rule_script import rule_script
 from trainscale.dataset import write_parquet
 from trainscale.ingest.runs import ingest_run
 from trainscale.schema import DATASET_COLUMNS
-from trainscale.sim.model.shape import load_models
-from trainscale.sim.system.hardware import load_hardware
 
-sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 (closed at exit)
-warnings.simplefilter("always")  # garbled-line warnings go to the log, every one
-
-hardware = load_hardware(snakemake.input.hardware)
-models = load_models(snakemake.input.models)
-frame = pd.concat(
-    [ingest_run(run_dir, hardware=hardware, models=models)[0] for run_dir in snakemake.input.runs],
-    ignore_index=True,
-)
-write_parquet(frame, snakemake.output.results, DATASET_COLUMNS)
-for _, row in frame.iterrows():
-    print(
-        f"{row['run_id']}: {row['tokens_per_s']:.6g} tokens/s, step {row['step_time_s']:.4g} s",
-        file=sys.stderr,
+with rule_script(snakemake) as rule:
+    warnings.simplefilter("always")  # garbled-line warnings go to the log, every one
+    catalogue = rule.catalogue_files(["hardware", "models"])
+    frame = pd.concat(
+        [
+            ingest_run(run_dir, hardware=catalogue["hardware"], models=catalogue["models"])[0]
+            for run_dir in snakemake.input.runs
+        ],
+        ignore_index=True,
     )
+    write_parquet(frame, snakemake.output.results, DATASET_COLUMNS)
+    for _, row in frame.iterrows():
+        print(
+            f"{row['run_id']}: {row['tokens_per_s']:.6g} tokens/s, step {row['step_time_s']:.4g} s",
+            file=sys.stderr,
+        )

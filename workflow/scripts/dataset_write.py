@@ -8,16 +8,14 @@ memory holds one batch, not the study; the small published and measured tables a
 import sys
 from pathlib import Path
 
+from trainscale.commands.rule_script import rule_script
 from trainscale.dataset import (
     DATASET_ROW_GROUP_ROWS,
     open_parquet,
     read_parquet,
     write_dataset_parts,
 )
-from trainscale.errors import TrainscaleError
 from trainscale.schema import DATASET_COLUMNS
-
-sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 (closed at exit)
 
 
 def _batches(path):
@@ -36,10 +34,6 @@ parts = {("sim", Path(path).stem): _batches(path) for path in snakemake.input.si
 parts[("published", "published")] = _frames([snakemake.input.published])
 parts[("measured", "runs")] = _frames(list(snakemake.input.measured))
 
-try:
-    for path in write_dataset_parts(parts, snakemake.output.dataset):
-        print(f"wrote {path}", file=sys.stderr)
-except TrainscaleError as error:
-    print(f"error: {error}", file=sys.stderr)
-    sys.exit(1)
-print(f"{snakemake.output.dataset} written", file=sys.stderr)
+with rule_script(snakemake) as rule:
+    rule.wrote(write_dataset_parts(parts, snakemake.output.dataset))
+    print(f"{snakemake.output.dataset} written", file=sys.stderr)

@@ -3,31 +3,26 @@ resolved with the hardware, models and frameworks catalogues the rule declares).
 
 import sys
 
+from trainscale.commands.rule_script import rule_script
 from trainscale.dataset import published_rows, write_parquet
-from trainscale.errors import TrainscaleError
 from trainscale.published.measurements import load_published
 from trainscale.schema import DATASET_COLUMNS
 from trainscale.sim.frameworks import load_frameworks
 from trainscale.sim.model.shape import load_models
 from trainscale.sim.system.hardware import load_hardware
 
-sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 (closed at exit)
-
-try:
+with rule_script(snakemake) as rule:
     hardware = load_hardware(snakemake.input.hardware)
     models = load_models(snakemake.input.models)
     frameworks = load_frameworks(snakemake.input.frameworks)
     published = load_published(
         snakemake.input.csv, hardware=hardware, models=models, sources=snakemake.input.sources
     )
-except TrainscaleError as error:
-    print(f"error: {error}", file=sys.stderr)
-    sys.exit(1)
 
-rows = published_rows(published, hardware=hardware, models=models, frameworks=frameworks)
-write_parquet(rows, snakemake.output.published, DATASET_COLUMNS)
-print(
-    f"{snakemake.input.csv}: {len(rows)} throughput rows; {len(published.collectives)} "
-    f"collective rows and {len(published.rejects)} rejected rows are in the validation table",
-    file=sys.stderr,
-)
+    rows = published_rows(published, hardware=hardware, models=models, frameworks=frameworks)
+    write_parquet(rows, snakemake.output.published, DATASET_COLUMNS)
+    print(
+        f"{snakemake.input.csv}: {len(rows)} throughput rows; {len(published.collectives)} "
+        f"collective rows and {len(published.rejects)} rejected rows are in the validation table",
+        file=sys.stderr,
+    )

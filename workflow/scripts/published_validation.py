@@ -4,18 +4,14 @@ the catalogue files and calibration the rule declares)."""
 import sys
 
 from trainscale import __version__
+from trainscale.commands.rule_script import rule_script
 from trainscale.dataset import VALIDATION_COLUMNS, validation_rows, write_parquet
-from trainscale.errors import TrainscaleError
 from trainscale.published.accuracy import validate_published
 from trainscale.published.measurements import load_published
-from trainscale.sim.calibration import load_calibration
-from trainscale.sim.catalogue import CATALOGUE_FILES, load_catalogue
 
-sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 (closed at exit)
-
-try:
-    catalogue = load_catalogue({name: snakemake.input[name] for name in CATALOGUE_FILES})
-    calibration = load_calibration(snakemake.input.calibration)
+with rule_script(snakemake) as rule:
+    catalogue = rule.catalogue()
+    calibration = rule.calibration()
     published = load_published(
         snakemake.input.csv,
         hardware=catalogue.hardware,
@@ -23,14 +19,11 @@ try:
         sources=snakemake.input.sources,
     )
     validated = validate_published(calibration, published, catalogue=catalogue)
-except TrainscaleError as error:
-    print(f"error: {error}", file=sys.stderr)
-    sys.exit(1)
 
-rows = validation_rows(
-    validated, calibration_id=calibration.calibration_id, simulator_version=__version__
-)
-write_parquet(rows, snakemake.output.validation, VALIDATION_COLUMNS)
-for kind, group in rows[rows["status"] == "predicted"].groupby("kind"):
-    print(f"{kind}: {len(group)} rows, MAPE {group['ape_pct'].mean():.2f} %", file=sys.stderr)
-print(f"rejected: {(rows['status'] == 'rejected').sum()} rows", file=sys.stderr)
+    rows = validation_rows(
+        validated, calibration_id=calibration.calibration_id, simulator_version=__version__
+    )
+    write_parquet(rows, snakemake.output.validation, VALIDATION_COLUMNS)
+    for kind, group in rows[rows["status"] == "predicted"].groupby("kind"):
+        print(f"{kind}: {len(group)} rows, MAPE {group['ape_pct'].mean():.2f} %", file=sys.stderr)
+    print(f"rejected: {(rows['status'] == 'rejected').sum()} rows", file=sys.stderr)

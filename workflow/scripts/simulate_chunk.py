@@ -3,30 +3,23 @@ catalogue files and calibration the rule declares as inputs."""
 
 import sys
 
+from trainscale.commands.rule_script import rule_script
 from trainscale.dataset import config_ids, read_frame, write_parquet
-from trainscale.errors import TrainscaleError
 from trainscale.schema import RESULT_COLUMNS
-from trainscale.sim.calibration import load_calibration
-from trainscale.sim.catalogue import CATALOGUE_FILES, load_catalogue
 from trainscale.study.sweep import simulate_configurations
 
-sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 (closed at exit)
-
-try:
+with rule_script(snakemake) as rule:
     configurations = read_frame(snakemake.input.configurations, dtype_backend="numpy_nullable")
     results, dropped = simulate_configurations(
         configurations,
         snakemake.params.filters,
-        catalogue=load_catalogue({name: snakemake.input[name] for name in CATALOGUE_FILES}),
-        calibration=load_calibration(snakemake.input.calibration),
+        catalogue=rule.catalogue(),
+        calibration=rule.calibration(),
     )
-except TrainscaleError as error:
-    print(f"error: {error}", file=sys.stderr)
-    sys.exit(1)
 
-write_parquet(results, snakemake.output.chunk, RESULT_COLUMNS)
-print(f"chunk {snakemake.wildcards.chunk}: {len(results)} rows simulated", file=sys.stderr)
-if len(dropped):  # fits_memory is applied when the study is expanded; this is a safety net
-    print(f"{len(dropped)} rows dropped by filters.fits_memory:", file=sys.stderr)
-    for config_id, memory in zip(config_ids(dropped), dropped["mem_gib_per_gpu"], strict=True):
-        print(f"  {config_id}: {memory:.1f} GiB per GPU", file=sys.stderr)
+    write_parquet(results, snakemake.output.chunk, RESULT_COLUMNS)
+    print(f"chunk {snakemake.wildcards.chunk}: {len(results)} rows simulated", file=sys.stderr)
+    if len(dropped):  # fits_memory is applied when the study is expanded; this is a safety net
+        print(f"{len(dropped)} rows dropped by filters.fits_memory:", file=sys.stderr)
+        for config_id, memory in zip(config_ids(dropped), dropped["mem_gib_per_gpu"], strict=True):
+            print(f"  {config_id}: {memory:.1f} GiB per GPU", file=sys.stderr)

@@ -1,18 +1,14 @@
 """Rule study_fits: fit every series of one study (trainscale.tables.study_fits.render_fits)."""
 
-import sys
-
+from trainscale.commands.rule_script import rule_script
 from trainscale.dataset import read_study_results
-from trainscale.errors import TrainscaleError
 from trainscale.study.inputs import load_study_output_inputs
 from trainscale.study.report import select_rows
 from trainscale.tables.study_fits import render_fits
 
-sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 (closed at exit)
-
 name = snakemake.wildcards.study
 stem = str(snakemake.output.csv).removesuffix(".csv")
-try:
+with rule_script(snakemake) as rule:
     loaded = load_study_output_inputs(
         snakemake.input.study,
         schema=snakemake.input.schema,
@@ -21,8 +17,4 @@ try:
     )
     frame = read_study_results(snakemake.input.simulated, name)
     written = render_fits(stem, select_rows(frame, loaded.spec), loaded.spec, name)
-except TrainscaleError as error:
-    print(f"error: {error}", file=sys.stderr)
-    sys.exit(1)
-for path in written:
-    print(f"wrote {path}", file=sys.stderr)
+    rule.wrote(written)

@@ -1,19 +1,15 @@
 """Rule study_points: the plotted points of one study with their winning plans
 (trainscale.tables.study_points.render_points)."""
 
-import sys
-
+from trainscale.commands.rule_script import rule_script
 from trainscale.dataset import read_study_results
-from trainscale.errors import TrainscaleError
 from trainscale.study.inputs import load_study_output_inputs
 from trainscale.study.report import select_rows
 from trainscale.tables.study_points import render_points
 
-sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 (closed at exit)
-
 name = snakemake.wildcards.study
 stem = str(snakemake.output.csv).removesuffix(".csv")
-try:
+with rule_script(snakemake) as rule:
     loaded = load_study_output_inputs(
         snakemake.input.study,
         schema=snakemake.input.schema,
@@ -23,8 +19,4 @@ try:
     frame = read_study_results(snakemake.input.simulated, name)
     hbm = {key: gpu.hbm_bytes for key, gpu in loaded.hardware.gpus.items()}
     written = render_points(stem, select_rows(frame, loaded.spec), frame, loaded.spec, hbm)
-except TrainscaleError as error:
-    print(f"error: {error}", file=sys.stderr)
-    sys.exit(1)
-for path in written:
-    print(f"wrote {path}", file=sys.stderr)
+    rule.wrote(written)

@@ -1,25 +1,22 @@
 """Rule study_scaling: draw one study's scaling figure (trainscale.figures.study_scaling)."""
 
-import sys
-
 import matplotlib as mpl
 import pandas as pd
 
+from trainscale.commands.rule_script import rule_script
 from trainscale.dataset import read_study_results
-from trainscale.errors import TrainscaleError
 from trainscale.figures.study_scaling import render_scaling, setup_note, unplanned_points
 from trainscale.report import apply_style
 from trainscale.sim.frameworks import DEFAULT_FRAMEWORK
 from trainscale.study.inputs import load_study_output_inputs
 from trainscale.study.report import select_rows
 
-sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: SIM115 (closed at exit)
 mpl.use("Agg")
 apply_style()
 
 name = snakemake.wildcards.study
 stem = str(snakemake.output.png).removesuffix(".png")
-try:
+with rule_script(snakemake) as rule:
     loaded = load_study_output_inputs(
         snakemake.input.study,
         schema=snakemake.input.schema,
@@ -47,8 +44,4 @@ try:
             simulated, spec, hardware, pd.read_parquet(snakemake.input.rejects)
         ),
     )
-except TrainscaleError as error:
-    print(f"error: {error}", file=sys.stderr)
-    sys.exit(1)
-for path in written:
-    print(f"wrote {path}", file=sys.stderr)
+    rule.wrote(written)
