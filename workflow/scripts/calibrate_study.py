@@ -8,16 +8,10 @@ from trainscale.calibrate.user import calibrate_user
 from trainscale.commands.calibrate import error_table
 from trainscale.commands.rule_script import rule_script
 from trainscale.ingest.runs import ingest_run
-from trainscale.published.measurements import load_published
 
 with rule_script(snakemake, echo_errors=True) as rule:
     catalogue = rule.catalogue()
-    published = load_published(
-        snakemake.input.csv,
-        hardware=catalogue.hardware,
-        models=catalogue.models,
-        sources=snakemake.input.sources,
-    )
+    published = rule.published(catalogue)
     result = calibrate_user(
         snakemake.params.paths,
         snakemake.output.calibration,

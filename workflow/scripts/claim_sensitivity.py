@@ -5,17 +5,11 @@ import sys
 from trainscale.commands.rule_script import rule_script
 from trainscale.io.parquet import write_parquet
 from trainscale.paper.sensitivity import claim_sensitivity
-from trainscale.published.measurements import load_published
 from trainscale.schema import CLAIM_SENSITIVITY_COLUMNS
 
 with rule_script(snakemake) as rule:
     catalogue = rule.catalogue()
-    published = load_published(
-        snakemake.input.published,
-        hardware=catalogue.hardware,
-        models=catalogue.models,
-        sources=snakemake.input.sources,
-    )
+    published = rule.published(catalogue, key="published")
     table = claim_sensitivity(published, rule.calibration(), catalogue=catalogue)
 
     write_parquet(table, snakemake.output.sensitivity, CLAIM_SENSITIVITY_COLUMNS)

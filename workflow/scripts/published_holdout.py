@@ -8,17 +8,11 @@ from trainscale.calibrate.fit import held_out_predictions
 from trainscale.commands.rule_script import rule_script
 from trainscale.dataset import write_parquet
 from trainscale.published.holdout import HOLDOUT_COLUMNS, holdout_rows
-from trainscale.published.measurements import load_published
 
 with rule_script(snakemake) as rule:
     catalogue = rule.catalogue()
     calibration = rule.calibration()
-    published = load_published(
-        snakemake.input.csv,
-        hardware=catalogue.hardware,
-        models=catalogue.models,
-        sources=snakemake.input.sources,
-    )
+    published = rule.published(catalogue)
     held = held_out_predictions(published, catalogue=catalogue)
 
     rows = holdout_rows(

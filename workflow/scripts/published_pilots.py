@@ -7,17 +7,11 @@ from trainscale import __version__
 from trainscale.calibrate.pilot_series import PILOT_TABLE_COLUMNS, pilot_errors, pilot_table
 from trainscale.commands.rule_script import rule_script
 from trainscale.dataset import write_parquet
-from trainscale.published.measurements import load_published
 
 with rule_script(snakemake) as rule:
     catalogue = rule.catalogue()
     calibration = rule.calibration()
-    published = load_published(
-        snakemake.input.csv,
-        hardware=catalogue.hardware,
-        models=catalogue.models,
-        sources=snakemake.input.sources,
-    )
+    published = rule.published(catalogue)
     errors = pilot_errors(published, catalogue=catalogue, shipped=calibration)
 
     rows = pilot_table(

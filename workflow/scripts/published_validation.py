@@ -7,17 +7,11 @@ from trainscale import __version__
 from trainscale.commands.rule_script import rule_script
 from trainscale.dataset import VALIDATION_COLUMNS, validation_rows, write_parquet
 from trainscale.published.accuracy import validate_published
-from trainscale.published.measurements import load_published
 
 with rule_script(snakemake) as rule:
     catalogue = rule.catalogue()
     calibration = rule.calibration()
-    published = load_published(
-        snakemake.input.csv,
-        hardware=catalogue.hardware,
-        models=catalogue.models,
-        sources=snakemake.input.sources,
-    )
+    published = rule.published(catalogue)
     validated = validate_published(calibration, published, catalogue=catalogue)
 
     rows = validation_rows(

@@ -2,19 +2,13 @@
 
 from trainscale.commands.rule_script import rule_script
 from trainscale.dataset import read_study_results
-from trainscale.study.inputs import load_study_output_inputs
 from trainscale.study.report import select_rows
 from trainscale.tables.study_fits import render_fits
 
 name = snakemake.wildcards.study
 stem = str(snakemake.output.csv).removesuffix(".csv")
 with rule_script(snakemake) as rule:
-    loaded = load_study_output_inputs(
-        snakemake.input.study,
-        schema=snakemake.input.schema,
-        hardware=snakemake.input.hardware,
-        models=snakemake.input.models,
-    )
+    loaded = rule.study_outputs()
     frame = read_study_results(snakemake.input.simulated, name)
     written = render_fits(stem, select_rows(frame, loaded.spec), loaded.spec, name)
     rule.wrote(written)

@@ -3,19 +3,13 @@
 
 from trainscale.commands.rule_script import rule_script
 from trainscale.dataset import read_study_results
-from trainscale.study.inputs import load_study_output_inputs
 from trainscale.study.report import select_rows
 from trainscale.tables.study_points import render_points
 
 name = snakemake.wildcards.study
 stem = str(snakemake.output.csv).removesuffix(".csv")
 with rule_script(snakemake) as rule:
-    loaded = load_study_output_inputs(
-        snakemake.input.study,
-        schema=snakemake.input.schema,
-        hardware=snakemake.input.hardware,
-        models=snakemake.input.models,
-    )
+    loaded = rule.study_outputs()
     frame = read_study_results(snakemake.input.simulated, name)
     hbm = {key: gpu.hbm_bytes for key, gpu in loaded.hardware.gpus.items()}
     written = render_points(stem, select_rows(frame, loaded.spec), frame, loaded.spec, hbm)

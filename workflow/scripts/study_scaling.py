@@ -8,7 +8,6 @@ from trainscale.dataset import read_study_results
 from trainscale.figures.study_scaling import render_scaling, setup_note, unplanned_points
 from trainscale.report import apply_style
 from trainscale.sim.frameworks import DEFAULT_FRAMEWORK
-from trainscale.study.inputs import load_study_output_inputs
 from trainscale.study.report import select_rows
 
 mpl.use("Agg")
@@ -17,12 +16,7 @@ apply_style()
 name = snakemake.wildcards.study
 stem = str(snakemake.output.png).removesuffix(".png")
 with rule_script(snakemake) as rule:
-    loaded = load_study_output_inputs(
-        snakemake.input.study,
-        schema=snakemake.input.schema,
-        hardware=snakemake.input.hardware,
-        models=snakemake.input.models,
-    )
+    loaded = rule.study_outputs()
     hardware, models, study, spec = loaded.hardware, loaded.models, loaded.study, loaded.spec
     simulated = read_study_results(snakemake.input.simulated, name)
     rows = select_rows(simulated, spec)

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Protocol, TextIO
 
 from trainscale.errors import TrainscaleError
+from trainscale.published.measurements import PublishedData, load_published
 from trainscale.sim.calibration import Calibration, load_calibration
 from trainscale.sim.catalogue import (
     CATALOGUE_FILES,
@@ -38,6 +39,7 @@ from trainscale.sim.catalogue import (
     load_catalogue,
     load_catalogue_files,
 )
+from trainscale.study.inputs import StudyOutputInputs, load_study_output_inputs
 
 __all__ = ["RuleScript", "rule_script"]
 
@@ -74,6 +76,26 @@ class RuleScript:
     def calibration(self) -> Calibration:
         """The calibration file the rule declares as input ``calibration``."""
         return load_calibration(self.snakemake.input.calibration)
+
+    def published(self, catalogue: Catalogue, *, key: str = "csv") -> PublishedData:
+        """The published measurements: the CSV the rule declares as input ``key``, checked
+        with ``catalogue`` and the per-source rules of its declared ``sources`` input."""
+        return load_published(
+            self.snakemake.input[key],
+            hardware=catalogue.hardware,
+            models=catalogue.models,
+            sources=self.snakemake.input.sources,
+        )
+
+    def study_outputs(self) -> StudyOutputInputs:
+        """A study's declared ``study`` file (checked against its ``schema`` input) with the
+        ``hardware`` and ``models`` catalogues, for the per-study outputs."""
+        return load_study_output_inputs(
+            self.snakemake.input.study,
+            schema=self.snakemake.input.schema,
+            hardware=self.snakemake.input.hardware,
+            models=self.snakemake.input.models,
+        )
 
     def wrote(self, paths: Iterable[str | Path]) -> None:
         """Name each written file in the log."""
