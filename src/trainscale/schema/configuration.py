@@ -2,17 +2,7 @@
 
 from __future__ import annotations
 
-from trainscale.schema.choices import (
-    ATTENTION_KERNELS,
-    CP_COMM_TYPES,
-    FP8_RECIPES,
-    FRAMEWORKS,
-    MLP_KINDS,
-    PRECISIONS,
-    RECOMPUTE_MODES,
-    SHARD_GRANULARITIES,
-    SHARDINGS,
-)
+from trainscale.schema import choices as allowed
 from trainscale.schema.column import Column, _c
 
 MODEL_SHAPE_COLUMNS: tuple[Column, ...] = (
@@ -22,7 +12,9 @@ MODEL_SHAPE_COLUMNS: tuple[Column, ...] = (
     _c("kv_heads", "int64", "1", "key/value heads (grouped-query attention; = heads for MHA)"),
     _c("ffn", "int64", "1", "MLP inner size"),
     _c("vocab", "int64", "1", "vocabulary size (LM head rows)"),
-    _c("mlp", "string", "1", "MLP kind: swiglu (3 matrices) or gelu (2)", choices=MLP_KINDS),
+    _c(
+        "mlp", "string", "1", "MLP kind: swiglu (3 matrices) or gelu (2)", choices=allowed.MLP_KINDS
+    ),
 )
 
 CONFIGURATION_COLUMNS: tuple[Column, ...] = (
@@ -77,15 +69,15 @@ CONFIGURATION_COLUMNS: tuple[Column, ...] = (
         "1",
         "data-parallel sharding: ddp, zero1, zero2, fsdp (full shard), "
         "hsdp (shard within a node, replicate across nodes)",
-        choices=SHARDINGS,
+        choices=allowed.SHARDINGS,
     ),
-    _c("recompute", "string", "1", "activation recomputation", choices=RECOMPUTE_MODES),
+    _c("recompute", "string", "1", "activation recomputation", choices=allowed.RECOMPUTE_MODES),
     _c(
         "precision",
         "string",
         "1",
         "GEMM precision (bf16 mixed precision or fp8 linears)",
-        choices=PRECISIONS,
+        choices=allowed.PRECISIONS,
     ),
     _c(
         "sequence_parallel",
@@ -109,7 +101,7 @@ CONFIGURATION_COLUMNS: tuple[Column, ...] = (
         "software stack profile (data/frameworks.yaml): megatron (Megatron-LM/Core, NeMo, "
         "Megatron-Bridge), deepspeed (DeepSpeed ZeRO, Megatron-DeepSpeed), pytorch (DDP, FSDP, "
         "FSDP2, torchtitan, Composer); default pytorch",
-        choices=FRAMEWORKS,
+        choices=allowed.FRAMEWORKS,
         default="pytorch",
     ),
     _c(
@@ -151,7 +143,7 @@ CONFIGURATION_COLUMNS: tuple[Column, ...] = (
         "1",
         "sharded (fsdp/hsdp) all-gathers per layer (FSDP flat parameter) or per parameter tensor "
         "(DeepSpeed ZeRO-3); default: the framework profile's",
-        choices=SHARD_GRANULARITIES,
+        choices=allowed.SHARD_GRANULARITIES,
         default="",
     ),
     _c(
@@ -161,7 +153,7 @@ CONFIGURATION_COLUMNS: tuple[Column, ...] = (
         "attention kernel: flash2 (FlashAttention-2, PyTorch SDPA), fused (cuDNN fused "
         "attention / FlashAttention-3, Transformer Engine) or triton (FlashAttention in Triton, "
         "llm-foundry's attn_impl: triton); default: the framework profile's",
-        choices=ATTENTION_KERNELS,
+        choices=allowed.ATTENTION_KERNELS,
         default="",
     ),
     _c(
@@ -170,7 +162,7 @@ CONFIGURATION_COLUMNS: tuple[Column, ...] = (
         "1",
         "FP8 scaling: delayed (Transformer Engine DelayedScaling), current (TE current scaling), "
         "tensorwise or rowwise (torchao float8); default: the framework profile's",
-        choices=FP8_RECIPES,
+        choices=allowed.FP8_RECIPES,
         default="",
     ),
     _c(
@@ -190,7 +182,7 @@ CONFIGURATION_COLUMNS: tuple[Column, ...] = (
         "attention; Transformer Engine cp_comm_type p2p) or all_gather (one AllGather hidden "
         "behind the local chunk only; PyTorch's allgather rotate method, Llama 3); default: the "
         "framework profile's",
-        choices=CP_COMM_TYPES,
+        choices=allowed.CP_COMM_TYPES,
         default="",
     ),
 )
