@@ -75,6 +75,12 @@ _MIN_TIMED_STEPS = 3
 TDP_TOLERANCE = 0.25
 
 
+def _first_above(values: pd.Series, limit: float) -> int | None:
+    """Position of the first value above ``limit`` (NaN is not), or None."""
+    high = np.flatnonzero((values > limit).to_numpy(dtype=bool))
+    return int(high[0]) if high.size else None
+
+
 def check_power_ceiling(
     samples: pd.DataFrame, path: str | Path, gpu: Gpu | None, gpu_name: str
 ) -> None:
@@ -83,9 +89,8 @@ def check_power_ceiling(
     if gpu is None:
         return
     limit = gpu.tdp_w * (1 + TDP_TOLERANCE)
-    high = np.flatnonzero((samples["power_w"] > limit).to_numpy(dtype=bool))
-    if high.size:
-        k = high[0]
+    k = _first_above(samples["power_w"], limit)
+    if k is not None:
         raise InputFileError(
             path,
             f"power {samples['power_w'].iloc[k]:g} W is above what a {gpu_name} can "
@@ -204,9 +209,8 @@ def check_steps(
     _check_global_batch(steps, path, cfg, manifest)
     if gpu is not None and "mem_gib" in steps:
         limit = gpu.hbm_bytes / 2**30 * (1 + HBM_TOLERANCE)
-        high = np.flatnonzero((steps["mem_gib"] > limit).to_numpy(dtype=bool))
-        if high.size:
-            k = high[0]
+        k = _first_above(steps["mem_gib"], limit)
+        if k is not None:
             raise InputFileError(
                 path,
                 f"memory {steps['mem_gib'].iloc[k]:g} GiB is more than a {cfg.get('gpu')} holds "
