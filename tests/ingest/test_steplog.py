@@ -580,7 +580,7 @@ def test_a_text_log_is_streamed_in_chunks_with_the_same_result(tmp_path, monkeyp
     """A text log is read line by line, never whole (``read_text`` is not called), and its
     timestamps are parsed in chunks: chunks of 3 rows give the same table and warnings as one
     chunk (issue 23: a 10^6-line log in under 500 MB, benchmarks/ingest_memory.py)."""
-    from trainscale.ingest import steplog
+    from trainscale.ingest import _step_columns, steplog
 
     path = tmp_path / "train.log"
     path.write_text(_titan_log(40))
@@ -590,7 +590,7 @@ def test_a_text_log_is_streamed_in_chunks_with_the_same_result(tmp_path, monkeyp
         raise AssertionError("a text log was read whole")
 
     monkeypatch.setattr(steplog, "read_text", refuse)
-    monkeypatch.setattr(steplog, "_CHUNK_ROWS", 3)
+    monkeypatch.setattr(_step_columns, "_CHUNK_ROWS", 3)
     chunked = parse_step_log(path)
 
     pd.testing.assert_frame_equal(chunked.steps, whole.steps)

@@ -15,30 +15,28 @@ __all__ = ["UNKNOWN_COLLECTIVE", "canonical_collective", "collective_from_kernel
 #: Name used when a communication kernel carries no recognisable collective.
 UNKNOWN_COLLECTIVE = "unknown"
 
+#: Canonical name → every spelling of it (lower case, separators removed) the parsers meet.
+_SPELLINGS: dict[str, tuple[str, ...]] = {
+    "allreduce": ("allreducecoalesced",),
+    "allgather": (
+        "allgatherbase",
+        "allgatherintotensor",
+        "allgatherintotensorcoalesced",
+        "allgathercoalesced",
+    ),
+    "reducescatter": ("reducescatterbase", "reducescattertensor", "reducescattertensorcoalesced"),
+    "broadcast": ("broadcastcoalesced",),
+    "sendrecv": (),
+    "send": (),
+    "recv": (),
+    "alltoall": ("alltoallbase", "alltoallv"),
+    "reduce": (),
+    "gather": (),
+    "scatter": (),
+    "barrier": (),
+}
 _ALIASES: dict[str, str] = {
-    "allreduce": "allreduce",
-    "allreducecoalesced": "allreduce",
-    "allgather": "allgather",
-    "allgatherbase": "allgather",
-    "allgatherintotensor": "allgather",
-    "allgatherintotensorcoalesced": "allgather",
-    "allgathercoalesced": "allgather",
-    "reducescatter": "reducescatter",
-    "reducescatterbase": "reducescatter",
-    "reducescattertensor": "reducescatter",
-    "reducescattertensorcoalesced": "reducescatter",
-    "broadcast": "broadcast",
-    "broadcastcoalesced": "broadcast",
-    "sendrecv": "sendrecv",
-    "send": "send",
-    "recv": "recv",
-    "alltoall": "alltoall",
-    "alltoallbase": "alltoall",
-    "alltoallv": "alltoall",
-    "reduce": "reduce",
-    "gather": "gather",
-    "scatter": "scatter",
-    "barrier": "barrier",
+    spelling: name for name, spellings in _SPELLINGS.items() for spelling in (name, *spellings)
 }
 
 _KERNEL_RE = re.compile(r"nccl(?:Dev)?Kernel_([A-Za-z]+)")

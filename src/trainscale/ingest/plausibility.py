@@ -11,8 +11,8 @@ The bounds (documented in ``docs/ingest/checks.md``):
 - MFU and HFU: at most 1 (100 %) — error; below :data:`MFU_FLOOR` — warning.
 - Power per GPU: a GPU whose median reading is below :data:`IDLE_FLOOR_FRACTION` × the
   catalogue's ``idle_w`` is an error (0 W, or kW/mW values in a W column); a reading at 0 W
-  while another GPU of the same poll draws at least ``idle_w`` is a warning. The upper bound
-  (TDP + 25 %) is checked in :mod:`trainscale.ingest.runs`.
+  while another GPU of the same poll draws at least ``idle_w`` is a warning; a reading above
+  the TDP × (1 + :data:`TDP_TOLERANCE`) is an error.
 - Coverage: a GPU index at or beyond the job's ``num_gpus`` is an error; fewer distinct GPUs
   logged (over all power logs of the job) than ``num_gpus`` is a warning.
 - Conflicting duplicate samples (same timestamp and GPU, different power) are an error.
@@ -44,6 +44,8 @@ __all__ = [
     "IDLE_FLOOR_FRACTION",
     "MFU_FLOOR",
     "STEP_TIME_FACTOR",
+    "TDP_TOLERANCE",
+    "check_power_ceiling",
     "check_power_coverage",
     "check_power_samples",
     "check_result_row",
@@ -67,6 +69,36 @@ HBM_TOLERANCE = 0.05
 STEP_TIME_FACTOR = 2.0
 #: Fewer step stamps than this leave the stamp-based step time unchecked.
 _MIN_TIMED_STEPS = 3
+#: Power readings above the GPU's TDP (catalogue ``tdp_w``) by more than this fraction are an
+#: error: nvidia-smi's ``power.draw`` averages over about a second and stays near the power
+#: limit; 25 % allows short excursions and instantaneous readings, not a wrong unit or scale.
+TDP_TOLERANCE = 0.25
+
+
+def _first_above(values: pd.Series, limit: float) -> int | None:
+    """Position of the first value above ``limit`` (NaN is not), or None."""
+    high = np.flatnonzero((values > limit).to_numpy(dtype=bool))
+    return int(high[0]) if high.size else None
+
+
+def check_power_ceiling(
+    samples: pd.DataFrame, path: str | Path, gpu: Gpu | None, gpu_name: str
+) -> None:
+    """Raise on the first reading above what the GPU can draw (TDP × (1 + :data:`TDP_TOLERANCE`));
+    nothing to check without a catalogue GPU. ``samples`` as for :func:`check_power_samples`."""
+    if gpu is None:
+        return
+    limit = gpu.tdp_w * (1 + TDP_TOLERANCE)
+    k = _first_above(samples["power_w"], limit)
+    if k is not None:
+        raise InputFileError(
+            path,
+            f"power {samples['power_w'].iloc[k]:g} W is above what a {gpu_name} can "
+            f"draw (TDP {gpu.tdp_w:g} W + {TDP_TOLERANCE:.0%}, data/hardware.yaml); "
+            "allowed: 0 to "
+            f"{limit:g} W",
+            line=int(samples["line"].iloc[k]),
+        )
 
 
 def check_power_samples(
@@ -94,7 +126,7 @@ def check_power_samples(
                 f"GPU {index} draws a median {low.iloc[0]:g} W, below the idle floor of a "
                 f"{gpu_name} ({IDLE_FLOOR_FRACTION:g} x idle_w {gpu.idle_w:g} W = {floor:g} W, "
                 "data/hardware.yaml): a GPU at 0 W, or power in kW or mW in a [W] column? "
-                f"allowed: {floor:g} to {gpu.tdp_w * 1.25:g} W",
+                f"allowed: {floor:g} to {gpu.tdp_w * (1 + TDP_TOLERANCE):g} W",
                 line=line,
             )
         busy = gpu.idle_w
@@ -177,9 +209,8 @@ def check_steps(
     _check_global_batch(steps, path, cfg, manifest)
     if gpu is not None and "mem_gib" in steps:
         limit = gpu.hbm_bytes / 2**30 * (1 + HBM_TOLERANCE)
-        high = np.flatnonzero((steps["mem_gib"] > limit).to_numpy(dtype=bool))
-        if high.size:
-            k = high[0]
+        k = _first_above(steps["mem_gib"], limit)
+        if k is not None:
             raise InputFileError(
                 path,
                 f"memory {steps['mem_gib'].iloc[k]:g} GiB is more than a {cfg.get('gpu')} holds "

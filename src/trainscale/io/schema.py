@@ -8,11 +8,16 @@ A study file (:func:`trainscale.study.sweep.load_study`) and each catalogue
 an unknown key lists the allowed ones, a value outside an ``enum`` lists the allowed values,
 anything else gives the validator's message with the schema's ``description`` of the key.
 :func:`check_document` raises one :class:`~trainscale.errors.InputFileError` for all of them,
-each with its line in the file.
+each with its line in the file. A loader that checks more than the schema can (the run manifest,
+:mod:`trainscale.ingest.manifest`) takes the same steps apart: :func:`document_problems` (with a
+``wording`` hook for its own messages), its own ``(line, key, message)`` problems found with
+:func:`line_of` and :func:`key_text`, and :func:`raise_problems`, so that every message reads
+the same.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -24,7 +29,23 @@ from jsonschema.exceptions import ValidationError
 from trainscale.errors import InputFileError
 from trainscale.io.yaml import load_yaml
 
-__all__ = ["check_document", "key_text", "schema_problems", "subschema", "validator"]
+__all__ = [
+    "Problem",
+    "check_document",
+    "document_problems",
+    "key_text",
+    "line_of",
+    "raise_problems",
+    "schema_problems",
+    "subschema",
+    "validator",
+]
+
+#: One problem of a YAML document: (1-based line or None, key as :func:`key_text` writes it,
+#: message).
+Problem = tuple[int | None, str, str]
+#: A message of the caller's own for a violation, or None for the usual one.
+Wording = Callable[[ValidationError], str | None]
 
 
 @cache
@@ -101,7 +122,7 @@ def schema_problems(data: object, schema: str | Path) -> list[tuple[str, str]]:
     return [(key_text(path), message) for path, message in (_problem(e, root) for e in errors)]
 
 
-def _line_of(node: yaml.Node | None, path: list[str | int]) -> int | None:
+def line_of(node: yaml.Node | None, path: list[str | int]) -> int | None:
     """1-based line of the YAML node at ``path`` (or of its deepest existing ancestor)."""
     if node is None:
         return None
@@ -124,6 +145,43 @@ def _line_of(node: yaml.Node | None, path: list[str | int]) -> int | None:
     return line
 
 
+def _located(
+    errors: list[ValidationError], root: dict, node: yaml.Node | None, wording: Wording | None
+) -> list[Problem]:
+    problems = []
+    for error in errors:
+        where, message = _problem(error, root)
+        own = wording(error) if wording is not None else None
+        problems.append((line_of(node, where), key_text(where), own or message))
+    return problems
+
+
+def document_problems(
+    data: object, schema: str | Path, node: yaml.Node | None, *, wording: Wording | None = None
+) -> list[Problem]:
+    """Every violation of the schema file ``schema`` by ``data`` as ``(line, key, message)``.
+
+    ``node`` is ``data``'s composed YAML (``yaml.compose``), for the lines (None: unknown);
+    ``wording`` may give a message of its own for a violation (None keeps the usual one).
+    """
+    errors, root = _sorted_errors(data, schema)
+    return _located(errors, root, node, wording)
+
+
+def raise_problems(path: str | Path, problems: list[Problem]) -> None:
+    """Raise one :class:`~trainscale.errors.InputFileError` for the file ``path`` listing every
+    problem by line, then key (nothing when there are none)."""
+    if not problems:
+        return
+    problems = sorted(problems, key=lambda p: (p[0] or 0, p[1]))
+    if len(problems) == 1:
+        line, key, message = problems[0]
+        raise InputFileError(path, f"key '{key}': {message}", line=line)
+    lines = [f"{len(problems)} problems:"]
+    lines += [f"  line {line or '?'}, key '{key}': {message}" for line, key, message in problems]
+    raise InputFileError(path, "\n".join(lines), line=problems[0][0])
+
+
 def check_document(data: object, path: str | Path, schema: str | Path) -> None:
     """Check ``data``, loaded from the YAML file ``path``, against the schema file ``schema``.
 
@@ -141,14 +199,4 @@ def check_document(data: object, path: str | Path, schema: str | Path) -> None:
         node = yaml.compose(Path(path).read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError):
         node = None
-    problems = []
-    for error in errors:
-        where, message = _problem(error, root)
-        problems.append((_line_of(node, where), key_text(where), message))
-    problems.sort(key=lambda p: (p[0] or 0, p[1]))
-    if len(problems) == 1:
-        line, key, message = problems[0]
-        raise InputFileError(path, f"key '{key}': {message}", line=line)
-    lines = [f"{len(problems)} problems:"]
-    lines += [f"  line {line or '?'}, key '{key}': {message}" for line, key, message in problems]
-    raise InputFileError(path, "\n".join(lines), line=problems[0][0])
+    raise_problems(path, _located(errors, root, node, None))
