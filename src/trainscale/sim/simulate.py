@@ -52,6 +52,7 @@ from trainscale.sim.catalogue import Catalogue, load_catalogue
 from trainscale.sim.configs import Configs, build_configs
 from trainscale.sim.model.flops import hardware_flops_per_token, model_flops_per_token
 from trainscale.sim.model.memory import memory_bytes_per_gpu
+from trainscale.sim.model.params import TransformerShape
 from trainscale.sim.model.work import block_work
 from trainscale.sim.plan.layout import layout
 from trainscale.sim.plan.schedule import step_times
@@ -86,9 +87,9 @@ def predict_arrays(c: Configs, cal: Calibration, catalogue: Catalogue) -> dict[s
     step = t.step_time_s
     tokens_per_step = (c.global_batch * c.seq_len).astype(np.float64)
     tokens_per_s = tokens_per_step / step
-    shape = (c.layers, c.hidden, c.heads, c.kv_heads, c.ffn, c.vocab, c.swiglu, c.seq_len)
-    model_flops = model_flops_per_token(*shape)
-    hardware_flops = hardware_flops_per_token(*shape, c.recompute)
+    shape = TransformerShape(c.layers, c.hidden, c.heads, c.kv_heads, c.ffn, c.vocab, c.swiglu)
+    model_flops = model_flops_per_token(shape, c.seq_len)
+    hardware_flops = hardware_flops_per_token(shape, c.seq_len, c.recompute)
     peak_total = c.num_gpus * c.peak_flops_per_s
     memory = memory_bytes_per_gpu(c, work, place, cal)
     power = power_per_gpu(
