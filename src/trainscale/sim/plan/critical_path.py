@@ -27,18 +27,23 @@ class BlockPath:
     fwd_compute_s: np.ndarray
     """Forward compute (dense plus memory-bound)."""
     bwd_compute_s: np.ndarray
+    """Backward compute, recomputation included."""
     fwd_gpu_s: np.ndarray
     """Forward compute, or the host's time to launch it where that is longer."""
     bwd_gpu_s: np.ndarray
+    """Backward compute, or the host's time to launch it."""
     fwd_slowdown_s: np.ndarray
     """What the collectives the forward overlaps add to its compute (SMs they take)."""
     bwd_slowdown_s: np.ndarray
+    """The same for the backward."""
     fwd_tp_exposed_s: np.ndarray
     """Exposed tensor-parallel collectives of the forward."""
     bwd_tp_exposed_s: np.ndarray
+    """Exposed tensor-parallel collectives of the backward."""
     fwd_critical_s: np.ndarray
     """The forward's critical path: GPU time, slowdown, exposed TP and CP."""
     bwd_critical_s: np.ndarray
+    """The backward's critical path."""
 
     @property
     def host_stall_s(self) -> np.ndarray:
