@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from trainscale.sim.model.shape import total_params
+from trainscale.sim.model.params import TransformerShape, total_params
 
 pytestmark = pytest.mark.bench
 
@@ -21,7 +21,7 @@ ARGS = dict(layers=2, hidden=64, heads=8, kv_heads=2, ffn=96, vocab=100, seq_len
 
 def test_parameter_count_matches_the_catalogue_formula(model_module):
     model = model_module.LlamaDecoder(model_module.ModelShapeArgs(**ARGS))
-    expected = total_params(2, 64, 8, 2, 96, 100, True, False)  # SwiGLU, untied head
+    expected = total_params(TransformerShape(2, 64, 8, 2, 96, 100, True), False)  # SwiGLU, untied
     assert sum(p.numel() for p in model.parameters()) == int(expected)
     assert model.layers[0].attention.wk.weight.shape == (2 * 8, 64)  # kv_heads × head_dim
 

@@ -12,6 +12,7 @@ from trainscale.figures.global_batch_inference import drop_by_batch
 from trainscale.figures.model_parallel import plan_kind
 from trainscale.names import Names
 from trainscale.sim.model.flops import model_flops_per_token
+from trainscale.sim.model.params import TransformerShape
 
 
 def test_drop_pct_between_128_and_2048_gpus():
@@ -90,16 +91,9 @@ def test_cell_label_marks_recomputation():
 
 def test_flops_per_gpu_step_is_model_flops_times_tokens_over_gpus(compute_sim, catalogue):
     rows = compute_sim
-    per_token = model_flops_per_token(
-        rows["layers"],
-        rows["hidden"],
-        rows["heads"],
-        rows["kv_heads"],
-        rows["ffn"],
-        rows["vocab"],
-        rows["mlp"] == "swiglu",
-        rows["seq_len"],
-    )
+    shape = TransformerShape(rows["layers"], rows["hidden"], rows["heads"], rows["kv_heads"],
+                             rows["ffn"], rows["vocab"], rows["mlp"] == "swiglu")  # fmt: skip
+    per_token = model_flops_per_token(shape, rows["seq_len"])
     expected = per_token * rows["global_batch"] * rows["seq_len"] / rows["num_gpus"]
     assert flops_per_gpu_step(rows, catalogue.hardware).to_numpy() == pytest.approx(
         expected.to_numpy(), rel=1e-9

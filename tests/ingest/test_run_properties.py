@@ -18,6 +18,7 @@ is held to the same bounds (it is written beside the row).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import shutil
@@ -229,8 +230,7 @@ def _run_spec(draw: st.DrawFn) -> dict:
     step_s = draw(st.sampled_from([0.5, 1.0, 2.0]))
     seq_len = draw(st.sampled_from([512, 2048]))
     shape = CATALOGUE.models["llama2-7b"]
-    flops = model_flops_per_token(2, shape.hidden, shape.heads, shape.kv_heads, shape.ffn,
-                                  shape.vocab, shape.mlp == "swiglu", seq_len)  # fmt: skip
+    flops = model_flops_per_token(dataclasses.replace(shape.transformer, layers=2), seq_len)
     mfu = draw(st.floats(0.02, 0.6))
     sequences = mfu * num_gpus * spec.bf16_flops_per_s * step_s / (flops * seq_len)
     return {

@@ -8,7 +8,8 @@ import pytest
 from trainscale import predict
 from trainscale.sim.calibration import load_calibration
 from trainscale.sim.model.flops import model_flops_per_token
-from trainscale.sim.model.shape import load_models, total_params
+from trainscale.sim.model.params import total_params
+from trainscale.sim.model.shape import load_models
 
 
 def test_llama2_7b_flops_per_token_within_one_percent_of_closed_form() -> None:
@@ -18,7 +19,7 @@ def test_llama2_7b_flops_per_token_within_one_percent_of_closed_form() -> None:
     n_matmul = 6.738e9 - 32000 * 4096
     closed_form = 6 * n_matmul + 12 * layers * hidden * seq
     m = load_models()["llama2-7b"]
-    ours = model_flops_per_token(m.layers, m.hidden, m.heads, m.kv_heads, m.ffn, m.vocab, True, seq)
+    ours = model_flops_per_token(m.transformer, seq)
     assert ours == pytest.approx(closed_form, rel=0.01)
 
 
@@ -29,10 +30,7 @@ def test_llama2_7b_flops_per_token_within_one_percent_of_closed_form() -> None:
 )  # fmt: skip
 def test_parameter_counts_match_published_sizes(key: str, billions: float) -> None:
     m = load_models()[key]
-    count = total_params(
-        m.layers, m.hidden, m.heads, m.kv_heads, m.ffn, m.vocab, m.mlp == "swiglu",
-        m.tied_embeddings,
-    )  # fmt: skip
+    count = total_params(m.transformer, m.tied_embeddings)
     assert count / 1e9 == pytest.approx(billions, rel=0.02)
 
 

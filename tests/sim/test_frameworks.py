@@ -94,13 +94,13 @@ def _gpt_175b(**overrides: object) -> dict:
 
 def _tensor_gathers(*rows: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     from trainscale.sim.model.work import block_work
-    from trainscale.sim.plan.schedule import _per_tensor_gathers
+    from trainscale.sim.plan.data_parallel import per_tensor_gathers
 
     configs, _, _ = build_configs(
         pd.DataFrame(list(rows)), hardware=CATALOGUE.hardware, models=CATALOGUE.models,
         frameworks=CATALOGUE.frameworks,
     )  # fmt: skip
-    return _per_tensor_gathers(block_work(configs), np.ones(len(rows), dtype=bool))
+    return per_tensor_gathers(block_work(configs), np.ones(len(rows), dtype=bool))
 
 
 def test_zero3_keeps_tensors_below_its_persistence_threshold_whole() -> None:

@@ -57,6 +57,7 @@ from trainscale.bench.power import PowerSampler, open_nvml
 from trainscale.bench.profile import TraceWindow
 from trainscale.errors import TrainscaleError
 from trainscale.sim.model.flops import model_flops_per_token
+from trainscale.sim.model.params import TransformerShape
 from trainscale.version import __version__
 
 __all__ = ["BenchResult", "DistEnv", "run_bench"]
@@ -172,18 +173,10 @@ def _shape_args(config: BenchConfig) -> ModelShapeArgs:
 
 
 def _flops_per_token(config: BenchConfig) -> float:
-    return float(
-        model_flops_per_token(
-            config.layers,
-            config.hidden,
-            config.heads,
-            config.kv_heads,
-            config.ffn,
-            config.vocab,
-            True,
-            config.seq_len,
-        )
+    shape = TransformerShape(
+        config.layers, config.hidden, config.heads, config.kv_heads, config.ffn, config.vocab, True
     )
+    return float(model_flops_per_token(shape, config.seq_len))
 
 
 def _run(config: BenchConfig, plan: BenchPlan, env: DistEnv, device: torch.device) -> BenchResult:

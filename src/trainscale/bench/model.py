@@ -5,7 +5,7 @@ position embeddings, grouped-query attention through
 :func:`torch.nn.functional.scaled_dot_product_attention` (``is_causal=True``), a SwiGLU MLP
 (``w2(silu(w1 x) * w3 x)``), a final RMSNorm and an untied LM head. No biases.
 
-The parameter count equals :func:`trainscale.sim.model.shape.total_params` for the same shape with
+The parameter count equals :func:`trainscale.sim.model.params.total_params` for the same shape with
 ``tied_embeddings=False`` (checked in ``tests/bench/test_model.py``), so the simulator's model
 FLOPs per token apply to it unchanged.
 

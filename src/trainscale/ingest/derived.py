@@ -52,25 +52,21 @@ def flops_per_token(
 ) -> float | None:
     """Model (or hardware) FLOPs per token, or None when the shape or seq_len is unknown."""
     from trainscale.sim.model.flops import hardware_flops_per_token, model_flops_per_token
+    from trainscale.sim.model.params import TransformerShape
 
     shape = resolved_shape(cfg, models)
     if any(k not in shape for k in _SHAPE) or "seq_len" not in cfg:
         return None
-    args = (
-        shape["layers"],
-        shape["hidden"],
-        shape["heads"],
-        shape["kv_heads"],
-        shape["ffn"],
-        shape["vocab"],
-        shape["mlp"] == "swiglu",
-        cfg["seq_len"],
-    )
+    transformer = TransformerShape(
+        shape["layers"], shape["hidden"], shape["heads"], shape["kv_heads"], shape["ffn"],
+        shape["vocab"], shape["mlp"] == "swiglu",
+    )  # fmt: skip
     if not hardware:
-        return float(model_flops_per_token(*args))
+        return float(model_flops_per_token(transformer, cfg["seq_len"]))
     if "recompute" not in cfg:
         return None
-    return float(hardware_flops_per_token(*args, RECOMPUTE_MODES.index(cfg["recompute"])))
+    recompute = RECOMPUTE_MODES.index(cfg["recompute"])
+    return float(hardware_flops_per_token(transformer, cfg["seq_len"], recompute))
 
 
 def peak_flops(cfg: dict[str, Any], hardware: HardwareCatalog) -> float | None:

@@ -24,6 +24,7 @@ from trainscale.published import matching
 from trainscale.published.sources import SourceRules
 from trainscale.sim.degrees import data_parallel_degree
 from trainscale.sim.model.flops import model_flops_per_token
+from trainscale.sim.model.params import TransformerShape
 
 if TYPE_CHECKING:
     from trainscale.published.csv import ParsedValue
@@ -398,10 +399,11 @@ def flops_per_token(convention: str, configs: pd.DataFrame) -> np.ndarray:
     if convention == "megatron":
         return 96.0 * l * h * h * (1.0 + s / (6.0 * h) + v / (16.0 * l * h))
     if convention == "model":
-        return model_flops_per_token(
+        shape = TransformerShape(
             l, h, configs["heads"].to_numpy(np.float64), configs["kv_heads"].to_numpy(np.float64),
-            configs["ffn"].to_numpy(np.float64), v, configs["mlp"].to_numpy() == "swiglu", s,
+            configs["ffn"].to_numpy(np.float64), v, configs["mlp"].to_numpy() == "swiglu",
         )  # fmt: skip
+        return model_flops_per_token(shape, s)
     raise ValueError(f"unknown FLOP convention {convention!r}")
 
 

@@ -25,7 +25,8 @@ import pandas as pd
 from trainscale.schema import COLLECTIVE_CURVE_COLUMNS, names
 from trainscale.sim.calibration import Calibration
 from trainscale.sim.catalogue import Catalogue
-from trainscale.sim.model.shape import ModelShape, attention_params_per_layer, mlp_params_per_layer
+from trainscale.sim.model.params import matrix_params_per_layer
+from trainscale.sim.model.shape import ModelShape
 from trainscale.sim.network import default_network
 from trainscale.sim.system.collectives import allgather_time, allreduce_time, reducescatter_time
 from trainscale.version import __version__
@@ -67,9 +68,7 @@ BUSBW_FACTORS: dict[str, Callable[[float], float]] = {
 
 def layer_bytes(shape: ModelShape) -> float:
     """Bytes of one transformer block's weights in bf16 (what FSDP gathers per layer)."""
-    params = attention_params_per_layer(
-        shape.hidden, shape.heads, shape.kv_heads
-    ) + mlp_params_per_layer(shape.hidden, shape.ffn, shape.mlp == "swiglu")
+    params = matrix_params_per_layer(shape.transformer)
     return float(params) * LAYER_BYTES_PER_PARAM
 
 

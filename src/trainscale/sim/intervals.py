@@ -310,22 +310,6 @@ class PredictionIntervals:
         return np.array([table.get(fw, POOLED_WIDENING * self.pooled_quantile)
                          for fw in FRAMEWORKS])  # fmt: skip
 
-    def log_half_width(
-        self,
-        framework: np.ndarray,
-        num_gpus: np.ndarray,
-        gpu_index: np.ndarray,
-        gpu_keys: tuple[str, ...],
-        widening: np.ndarray | float = 1.0,
-    ) -> np.ndarray:
-        """``q_framework * sigma(x)`` per configuration (vectorised; ``gpu_index`` indexes
-        ``gpu_keys``, the sorted GPU keys of the hardware catalogue the configurations were
-        built with; ``widening``: ``s_support`` of :mod:`trainscale.sim.support`)."""
-        base, log2_most, gpus = _tables(self, gpu_keys)
-        excess = np.log2(num_gpus) - log2_most[framework]
-        scale = 1.0 + PER_DOUBLING * np.maximum(excess, 0.0)
-        return base[framework * gpus + gpu_index] * scale * widening
-
     def log_factors(
         self,
         framework: np.ndarray,
@@ -334,14 +318,19 @@ class PredictionIntervals:
         gpu_keys: tuple[str, ...],
         widening: np.ndarray | float = 1.0,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Lower and upper log factors of tokens/s per GPU per configuration: those of the
-        ``pilot`` block when set, else ``-/+`` :meth:`log_half_width`; both times ``widening``
-        (``s_support`` of :mod:`trainscale.sim.support`: what no calibration row covers widens
-        a pilot-calibrated interval as it widens the shipped one)."""
+        """Lower and upper log factors of tokens/s per GPU per configuration (vectorised):
+        those of the ``pilot`` block when set, else ``-/+ q_framework * sigma(x)``; both times
+        ``widening`` (``s_support`` of :mod:`trainscale.sim.support`: what no calibration row
+        covers widens a pilot-calibrated interval as it widens the shipped one). ``gpu_index``
+        indexes ``gpu_keys``, the sorted GPU keys of the hardware catalogue the configurations
+        were built with."""
         if self.pilot is not None:  # a pilot-calibrated calibration (trainscale.calibrate.pilot)
             lower, upper = self.pilot.log_factors(num_gpus)
             return lower * widening, upper * widening
-        half = self.log_half_width(framework, num_gpus, gpu_index, gpu_keys, widening)
+        base, log2_most, gpus = _tables(self, gpu_keys)
+        excess = np.log2(num_gpus) - log2_most[framework]
+        scale = 1.0 + PER_DOUBLING * np.maximum(excess, 0.0)
+        half = base[framework * gpus + gpu_index] * scale * widening
         return -half, half
 
     def as_dict(self) -> dict[str, Any]:

@@ -52,6 +52,7 @@ from trainscale.sim.catalogue import Catalogue, load_catalogue
 from trainscale.sim.configs import Configs, build_configs
 from trainscale.sim.model.flops import hardware_flops_per_token, model_flops_per_token
 from trainscale.sim.model.memory import memory_bytes_per_gpu
+from trainscale.sim.model.params import TransformerShape
 from trainscale.sim.model.work import block_work
 from trainscale.sim.plan.layout import layout
 from trainscale.sim.plan.schedule import step_times
@@ -83,17 +84,17 @@ def predict_arrays(c: Configs, cal: Calibration, catalogue: Catalogue) -> dict[s
     work = block_work(c)
     place = layout(c)
     t = step_times(c, work, place, _network(c, cal, catalogue.nccl), cal)
-    step = t["step_time_s"]
+    step = t.step_time_s
     tokens_per_step = (c.global_batch * c.seq_len).astype(np.float64)
     tokens_per_s = tokens_per_step / step
-    shape = (c.layers, c.hidden, c.heads, c.kv_heads, c.ffn, c.vocab, c.swiglu, c.seq_len)
-    model_flops = model_flops_per_token(*shape)
-    hardware_flops = hardware_flops_per_token(*shape, c.recompute)
+    shape = TransformerShape(c.layers, c.hidden, c.heads, c.kv_heads, c.ffn, c.vocab, c.swiglu)
+    model_flops = model_flops_per_token(shape, c.seq_len)
+    hardware_flops = hardware_flops_per_token(shape, c.seq_len, c.recompute)
     peak_total = c.num_gpus * c.peak_flops_per_s
     memory = memory_bytes_per_gpu(c, work, place, cal)
     power = power_per_gpu(
-        dense_s=t["dense_s"], memory_bound_s=t["memory_bound_s"],
-        exposed_comm_s=t["exposed_comm_s"], step_time_s=step, tdp_w=c.tdp_w, idle_w=c.idle_w,
+        dense_s=t.dense_s, memory_bound_s=t.memory_bound_s,
+        exposed_comm_s=t.exposed_comm_s, step_time_s=step, tdp_w=c.tdp_w, idle_w=c.idle_w,
         power_limit_w=c.power_limit_w, cal=cal,
     )  # fmt: skip
     lo, hi, extrapolation = _interval_factors(c, cal, catalogue.gpu_keys)
@@ -107,17 +108,17 @@ def predict_arrays(c: Configs, cal: Calibration, catalogue: Catalogue) -> dict[s
         "tokens_per_s_per_gpu": tokens_per_s / c.num_gpus,
         "mfu": mfu,
         "hfu": hfu,
-        "compute_s": t["compute_s"],
-        "comm_s": t["comm_s"],
-        "allgather_s": t["allgather_s"],
-        "reducescatter_s": t["reducescatter_s"],
-        "allreduce_s": t["allreduce_s"],
-        "p2p_s": t["p2p_s"],
-        "straggler_s": t["straggler_s"],
-        "exposed_comm_s": t["exposed_comm_s"],
-        "exposed_comm_frac": t["exposed_comm_s"] / step,
-        "bubble_s": t["bubble_s"],
-        "host_stall_s": t["host_stall_s"],
+        "compute_s": t.compute_s,
+        "comm_s": t.comm_s,
+        "allgather_s": t.allgather_s,
+        "reducescatter_s": t.reducescatter_s,
+        "allreduce_s": t.allreduce_s,
+        "p2p_s": t.p2p_s,
+        "straggler_s": t.straggler_s,
+        "exposed_comm_s": t.exposed_comm_s,
+        "exposed_comm_frac": t.exposed_comm_s / step,
+        "bubble_s": t.bubble_s,
+        "host_stall_s": t.host_stall_s,
         "mem_gib_per_gpu": memory / _GIB,
         "fits_memory": memory <= cal.memory_usable_fraction * c.hbm_bytes,
         "power_w_per_gpu": power,

@@ -62,7 +62,7 @@ import pandas as pd
 import pyarrow as pa
 
 from trainscale.schema import FRAMEWORKS, SHARDINGS
-from trainscale.sim.model.shape import layer_params
+from trainscale.sim.model.params import layer_params
 from trainscale.sim.support_facts import DEGREES
 
 if TYPE_CHECKING:

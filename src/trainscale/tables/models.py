@@ -15,11 +15,8 @@ from pathlib import Path
 import pandas as pd
 
 from trainscale.schema import MODEL_COLUMNS, names
-from trainscale.sim.model.shape import (
-    ModelShape,
-    attention_params_per_layer,
-    mlp_params_per_layer,
-)
+from trainscale.sim.model.params import matrix_params_per_layer
+from trainscale.sim.model.shape import ModelShape
 
 __all__ = ["models_table", "render"]
 
@@ -30,9 +27,7 @@ def models_table(models: Mapping[str, ModelShape]) -> pd.DataFrame:
     billions, ``layer_params_m`` in millions."""
     rows = []
     for key, m in models.items():
-        layer = attention_params_per_layer(m.hidden, m.heads, m.kv_heads) + mlp_params_per_layer(
-            m.hidden, m.ffn, m.mlp == "swiglu"
-        )
+        layer = matrix_params_per_layer(m.transformer)
         rows.append(
             {
                 "model": key,

@@ -10,7 +10,8 @@ mask**, as PaLM, Megatron-LM, llm-foundry and torchtitan do. For Llama-2-7B at s
 **Hardware FLOPs** (HFU) add what recomputation executes again: the whole forward of every block
 for ``full`` recomputation, the attention core (``4·h·s`` per token per layer) for ``selective``.
 
-All functions take scalars or arrays and broadcast.
+All functions take a :class:`~trainscale.sim.model.params.TransformerShape` of scalars or
+arrays and broadcast.
 """
 
 from __future__ import annotations
@@ -18,49 +19,28 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from trainscale.sim.model.shape import (
-    attention_params_per_layer,
-    matmul_params,
-    mlp_params_per_layer,
-)
+from trainscale.sim.model.params import TransformerShape, matmul_params, matrix_params_per_layer
 
 __all__ = ["hardware_flops_per_token", "model_flops_per_token"]
 
 
-def model_flops_per_token(
-    layers: ArrayLike,
-    hidden: ArrayLike,
-    heads: ArrayLike,
-    kv_heads: ArrayLike,
-    ffn: ArrayLike,
-    vocab: ArrayLike,
-    swiglu: ArrayLike,
-    seq_len: ArrayLike,
-) -> np.ndarray:
+def model_flops_per_token(shape: TransformerShape, seq_len: ArrayLike) -> np.ndarray:
     """Model FLOPs per trained token (forward and backward, no recomputation)."""
-    n_matmul = matmul_params(layers, hidden, heads, kv_heads, ffn, vocab, swiglu)
-    return 6.0 * n_matmul + 12.0 * layers * hidden * np.asarray(seq_len, dtype=np.float64)
+    n_matmul = matmul_params(shape)
+    return 6.0 * n_matmul + 12.0 * shape.layers * shape.hidden * np.asarray(
+        seq_len, dtype=np.float64
+    )
 
 
 def hardware_flops_per_token(
-    layers: ArrayLike,
-    hidden: ArrayLike,
-    heads: ArrayLike,
-    kv_heads: ArrayLike,
-    ffn: ArrayLike,
-    vocab: ArrayLike,
-    swiglu: ArrayLike,
-    seq_len: ArrayLike,
-    recompute: ArrayLike,
+    shape: TransformerShape, seq_len: ArrayLike, recompute: ArrayLike
 ) -> np.ndarray:
     """Model FLOPs plus recomputed FLOPs; ``recompute`` is 0 none, 1 selective, 2 full."""
     recompute = np.asarray(recompute)
-    block_forward = 2.0 * layers * (
-        attention_params_per_layer(hidden, heads, kv_heads)
-        + mlp_params_per_layer(hidden, ffn, swiglu)
-    ) + 4.0 * layers * hidden * np.asarray(seq_len, dtype=np.float64)
+    layers, hidden = shape.layers, shape.hidden
+    block_forward = 2.0 * layers * matrix_params_per_layer(shape) + 4.0 * layers * hidden * (
+        np.asarray(seq_len, dtype=np.float64)
+    )
     attention_core = 4.0 * layers * hidden * np.asarray(seq_len, dtype=np.float64)
     extra = np.where(recompute == 2, block_forward, np.where(recompute == 1, attention_core, 0.0))
-    return (
-        model_flops_per_token(layers, hidden, heads, kv_heads, ffn, vocab, swiglu, seq_len) + extra
-    )
+    return model_flops_per_token(shape, seq_len) + extra

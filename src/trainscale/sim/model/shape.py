@@ -1,13 +1,7 @@
-"""Transformer shapes and parameter counts (``data/models.yaml``).
+"""The model catalogue (``data/models.yaml``): each model's transformer shape.
 
-Parameter counts are derived from the shape, never stored. Conventions (per transformer block):
-
-- attention: Q and O are ``hidden x hidden``; K and V are ``hidden x (kv_heads * head_dim)``;
-- MLP: ``swiglu`` has three ``hidden x ffn`` matrices (gate, up, down), ``gelu`` two;
-- two norms of ``hidden`` weights each; biases are ignored (Llama has none, MPT has none);
-- embeddings: ``vocab x hidden`` once when tied to the LM head, twice when not.
-
-All functions take scalars or numpy arrays (one element per configuration) and broadcast.
+Parameter counts are derived from the shape, never stored (:mod:`trainscale.sim.model.params`,
+where the counting conventions are).
 """
 
 from __future__ import annotations
@@ -16,24 +10,13 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-import numpy as np
-from numpy.typing import ArrayLike
-
 from trainscale.errors import InputFileError
 from trainscale.io.schema import check_document
 from trainscale.io.yaml import load_yaml, require_keys
 from trainscale.paths import data_dir, schema_file
+from trainscale.sim.model.params import TransformerShape, total_params
 
-__all__ = [
-    "ModelShape",
-    "attention_params_per_layer",
-    "embedding_params",
-    "layer_params",
-    "load_models",
-    "matmul_params",
-    "mlp_params_per_layer",
-    "total_params",
-]
+__all__ = ["ModelShape", "load_models"]
 
 _MODEL_KEYS = (
     "description", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "mlp",
@@ -68,78 +51,17 @@ class ModelShape:
     """Names a published source uses for this model, matched exactly."""
 
     @property
-    def params(self) -> float:
-        """Total parameters."""
-        return float(
-            total_params(
-                self.layers, self.hidden, self.heads, self.kv_heads, self.ffn, self.vocab,
-                self.mlp == "swiglu", self.tied_embeddings,
-            )
+    def transformer(self) -> TransformerShape:
+        """The shape the parameter and FLOP counts take."""
+        return TransformerShape(
+            self.layers, self.hidden, self.heads, self.kv_heads, self.ffn, self.vocab,
+            self.mlp == "swiglu",
         )  # fmt: skip
 
-
-def attention_params_per_layer(
-    hidden: ArrayLike, heads: ArrayLike, kv_heads: ArrayLike
-) -> np.ndarray:
-    """Weights of Q, K, V and O projections of one block."""
-    kv_dim = kv_heads * (hidden // heads)
-    return 2 * hidden * hidden + 2 * hidden * kv_dim
-
-
-def mlp_params_per_layer(hidden: ArrayLike, ffn: ArrayLike, swiglu: ArrayLike) -> np.ndarray:
-    """Weights of one block's MLP: 3·h·ffn for SwiGLU, 2·h·ffn for GELU."""
-    return np.where(swiglu, 3, 2) * hidden * ffn
-
-
-def layer_params(
-    hidden: ArrayLike, heads: ArrayLike, kv_heads: ArrayLike, ffn: ArrayLike, swiglu: ArrayLike
-) -> np.ndarray:
-    """Parameters of one transformer block (matrices plus two norms)."""
-    return (
-        attention_params_per_layer(hidden, heads, kv_heads)
-        + mlp_params_per_layer(hidden, ffn, swiglu)
-        + 2 * hidden
-    )
-
-
-def embedding_params(hidden: ArrayLike, vocab: ArrayLike, tied: ArrayLike) -> np.ndarray:
-    """Input embedding plus LM head: vocab·h if tied, 2·vocab·h if not."""
-    return np.where(tied, 1, 2) * vocab * hidden
-
-
-def matmul_params(
-    layers: ArrayLike,
-    hidden: ArrayLike,
-    heads: ArrayLike,
-    kv_heads: ArrayLike,
-    ffn: ArrayLike,
-    vocab: ArrayLike,
-    swiglu: ArrayLike,
-) -> np.ndarray:
-    """Parameters that take part in a matrix multiply per token: all block matrices plus the LM
-    head (vocab·h); the input embedding is a lookup and costs no FLOPs."""
-    per_layer = attention_params_per_layer(hidden, heads, kv_heads) + mlp_params_per_layer(
-        hidden, ffn, swiglu
-    )
-    return layers * per_layer + vocab * hidden
-
-
-def total_params(
-    layers: ArrayLike,
-    hidden: ArrayLike,
-    heads: ArrayLike,
-    kv_heads: ArrayLike,
-    ffn: ArrayLike,
-    vocab: ArrayLike,
-    swiglu: ArrayLike,
-    tied: ArrayLike,
-) -> np.ndarray:
-    """All parameters (blocks, final norm, embeddings)."""
-    return (
-        layers * layer_params(hidden, heads, kv_heads, ffn, swiglu)
-        + hidden
-        + embedding_params(hidden, vocab, tied)
-    )
+    @property
+    def params(self) -> float:
+        """Total parameters."""
+        return float(total_params(self.transformer, self.tied_embeddings))
 
 
 def _positive_int(path: Path, where: str, value: object) -> int:
