@@ -17,12 +17,10 @@ from trainscale.io.parquet import conform
 from trainscale.published.measurements import PublishedData
 from trainscale.schema import (
     DATASET_COLUMNS,
-    PRECISIONS,
-    RECOMPUTE_MODES,
-    SHARDINGS,
     VALIDATION_COLUMNS,
 )
 from trainscale.sim.configs import build_configs
+from trainscale.sim.resolved import resolved_columns
 
 if TYPE_CHECKING:
     from trainscale.sim.frameworks import FrameworkProfile
@@ -32,7 +30,17 @@ if TYPE_CHECKING:
 __all__ = ["published_rows", "validation_rows"]
 
 
-def _resolved_configuration(
+#: The configuration columns of a published row as the simulator resolves them
+#: (:func:`trainscale.sim.resolved.resolved_columns`); the framework and its behaviours stay the
+#: source's own (empty: the profile's).
+_RESOLVED = (
+    "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq_len", "global_batch",
+    "micro_batch", "num_gpus", "gpus_per_node", "tp", "pp", "cp", "vpp", "dp", "grad_accum",
+    "sequence_parallel", "mlp", "nic_gbit_per_s_per_gpu", "sharding", "recompute", "precision",
+)  # fmt: skip
+
+
+def _with_resolved_configuration(
     frame: pd.DataFrame,
     hardware: HardwareCatalog,
     models: Mapping[str, ModelShape],
@@ -45,17 +53,7 @@ def _resolved_configuration(
         skip_invalid=True,
     )  # fmt: skip
     out = frame.reset_index(drop=True).copy()
-    resolved = {
-        **{name: getattr(configs, name) for name in (
-            "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq_len", "global_batch",
-            "micro_batch", "num_gpus", "gpus_per_node", "tp", "pp", "cp", "vpp", "dp",
-            "grad_accum", "sequence_parallel")},
-        "mlp": np.where(configs.swiglu, "swiglu", "gelu"),
-        "nic_gbit_per_s_per_gpu": configs.nic_bytes_per_s * 8 / 1e9,
-        "sharding": np.array(SHARDINGS, dtype=object)[configs.sharding],
-        "recompute": np.array(RECOMPUTE_MODES, dtype=object)[configs.recompute],
-        "precision": np.where(configs.fp8, PRECISIONS[1], PRECISIONS[0]),
-    }  # fmt: skip
+    resolved = resolved_columns(configs, _RESOLVED)
     for name, values in resolved.items():
         current = (
             out[name].astype(object)
@@ -87,7 +85,7 @@ def published_rows(
     throughput = published.throughput
     if throughput.empty:
         return conform(pd.DataFrame(), DATASET_COLUMNS)
-    frame = _resolved_configuration(throughput, hardware, models, frameworks)
+    frame = _with_resolved_configuration(throughput, hardware, models, frameworks)
     per_gpu = frame["observed_tokens_per_s_per_gpu"].to_numpy(dtype=float)
     own_value = pd.to_numeric(frame["published_value_text"], errors="coerce").to_numpy(float)
     is_step = (frame["published_metric"] == "step_time_ms").to_numpy(dtype=bool)

@@ -36,15 +36,8 @@ import pyarrow as pa
 
 from trainscale.errors import ConfigurationError
 from trainscale.schema import (
-    ATTENTION_KERNELS,
     CONFIGURATION_COLUMNS,
-    CP_COMM_TYPES,
-    FP8_RECIPES,
-    FRAMEWORKS,
-    PRECISIONS,
-    RECOMPUTE_MODES,
     REJECT_COLUMNS,
-    SHARDINGS,
     names,
 )
 from trainscale.sim.calibration import Calibration, load_calibration
@@ -56,6 +49,7 @@ from trainscale.sim.model.params import TransformerShape
 from trainscale.sim.model.work import block_work
 from trainscale.sim.plan.layout import layout
 from trainscale.sim.plan.schedule import step_times
+from trainscale.sim.resolved import resolved_columns
 from trainscale.sim.support import block_params_b, support
 from trainscale.sim.system.collectives import NcclConstants, Network
 from trainscale.sim.system.power import power_per_gpu
@@ -239,37 +233,15 @@ def _strings(codes: np.ndarray, categories: tuple[str, ...] | list[str]) -> pd.S
     return pd.Series(pd.array(arrow, dtype=pd.StringDtype("pyarrow", na_value=np.nan)))
 
 
-def _resolved_configuration(c: Configs) -> dict[str, np.ndarray | pd.Series]:
-    """Configuration columns as resolved (catalogue shape, defaults) for rows in ``c``."""
-    return {
-        "layers": c.layers,
-        "hidden": c.hidden,
-        "heads": c.heads,
-        "kv_heads": c.kv_heads,
-        "ffn": c.ffn,
-        "vocab": c.vocab,
-        "mlp": _strings(np.where(c.swiglu, 0, 1), ("swiglu", "gelu")),
-        "gpus_per_node": c.gpus_per_node,
-        "nic_gbit_per_s_per_gpu": c.nic_bytes_per_s * 8 / 1e9,
-        "power_limit_w": c.power_limit_w,
-        "cp": c.cp,
-        "vpp": c.vpp,
-        "sharding": _strings(c.sharding, SHARDINGS),
-        "recompute": _strings(c.recompute, RECOMPUTE_MODES),
-        "precision": _strings(c.fp8.astype(np.int32), PRECISIONS),
-        "sequence_parallel": c.sequence_parallel,
-        "system": c.system,
-        "framework": _strings(c.framework, FRAMEWORKS),
-        "overlap_grad_reduce": c.overlap_grad_reduce,
-        "overlap_param_gather": c.overlap_param_gather,
-        "tp_comm_overlap": c.tp_comm_overlap,
-        "fused_kernels": c.fused_kernels,
-        "shard_granularity": _strings(c.per_tensor_gather.astype(np.int32), ("layer", "tensor")),
-        "attention_kernel": _strings(c.attention_kernel, ATTENTION_KERNELS),
-        "fp8_recipe": _strings(np.where(c.fp8, c.fp8_recipe, len(FP8_RECIPES)), [*FP8_RECIPES, ""]),
-        "repeat_kv": c.repeat_kv,
-        "cp_comm_type": _strings(c.cp_comm_type, CP_COMM_TYPES),
-    }
+#: The configuration columns the output takes as resolved (where the input lacks them, or, for
+#: :data:`_EFFECTIVE`, always): :func:`trainscale.sim.resolved.resolved_columns` gives them.
+_RESOLVED = (
+    "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "mlp", "gpus_per_node",
+    "nic_gbit_per_s_per_gpu", "power_limit_w", "cp", "vpp", "sharding", "recompute", "precision",
+    "sequence_parallel", "system", "framework", "overlap_grad_reduce", "overlap_param_gather",
+    "tp_comm_overlap", "fused_kernels", "shard_granularity", "attention_kernel", "fp8_recipe",
+    "repeat_kv", "cp_comm_type",
+)  # fmt: skip
 
 
 #: Columns written as the simulator resolved them even when the input had them: the framework's
@@ -341,7 +313,7 @@ def _assemble(
     # One dict, one DataFrame: a replaced column keeps its place, as ``out[name] = …`` would, at a
     # fraction of the cost of inserting fifty columns one by one.
     columns: dict[str, object] = {name: rows[name] for name in rows.columns}
-    resolved = _resolved_configuration(c)
+    resolved = resolved_columns(c, _RESOLVED, strings=_strings)
     for column in CONFIGURATION_COLUMNS:
         if column.name in resolved and (column.name not in columns or column.name in _EFFECTIVE):
             columns[column.name] = resolved[column.name]

@@ -1,0 +1,103 @@
+"""The configuration as the simulator resolved it: one function for every caller.
+
+A configuration row may leave fields empty (the model's shape, the GPU's default system, the
+framework profile's behaviours, ``cp`` 1 ...); :func:`~trainscale.sim.configs.build_configs`
+resolves them into a :class:`~trainscale.sim.configs.Configs`. :func:`resolved_columns` turns
+that back into configuration columns, named as in the configuration table
+(:data:`trainscale.schema.CONFIGURATION_COLUMNS`, plus the derived ``dp`` and ``grad_accum``),
+for the simulator's output (:func:`trainscale.sim.simulate.predict`) and for the published rows
+of the dataset (:func:`trainscale.published.rows.published_rows`), so that the two cannot
+disagree on what a resolved value is. Each caller asks for the columns it writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+
+import numpy as np
+
+from trainscale.schema import (
+    ATTENTION_KERNELS,
+    CP_COMM_TYPES,
+    FP8_RECIPES,
+    FRAMEWORKS,
+    PRECISIONS,
+    RECOMPUTE_MODES,
+    SHARDINGS,
+)
+from trainscale.sim.configs import Configs
+
+__all__ = ["RESOLVED_COLUMNS", "StringColumn", "object_strings", "resolved_columns"]
+
+#: Builds a text column from category codes (int array, one per row) and the categories.
+StringColumn = Callable[[np.ndarray, Sequence[str]], object]
+
+#: Columns that are a :class:`Configs` field of the same name, as resolved.
+_FIELDS = (
+    "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq_len", "global_batch",
+    "micro_batch", "num_gpus", "gpus_per_node", "tp", "pp", "cp", "vpp", "dp", "grad_accum",
+    "sequence_parallel", "power_limit_w", "system", "overlap_grad_reduce",
+    "overlap_param_gather", "tp_comm_overlap", "fused_kernels", "repeat_kv",
+)  # fmt: skip
+
+
+def _categories(c: Configs) -> dict[str, tuple[np.ndarray, Sequence[str]]]:
+    """The categorical columns: (codes, categories) each, in the catalogue spelling."""
+    return {
+        "mlp": (np.where(c.swiglu, 0, 1), ("swiglu", "gelu")),
+        "sharding": (c.sharding, SHARDINGS),
+        "recompute": (c.recompute, RECOMPUTE_MODES),
+        "precision": (c.fp8.astype(np.int32), PRECISIONS),
+        "framework": (c.framework, FRAMEWORKS),
+        "shard_granularity": (c.per_tensor_gather.astype(np.int32), ("layer", "tensor")),
+        "attention_kernel": (c.attention_kernel, ATTENTION_KERNELS),
+        # bf16 rows have no FP8 recipe: the empty category after the recipes.
+        "fp8_recipe": (np.where(c.fp8, c.fp8_recipe, len(FP8_RECIPES)), (*FP8_RECIPES, "")),
+        "cp_comm_type": (c.cp_comm_type, CP_COMM_TYPES),
+    }
+
+
+#: Every column :func:`resolved_columns` can give.
+RESOLVED_COLUMNS = (
+    *_FIELDS,
+    "nic_gbit_per_s_per_gpu",
+    "mlp",
+    "sharding",
+    "recompute",
+    "precision",
+    "framework",
+    "shard_granularity",
+    "attention_kernel",
+    "fp8_recipe",
+    "cp_comm_type",
+)
+
+
+def object_strings(codes: np.ndarray, categories: Sequence[str]) -> np.ndarray:
+    """A text column as a numpy object array of Python strings."""
+    return np.asarray(list(categories), dtype=object)[np.asarray(codes, dtype=np.intp)]
+
+
+def resolved_columns(
+    c: Configs, columns: Iterable[str], *, strings: StringColumn = object_strings
+) -> dict[str, object]:
+    """The named configuration columns of the rows of ``c`` as resolved, in the order asked.
+
+    Numbers and flags are ``c``'s arrays; ``nic_gbit_per_s_per_gpu`` is Gb/s per GPU (``c``
+    holds bytes/s); text columns are built by ``strings`` from codes and categories (default:
+    object arrays; the simulator passes an Arrow-backed builder for speed). An unknown name is
+    a ``KeyError`` naming it and :data:`RESOLVED_COLUMNS`.
+    """
+    categories = None
+    out: dict[str, object] = {}
+    for name in columns:
+        if name in _FIELDS:
+            out[name] = getattr(c, name)
+        elif name == "nic_gbit_per_s_per_gpu":
+            out[name] = c.nic_bytes_per_s * 8 / 1e9
+        else:
+            categories = _categories(c) if categories is None else categories
+            if name not in categories:
+                raise KeyError(f"{name!r} is not a resolved column; known: {RESOLVED_COLUMNS}")
+            out[name] = strings(*categories[name])
+    return out
