@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from scipy import optimize
 
-import trainscale.fits.usl as usl_module
+import trainscale.fits.usl_fit as usl_fit_module
 from trainscale.errors import TrainscaleError
 from trainscale.fits.usl import UslFit, fit_usl, fit_usl_table, usl_curve, usl_model
 from trainscale.schema import USL_COLUMNS, names
@@ -227,7 +227,7 @@ def test_curve_of_undetermined_fit_is_nan():
 
 
 def test_docstring_example_runs():
-    result = doctest.testmod(usl_module)
+    result = doctest.testmod(usl_fit_module)
     assert result.attempted > 0
     assert result.failed == 0
 

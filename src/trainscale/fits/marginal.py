@@ -2,7 +2,7 @@
 
 Two views of the same question. From the data: between consecutive GPU counts of a series,
 ``ΔX / ΔN`` (tokens/s per added GPU) and ``ΔX / ΔP`` (tokens/s per added kW of total GPU power,
-``P = power_w_per_gpu × num_gpus``). From a USL fit (:mod:`trainscale.fits.usl`): the same
+``P = power_w_per_gpu × num_gpus``). From a USL fit (:mod:`trainscale.fits.usl_fit`): the same
 secants between the same counts, and the derivative ``dX/dN`` on any grid, each with a 95%
 delta-method band.
 """
@@ -22,7 +22,8 @@ from trainscale.fits._series import (
     require_columns,
     t_quantile,
 )
-from trainscale.fits.usl import UslFit, _grad_log_x, fit_usl
+from trainscale.fits.usl_fit import UslFit, fit_usl
+from trainscale.fits.usl_law import grad_log_x
 from trainscale.schema import MARGINAL_COLUMNS, USL_MARGINAL_COLUMNS, names
 
 __all__ = ["marginal_returns", "usl_marginal"]
@@ -54,7 +55,7 @@ def marginal_returns(
         Average power per GPU (W); total job GPU power is ``power × n``. ``None``: the per-kW
         columns are NaN.
     usl : bool, default False
-        Also fit the USL to each series (:func:`~trainscale.fits.usl.fit_usl` on all its rows)
+        Also fit the USL to each series (:func:`~trainscale.fits.usl_fit.fit_usl` on all its rows)
         and give the secants it implies between the same counts, with a delta-method band.
     level : float, default 0.95
         Band level of the USL columns.
@@ -172,7 +173,7 @@ def _usl_secant(
         return nan, nan, nan
     ends = np.array([n_from, n_to])
     x_hat = fit.predict(ends)
-    grad_x = x_hat[:, None] * _grad_log_x(ends, fit.theta)  # d X / d theta at both ends
+    grad_x = x_hat[:, None] * grad_log_x(ends, fit.theta)  # d X / d theta at both ends
     grad = (grad_x[1] - grad_x[0]) / (n_to - n_from)
     value = float((x_hat[1] - x_hat[0]) / (n_to - n_from))
     half = t_quantile(level, fit.dof) * float(np.sqrt(max(grad @ fit.cov @ grad, 0.0)))
