@@ -17,13 +17,14 @@ import pandas as pd
 from trainscale.errors import TrainscaleError
 from trainscale.fits._series import (
     as_columns,
+    delta_method_se,
     describe,
     iter_series,
     require_columns,
     t_quantile,
 )
 from trainscale.fits.usl_fit import UslFit, fit_usl
-from trainscale.fits.usl_law import grad_log_x
+from trainscale.fits.usl_law import grad_log_x, usl_denominator
 from trainscale.schema import MARGINAL_COLUMNS, USL_MARGINAL_COLUMNS, names
 
 __all__ = ["marginal_returns", "usl_marginal"]
@@ -186,7 +187,7 @@ def _grad_dx_dn(n: np.ndarray, theta: np.ndarray) -> tuple[np.ndarray, np.ndarra
     ``dX/dN = x1 (1 - sigma - kappa N²) / D²`` with ``D = 1 + sigma (N-1) + kappa N (N-1)``.
     """
     x1, sigma, kappa = np.exp(theta[0]), theta[1], theta[2]
-    d = 1.0 + sigma * (n - 1.0) + kappa * n * (n - 1.0)
+    d = usl_denominator(n, sigma, kappa)
     top = 1.0 - sigma - kappa * n**2
     value = x1 * top / d**2
     d_sigma = x1 * (-d - 2.0 * top * (n - 1.0)) / d**3
@@ -227,7 +228,7 @@ def usl_marginal(
     grid = np.asarray(n_grid, dtype=float).ravel()
     level = fit.level if level is None else level
     value, grad = _grad_dx_dn(grid, fit.theta)
-    se = np.sqrt(np.clip(np.einsum("ij,jk,ik->i", grad, fit.cov, grad), 0.0, None))
+    se = delta_method_se(grad, fit.cov)
     half = t_quantile(level, fit.dof) * se
     if watts_per_added_gpu is None:
         per_kw = np.full_like(grid, np.nan)

@@ -17,6 +17,7 @@ from trainscale.errors import TrainscaleError
 from trainscale.fits._series import (
     as_columns,
     clean_pairs,
+    delta_method_se,
     describe,
     iter_series,
     require_columns,
@@ -110,7 +111,7 @@ def usl_curve(
     level = fit.level if level is None else level
     x = fit.predict(grid)
     grad = grad_log_x(grid, fit.theta)
-    se_log = np.sqrt(np.clip(np.einsum("ij,jk,ik->i", grad, fit.cov, grad), 0.0, None))
+    se_log = delta_method_se(grad, fit.cov)
     half = t_quantile(level, fit.dof) * se_log
     return pd.DataFrame(
         {"n": grid, "x": x, "x_ci_low": x * np.exp(-half), "x_ci_high": x * np.exp(half)}

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Generator, Iterable, Iterator
 from pathlib import Path
 
 import pandas as pd
 
 from trainscale.io.atomic import atomic_directory, write_text_atomic
 from trainscale.io.parquet import ParquetStream, write_parquet
-from trainscale.schema import REJECT_COLUMNS, Column
+from trainscale.schema import REJECT_COLUMNS
 from trainscale.sim.calibration import Calibration
 from trainscale.sim.catalogue import Catalogue
 from trainscale.study.expand import ExpansionSummary, expand_blocks
@@ -38,48 +39,44 @@ def chunk_count(rows: int, rows_per_job: int) -> int:
     return max(1, math.ceil(rows / rows_per_job))
 
 
-class _ChunkWriter:
-    """Collects kept rows and writes them as ``<i>.parquet`` files of ``rows_per_job`` rows
-    into ``folder``; at most one chunk of rows is held at a time."""
+def _cut(
+    held: list[pd.DataFrame], size: int, *, final: bool
+) -> Generator[pd.DataFrame, None, list[pd.DataFrame]]:
+    """Yield the parts of ``size`` rows that the ``held`` frames make, in order (with ``final``,
+    the shorter rest too); return the rows left over, as a list of at most one frame."""
+    if not held:
+        return []
+    joined = pd.concat(held, ignore_index=True) if len(held) > 1 else held[0]
+    start = 0
+    while len(joined) - start >= size or (final and start < len(joined)):
+        part = joined.iloc[start : start + size]
+        yield part
+        start += len(part)
+    return [joined.iloc[start:].reset_index(drop=True)] if start < len(joined) else []
 
-    def __init__(
-        self,
-        folder: Path,
-        rows_per_job: int,
-        columns: tuple[Column, ...],
-        metadata: dict[str, str],
-    ) -> None:
-        self.folder, self.rows_per_job = folder, rows_per_job
-        self.columns, self.metadata = columns, metadata
-        self.chunks = 0  # files written so far
-        self._pending: list[pd.DataFrame] = []
-        self._pending_rows = 0
 
-    def add(self, configurations: pd.DataFrame) -> None:
-        """Hold ``configurations`` (kept rows, grid order); write every full chunk."""
-        if len(configurations):
-            self._pending.append(configurations)
-            self._pending_rows += len(configurations)
-        if self._pending_rows >= self.rows_per_job:
-            self._flush(final=False)
+def _parts(frames: Iterable[pd.DataFrame], size: int) -> Iterator[pd.DataFrame]:
+    """Re-cut a stream of frames into parts of ``size`` rows (the last one fewer), in order;
+    besides the frame being cut, at most one part's rows are held."""
+    held: list[pd.DataFrame] = []
+    rows = 0
+    for frame in frames:
+        if len(frame):
+            held.append(frame)
+            rows += len(frame)
+        if rows >= size:
+            held = yield from _cut(held, size, final=False)
+            rows = sum(len(rest) for rest in held)  # at most one frame
+    yield from _cut(held, size, final=True)
 
-    def close(self) -> None:
-        """Write the rows still held (the last chunk, which may be short)."""
-        self._flush(final=True)
 
-    def _flush(self, final: bool) -> None:
-        if not self._pending:
-            return
-        pending = self._pending
-        frame = pd.concat(pending, ignore_index=True) if len(pending) > 1 else pending[0]
-        start = 0
-        while len(frame) - start >= self.rows_per_job or (final and start < len(frame)):
-            part = frame.iloc[start : start + self.rows_per_job]
-            write_parquet(part, self.folder / f"{self.chunks}.parquet", self.columns, self.metadata)
-            self.chunks += 1
-            start += len(part)
-        self._pending = [frame.iloc[start:].reset_index(drop=True)] if start < len(frame) else []
-        self._pending_rows = len(frame) - start
+def _kept_rows(
+    blocks: Iterable[tuple[pd.DataFrame, pd.DataFrame]], rejects: ParquetStream
+) -> Iterator[pd.DataFrame]:
+    """Pass on each block's kept rows, writing its rejected rows to ``rejects`` on the way."""
+    for configurations, block_rejects in blocks:
+        rejects.write(block_rejects)
+        yield configurations
 
 
 def write_study_configurations(
@@ -119,23 +116,24 @@ def write_study_configurations(
     columns = configuration_columns(study)
     metadata = {"study": study.name}
     summary = ExpansionSummary(study)
-    with atomic_directory(directory) as temp:
-        writer = _ChunkWriter(temp, rows_per_job, columns, metadata)
-        with ParquetStream(rejects, (*columns, *REJECT_COLUMNS), metadata) as out:
-            for configurations, block_rejects in expand_blocks(
-                study, catalogue=catalogue, calibration=calibration, block_rows=block_rows,
-                summary=summary,
-            ):  # fmt: skip
-                out.write(block_rejects)
-                writer.add(configurations)
-            writer.close()
-            warning = summary.check()  # raises before the rejects file is renamed into place
+    blocks = expand_blocks(
+        study, catalogue=catalogue, calibration=calibration, block_rows=block_rows, summary=summary
+    )
+    chunks = 0
+    with (
+        atomic_directory(directory) as temp,
+        ParquetStream(rejects, (*columns, *REJECT_COLUMNS), metadata) as out,
+    ):
+        for part in _parts(_kept_rows(blocks, out), rows_per_job):
+            write_parquet(part, temp / f"{chunks}.parquet", columns, metadata)
+            chunks += 1
+        warning = summary.check()  # raises before the rejects file is renamed into place
     record = {
         "study": study.name,
         "grid_rows": summary.grid_rows,
         "rows": summary.kept_rows,
         "rows_per_job": rows_per_job,
-        "chunks": writer.chunks,
+        "chunks": chunks,
         "dropped": summary.dropped,
     }
     write_text_atomic(counts, json.dumps(record, indent=2, sort_keys=True) + "\n")
