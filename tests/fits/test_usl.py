@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from scipy import optimize
 
-import trainscale.fits.usl as usl_module
+import trainscale.fits.usl_fit as usl_fit_module
 from trainscale.errors import TrainscaleError
 from trainscale.fits.usl import UslFit, fit_usl, fit_usl_table, usl_curve, usl_model
 from trainscale.schema import USL_COLUMNS, names
@@ -227,7 +227,7 @@ def test_curve_of_undetermined_fit_is_nan():
 
 
 def test_docstring_example_runs():
-    result = doctest.testmod(usl_module)
+    result = doctest.testmod(usl_fit_module)
     assert result.attempted > 0
     assert result.failed == 0
 
@@ -257,3 +257,15 @@ def test_n_star_interval_does_not_reach_below_one_gpu():
     assert fit.n_star_ci_low == 1.0 and fit.n_star_ci_high == np.inf
     boot = fit_usl(ns, x, n_star_ci="bootstrap", rng=np.random.default_rng(1), n_boot=200)
     assert boot.n_star_ci_low >= 1.0
+
+
+def test_delta_method_se_is_the_root_of_the_diagonal_of_g_cov_gt():
+    from trainscale.fits._series import delta_method_se
+
+    rng = np.random.default_rng(5)
+    grad = rng.normal(size=(4, 3))
+    half = rng.normal(size=(3, 3))
+    cov = half @ half.T
+    expected = np.sqrt(np.diag(grad @ cov @ grad.T))
+    np.testing.assert_allclose(delta_method_se(grad, cov), expected, rtol=1e-12)
+    assert np.isnan(delta_method_se(grad, np.full((3, 3), np.nan))).all()

@@ -1,4 +1,5 @@
-"""Shared plumbing of the fits: column checks, series iteration and (x, y) cleaning.
+"""Shared plumbing of the fits: column checks, series iteration and (x, y) cleaning, and the small
+statistics they share (R², Student-t quantiles, delta-method standard errors).
 
 A *series* is the set of rows that share the values of the ``by`` columns (for example one
 model × GPU × plan × source); every fit in :mod:`trainscale.fits` is made per series.
@@ -91,3 +92,11 @@ def t_quantile(level: float, dof: int) -> float:
     from scipy import stats  # here, not at import: figures that draw no fit skip it
 
     return float(stats.t.ppf(0.5 + level / 2.0, dof))
+
+
+def delta_method_se(grad: np.ndarray, cov: np.ndarray) -> np.ndarray:
+    """Delta-method standard errors ``sqrt(gᵢᵀ Σ gᵢ)`` of ``k`` quantities, one per row ``gᵢ`` of
+    ``grad`` (shape (k, p): each quantity's gradient in the ``p`` parameters), ``Σ = cov`` the
+    (p, p) parameter covariance; shape (k,), in the unit of the quantities. Rounding below 0 is
+    clipped to 0; a NaN covariance gives NaN."""
+    return np.sqrt(np.clip(np.einsum("ij,jk,ik->i", grad, cov, grad), 0.0, None))

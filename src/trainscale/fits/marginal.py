@@ -2,7 +2,7 @@
 
 Two views of the same question. From the data: between consecutive GPU counts of a series,
 ``ΔX / ΔN`` (tokens/s per added GPU) and ``ΔX / ΔP`` (tokens/s per added kW of total GPU power,
-``P = power_w_per_gpu × num_gpus``). From a USL fit (:mod:`trainscale.fits.usl`): the same
+``P = power_w_per_gpu × num_gpus``). From a USL fit (:mod:`trainscale.fits.usl_fit`): the same
 secants between the same counts, and the derivative ``dX/dN`` on any grid, each with a 95%
 delta-method band.
 """
@@ -17,12 +17,14 @@ import pandas as pd
 from trainscale.errors import TrainscaleError
 from trainscale.fits._series import (
     as_columns,
+    delta_method_se,
     describe,
     iter_series,
     require_columns,
     t_quantile,
 )
-from trainscale.fits.usl import UslFit, _grad_log_x, fit_usl
+from trainscale.fits.usl_fit import UslFit, fit_usl
+from trainscale.fits.usl_law import grad_log_x, usl_denominator
 from trainscale.schema import MARGINAL_COLUMNS, USL_MARGINAL_COLUMNS, names
 
 __all__ = ["marginal_returns", "usl_marginal"]
@@ -54,7 +56,7 @@ def marginal_returns(
         Average power per GPU (W); total job GPU power is ``power × n``. ``None``: the per-kW
         columns are NaN.
     usl : bool, default False
-        Also fit the USL to each series (:func:`~trainscale.fits.usl.fit_usl` on all its rows)
+        Also fit the USL to each series (:func:`~trainscale.fits.usl_fit.fit_usl` on all its rows)
         and give the secants it implies between the same counts, with a delta-method band.
     level : float, default 0.95
         Band level of the USL columns.
@@ -172,7 +174,7 @@ def _usl_secant(
         return nan, nan, nan
     ends = np.array([n_from, n_to])
     x_hat = fit.predict(ends)
-    grad_x = x_hat[:, None] * _grad_log_x(ends, fit.theta)  # d X / d theta at both ends
+    grad_x = x_hat[:, None] * grad_log_x(ends, fit.theta)  # d X / d theta at both ends
     grad = (grad_x[1] - grad_x[0]) / (n_to - n_from)
     value = float((x_hat[1] - x_hat[0]) / (n_to - n_from))
     half = t_quantile(level, fit.dof) * float(np.sqrt(max(grad @ fit.cov @ grad, 0.0)))
@@ -185,7 +187,7 @@ def _grad_dx_dn(n: np.ndarray, theta: np.ndarray) -> tuple[np.ndarray, np.ndarra
     ``dX/dN = x1 (1 - sigma - kappa N²) / D²`` with ``D = 1 + sigma (N-1) + kappa N (N-1)``.
     """
     x1, sigma, kappa = np.exp(theta[0]), theta[1], theta[2]
-    d = 1.0 + sigma * (n - 1.0) + kappa * n * (n - 1.0)
+    d = usl_denominator(n, sigma, kappa)
     top = 1.0 - sigma - kappa * n**2
     value = x1 * top / d**2
     d_sigma = x1 * (-d - 2.0 * top * (n - 1.0)) / d**3
@@ -226,7 +228,7 @@ def usl_marginal(
     grid = np.asarray(n_grid, dtype=float).ravel()
     level = fit.level if level is None else level
     value, grad = _grad_dx_dn(grid, fit.theta)
-    se = np.sqrt(np.clip(np.einsum("ij,jk,ik->i", grad, fit.cov, grad), 0.0, None))
+    se = delta_method_se(grad, fit.cov)
     half = t_quantile(level, fit.dof) * se
     if watts_per_added_gpu is None:
         per_kw = np.full_like(grid, np.nan)

@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from trainscale.fits.loglog import fit_loglog
-from trainscale.fits.usl import fit_usl_table
+from trainscale.fits.usl_table import fit_usl_table
 
 __all__ = ["LOGLOG_METRICS", "USL_METRIC", "fit_scaling_series"]
 
@@ -67,7 +67,7 @@ def fit_scaling_series(
     list of dict
         ``metric``, ``fit`` (``loglog_hc3`` or ``usl``), ``parameter``, ``estimate``,
         ``ci_low``, ``ci_high`` (at ``level``), ``r2`` (of the log per-GPU metric; for the USL
-        of ``ln(tokens/s / x)``, :attr:`trainscale.fits.usl.UslFit.r2`), ``n`` (points) and
+        of ``ln(tokens/s / x)``, :attr:`trainscale.fits.usl_fit.UslFit.r2`), ``n`` (points) and
         ``note`` (why a value is missing, what was dropped, and for ``n_star`` what an
         infinite value or interval end means).
     """

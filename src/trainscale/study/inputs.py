@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from trainscale.names import Names
 from trainscale.sim.model.shape import ModelShape, load_models
 from trainscale.sim.system.hardware import HardwareCatalog, load_hardware
+from trainscale.study.load import load_study
 from trainscale.study.report import ReportSpec, report_spec
-from trainscale.study.sweep import Study, load_study
+from trainscale.study.spec import Study
 
 __all__ = ["StudyOutputInputs", "load_study_output_inputs"]
 

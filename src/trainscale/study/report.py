@@ -31,7 +31,7 @@ from trainscale.errors import InputFileError
 from trainscale.names import Names
 
 if TYPE_CHECKING:
-    from trainscale.study.sweep import Study
+    from trainscale.study.spec import Study
 
 __all__ = [
     "CHOICE_KEYS",
