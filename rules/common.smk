@@ -19,7 +19,7 @@ from snakemake.utils import validate
 from trainscale.errors import TrainscaleError
 from trainscale.figures import FIGURES
 from trainscale.sim.catalogue import load_catalogue
-from trainscale.study.sweep import load_study
+from trainscale.study.load import load_study
 from trainscale.study.report import report_spec
 from trainscale.study.scale import size_note
 from trainscale.tables import TABLES

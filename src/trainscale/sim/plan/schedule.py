@@ -138,7 +138,7 @@ class StepTimes:
 def expected_max_standard_normal(n: ArrayLike) -> np.ndarray:
     """E[max of n independent standard normals] by Blom's approximation (0 for n = 1)."""
     # scipy.special is imported here, not with the module: it costs about 0.3 s, which every
-    # Snakemake start-up (rules/common.smk imports trainscale.study.sweep) would pay without
+    # Snakemake start-up (rules/common.smk imports trainscale.study.load) would pay without
     # predicting.
     from scipy.special import ndtri
 
