@@ -184,63 +184,70 @@ def _load_resources(path: Path, given: object) -> dict[str, Any]:
     return resources
 
 
-def _load_point(
-    path: Path,
-    sweep: str,
-    point_name: object,
-    point: object,
-    *,
-    defaults: dict[str, Any],
-    resources: dict[str, Any],
-    parser: argparse.ArgumentParser,
-) -> BenchPoint:
-    """One entry of ``points``, its bench configuration built and planned on its world size."""
-    from trainscale.bench.config import plan_bench
-    from trainscale.bench.options import build_config
+class _PointReader:
+    """Reads the points of one sweep file: its resources, default options and the bench
+    parser are checked and built once, then each point on top of them."""
 
-    where = f"points.{point_name}"
-    if not isinstance(point_name, str) or not _NAME_RE.match(point_name):
-        raise InputFileError(path, f"{where}: name must use letters, digits, '_' and '-'")
-    if not isinstance(point, dict):
-        raise InputFileError(path, f"{where}: expected a mapping")
-    unknown = set(point) - _POINT_KEYS
-    if unknown:
-        raise InputFileError(
-            path,
-            f"{where}: unknown key(s) {', '.join(sorted(unknown))};"
-            f" allowed: {', '.join(sorted(_POINT_KEYS))}",
+    def __init__(self, path: Path, name: str, data: dict[str, Any]) -> None:
+        self.path = path
+        self.name = name
+        """The sweep's name (the file's, without ``.yaml``)."""
+        self.resources = _load_resources(path, data.get("resources") or {})
+        self.parser = _bench_parser()
+        self.actions = _option_types(self.parser)
+        self.defaults = _check_options(path, "defaults", data.get("defaults") or {}, self.actions)
+
+    def point(self, point_name: object, point: object) -> BenchPoint:
+        """One entry of ``points``, its bench configuration built and planned on its world
+        size."""
+        from trainscale.bench.config import plan_bench
+        from trainscale.bench.options import build_config
+
+        path, parser, actions = self.path, self.parser, self.actions
+        where = f"points.{point_name}"
+        if not isinstance(point_name, str) or not _NAME_RE.match(point_name):
+            raise InputFileError(path, f"{where}: name must use letters, digits, '_' and '-'")
+        if not isinstance(point, dict):
+            raise InputFileError(path, f"{where}: expected a mapping")
+        unknown = set(point) - _POINT_KEYS
+        if unknown:
+            raise InputFileError(
+                path,
+                f"{where}: unknown key(s) {', '.join(sorted(unknown))};"
+                f" allowed: {', '.join(sorted(_POINT_KEYS))}",
+            )
+        nodes = _positive(path, f"{where}.nodes", point.get("nodes", 1))
+        procs = _positive(path, f"{where}.procs_per_node", point.get("procs_per_node", 1))
+        options = {
+            **self.defaults,
+            **_check_options(path, f"{where}.options", point.get("options") or {}, actions),
+        }
+        missing = [
+            f"{k}"
+            for k, a in actions.items()
+            if a.required and k not in _RESERVED and k not in options
+        ]
+        if missing:
+            raise InputFileError(
+                path,
+                f"{where}: missing bench option(s) {', '.join(missing)}"
+                " (in defaults or the point's options)",
+            )
+        bench_point = BenchPoint(
+            sweep=self.name,
+            name=point_name,
+            run_id=f"{self.name}_{point_name}",
+            nodes=nodes,
+            procs_per_node=procs,
+            options=options,
+            **self.resources,
         )
-    actions = _option_types(parser)
-    nodes = _positive(path, f"{where}.nodes", point.get("nodes", 1))
-    procs = _positive(path, f"{where}.procs_per_node", point.get("procs_per_node", 1))
-    options = {
-        **defaults,
-        **_check_options(path, f"{where}.options", point.get("options") or {}, actions),
-    }
-    missing = [
-        f"{k}" for k, a in actions.items() if a.required and k not in _RESERVED and k not in options
-    ]
-    if missing:
-        raise InputFileError(
-            path,
-            f"{where}: missing bench option(s) {', '.join(missing)}"
-            " (in defaults or the point's options)",
-        )
-    bench_point = BenchPoint(
-        sweep=sweep,
-        name=point_name,
-        run_id=f"{sweep}_{point_name}",
-        nodes=nodes,
-        procs_per_node=procs,
-        options=options,
-        **resources,
-    )
-    try:
-        args = parser.parse_args([*shlex.split(bench_point.args), "--out", bench_point.run_id])
-        plan_bench(build_config(args), world_size=nodes * procs, nodes=nodes)
-    except (argparse.ArgumentError, TrainscaleError) as error:
-        raise InputFileError(path, f"{where}: {error}") from None
-    return bench_point
+        try:
+            args = parser.parse_args([*shlex.split(bench_point.args), "--out", bench_point.run_id])
+            plan_bench(build_config(args), world_size=nodes * procs, nodes=nodes)
+        except (argparse.ArgumentError, TrainscaleError) as error:
+            raise InputFileError(path, f"{where}: {error}") from None
+        return bench_point
 
 
 def load_sweep(path: str | Path) -> BenchSweep:
@@ -267,17 +274,12 @@ def load_sweep(path: str | Path) -> BenchSweep:
     for key in ("description", "points"):
         if key not in data:
             raise InputFileError(path, f"missing key {key!r}")
-    resources = _load_resources(path, data.get("resources") or {})
-    parser = _bench_parser()
-    defaults = _check_options(path, "defaults", data.get("defaults") or {}, _option_types(parser))
+    reader = _PointReader(path, name, data)
     points_data = data["points"]
     if not isinstance(points_data, dict) or not points_data:
         raise InputFileError(path, "points: expected a non-empty mapping of point name → point")
     points = {
-        point_name: _load_point(
-            path, name, point_name, point, defaults=defaults, resources=resources, parser=parser
-        )
-        for point_name, point in points_data.items()
+        point_name: reader.point(point_name, point) for point_name, point in points_data.items()
     }
     return BenchSweep(name=name, description=str(data["description"]), points=points)
 
