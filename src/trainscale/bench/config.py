@@ -7,10 +7,10 @@ Torch-free, so the command line, the Snakemake bench sweep and the tests can bui
 model's shape is the simulator's :class:`~trainscale.sim.model.params.TransformerShape` (one
 value, not six fields), so its FLOPs per token come from the same formula.
 
-Each field that is a ``trainscale bench`` option says so in its metadata (:func:`option`: its
-argument group and help, with ``%(default)s`` for the field's default), in the order ``--help``
-lists them; :mod:`trainscale.bench.options` builds the parser from these fields, so a field's
-default and help are written once.
+Every field is a ``trainscale bench`` option, declared in its metadata (:func:`option`: its
+argument group and help, with ``%(default)s`` for the field's default); the fields are in the
+order ``--help`` lists them. :mod:`trainscale.bench.options` builds the parser from these fields,
+so a field's default and help are written once.
 """
 
 from __future__ import annotations
@@ -90,8 +90,8 @@ class BenchConfig:
     model: str = field(default="", metadata=option("model", "model catalogue key, e.g. llama2-7b"))
     """Model catalogue key the shape came from (``data/models.yaml``), or ``""``."""
     shape: TransformerShape = field(metadata=option("model", "the model shape"))
-    """The decoder's shape (integers; ``swiglu`` true). Its options are one per
-    :data:`SHAPE_FIELDS` entry (:data:`trainscale.bench.options.SHAPE_HELP`)."""
+    """The decoder's shape (integers; ``swiglu`` true). On the command line it is one option per
+    :data:`SHAPE_FIELDS` entry, with the help of :data:`trainscale.bench.options.SHAPE_HELP`."""
     seq_len: int = field(metadata=option("batch", "tokens per sequence"))
     """Tokens per sequence."""
     micro_batch: int = field(
@@ -217,7 +217,7 @@ class BenchConfig:
             self.shape.hidden, self.shape.heads, self.shape.kv_heads, self.shape.ffn
         )  # fmt: skip
         problems = []
-        if self.shape.swiglu is not True:
+        if not self.shape.swiglu:
             problems.append("the harness builds Llama-style SwiGLU decoders only (swiglu true)")
         if hidden % heads or (hidden // heads) % 2:
             problems.append(f"hidden {hidden} must divide by heads {heads} into an even head width")

@@ -135,7 +135,7 @@ class LlamaDecoder(nn.Module):
                 f"hidden {shape.hidden} must divide by heads {shape.heads}, heads by kv_heads "
                 f"{shape.kv_heads}, and the head width hidden/heads must be even"
             )
-        if shape.swiglu is not True:
+        if not shape.swiglu:
             raise ValueError("the decoder's MLP is SwiGLU: the shape's swiglu must be true")
         self.args = args
         hidden, vocab = int(shape.hidden), int(shape.vocab)
