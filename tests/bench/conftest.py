@@ -136,7 +136,8 @@ def _single_run(folder: Path) -> Launch:
         [
             sys.executable,
             "-m",
-            "trainscale.bench",
+            "trainscale.cli",
+            "bench",
             *TINY,
             "--micro-batch",
             "4",
@@ -153,7 +154,7 @@ def _single_run(folder: Path) -> Launch:
 
 @pytest.fixture(scope="session")
 def single_run(torch_module, tmp_path_factory) -> Launch:
-    """One process without torchrun (``python -m trainscale.bench``), 8 steps."""
+    """One process without torchrun (``python -m trainscale.cli bench``), 8 steps."""
     return checked(background_result("single_run", tmp_path_factory))
 
 

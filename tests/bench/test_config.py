@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
-from trainscale.bench.config import BenchConfig, plan_bench
+from trainscale.bench.config import SHAPE_FIELDS, BenchConfig, plan_bench
 from trainscale.errors import TrainscaleError
+from trainscale.sim.model.params import TransformerShape
 
+SHAPE = TransformerShape(layers=2, hidden=64, heads=4, kv_heads=2, ffn=128, vocab=256, swiglu=True)
 BASE = dict(
     out_dir=Path("x"),
     run_id="x",
     description="d",
     model="",
-    layers=2,
-    hidden=64,
-    heads=4,
-    kv_heads=2,
-    ffn=128,
-    vocab=256,
+    shape=SHAPE,
     seq_len=128,
     micro_batch=2,
     global_batch=None,
@@ -29,7 +27,9 @@ BASE = dict(
 
 
 def config(**changes) -> BenchConfig:
-    return BenchConfig(**{**BASE, **changes})
+    """The base configuration with ``changes``; a shape field's change changes the shape."""
+    shape = {name: changes.pop(name) for name in SHAPE_FIELDS if name in changes}
+    return BenchConfig(**{**BASE, "shape": dataclasses.replace(SHAPE, **shape), **changes})
 
 
 @pytest.mark.parametrize(
@@ -43,6 +43,7 @@ def config(**changes) -> BenchConfig:
         ({"device": "cuda"}, "backend gloo does not run on device cuda"),
         ({"sharding": "ddp", "tp": 2}, "sharding ddp cannot be combined with tp > 1"),
         ({"layers": 0}, "layers must be a positive integer, not 0"),
+        ({"shape": dataclasses.replace(SHAPE, swiglu=False)}, "SwiGLU decoders only"),
     ],
 )
 def test_invalid_configs(changes, message):

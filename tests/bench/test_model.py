@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from trainscale.sim.model.params import TransformerShape, total_params
@@ -16,12 +18,13 @@ def model_module(torch_module):
     return model
 
 
-ARGS = dict(layers=2, hidden=64, heads=8, kv_heads=2, ffn=96, vocab=100, seq_len=32)
+SHAPE = TransformerShape(layers=2, hidden=64, heads=8, kv_heads=2, ffn=96, vocab=100, swiglu=True)
+ARGS = dict(shape=SHAPE, seq_len=32)
 
 
 def test_parameter_count_matches_the_catalogue_formula(model_module):
     model = model_module.LlamaDecoder(model_module.ModelShapeArgs(**ARGS))
-    expected = total_params(TransformerShape(2, 64, 8, 2, 96, 100, True), False)  # SwiGLU, untied
+    expected = total_params(SHAPE, False)  # SwiGLU, untied
     assert sum(p.numel() for p in model.parameters()) == int(expected)
     assert model.layers[0].attention.wk.weight.shape == (2 * 8, 64)  # kv_heads × head_dim
 
@@ -52,7 +55,8 @@ def test_same_seed_same_weights(model_module, torch_module):
 
 def test_rejects_an_odd_head_width(model_module):
     with pytest.raises(ValueError, match="head width hidden/heads must be even"):
-        model_module.LlamaDecoder(model_module.ModelShapeArgs(**{**ARGS, "hidden": 72, "heads": 8}))
+        shape = dataclasses.replace(SHAPE, hidden=72, heads=8)
+        model_module.LlamaDecoder(model_module.ModelShapeArgs(shape=shape, seq_len=32))
 
 
 def test_catalogue_gpu_keys(torch_module):

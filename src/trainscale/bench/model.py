@@ -22,25 +22,19 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from trainscale.sim.model.params import TransformerShape
+
 __all__ = ["Attention", "FeedForward", "LlamaDecoder", "ModelShapeArgs", "TransformerBlock"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelShapeArgs:
-    """The decoder's shape; names as in the configuration table (``trainscale.schema``)."""
+    """The decoder's shape and the two constants of its layers."""
 
-    layers: int
-    """Transformer blocks."""
-    hidden: int
-    """Model width; divisible by ``heads``, and ``hidden / heads`` even (rotary pairs)."""
-    heads: int
-    """Query heads."""
-    kv_heads: int
-    """Key/value heads (grouped-query attention); divides ``heads``."""
-    ffn: int
-    """SwiGLU inner size."""
-    vocab: int
-    """Vocabulary size (embedding rows and LM-head rows)."""
+    shape: TransformerShape
+    """Blocks, width, heads, KV heads, SwiGLU inner size and vocabulary (integers). ``hidden``
+    divides by ``heads`` into an even head width (rotary pairs); ``kv_heads`` divides
+    ``heads``."""
     seq_len: int
     """Longest sequence the rotary table covers, tokens."""
     rope_theta: float = 10000.0
@@ -51,7 +45,7 @@ class ModelShapeArgs:
     @property
     def head_dim(self) -> int:
         """Width of one attention head."""
-        return self.hidden // self.heads
+        return int(self.shape.hidden // self.shape.heads)
 
 
 def rotary_table(head_dim: int, seq_len: int, theta: float) -> tuple[torch.Tensor, torch.Tensor]:
@@ -77,11 +71,12 @@ class Attention(nn.Module):
     def __init__(self, args: ModelShapeArgs) -> None:
         super().__init__()
         self.head_dim = args.head_dim
-        kv_dim = args.kv_heads * args.head_dim
-        self.wq = nn.Linear(args.hidden, args.hidden, bias=False)
-        self.wk = nn.Linear(args.hidden, kv_dim, bias=False)
-        self.wv = nn.Linear(args.hidden, kv_dim, bias=False)
-        self.wo = nn.Linear(args.hidden, args.hidden, bias=False)
+        hidden = int(args.shape.hidden)
+        kv_dim = int(args.shape.kv_heads) * args.head_dim
+        self.wq = nn.Linear(hidden, hidden, bias=False)
+        self.wk = nn.Linear(hidden, kv_dim, bias=False)
+        self.wv = nn.Linear(hidden, kv_dim, bias=False)
+        self.wo = nn.Linear(hidden, hidden, bias=False)
 
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
         """``x``: (batch, seq, hidden) → (batch, seq, hidden)."""
@@ -117,10 +112,11 @@ class TransformerBlock(nn.Module):
 
     def __init__(self, args: ModelShapeArgs) -> None:
         super().__init__()
-        self.attention_norm = nn.RMSNorm(args.hidden, eps=args.norm_eps)
+        hidden = int(args.shape.hidden)
+        self.attention_norm = nn.RMSNorm(hidden, eps=args.norm_eps)
         self.attention = Attention(args)
-        self.ffn_norm = nn.RMSNorm(args.hidden, eps=args.norm_eps)
-        self.feed_forward = FeedForward(args.hidden, args.ffn)
+        self.ffn_norm = nn.RMSNorm(hidden, eps=args.norm_eps)
+        self.feed_forward = FeedForward(hidden, int(args.shape.ffn))
 
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
         """``x``: (batch, seq, hidden) → same shape."""
@@ -133,16 +129,20 @@ class LlamaDecoder(nn.Module):
 
     def __init__(self, args: ModelShapeArgs) -> None:
         super().__init__()
-        if args.hidden % args.heads or args.heads % args.kv_heads or args.head_dim % 2:
+        shape = args.shape
+        if shape.hidden % shape.heads or shape.heads % shape.kv_heads or args.head_dim % 2:
             raise ValueError(
-                f"hidden {args.hidden} must divide by heads {args.heads}, heads by kv_heads "
-                f"{args.kv_heads}, and the head width hidden/heads must be even"
+                f"hidden {shape.hidden} must divide by heads {shape.heads}, heads by kv_heads "
+                f"{shape.kv_heads}, and the head width hidden/heads must be even"
             )
+        if not shape.swiglu:
+            raise ValueError("the decoder's MLP is SwiGLU: the shape's swiglu must be true")
         self.args = args
-        self.tok_embeddings = nn.Embedding(args.vocab, args.hidden)
-        self.layers = nn.ModuleList(TransformerBlock(args) for _ in range(args.layers))
-        self.norm = nn.RMSNorm(args.hidden, eps=args.norm_eps)
-        self.output = nn.Linear(args.hidden, args.vocab, bias=False)
+        hidden, vocab = int(shape.hidden), int(shape.vocab)
+        self.tok_embeddings = nn.Embedding(vocab, hidden)
+        self.layers = nn.ModuleList(TransformerBlock(args) for _ in range(int(shape.layers)))
+        self.norm = nn.RMSNorm(hidden, eps=args.norm_eps)
+        self.output = nn.Linear(hidden, vocab, bias=False)
         cos, sin = rotary_table(args.head_dim, args.seq_len, args.rope_theta)
         self.register_buffer("rope_cos", cos, persistent=False)
         self.register_buffer("rope_sin", sin, persistent=False)

@@ -117,10 +117,10 @@ class BenchSweep:
 
 
 def _bench_parser() -> argparse.ArgumentParser:
-    from trainscale.commands import bench
+    from trainscale.bench.options import add_arguments
 
     parser = argparse.ArgumentParser(add_help=False, exit_on_error=False)
-    bench.add_arguments(parser)
+    add_arguments(parser)
     return parser
 
 
@@ -161,35 +161,9 @@ def _positive(path: Path, where: str, value: object, minimum: int = 1) -> int:
     return value
 
 
-def load_sweep(path: str | Path) -> BenchSweep:
-    """Load and check ``config/benches/<sweep>.yaml``.
-
-    Raises
-    ------
-    InputFileError
-        Unknown or missing keys, values of the wrong type, bench options the command does not
-        have (or ``out``/``run_id``, which the workflow sets), a point whose bench configuration
-        is invalid (its message says why), point names that are not file-name safe.
-    """
-    from trainscale.bench.config import plan_bench
-    from trainscale.commands.bench import build_config
-
-    path = Path(path)
-    data = load_yaml(path)
-    name = path.name.removesuffix(".yaml")
-    if not _NAME_RE.match(name):
-        raise InputFileError(path, f"sweep name {name!r}: use letters, digits, '_' and '-'")
-    unknown = set(data) - _TOP_KEYS
-    if unknown:
-        raise InputFileError(
-            path,
-            f"unknown key(s) {', '.join(sorted(unknown))}; allowed: {', '.join(sorted(_TOP_KEYS))}",
-        )
-    for key in ("description", "points"):
-        if key not in data:
-            raise InputFileError(path, f"missing key {key!r}")
-    resources = dict(_RESOURCE_KEYS)
-    given = data.get("resources") or {}
+def _load_resources(path: Path, given: object) -> dict[str, Any]:
+    """The sweep's ``resources``, with the defaults of the keys not given."""
+    resources: dict[str, Any] = dict(_RESOURCE_KEYS)
     if not isinstance(given, dict):
         raise InputFileError(path, "resources: expected a mapping")
     for key, value in given.items():
@@ -207,14 +181,29 @@ def load_sweep(path: str | Path) -> BenchSweep:
             resources[key] = _positive(
                 path, f"resources.{key}", value, minimum=0 if key == "gpus_per_node" else 1
             )
-    parser = _bench_parser()
-    actions = _option_types(parser)
-    defaults = _check_options(path, "defaults", data.get("defaults") or {}, actions)
-    points_data = data["points"]
-    if not isinstance(points_data, dict) or not points_data:
-        raise InputFileError(path, "points: expected a non-empty mapping of point name → point")
-    points = {}
-    for point_name, point in points_data.items():
+    return resources
+
+
+class _PointReader:
+    """Reads the points of one sweep file: its resources, default options and the bench
+    parser are checked and built once, then each point on top of them."""
+
+    def __init__(self, path: Path, name: str, data: dict[str, Any]) -> None:
+        self.path = path
+        self.name = name
+        """The sweep's name (the file's, without ``.yaml``)."""
+        self.resources = _load_resources(path, data.get("resources") or {})
+        self.parser = _bench_parser()
+        self.actions = _option_types(self.parser)
+        self.defaults = _check_options(path, "defaults", data.get("defaults") or {}, self.actions)
+
+    def point(self, point_name: object, point: object) -> BenchPoint:
+        """One entry of ``points``, its bench configuration built and planned on its world
+        size."""
+        from trainscale.bench.config import plan_bench
+        from trainscale.bench.options import build_config
+
+        path, parser, actions = self.path, self.parser, self.actions
         where = f"points.{point_name}"
         if not isinstance(point_name, str) or not _NAME_RE.match(point_name):
             raise InputFileError(path, f"{where}: name must use letters, digits, '_' and '-'")
@@ -230,7 +219,7 @@ def load_sweep(path: str | Path) -> BenchSweep:
         nodes = _positive(path, f"{where}.nodes", point.get("nodes", 1))
         procs = _positive(path, f"{where}.procs_per_node", point.get("procs_per_node", 1))
         options = {
-            **defaults,
+            **self.defaults,
             **_check_options(path, f"{where}.options", point.get("options") or {}, actions),
         }
         missing = [
@@ -244,32 +233,54 @@ def load_sweep(path: str | Path) -> BenchSweep:
                 f"{where}: missing bench option(s) {', '.join(missing)}"
                 " (in defaults or the point's options)",
             )
-        run_id = f"{name}_{point_name}"
-        words = shlex.split(
-            BenchPoint(
-                sweep=name,
-                name=point_name,
-                run_id=run_id,
-                nodes=nodes,
-                procs_per_node=procs,
-                options=options,
-                **resources,
-            ).args
-        )
-        try:
-            args = parser.parse_args([*words, "--out", run_id])
-            plan_bench(build_config(args), world_size=nodes * procs, nodes=nodes)
-        except (argparse.ArgumentError, TrainscaleError) as error:
-            raise InputFileError(path, f"{where}: {error}") from None
-        points[point_name] = BenchPoint(
-            sweep=name,
+        bench_point = BenchPoint(
+            sweep=self.name,
             name=point_name,
-            run_id=run_id,
+            run_id=f"{self.name}_{point_name}",
             nodes=nodes,
             procs_per_node=procs,
             options=options,
-            **resources,
+            **self.resources,
         )
+        try:
+            args = parser.parse_args([*shlex.split(bench_point.args), "--out", bench_point.run_id])
+            plan_bench(build_config(args), world_size=nodes * procs, nodes=nodes)
+        except (argparse.ArgumentError, TrainscaleError) as error:
+            raise InputFileError(path, f"{where}: {error}") from None
+        return bench_point
+
+
+def load_sweep(path: str | Path) -> BenchSweep:
+    """Load and check ``config/benches/<sweep>.yaml``.
+
+    Raises
+    ------
+    InputFileError
+        Unknown or missing keys, values of the wrong type, bench options the command does not
+        have (or ``out``/``run_id``, which the workflow sets), a point whose bench configuration
+        is invalid (its message says why), point names that are not file-name safe.
+    """
+    path = Path(path)
+    data = load_yaml(path)
+    name = path.name.removesuffix(".yaml")
+    if not _NAME_RE.match(name):
+        raise InputFileError(path, f"sweep name {name!r}: use letters, digits, '_' and '-'")
+    unknown = set(data) - _TOP_KEYS
+    if unknown:
+        raise InputFileError(
+            path,
+            f"unknown key(s) {', '.join(sorted(unknown))}; allowed: {', '.join(sorted(_TOP_KEYS))}",
+        )
+    for key in ("description", "points"):
+        if key not in data:
+            raise InputFileError(path, f"missing key {key!r}")
+    reader = _PointReader(path, name, data)
+    points_data = data["points"]
+    if not isinstance(points_data, dict) or not points_data:
+        raise InputFileError(path, "points: expected a non-empty mapping of point name → point")
+    points = {
+        point_name: reader.point(point_name, point) for point_name, point in points_data.items()
+    }
     return BenchSweep(name=name, description=str(data["description"]), points=points)
 
 

@@ -31,6 +31,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from trainscale.commands.output import add_output_option
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -45,12 +47,10 @@ __all__ = ["HELP", "NAME", "add_arguments", "error_table", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "-o",
-        "--output",
-        type=Path,
-        help="calibration file to write (required to refit; -o data/calibration.yaml replaces "
-        "the shipped calibration)",
+    add_output_option(
+        parser,
+        "calibration file to write (required to refit; -o data/calibration.yaml replaces the "
+        "shipped calibration)",
     )
     parser.add_argument(
         "--published", type=Path, help="measurements CSV (default data/published/measurements.csv)"

@@ -35,6 +35,11 @@ NAME = "list"
 HELP = "List the catalogues' GPUs, models, systems or frameworks (keys, labels, key facts)."
 
 
+def _attributes(entry: object, *names: str) -> dict[str, object]:
+    """Columns that are an entry's attributes of the same name, in the order given."""
+    return {name: getattr(entry, name) for name in names}
+
+
 def _gpus(catalogue: Catalogue) -> pd.DataFrame:
     hardware = catalogue.hardware
     rows = [
@@ -56,18 +61,8 @@ def _gpus(catalogue: Catalogue) -> pd.DataFrame:
 
 def _models(catalogue: Catalogue) -> pd.DataFrame:
     rows = [
-        {
-            "model": key,
-            "label": model_label(key, catalogue.models),
-            "params_b": shape.params / 1e9,
-            "layers": shape.layers,
-            "hidden": shape.hidden,
-            "heads": shape.heads,
-            "kv_heads": shape.kv_heads,
-            "ffn": shape.ffn,
-            "vocab": shape.vocab,
-            "mlp": shape.mlp,
-        }
+        {"model": key, "label": model_label(key, catalogue.models), "params_b": shape.params / 1e9}
+        | _attributes(shape, "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "mlp")
         for key, shape in sorted(catalogue.models.items())
     ]
     return pd.DataFrame(rows)
@@ -75,15 +70,10 @@ def _models(catalogue: Catalogue) -> pd.DataFrame:
 
 def _systems(catalogue: Catalogue) -> pd.DataFrame:
     rows = [
-        {
-            "system": key,
-            "gpu": system.gpu,
-            "gpus_per_node": system.gpus_per_node,
-            "nic_gbit_per_s_per_gpu": system.nic_bytes_per_s_per_gpu * 8 / 1e9,
-            "fabric": system.fabric,
-            "nvswitch": system.nvswitch,
-            "description": system.description,
-        }
+        {"system": key}
+        | _attributes(system, "gpu", "gpus_per_node")
+        | {"nic_gbit_per_s_per_gpu": system.nic_bytes_per_s_per_gpu * 8 / 1e9}
+        | _attributes(system, "fabric", "nvswitch", "description")
         for key, system in sorted(catalogue.hardware.systems.items())
     ]
     return pd.DataFrame(rows)
@@ -91,14 +81,8 @@ def _systems(catalogue: Catalogue) -> pd.DataFrame:
 
 def _frameworks(catalogue: Catalogue) -> pd.DataFrame:
     rows = [
-        {
-            "framework": key,
-            "aliases": ", ".join(profile.aliases),
-            "attention_kernel": profile.attention_kernel,
-            "fp8_recipe": profile.fp8_recipe,
-            "cp_comm_type": profile.cp_comm_type,
-            "description": profile.description,
-        }
+        {"framework": key, "aliases": ", ".join(profile.aliases)}
+        | _attributes(profile, "attention_kernel", "fp8_recipe", "cp_comm_type", "description")
         for key, profile in sorted(catalogue.frameworks.items())
     ]
     return pd.DataFrame(rows)

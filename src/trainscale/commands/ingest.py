@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from trainscale.commands.output import add_output_option
 from trainscale.errors import TrainscaleError
 
 __all__ = ["HELP", "LOG_KINDS", "NAME", "add_arguments", "run"]
@@ -64,9 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "run_dir", type=Path, metavar="RUN_DIR", help="run folder holding run.yaml and its logs"
     )
-    parser.add_argument(
-        "-o", "--output", type=Path, metavar="OUT.parquet", help="write the dataset row(s) here"
-    )
+    add_output_option(parser, "write the dataset row(s) here", metavar="OUT.parquet")
     parser.add_argument(
         "--steps", type=Path, metavar="STEPS.parquet", help="also write the per-step table"
     )

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from trainscale.commands.output import add_output_option
 from trainscale.errors import InputFileError
 from trainscale.ingest.hta import overlap_summary
 from trainscale.ingest.kineto import load_traces, no_gpu_kernels
@@ -55,9 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="TRACE",
         help="Kineto trace files (.json or .json.gz), one per rank of one job",
     )
-    parser.add_argument(
-        "-o", "--output", metavar="OUT.csv", type=Path, help="also write the table as CSV"
-    )
+    add_output_option(parser, "also write the table as CSV", metavar="OUT.csv")
     parser.add_argument(
         "--include-last-step",
         action="store_true",

@@ -32,10 +32,11 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pandas as pd
+
+from trainscale.commands.output import add_output_option
 
 if TYPE_CHECKING:
     from trainscale.published.measurements import PublishedData
@@ -48,11 +49,9 @@ __all__ = ["HELP", "NAME", "add_arguments", "format_pilots", "format_table", "ru
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "-o",
-        "--output",
-        type=Path,
-        help="per-row table (.csv/.parquet); with --holdout it adds "
+    add_output_option(
+        parser,
+        "per-row table (.csv/.parquet); with --holdout it adds "
         "held_out_predicted_tokens_per_s_per_gpu, held_out_error_pct, held_out_ape_pct",
     )
     parser.add_argument(

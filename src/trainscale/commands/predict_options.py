@@ -1,0 +1,263 @@
+"""The options of ``trainscale predict``, and the one configuration they describe.
+
+A table in (``CONFIGS -o OUT``, :func:`add_table_options`) or one configuration
+(:func:`add_configuration_options`: the job, its plan, its system). Each one-configuration default
+is written into its help (:data:`DEFAULTS`): the options' argparse defaults are None, so that
+``--paper-setup`` can tell an option given from one left out. :func:`single_configuration` turns
+the options into a one-row configuration table. Numbers are read as strictly as a table's.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pandas as pd
+
+from trainscale.commands.output import add_output_option
+from trainscale.errors import TrainscaleError
+from trainscale.io.numbers import number_problem, parse_number
+from trainscale.schema import (
+    CONFIGURATION_COLUMNS,
+    FRAMEWORKS,
+    PRECISIONS,
+    RECOMPUTE_MODES,
+    SHARDINGS,
+)
+from trainscale.sim.degrees import model_parallel_degree
+from trainscale.sim.frameworks import DEFAULT_FRAMEWORK
+from trainscale.sim.inputs import MAX_GPUS, REQUIRED_COLUMNS, SHAPE_COLUMNS
+
+__all__ = [
+    "DEFAULTS",
+    "PredictHelpFormatter",
+    "add_configuration_options",
+    "add_table_options",
+    "single_configuration",
+    "table_columns_help",
+]
+
+#: Defaults of the one-configuration options (shown in ``--help``); ``--global-batch`` has none:
+#: without it the batch is dp × micro-batch (see its help).
+DEFAULTS: dict[str, object] = {
+    "seq_len": 4096, "micro_batch": 1, "tp": 1, "pp": 1, "cp": 1, "vpp": 1, "sharding": "fsdp",
+    "recompute": "none", "precision": "bf16",
+}  # fmt: skip
+
+
+class PredictHelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """The description keeps its line breaks; help lines never break inside a hyphenated word
+    (``micro-batch``, ``fernandez-h100``)."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        import textwrap
+
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+
+def _plain_float(text: str) -> float:
+    """An option's number, read as strictly as a table's (:mod:`trainscale.io.numbers`): no
+    ``nan``, ``inf``, separators or units; its range is checked with the configuration."""
+    number = parse_number(text)
+    if number is None:
+        raise argparse.ArgumentTypeError(number_problem(text))
+    return number
+
+
+def _plain_int(text: str) -> int:
+    """An option's whole number (``4096``, ``1e3``), read as :func:`_plain_float`."""
+    number = _plain_float(text)
+    if not number.is_integer():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
+    return int(text) if text.strip().lstrip("+-").isdigit() else int(number)
+
+
+def _default(name: str) -> str:
+    return f" (default: {DEFAULTS[name]})"
+
+
+def table_columns_help(width: int = 78) -> str:
+    """The epilog of ``predict --help``: the columns a configuration table takes."""
+    import textwrap
+
+    optional = [
+        c.name for c in CONFIGURATION_COLUMNS
+        if c.name not in (*REQUIRED_COLUMNS, *SHAPE_COLUMNS, "model")
+    ]  # fmt: skip
+    paragraphs = (
+        f"Table columns (CONFIGS): {', '.join(REQUIRED_COLUMNS)} are required; the model as "
+        f"model (a catalogue key) or its shape ({', '.join(SHAPE_COLUMNS)}; given with model, "
+        "they override its values); optional, each empty or absent meaning the default the "
+        f"output echoes: {', '.join(optional)}.",
+        "Names and units are the options' (seq_len = --seq-len, power_limit_w in W). Choice "
+        "values (sharding, recompute, precision, mlp, framework, ...) are read "
+        "case-insensitively and written back as the choice (FSDP -> fsdp); catalogue keys "
+        "(model, gpu, system) are exact, and a near miss gets a 'did you mean'. A column close "
+        "to one of these names is warned about; other columns are carried through untouched. "
+        "Every column with its range: docs/bad-input.md.",
+    )
+    return "\n\n".join(textwrap.fill(p, width, break_on_hyphens=False) for p in paragraphs)
+
+
+def add_table_options(parser: argparse.ArgumentParser) -> None:
+    """The table form: ``CONFIGS``, ``-o``, ``--calibration``, ``--skip-invalid``."""
+    parser.add_argument("configs", nargs="?", type=Path, help="configuration table (.csv/.parquet)")
+    add_output_option(parser, "result table (.csv/.parquet)")
+    parser.add_argument(
+        "--calibration",
+        type=Path,
+        help="calibration file to predict with (default data/calibration.yaml), e.g. one "
+        "written by trainscale calibrate --measurements",
+    )
+    parser.add_argument(
+        "--skip-invalid",
+        action="store_true",
+        help="predict the valid rows; write rejected rows with their reason to OUT.rejects.csv",
+    )
+
+
+def add_configuration_options(parser: argparse.ArgumentParser) -> None:
+    """The one-configuration form, one argument group: the job, its plan, its system."""
+    one = parser.add_argument_group("one configuration (instead of a table)")
+    _add_job_options(one)
+    _add_plan_options(one)
+    _add_system_options(one)
+
+
+def _add_job_options(one: argparse._ArgumentGroup) -> None:
+    """Model, GPU, GPU count, and ``--paper-setup``."""
+    one.add_argument("--model", help="model catalogue key, e.g. llama2-7b")
+    one.add_argument("--gpu", help="GPU catalogue key, e.g. h100-sxm-80gb")
+    one.add_argument("--num-gpus", type=_plain_int, help=f"GPUs in the job, 1 to {MAX_GPUS:,}")
+    one.add_argument(
+        "--paper-setup",
+        action="store_true",
+        help="fill every option not given with the paper setup that the claims table uses "
+        "(src/trainscale/paper/setup.py): sequence 4,096, global batch 2,048 sequences, "
+        "micro-batch 2 (or the local batch when smaller), fsdp, no recomputation, bf16, "
+        "framework pytorch, and on H100 the study's cluster (system fernandez-h100)",
+    )
+
+
+def _add_plan_options(one: argparse._ArgumentGroup) -> None:
+    """Batch, parallel degrees, sharding, recomputation and precision."""
+    one.add_argument("--seq-len", type=_plain_int, help="tokens per sequence" + _default("seq_len"))
+    one.add_argument(
+        "--global-batch",
+        type=_plain_int,
+        help="sequences per optimizer step (default: dp x micro-batch, dp = num_gpus / (tp x pp "
+        "x cp): one micro-batch per step, no gradient accumulation, so with pp > 1 the "
+        "pipeline bubble is large and a warning names a batch that shrinks it)",
+    )
+    one.add_argument(
+        "--micro-batch", type=_plain_int, help="sequences per micro-batch" + _default("micro_batch")
+    )
+    one.add_argument("--tp", type=_plain_int, help="tensor-parallel degree" + _default("tp"))
+    one.add_argument("--pp", type=_plain_int, help="pipeline-parallel degree" + _default("pp"))
+    one.add_argument("--cp", type=_plain_int, help="context-parallel degree" + _default("cp"))
+    one.add_argument(
+        "--vpp", type=_plain_int, help="virtual pipeline stages per GPU" + _default("vpp")
+    )
+    one.add_argument(
+        "--sharding", choices=SHARDINGS, help="data-parallel sharding" + _default("sharding")
+    )
+    one.add_argument(
+        "--recompute",
+        choices=RECOMPUTE_MODES,
+        help="activation recomputation" + _default("recompute"),
+    )
+    one.add_argument(
+        "--precision",
+        choices=PRECISIONS,
+        help="bf16 mixed precision (fp16 on V100, which has no bf16), or fp8 (H100 and later)"
+        + _default("precision"),
+    )
+
+
+def _add_system_options(one: argparse._ArgumentGroup) -> None:
+    """Node size, NIC bandwidth, power limit, catalogue system and framework."""
+    one.add_argument(
+        "--gpus-per-node",
+        type=_plain_int,
+        help="GPUs per node (default: the GPU's catalogue system)",
+    )
+    one.add_argument(
+        "--nic-gbit-per-s-per-gpu",
+        type=_plain_float,
+        help="scale-out NIC bandwidth per GPU, Gb/s (default: the GPU's catalogue system)",
+    )
+    one.add_argument(
+        "--power-limit-w",
+        type=_plain_float,
+        help="GPU board power limit, W (nvidia-smi -pl); below the TDP the clock drops during "
+        "GEMM-bound compute (default: the GPU's TDP, no limit)",
+    )
+    one.add_argument(
+        "--system",
+        help="catalogue system (data/hardware.yaml), e.g. fernandez-h100 (default: the GPU's)",
+    )
+    one.add_argument(
+        "--framework",
+        choices=FRAMEWORKS,
+        help=f"software stack profile (data/frameworks.yaml; default: {DEFAULT_FRAMEWORK})",
+    )
+
+
+def _paper_setup(args: argparse.Namespace) -> dict[str, object]:
+    """The paper setup's value of every one-configuration option (``--paper-setup``)."""
+    from trainscale.paper.setup import (
+        PAPER_FRAMEWORK,
+        PAPER_GLOBAL_BATCH,
+        PAPER_MICRO_BATCH,
+        PAPER_SEQ_LEN,
+        PAPER_SYSTEMS,
+    )
+
+    degree = model_parallel_degree(args.tp or 1, args.pp or 1, args.cp or 1)
+    global_batch = args.global_batch or PAPER_GLOBAL_BATCH
+    local = global_batch // max(args.num_gpus // degree, 1)
+    setup: dict[str, object] = {
+        "seq_len": PAPER_SEQ_LEN, "global_batch": global_batch,
+        "micro_batch": max(1, min(PAPER_MICRO_BATCH, local)), "sharding": "fsdp",
+        "recompute": "none", "precision": "bf16", "framework": PAPER_FRAMEWORK,
+    }  # fmt: skip
+    if args.gpu in PAPER_SYSTEMS:
+        setup["system"] = PAPER_SYSTEMS[args.gpu]
+    return setup
+
+
+def single_configuration(args: argparse.Namespace) -> pd.DataFrame:
+    """The one-row configuration table of the one-configuration options: the options given,
+    then the paper setup with ``--paper-setup``, then :data:`DEFAULTS`; without
+    ``--global-batch``, one micro-batch per step.
+
+    Raises
+    ------
+    TrainscaleError
+        ``--model``, ``--gpu`` or ``--num-gpus`` is missing.
+    """
+    required = (("--model", args.model), ("--gpu", args.gpu), ("--num-gpus", args.num_gpus))
+    missing = [flag for flag, value in required if value is None]
+    if missing:
+        raise TrainscaleError(
+            f"give a configuration table, or at least {', '.join(missing)} for one configuration"
+        )
+    given = {name: value for name, value in vars(args).items() if value is not None}
+    values: dict = {**DEFAULTS, **(_paper_setup(args) if args.paper_setup else {}), **given}
+    if "global_batch" not in values:  # one micro-batch per step
+        degree = max(model_parallel_degree(values["tp"], values["pp"], values["cp"]), 1)
+        values["global_batch"] = args.num_gpus * values["micro_batch"] // degree
+    columns = ("model", "gpu", "num_gpus", "seq_len", "global_batch", *DEFAULTS)
+    row = {name: values[name] for name in dict.fromkeys(columns)}
+    row |= {
+        name: values[name]
+        for name in (
+            "gpus_per_node",
+            "nic_gbit_per_s_per_gpu",
+            "power_limit_w",
+            "system",
+            "framework",
+        )
+        if values.get(name)
+    }
+    return pd.DataFrame([row])
