@@ -331,7 +331,7 @@ FIGURE_NAMES = "|".join(re.escape(name) for name in FIGURES)
 TABLE_NAMES = "|".join(re.escape(name) for name in TABLES)
 
 #: The files figures and tables read, by the names the registries give them
-#: (trainscale.figures.Input.file); a study's simulated table is "sim/<study>".
+#: (trainscale.report.registry.Input.file); a study's simulated table is "sim/<study>".
 PRESENTATION_FILES = {
     "validation": "results/validation.parquet",
     "holdout": "results/holdout.parquet",
@@ -346,7 +346,7 @@ PRESENTATION_FILES = {
 
 
 def presentation_inputs(output):
-    """Named inputs of a figure or table (a trainscale.figures.Output): each file its render
+    """Named inputs of a figure or table (a trainscale.report.registry.Output): each file its render
     reads, by argument name, then each catalogue file it reads (Output.catalogue_files), by
     catalogue name; workflow/scripts/{figure,table}_render.py loads those and passes them in.
     """

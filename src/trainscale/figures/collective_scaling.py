@@ -27,12 +27,12 @@ from trainscale.errors import TrainscaleError
 from trainscale.figures._common import (
     add_source_note,
     legend_row,
-    require,
     save_styled,
     sim_source,
     subplot_mosaic,
 )
 from trainscale.names import gpu_label, model_label
+from trainscale.report.select import require
 from trainscale.report.style import log2_gpu_axis
 
 if TYPE_CHECKING:

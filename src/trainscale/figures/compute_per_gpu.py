@@ -28,13 +28,12 @@ from matplotlib.lines import Line2D
 from trainscale.figures._common import (
     add_source_note,
     legend_row,
-    model_order,
-    require,
     save_styled,
     sim_source,
     subplot_mosaic,
 )
 from trainscale.names import gpu_label, model_label
+from trainscale.report.select import model_order, require
 from trainscale.report.style import log2_gpu_axis
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ The per-GPU throughput panel draws each model's 80 % prediction interval as a ba
 
 Input: the ``fsdp_scaleout`` study (``results/sim/fsdp_scaleout.parquet``), one row per model,
 recompute mode and GPU count; each point is the faster of no and full recomputation among those that
-fit in memory (recomputed points open; :func:`~trainscale.figures._common.fastest_recompute`).
+fit in memory (recomputed points open; :func:`~trainscale.report.select.fastest_recompute`).
 """
 
 from __future__ import annotations
@@ -29,16 +29,12 @@ from matplotlib.lines import Line2D
 from trainscale.figures._common import (
     add_source_note,
     band_handle,
-    fastest_recompute,
     legend_row,
     model_colors,
-    model_order,
-    paper_micro_batch,
     plot_band,
     plot_series,
     readable_log,
     recompute_handle,
-    require,
     save_styled,
     sim_source,
     subplot_mosaic,
@@ -52,6 +48,7 @@ from trainscale.paper.values import (
     PAPER_POWER_DROP_PCT,
     PAPER_THROUGHPUT_DROP_PCT,
 )
+from trainscale.report.select import fastest_recompute, model_order, paper_micro_batch, require
 from trainscale.report.style import log2_gpu_axis
 
 if TYPE_CHECKING:

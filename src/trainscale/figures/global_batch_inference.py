@@ -23,14 +23,13 @@ from matplotlib.patches import Patch
 from trainscale.figures._common import (
     add_source_note,
     legend_row,
-    paper_micro_batch,
-    require,
     save_styled,
     sim_source,
     subplot_mosaic,
 )
 from trainscale.figures.fsdp_scaleout import CLAIM_FROM, CLAIM_TO, PAPER_THROUGHPUT_DROP_PCT
 from trainscale.paper.values import PAPER_GLOBAL_BATCH, PAPER_MICRO_BATCH, PAPER_SEQ_LEN
+from trainscale.report.select import paper_micro_batch, require
 from trainscale.report.style import log2_gpu_axis
 
 __all__ = [

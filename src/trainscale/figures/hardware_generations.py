@@ -28,22 +28,19 @@ from matplotlib.lines import Line2D
 from trainscale.figures._common import (
     add_source_note,
     band_handle,
-    fastest_recompute,
     gpu_colors,
-    gpu_order,
     legend_row,
-    paper_micro_batch,
     plot_band,
     plot_series,
     readable_log,
     recompute_handle,
-    require,
     save_styled,
     sim_source,
     subplot_mosaic,
 )
 from trainscale.figures._marks import mark_micro_batch_switch
 from trainscale.names import gpu_label, model_label
+from trainscale.report.select import fastest_recompute, gpu_order, paper_micro_batch, require
 from trainscale.report.style import log2_gpu_axis
 
 if TYPE_CHECKING:

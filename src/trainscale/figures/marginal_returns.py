@@ -26,18 +26,15 @@ from matplotlib.patches import Patch
 
 from trainscale.figures._common import (
     add_source_note,
-    fastest_recompute,
     legend_row,
     model_colors,
-    model_order,
-    paper_micro_batch,
-    require,
     save_styled,
     sim_source,
     subplot_mosaic,
 )
 from trainscale.fits import fit_usl, marginal_returns, usl_marginal
 from trainscale.names import model_label
+from trainscale.report.select import fastest_recompute, model_order, paper_micro_batch, require
 from trainscale.report.style import log2_gpu_axis
 
 if TYPE_CHECKING:

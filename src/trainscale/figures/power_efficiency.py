@@ -22,20 +22,17 @@ from matplotlib.lines import Line2D
 
 from trainscale.figures._common import (
     add_source_note,
-    fastest_recompute,
     legend_row,
     model_colors,
-    model_order,
-    paper_micro_batch,
     plot_series,
     readable_log,
     recompute_handle,
-    require,
     save_styled,
     sim_source,
     subplot_mosaic,
 )
 from trainscale.names import model_label
+from trainscale.report.select import fastest_recompute, model_order, paper_micro_batch, require
 from trainscale.report.style import log2_gpu_axis
 
 if TYPE_CHECKING:

@@ -24,10 +24,15 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-from trainscale.figures._common import add_source_note, legend_row, require, save_styled
+from trainscale.figures._common import (
+    add_source_note,
+    legend_row,
+    save_styled,
+)
 from trainscale.figures._text import shorten
 from trainscale.published.holdout import accuracy, in_sample_throughput
 from trainscale.published.summary import summarise
+from trainscale.report.select import require
 
 __all__ = ["plot", "plot_errors", "render", "source_styles", "throughput_rows"]
 

@@ -27,8 +27,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from trainscale.figures._common import require
 from trainscale.published.holdout import accuracy, collective_accuracy, in_sample_throughput
+from trainscale.report.select import require
 from trainscale.schema import VALIDATION_TABLE_COLUMNS, names
 
 __all__ = ["readable_reason", "render", "validation_table"]
