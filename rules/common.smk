@@ -18,6 +18,7 @@ from snakemake.utils import validate
 
 from trainscale.errors import TrainscaleError
 from trainscale.figures import FIGURES
+from trainscale.figures.per_study import STUDY_FIGURES
 from trainscale.sim.catalogue import load_catalogue
 from trainscale.study.sweep import load_study
 from trainscale.study.report import report_spec
@@ -304,12 +305,14 @@ def get_all_targets(wildcards):
 
 
 def get_study_targets():
-    """reports/studies/<study>/scaling.{pdf,png,svg}, fits.{csv,md,tex} and points.{csv,md,tex}
+    """reports/studies/<study>/<figure>.{pdf,png,svg} for every per-study figure
+    (trainscale.figures.per_study.STUDY_FIGURES), fits.{csv,md,tex} and points.{csv,md,tex}
     for every study."""
     return [
         *expand(
-            "reports/studies/{study}/scaling.{ext}",
+            "reports/studies/{study}/{figure}.{ext}",
             study=list(STUDIES),
+            figure=list(STUDY_FIGURES),
             ext=("pdf", "png", "svg"),
         ),
         *expand(
@@ -329,6 +332,8 @@ def study_description(wildcards):
 #: The {name} wildcard of the figure and table rules: exactly the registries' names.
 FIGURE_NAMES = "|".join(re.escape(name) for name in FIGURES)
 TABLE_NAMES = "|".join(re.escape(name) for name in TABLES)
+#: The {figure} wildcard of the study_figure rule: the per-study figures' names.
+STUDY_FIGURE_NAMES = "|".join(re.escape(name) for name in STUDY_FIGURES)
 
 #: The files figures and tables read, by the names the registries give them
 #: (trainscale.report.registry.Input.file); a study's simulated table is "sim/<study>".
