@@ -324,6 +324,19 @@ def get_study_targets():
     ]
 
 
+def study_figure_inputs(wildcards):
+    """The study files per-study figure {figure} reads beyond the study's own (its entry's
+    inputs in trainscale.figures.per_study.STUDY_FIGURES), by name: the fits table (so the fits
+    job runs first), the unplanned grid points, the pilot runs ([] without any)."""
+    study = wildcards.study
+    paths = {
+        "fits": f"reports/studies/{study}/fits.csv",
+        "rejects": f"results/studies/{study}/rejects.parquet",
+        "pilots": study_pilot_table(study),
+    }
+    return {key: paths[key] for key in STUDY_FIGURES[wildcards.figure].inputs}
+
+
 def study_description(wildcards):
     """The study's description (its file's ``description``), for the report captions."""
     return " ".join(STUDIES[wildcards.study].description.split())

@@ -47,19 +47,6 @@ rule study_fits:
         "../workflow/scripts/study_fits.py"
 
 
-def study_figure_inputs(wildcards):
-    """The study files per-study figure {figure} reads beyond the study's own (its entry's
-    inputs in trainscale.figures.per_study.STUDY_FIGURES), by name: the fits table (so the fits
-    job runs first), the unplanned grid points, the pilot runs ([] without any)."""
-    study = wildcards.study
-    paths = {
-        "fits": f"reports/studies/{study}/fits.csv",
-        "rejects": f"results/studies/{study}/rejects.parquet",
-        "pilots": study_pilot_table(study),
-    }
-    return {key: paths[key] for key in STUDY_FIGURES[wildcards.figure].inputs}
-
-
 # One rule for every per-study figure (trainscale.figures.per_study.STUDY_FIGURES): a new
 # entry there is drawn for every study with no edit here. Its caption in the report is the
 # entry's caption, printed by the rule's one caption file (a caption path cannot hold a
