@@ -20,13 +20,12 @@ checks the source for it). The figures drawn once per study are registered apart
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from trainscale.report.registry import Input, Output, registered, render_output, study_input
+from trainscale.report.registry import Input, Output, render_registered, study_input
 
 __all__ = ["FIGURES", "render_figure"]
 
@@ -77,8 +76,6 @@ def render_figure(
     catalogues: Mapping[str, Any] | None = None,
 ) -> tuple[Path, ...]:
     """Render figure ``name`` to ``stem.{pdf,png,svg}`` from the files in ``inputs`` and the
-    catalogues it reads (:func:`trainscale.report.registry.render_output`) with
+    catalogues it reads (:func:`trainscale.report.registry.render_registered`) with
     ``trainscale.figures.<name>.render``."""
-    output = registered("figure", FIGURES, name)
-    module = importlib.import_module(f"{__name__}.{name}")
-    return render_output(f"figure {name}", output, module.render, stem, inputs, catalogues)
+    return render_registered(__name__, FIGURES, name, stem, inputs, catalogues)

@@ -26,15 +26,14 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from trainscale.figures._axes import doubling_axis, series_keys
 from trainscale.figures._common import (
     add_source_note,
-    band_handle,
     legend_row,
     model_colors,
     plot_band,
     plot_series,
     readable_log,
-    recompute_handle,
     save_styled,
     sim_source,
     subplot_mosaic,
@@ -49,7 +48,6 @@ from trainscale.paper.values import (
     PAPER_THROUGHPUT_DROP_PCT,
 )
 from trainscale.report.select import fastest_recompute, model_order, paper_micro_batch, require
-from trainscale.report.style import log2_gpu_axis
 
 if TYPE_CHECKING:
     from trainscale.sim.model.shape import ModelShape
@@ -193,9 +191,7 @@ def _format_panels(ax, data: pd.DataFrame) -> None:
     for key, (ylabel, scale) in _PANELS.items():
         ax[key].set_yscale(scale)
         ax[key].set_ylabel(ylabel)
-        ax[key].set_xlabel("GPUs (count)")
-        log2_gpu_axis(ax[key], counts)
-        ax[key].tick_params(axis="x", labelrotation=90)
+        doubling_axis(ax[key], counts)
     for key in ("global", "per_gpu", "comm"):
         readable_log(ax[key])
     ax["exposed"].set_ylim(0, max(10.0, float(np.nanmax(100 * data["exposed_comm_frac"])) * 1.15)
@@ -220,10 +216,7 @@ def plot(sim: pd.DataFrame, *, models: Mapping[str, ModelShape]) -> Figure:
         if column in used
     ]
     handles.append(Line2D([], [], color="black", marker="*", ms=9, ls="", label="paper's drop"))
-    if banded:
-        handles.append(band_handle())
-    if (data["recompute"] != "none").any():
-        handles.append(recompute_handle())
+    handles += series_keys(data, banded=banded, band_first=True)
     _format_panels(ax, data)
     mark_micro_batch_switch(
         ax, data, ("global", "per_gpu", "mfu", "power", "comm", "exposed"), named="mfu"

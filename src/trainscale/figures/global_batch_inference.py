@@ -20,6 +20,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from trainscale.figures._axes import doubling_axis
 from trainscale.figures._common import (
     add_source_note,
     legend_row,
@@ -30,7 +31,6 @@ from trainscale.figures._common import (
 from trainscale.figures.fsdp_scaleout import CLAIM_FROM, CLAIM_TO, PAPER_THROUGHPUT_DROP_PCT
 from trainscale.paper.values import PAPER_GLOBAL_BATCH, PAPER_MICRO_BATCH, PAPER_SEQ_LEN
 from trainscale.report.select import paper_micro_batch, require
-from trainscale.report.style import log2_gpu_axis
 
 __all__ = [
     "TOLERANCE_POINTS",
@@ -153,9 +153,7 @@ def plot(sim: pd.DataFrame) -> Figure:
         Patch(color="0.85", label=f"paper ± {TOLERANCE_POINTS:g} points"),
     ]
     batches = sorted(drops["global_batch"].unique()) or [PAPER_GLOBAL_BATCH]
-    log2_gpu_axis(a, batches)
-    a.tick_params(axis="x", labelrotation=45)
-    a.set_xlabel("Assumed global batch (sequences per step)")
+    doubling_axis(a, batches, "Assumed global batch (sequences per step)", rotation=45)
     a.set_ylabel(f"Drop of tokens/s per GPU,\n{CLAIM_FROM} → {CLAIM_TO:,} GPUs (%)")
     a.set_ylim(bottom=0)
     legend_row(ax["legend"], handles, [h.get_label() for h in handles], ncols=2, fontsize=6.5)

@@ -11,6 +11,7 @@ loads the catalogue files an output reads and passes them in.
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ __all__ = [
     "load_input",
     "registered",
     "render_output",
+    "render_registered",
     "study_input",
 ]
 
@@ -156,3 +158,21 @@ def render_output(
     }
     given = {key: catalogues[key] for key in output.catalogues}
     return render(stem, **frames, **given)
+
+
+def render_registered(
+    package: str,
+    registry: Mapping[str, Output],
+    name: str,
+    stem: str | os.PathLike[str],
+    inputs: Mapping[str, str] | None = None,
+    catalogues: Mapping[str, Any] | None = None,
+) -> tuple[Path, ...]:
+    """Render entry ``name`` of ``registry`` with the ``render`` of its module,
+    ``<package>.<name>`` (``package``: ``trainscale.figures`` or ``trainscale.tables``, whose
+    ``__init__`` passes its own name: the module is imported only when rendered, so reading a
+    registry imports no plotting code), as :func:`render_output` does."""
+    what = package.rsplit(".", 1)[-1].removesuffix("s")
+    output = registered(what, registry, name)
+    render = importlib.import_module(f"{package}.{name}").render
+    return render_output(f"{what} {name}", output, render, stem, inputs, catalogues)

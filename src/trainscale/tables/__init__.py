@@ -21,13 +21,12 @@ import-linter contract in ``pyproject.toml``), nor load a catalogue.
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from trainscale.report.registry import Input, Output, registered, render_output
+from trainscale.report.registry import Input, Output, render_registered
 
 __all__ = ["TABLES", "render_table"]
 
@@ -61,8 +60,6 @@ def render_table(
     catalogues: Mapping[str, Any] | None = None,
 ) -> tuple[Path, ...]:
     """Render table ``name`` to ``stem.{csv,md,tex}`` from the files in ``inputs`` and the
-    catalogues it reads (:func:`trainscale.report.registry.render_output`) with
+    catalogues it reads (:func:`trainscale.report.registry.render_registered`) with
     ``trainscale.tables.<name>.render``."""
-    output = registered("table", TABLES, name)
-    module = importlib.import_module(f"{__name__}.{name}")
-    return render_output(f"table {name}", output, module.render, stem, inputs, catalogues)
+    return render_registered(__name__, TABLES, name, stem, inputs, catalogues)
