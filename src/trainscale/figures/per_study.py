@@ -110,8 +110,8 @@ class StudyFigure:
 
 
 def _scaling(data: StudyData) -> Figure:
-    """The study's metrics against its x axis (:func:`trainscale.figures.study_scaling.
-    plot_study_scaling`), its module imported on first use."""
+    """The study's metrics against its x axis
+    (:func:`~trainscale.figures.study_scaling.plot_study_scaling`), imported on first use."""
     from trainscale.figures.study_scaling import plot_study_scaling
 
     return plot_study_scaling(data)

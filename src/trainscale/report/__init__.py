@@ -1,8 +1,8 @@
 """What the paper's figures and tables share, below both: their registry, their row selection
 and the rendering helpers.
 
-- :mod:`trainscale.report.registry`: the registry entries (:class:`~trainscale.report.registry.
-  Output`, :class:`~trainscale.report.registry.Input`) and the loading of their inputs;
+- :mod:`trainscale.report.registry`: the registry entries (``Output``, ``Input``) and the
+  loading of their inputs;
 - :mod:`trainscale.report.select`: row selection (the paper's micro-batch rule, the fastest
   recompute mode, model and GPU orders, column checks);
 - :mod:`trainscale.report.best_plans`: the fastest plan that fits per model and GPU count;
