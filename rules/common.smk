@@ -18,6 +18,7 @@ from snakemake.utils import validate
 
 from trainscale.errors import TrainscaleError
 from trainscale.figures import FIGURES
+from trainscale.figures.per_study import STUDY_FIGURES
 from trainscale.sim.catalogue import load_catalogue
 from trainscale.study.load import load_study
 from trainscale.study.report import report_spec
@@ -304,12 +305,14 @@ def get_all_targets(wildcards):
 
 
 def get_study_targets():
-    """reports/studies/<study>/scaling.{pdf,png,svg}, fits.{csv,md,tex} and points.{csv,md,tex}
+    """reports/studies/<study>/<figure>.{pdf,png,svg} for every per-study figure
+    (trainscale.figures.per_study.STUDY_FIGURES), fits.{csv,md,tex} and points.{csv,md,tex}
     for every study."""
     return [
         *expand(
-            "reports/studies/{study}/scaling.{ext}",
+            "reports/studies/{study}/{figure}.{ext}",
             study=list(STUDIES),
+            figure=list(STUDY_FIGURES),
             ext=("pdf", "png", "svg"),
         ),
         *expand(
@@ -321,6 +324,19 @@ def get_study_targets():
     ]
 
 
+def study_figure_inputs(wildcards):
+    """The study files per-study figure {figure} reads beyond the study's own (its entry's
+    inputs in trainscale.figures.per_study.STUDY_FIGURES), by name: the fits table (so the fits
+    job runs first), the unplanned grid points, the pilot runs ([] without any)."""
+    study = wildcards.study
+    paths = {
+        "fits": f"reports/studies/{study}/fits.csv",
+        "rejects": f"results/studies/{study}/rejects.parquet",
+        "pilots": study_pilot_table(study),
+    }
+    return {key: paths[key] for key in STUDY_FIGURES[wildcards.figure].inputs}
+
+
 def study_description(wildcards):
     """The study's description (its file's ``description``), for the report captions."""
     return " ".join(STUDIES[wildcards.study].description.split())
@@ -329,9 +345,11 @@ def study_description(wildcards):
 #: The {name} wildcard of the figure and table rules: exactly the registries' names.
 FIGURE_NAMES = "|".join(re.escape(name) for name in FIGURES)
 TABLE_NAMES = "|".join(re.escape(name) for name in TABLES)
+#: The {figure} wildcard of the study_figure rule: the per-study figures' names.
+STUDY_FIGURE_NAMES = "|".join(re.escape(name) for name in STUDY_FIGURES)
 
 #: The files figures and tables read, by the names the registries give them
-#: (trainscale.figures.Input.file); a study's simulated table is "sim/<study>".
+#: (trainscale.report.registry.Input.file); a study's simulated table is "sim/<study>".
 PRESENTATION_FILES = {
     "validation": "results/validation.parquet",
     "holdout": "results/holdout.parquet",
@@ -346,7 +364,7 @@ PRESENTATION_FILES = {
 
 
 def presentation_inputs(output):
-    """Named inputs of a figure or table (a trainscale.figures.Output): each file its render
+    """Named inputs of a figure or table (a trainscale.report.registry.Output): each file its render
     reads, by argument name, then each catalogue file it reads (Output.catalogue_files), by
     catalogue name; workflow/scripts/{figure,table}_render.py loads those and passes them in.
     """

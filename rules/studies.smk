@@ -1,11 +1,14 @@
-# Per-study outputs: reports/studies/<study>/scaling.{pdf,png,svg} and fits.{csv,md,tex} for every
-# study in config["studies"], drawn by trainscale.figures.study_scaling and trainscale.tables.study_fits from the study's own simulated
-# table (results/sim/<study>.parquet, read as its dataset partition reads), so that editing one
-# study reruns only its outputs. What they show (x axis, series, facet, metrics) is the study's report: block,
-# or follows from what it sweeps (checked at start-up, rules/common.smk). The PNG and the CSV go
-# into the report, captioned with the study's description. Both read the GPU and model catalogues
-# (the study's names are checked against them; the figure's colours and setup note) and, when the
-# study names its own calibration: file, that file (checked when the study is loaded).
+# Per-study outputs: reports/studies/<study>/<figure>.{pdf,png,svg} for every per-study figure
+# (trainscale.figures.per_study.STUDY_FIGURES; today scaling), fits.{csv,md,tex} and
+# points.{csv,md,tex} for every study in config["studies"], drawn and written by
+# trainscale.figures.per_study, trainscale.tables.study_fits and trainscale.tables.study_points
+# from the study's own simulated table (results/sim/<study>.parquet, read as its dataset
+# partition reads), so that editing one study reruns only its outputs. What they show (x axis,
+# series, facet, metrics) is the study's report: block, or follows from what it sweeps (checked
+# at start-up, rules/common.smk). The PNG and the CSV go into the report, captioned with the
+# study's description. All read the GPU and model catalogues (the study's names are checked
+# against them; the figure's colours and setup note) and, when the study names its own
+# calibration: file, that file (checked when the study is loaded).
 
 
 # Fits first: the figure's legend reads each series' slope from the table.
@@ -44,32 +47,35 @@ rule study_fits:
         "../workflow/scripts/study_fits.py"
 
 
-rule study_scaling:
+# One rule for every per-study figure (trainscale.figures.per_study.STUDY_FIGURES): a new
+# entry there is drawn for every study with no edit here. Its caption in the report is the
+# entry's caption, printed by the rule's one caption file (a caption path cannot hold a
+# wildcard).
+rule study_figure:
     input:
+        unpack(study_figure_inputs),
         **catalogue_inputs("hardware", "models"),
         simulated="results/sim/{study}.parquet",
-        rejects="results/studies/{study}/rejects.parquet",
-        fits="reports/studies/{study}/fits.csv",
         study="config/studies/{study}.yaml",
         schema=STUDY_SCHEMA,
         calibration=lambda wildcards: study_own_calibration(wildcards.study),
-        pilots=lambda wildcards: study_pilot_table(wildcards.study),
     output:
-        pdf="reports/studies/{study}/scaling.pdf",
+        pdf="reports/studies/{study}/{figure}.pdf",
         png=report(
-            "reports/studies/{study}/scaling.png",
-            caption="../workflow/report/studies/scaling.rst",
+            "reports/studies/{study}/{figure}.png",
+            caption="../workflow/report/study_figure.rst",
             category="Studies",
             subcategory="{study}",
-            labels={"study": "{study}", "output": "scaling"},
+            labels={"study": "{study}", "output": "{figure}"},
         ),
-        svg="reports/studies/{study}/scaling.svg",
+        svg="reports/studies/{study}/{figure}.svg",
     log:
-        "results/logs/study_scaling/{study}.log",
+        "results/logs/study_figure/{study}/{figure}.log",
     benchmark:
-        "results/benchmarks/study_scaling/{study}.tsv"
+        "results/benchmarks/study_figure/{study}/{figure}.tsv"
     wildcard_constraints:
         study=STUDY_NAMES,
+        figure=STUDY_FIGURE_NAMES,
     conda:
         "../environment.yml"
     threads: 1
@@ -78,8 +84,9 @@ rule study_scaling:
         runtime=5,
     params:
         description=study_description,
+        caption=lambda wildcards: STUDY_FIGURES[wildcards.figure].caption,
     script:
-        "../workflow/scripts/study_scaling.py"
+        "../workflow/scripts/study_figure.py"
 
 
 rule study_points:

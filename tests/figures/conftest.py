@@ -96,7 +96,8 @@ RENDER_SCALING = textwrap.dedent(
 
     matplotlib.use("Agg")
 
-    from trainscale.figures.study_scaling import render_scaling
+    from trainscale.figures._common import save_styled
+    from trainscale.figures.study_scaling import plot_scaling
     from trainscale.report import apply_style
     from trainscale.sim.catalogue import load_catalogue
     from trainscale.study.report import DEFAULT_METRICS, ReportSpec, select_rows
@@ -123,14 +124,16 @@ RENDER_SCALING = textwrap.dedent(
             return chosen
 
         kiwisolver.Variable = variable
-    render_scaling(
+    save_styled(
+        lambda: plot_scaling(
+            rows,
+            spec,
+            note="The study's setup.",
+            hardware=catalogue.hardware,
+            models=catalogue.models,
+            title="Study fsdp_scaleout: scaling",
+        ),
         stem,
-        rows,
-        spec,
-        note="The study's setup.",
-        hardware=catalogue.hardware,
-        models=catalogue.models,
-        title="Study fsdp_scaleout: scaling",
     )
     """
 )

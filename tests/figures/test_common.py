@@ -8,13 +8,12 @@ import pandas as pd
 from trainscale.figures._common import (
     add_source_note,
     compact_number,
-    fastest_recompute,
     gpu_colors,
     model_colors,
-    model_order,
     sim_source,
 )
 from trainscale.names import gpu_label, model_label
+from trainscale.report.select import fastest_recompute, model_order
 
 
 def test_labels_of_catalogue_keys_and_unknown_keys(catalogue):

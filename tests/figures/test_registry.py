@@ -9,7 +9,8 @@ import re
 
 import pytest
 
-from trainscale.figures import CATALOGUES, FIGURES, KIND_CATALOGUES
+from trainscale.figures import FIGURES
+from trainscale.report.registry import CATALOGUES, KIND_CATALOGUES
 from trainscale.sim.catalogue import CATALOGUE_FILES
 from trainscale.tables import TABLES
 

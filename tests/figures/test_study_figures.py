@@ -152,7 +152,7 @@ def test_best_plan_colour_bar_fits_the_data_and_dp1_is_short():
     import numpy as np
 
     from trainscale.figures.best_plan import mfu_range
-    from trainscale.tables.best_plans import NO_DATA_PARALLEL
+    from trainscale.report.best_plans import NO_DATA_PARALLEL
 
     assert mfu_range(np.array([27.3, 44.9, np.nan])) == (25.0, 45.0)
     assert mfu_range(np.array([np.nan])) == (0.0, 60.0)

@@ -38,7 +38,7 @@ RUNS = tuple(sorted(p.parent.name for p in (REPO / "data" / "runs").glob("*/run.
 STUDY = [("study_configurations", "study=smoke")]
 REPORTS = [
     ("study_fits", "study=smoke"),
-    ("study_scaling", "study=smoke"),
+    ("study_figure", "study=smoke, figure=scaling"),
     ("study_points", "study=smoke"),
 ]
 NORMALISE = [("published_measurements", "")]
@@ -52,7 +52,7 @@ DOWNSTREAM_OF_STUDY = [("simulate_study", "study=smoke"), *REPORTS, ("dataset", 
 ON_THEIR_OWN = (
     (("simulate_study",), ("results/sim/smoke.parquet",)),
     (("study_fits", "dataset"), ("reports/studies/smoke/fits.csv", "results/dataset")),
-    (("study_scaling",), ("reports/studies/smoke/scaling.png",)),
+    (("study_figure",), ("reports/studies/smoke/scaling.png",)),
     (("study_points",), ("reports/studies/smoke/points.csv",)),
 )
 

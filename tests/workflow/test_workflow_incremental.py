@@ -109,7 +109,7 @@ def test_editing_one_study_reruns_that_study_and_what_depends_on_it(
     # the simulate jobs are planned once the checkpoint study_configurations has counted them
     rerun = [("all", ""), ("dataset", ""), ("simulate_study", "study=other")]
     rerun += [("study_configurations", "study=other"), ("study_fits", "study=other")]
-    rerun += [("study_points", "study=other"), ("study_scaling", "study=other")]
+    rerun += [("study_points", "study=other"), ("study_figure", "study=other, figure=scaling")]
     assert plan(dry.stdout + dry.stderr) == sorted(rerun)
     assert second.returncode == 0, second.stderr[-3000:]
     chunks = [("simulate_chunk", f"study=other, chunk={i}") for i in range(3)]
@@ -235,5 +235,5 @@ def test_a_study_calibration_file_is_used_and_editing_it_reruns_that_study(
     assert dry.returncode == 0, dry.stderr[-3000:]
     rerun = [("all", ""), ("dataset", ""), ("simulate_study", "study=other")]
     rerun += [("study_configurations", "study=other"), ("study_fits", "study=other")]
-    rerun += [("study_points", "study=other"), ("study_scaling", "study=other")]
+    rerun += [("study_points", "study=other"), ("study_figure", "study=other, figure=scaling")]
     assert plan(dry.stdout + dry.stderr) == sorted(rerun)

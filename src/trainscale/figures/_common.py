@@ -21,8 +21,6 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
 
-from trainscale.errors import TrainscaleError
-from trainscale.paper.values import PAPER_MICRO_BATCH
 from trainscale.report.style import PALETTE
 
 if TYPE_CHECKING:
@@ -71,32 +69,10 @@ def gpu_colors(hardware: HardwareCatalog) -> dict:
     )
 
 
-def model_order(keys: Iterable[str], models: Mapping[str, ModelShape]) -> list[str]:
-    """Model keys sorted by parameter count in ``models`` (the model catalogue; its models
-    first, unknown ones by name)."""
-    known = sorted({k for k in keys if k in models}, key=lambda k: models[k].params)
-    return known + sorted({k for k in keys if k not in models})
-
-
-def gpu_order(keys: Iterable[str], hardware: HardwareCatalog) -> list[str]:
-    """GPU keys in the order of ``hardware`` (the GPU catalogue: generation order), unknown
-    ones last by name."""
-    catalogue = list(hardware.gpus)
-    keys = set(keys)
-    return [k for k in catalogue if k in keys] + sorted(keys - set(catalogue))
-
-
 def plan_label(tp: int, pp: int, sharding: str | None = None) -> str:
     """``tp2×pp1`` (with ``, fsdp`` appended when ``sharding`` is given)."""
     label = f"tp{int(tp)}×pp{int(pp)}"
     return f"{label}, {sharding}" if sharding else label
-
-
-def require(df: pd.DataFrame, columns: Sequence[str], *, where: str) -> None:
-    """Raise :class:`TrainscaleError` naming the columns of ``columns`` missing from ``df``."""
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise TrainscaleError(f"{where}: missing column(s) {missing}; got {list(df.columns)}")
 
 
 def _unique(values: pd.Series) -> list[str]:
@@ -173,41 +149,6 @@ def legend_row(ax, handles: list, labels: list, *, ncols: int, title: str | None
     return ax.legend(handles, labels, title=title, **options)
 
 
-def paper_micro_batch(df: pd.DataFrame) -> pd.DataFrame:
-    """The rows that follow the paper setup's micro-batch rule: ``min(PAPER_MICRO_BATCH, local
-    batch)`` sequences per GPU, with local batch = ``global_batch / dp``
-    (:mod:`trainscale.paper.values`). Studies sweep ``micro_batch: [1, 2]`` (a study file cannot
-    write the minimum) and the figures keep these rows."""
-    require(df, ["micro_batch", "global_batch", "dp"], where="paper_micro_batch")
-    local = pd.to_numeric(df["global_batch"]) // pd.to_numeric(df["dp"])
-    wanted = np.minimum(PAPER_MICRO_BATCH, local)
-    return df[pd.to_numeric(df["micro_batch"]) == wanted].reset_index(drop=True)
-
-
-def fastest_recompute(df: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
-    """One row per series (``by``) and GPU count: the recompute mode with the highest
-    ``tokens_per_s`` among those that fit in memory (ties: the lighter mode); points that fit in
-    no mode are dropped.
-
-    The paper setup runs without recomputation, and that is the faster mode wherever it fits
-    at the paper's batch; where activations do not fit (Llama-2 70B on 80 GB), or where a larger
-    micro-batch with recomputation beats many small ones, the figures show the recomputed plan
-    with an open marker (:func:`plot_series`).
-    """
-    require(
-        df,
-        [*by, "recompute", "fits_memory", "num_gpus", "tokens_per_s"],
-        where="fastest_recompute",
-    )
-    fits = df[df["fits_memory"].astype(bool)].copy()
-    order = {"none": 0, "selective": 1, "full": 2}
-    fits["_order"] = fits["recompute"].map(order).fillna(9)
-    fits["_neg"] = -fits["tokens_per_s"]
-    fits = fits.sort_values([*by, "num_gpus", "_neg", "_order"], kind="stable")
-    kept = fits.drop_duplicates([*by, "num_gpus"]).drop(columns=["_order", "_neg"])
-    return kept.reset_index(drop=True)
-
-
 def recompute_facecolor(rows: pd.DataFrame, color) -> list:
     """Marker face colours: filled without recomputation, white (open) with it."""
     return [color if mode == "none" else "white" for mode in rows["recompute"]]
@@ -215,7 +156,7 @@ def recompute_facecolor(rows: pd.DataFrame, color) -> list:
 
 def plot_series(ax, x, y, rows: pd.DataFrame, color, marker: str = "o", **kw):
     """A line with markers (``marker``, a Matplotlib marker), open where the row uses
-    recomputation (see :func:`fastest_recompute`)."""
+    recomputation (see :func:`~trainscale.report.select.fastest_recompute`)."""
     ax.plot(x, y, color=color, **{k: v for k, v in kw.items() if k != "ms"})
     ax.scatter(
         x,
@@ -256,7 +197,8 @@ def band_handle():
 def recompute_label(modes: Sequence[str], chosen: bool) -> str:
     """Legend text of open markers for the recomputation ``modes`` the plotted rows use (``none``
     left out), e.g. ``open: selective recomputation``; ``chosen``: the recomputation was picked
-    per point as the fastest that fits (:func:`fastest_recompute`), which the text then says."""
+    per point as the fastest that fits (:func:`~trainscale.report.select.fastest_recompute`),
+    which the text then says."""
     used = [m for m in ("selective", "full") if m in set(modes)]
     words = " or ".join(used) if used else "full"
     return f"open: {words} recomputation" + (" (needed to fit, or faster)" if chosen else "")
@@ -270,7 +212,7 @@ RECOMPUTE_LABEL = recompute_label(("none", "full"), chosen=True)
 def recompute_handle(label: str = RECOMPUTE_LABEL):
     """Legend entry explaining open markers (``label``; by default the paper figures' text: the
     point's plan recomputes activations in full, because without it the plan does not fit in
-    memory or is slower, :func:`fastest_recompute`)."""
+    memory or is slower, :func:`~trainscale.report.select.fastest_recompute`)."""
     from matplotlib.lines import Line2D
 
     return Line2D(
@@ -282,15 +224,6 @@ def recompute_handle(label: str = RECOMPUTE_LABEL):
         mec="0.3",
         label=label,
     )
-
-
-def best_rows(df: pd.DataFrame, by: Sequence[str], metric: str = "tokens_per_s") -> pd.DataFrame:
-    """The row with the highest ``metric`` per group ``by`` among rows that fit memory."""
-    fits = df[df["fits_memory"].astype(bool)] if "fits_memory" in df.columns else df
-    if fits.empty:
-        return fits
-    ordered = fits.sort_values(metric, ascending=False, kind="stable")
-    return ordered.drop_duplicates(list(by)).sort_values(list(by), kind="stable")
 
 
 def compact_number(value: float) -> str:

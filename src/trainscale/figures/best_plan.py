@@ -1,7 +1,7 @@
 """Figure ``best_plan``: MFU of the fastest plan that fits, per model and GPU count (heatmap).
 
 Rows are models, columns GPU counts; each cell is coloured by the MFU of the plan with the
-highest tokens/s among those that fit in memory (:func:`trainscale.tables.best_plans.best_plans`)
+highest tokens/s among those that fit in memory (:func:`trainscale.report.best_plans.best_plans`)
 and annotated with that plan: ``tp×pp``, data-parallel sharding, and ``+R`` when it recomputes
 activations. Empty cells: no plan of the sweep fits.
 
@@ -22,13 +22,13 @@ from matplotlib.figure import Figure
 
 from trainscale.figures._common import (
     add_source_note,
-    model_order,
     save_styled,
     sim_source,
     subplot_mosaic,
 )
 from trainscale.names import gpu_label, model_label
-from trainscale.tables.best_plans import NO_DATA_PARALLEL, best_plans
+from trainscale.report.best_plans import NO_DATA_PARALLEL, best_plans
+from trainscale.report.select import model_order
 
 if TYPE_CHECKING:
     from trainscale.sim.model.shape import ModelShape

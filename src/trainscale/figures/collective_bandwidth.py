@@ -26,13 +26,13 @@ from trainscale.errors import TrainscaleError
 from trainscale.figures._common import (
     add_source_note,
     published_source,
-    require,
     save_styled,
     sim_source,
     subplot_mosaic,
 )
 from trainscale.figures._text import shorten
 from trainscale.names import gpu_label
+from trainscale.report.select import require
 
 if TYPE_CHECKING:
     from trainscale.published.measurements import PublishedData

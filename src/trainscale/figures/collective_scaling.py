@@ -24,16 +24,16 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from trainscale.errors import TrainscaleError
+from trainscale.figures._axes import doubling_axis
 from trainscale.figures._common import (
     add_source_note,
     legend_row,
-    require,
     save_styled,
     sim_source,
     subplot_mosaic,
 )
 from trainscale.names import gpu_label, model_label
-from trainscale.report.style import log2_gpu_axis
+from trainscale.report.select import require
 
 if TYPE_CHECKING:
     from trainscale.sim.model.shape import ModelShape
@@ -181,9 +181,7 @@ def plot(
         size_mb = rows["size_bytes"].iloc[0] / 1e6
         ax.set_title(f"{model_label(model, models)}: {size_mb:,.0f} MB per layer (bf16)")
         ax.set_yscale("log")
-        log2_gpu_axis(ax, rows["num_gpus"].unique())
-        ax.tick_params(axis="x", labelrotation=45)
-        ax.set_xlabel("GPUs (count)")
+        doubling_axis(ax, rows["num_gpus"].unique(), rotation=45)
         ax.set_ylabel("Time per layer (ms)")
     legend_row(mosaic["legend"], *mosaic[keys[0]].get_legend_handles_labels(), ncols=3)
     return add_source_note(

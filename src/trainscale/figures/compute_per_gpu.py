@@ -25,17 +25,16 @@ import seaborn as sns
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from trainscale.figures._axes import doubling_axis
 from trainscale.figures._common import (
     add_source_note,
     legend_row,
-    model_order,
-    require,
     save_styled,
     sim_source,
     subplot_mosaic,
 )
 from trainscale.names import gpu_label, model_label
-from trainscale.report.style import log2_gpu_axis
+from trainscale.report.select import model_order, require
 
 if TYPE_CHECKING:
     from trainscale.sim.model.shape import ModelShape
@@ -81,9 +80,7 @@ def plot(
             r = rows[rows["mp"] == mp].sort_values("dp")
             a.plot(r["dp"], r["flops"] / 1e15, marker="o", ms=3.5, color=colors[mp])
         a.set_yscale("log")
-        log2_gpu_axis(a, sorted(rows["dp"].unique()) or [1])
-        a.tick_params(axis="x", labelrotation=90)
-        a.set_xlabel("Data-parallel degree dp (replicas)")
+        doubling_axis(a, sorted(rows["dp"].unique()) or [1], "Data-parallel degree dp (replicas)")
         # one label per axis side, on the outer panels: a twin axis's label beside the next
         # panel's own label read as one label repeated
         if model == order[0]:

@@ -22,25 +22,20 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from trainscale.figures._axes import doubling_axis, series_keys
 from trainscale.figures._common import (
     add_source_note,
-    band_handle,
-    fastest_recompute,
     legend_row,
     model_colors,
-    model_order,
-    paper_micro_batch,
     plot_band,
     plot_series,
     readable_log,
-    recompute_handle,
-    require,
     save_styled,
     sim_source,
     subplot_mosaic,
 )
 from trainscale.names import model_label
-from trainscale.report.style import log2_gpu_axis
+from trainscale.report.select import fastest_recompute, model_order, paper_micro_batch, require
 
 if TYPE_CHECKING:
     from trainscale.sim.model.shape import ModelShape
@@ -91,19 +86,14 @@ def plot(sim: pd.DataFrame, *, models: Mapping[str, ModelShape]) -> Figure:
             plot_series(ax["mfu"], rows["seq_len"], 100 * rows["mfu"], rows, colors[model], **kw)
             label = model_label(model, models) + (f", {n:,} GPUs" if len(counts) > 1 else "")
             handles.append(Line2D([], [], color=colors[model], marker="o", label=label, **kw))
-    if (data["recompute"] != "none").any():
-        handles.append(recompute_handle())
-    if banded:
-        handles.append(band_handle())
+    handles += series_keys(data, banded=banded)
     lengths = sorted(data["seq_len"].unique()) or [1]
     readable_log(ax["tput"])
     ax["tput"].set_ylabel("Throughput per GPU (tokens/s)")
     ax["mfu"].set_ylabel("MFU (%)")
     ax["mfu"].set_ylim(0, max(60.0, 100 * float(data["mfu"].max()) * 1.1) if len(data) else 60)
     for key in ("tput", "mfu"):
-        log2_gpu_axis(ax[key], lengths)
-        ax[key].set_xlabel("Sequence length (tokens)")
-        ax[key].tick_params(axis="x", labelrotation=90)
+        doubling_axis(ax[key], lengths, "Sequence length (tokens)")
     legend_row(ax["legend"], handles, [h.get_label() for h in handles], ncols=len(handles) or 1)
     gpus = ", ".join(f"{n:,}" for n in counts)
     tokens = (data["global_batch"] * data["seq_len"]).unique()

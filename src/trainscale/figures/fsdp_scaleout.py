@@ -11,7 +11,7 @@ The per-GPU throughput panel draws each model's 80 % prediction interval as a ba
 
 Input: the ``fsdp_scaleout`` study (``results/sim/fsdp_scaleout.parquet``), one row per model,
 recompute mode and GPU count; each point is the faster of no and full recomputation among those that
-fit in memory (recomputed points open; :func:`~trainscale.figures._common.fastest_recompute`).
+fit in memory (recomputed points open; :func:`~trainscale.report.select.fastest_recompute`).
 """
 
 from __future__ import annotations
@@ -26,19 +26,14 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from trainscale.figures._axes import doubling_axis, series_keys
 from trainscale.figures._common import (
     add_source_note,
-    band_handle,
-    fastest_recompute,
     legend_row,
     model_colors,
-    model_order,
-    paper_micro_batch,
     plot_band,
     plot_series,
     readable_log,
-    recompute_handle,
-    require,
     save_styled,
     sim_source,
     subplot_mosaic,
@@ -52,7 +47,7 @@ from trainscale.paper.values import (
     PAPER_POWER_DROP_PCT,
     PAPER_THROUGHPUT_DROP_PCT,
 )
-from trainscale.report.style import log2_gpu_axis
+from trainscale.report.select import fastest_recompute, model_order, paper_micro_batch, require
 
 if TYPE_CHECKING:
     from trainscale.sim.model.shape import ModelShape
@@ -141,19 +136,16 @@ def _mark_claim(
     )
 
 
-def plot(sim: pd.DataFrame, *, models: Mapping[str, ModelShape]) -> Figure:
-    """Draw the six panels from the ``fsdp_scaleout`` study rows (see module docstring)."""
-    require(sim, _COLUMNS, where="fsdp_scaleout")
-    data = fastest_recompute(paper_micro_batch(sim), ["model"])
+def _draw_models(
+    ax, data: pd.DataFrame, models: Mapping[str, ModelShape], used: list[str]
+) -> tuple[list, bool]:
+    """Every model's lines on the six panels (the ``used`` collectives on the communication
+    panel) and the paper's claims on Llama-2 7B's; returns (one legend entry per model, a band
+    was drawn)."""
     colors = model_colors(models)
-    order = model_order(data["model"].unique(), models)
-    panels = [["global", "per_gpu", "mfu"], ["power", "comm", "exposed"], ["legend"] * 3]
-    fig, ax = subplot_mosaic(7.2, 5.6, panels, height_ratios=[1.0, 1.0, 0.13])
-    counts = sorted(data["num_gpus"].unique()) or [CLAIM_FROM]
     handles = []
     banded = False
-    used = _significant_collectives(data)
-    for model in order:
+    for model in model_order(data["model"].unique(), models):
         rows = data[data["model"] == model].sort_values("num_gpus")
         color = colors[model]
         label = model_label(model, models)
@@ -178,30 +170,28 @@ def plot(sim: pd.DataFrame, *, models: Mapping[str, ModelShape]) -> Figure:
                 (0.03, 0.3),
             )
             _mark_claim(ax["power"], rows, "power_w_per_gpu", PAPER_POWER_DROP_PCT, "power/GPU")
-    handles += [
-        Line2D([], [], color="0.3", ls=style, label=f"{name} (busy)")
-        for column, name, style in _COLLECTIVES
-        if column in used
-    ]
-    handles.append(Line2D([], [], color="black", marker="*", ms=9, ls="", label="paper's drop"))
-    if banded:
-        handles.append(band_handle())
-    if (data["recompute"] != "none").any():
-        handles.append(recompute_handle())
-    labels = {
-        "global": ("Global throughput (tokens/s)", "log"),
-        "per_gpu": ("Throughput per GPU (tokens/s)", "log"),
-        "mfu": ("MFU (%)", "linear"),
-        "power": ("Power per GPU (W)", "linear"),
-        "comm": ("Communication per step, busy (s)", "log"),
-        "exposed": ("Exposed communication (% of step)", "linear"),
-    }
-    for key, (ylabel, scale) in labels.items():
+    return handles, banded
+
+
+#: Panel → (y label, y scale).
+_PANELS = {
+    "global": ("Global throughput (tokens/s)", "log"),
+    "per_gpu": ("Throughput per GPU (tokens/s)", "log"),
+    "mfu": ("MFU (%)", "linear"),
+    "power": ("Power per GPU (W)", "linear"),
+    "comm": ("Communication per step, busy (s)", "log"),
+    "exposed": ("Exposed communication (% of step)", "linear"),
+}
+
+
+def _format_panels(ax, data: pd.DataFrame) -> None:
+    """Labels, scales and limits of the six panels: GPU counts on base-2 x axes, the
+    throughput and communication panels readable log, MFU, power and exposed share from 0."""
+    counts = sorted(data["num_gpus"].unique()) or [CLAIM_FROM]
+    for key, (ylabel, scale) in _PANELS.items():
         ax[key].set_yscale(scale)
         ax[key].set_ylabel(ylabel)
-        ax[key].set_xlabel("GPUs (count)")
-        log2_gpu_axis(ax[key], counts)
-        ax[key].tick_params(axis="x", labelrotation=90)
+        doubling_axis(ax[key], counts)
     for key in ("global", "per_gpu", "comm"):
         readable_log(ax[key])
     ax["exposed"].set_ylim(0, max(10.0, float(np.nanmax(100 * data["exposed_comm_frac"])) * 1.15)
@@ -210,6 +200,24 @@ def plot(sim: pd.DataFrame, *, models: Mapping[str, ModelShape]) -> Figure:
     power = data["power_w_per_gpu"]
     if len(power):  # from 0, so that a 6 % drop looks like 6 %
         ax["power"].set_ylim(0, float(power.max()) * 1.1)
+
+
+def plot(sim: pd.DataFrame, *, models: Mapping[str, ModelShape]) -> Figure:
+    """Draw the six panels from the ``fsdp_scaleout`` study rows (see module docstring)."""
+    require(sim, _COLUMNS, where="fsdp_scaleout")
+    data = fastest_recompute(paper_micro_batch(sim), ["model"])
+    panels = [["global", "per_gpu", "mfu"], ["power", "comm", "exposed"], ["legend"] * 3]
+    fig, ax = subplot_mosaic(7.2, 5.6, panels, height_ratios=[1.0, 1.0, 0.13])
+    used = _significant_collectives(data)
+    handles, banded = _draw_models(ax, data, models, used)
+    handles += [
+        Line2D([], [], color="0.3", ls=style, label=f"{name} (busy)")
+        for column, name, style in _COLLECTIVES
+        if column in used
+    ]
+    handles.append(Line2D([], [], color="black", marker="*", ms=9, ls="", label="paper's drop"))
+    handles += series_keys(data, banded=banded, band_first=True)
+    _format_panels(ax, data)
     mark_micro_batch_switch(
         ax, data, ("global", "per_gpu", "mfu", "power", "comm", "exposed"), named="mfu"
     )

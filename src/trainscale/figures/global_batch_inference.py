@@ -20,18 +20,23 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from trainscale.figures._axes import doubling_axis
 from trainscale.figures._common import (
     add_source_note,
     legend_row,
-    paper_micro_batch,
-    require,
     save_styled,
     sim_source,
     subplot_mosaic,
 )
-from trainscale.figures.fsdp_scaleout import CLAIM_FROM, CLAIM_TO, PAPER_THROUGHPUT_DROP_PCT
-from trainscale.paper.values import PAPER_GLOBAL_BATCH, PAPER_MICRO_BATCH, PAPER_SEQ_LEN
-from trainscale.report.style import log2_gpu_axis
+from trainscale.paper.values import (
+    PAPER_CLAIM_FROM,
+    PAPER_CLAIM_TO,
+    PAPER_GLOBAL_BATCH,
+    PAPER_MICRO_BATCH,
+    PAPER_SEQ_LEN,
+    PAPER_THROUGHPUT_DROP_PCT,
+)
+from trainscale.report.select import paper_micro_batch, require
 
 __all__ = [
     "TOLERANCE_POINTS",
@@ -63,9 +68,9 @@ def drop_by_batch(sim: pd.DataFrame) -> pd.DataFrame:
         values="tokens_per_s_per_gpu",
         aggfunc="max",
     )
-    if CLAIM_FROM not in wide.columns or CLAIM_TO not in wide.columns:
+    if PAPER_CLAIM_FROM not in wide.columns or PAPER_CLAIM_TO not in wide.columns:
         return pd.DataFrame(columns=["seq_len", "global_batch", "global_batch_tokens", "drop_pct"])
-    drop = 100.0 * (1.0 - wide[CLAIM_TO] / wide[CLAIM_FROM])
+    drop = 100.0 * (1.0 - wide[PAPER_CLAIM_TO] / wide[PAPER_CLAIM_FROM])
     out = drop.dropna().rename("drop_pct").reset_index()
     out.insert(2, "global_batch_tokens", out["seq_len"] * out["global_batch"])
     return out
@@ -83,7 +88,7 @@ def missing_batches(sim: pd.DataFrame, drops: pd.DataFrame) -> list[str]:
         if (seq, batch) in shown:
             continue
         reasons = []
-        for n in (CLAIM_FROM, CLAIM_TO):
+        for n in (PAPER_CLAIM_FROM, PAPER_CLAIM_TO):
             here = fits[(fits["seq_len"] == seq) & (fits["global_batch"] == batch)]
             here = here[here["num_gpus"] == n]
             if here.empty:
@@ -154,10 +159,8 @@ def plot(sim: pd.DataFrame) -> Figure:
         Patch(color="0.85", label=f"paper ± {TOLERANCE_POINTS:g} points"),
     ]
     batches = sorted(drops["global_batch"].unique()) or [PAPER_GLOBAL_BATCH]
-    log2_gpu_axis(a, batches)
-    a.tick_params(axis="x", labelrotation=45)
-    a.set_xlabel("Assumed global batch (sequences per step)")
-    a.set_ylabel(f"Drop of tokens/s per GPU,\n{CLAIM_FROM} → {CLAIM_TO:,} GPUs (%)")
+    doubling_axis(a, batches, "Assumed global batch (sequences per step)", rotation=45)
+    a.set_ylabel(f"Drop of tokens/s per GPU,\n{PAPER_CLAIM_FROM} → {PAPER_CLAIM_TO:,} GPUs (%)")
     a.set_ylim(bottom=0)
     legend_row(ax["legend"], handles, [h.get_label() for h in handles], ncols=2, fontsize=6.5)
     missing = missing_batches(sim, drops) if "dp" in sim.columns else []
@@ -165,7 +168,8 @@ def plot(sim: pd.DataFrame) -> Figure:
         fig,
         sim_source(sim) + " — Llama-2 7B, FSDP, H100 (DGX H100), no recomputation, "
         "micro-batch 2 per GPU (1 where the local batch is 1). A batch below "
-        f"{CLAIM_TO:,} sequences cannot give each of {CLAIM_TO:,} data-parallel GPUs a sequence.",
+        f"{PAPER_CLAIM_TO:,} sequences cannot give each of {PAPER_CLAIM_TO:,} data-parallel GPUs "
+        "a sequence.",
         *(["No point for " + ". ".join(missing) + "."] if missing else []),
     )
 

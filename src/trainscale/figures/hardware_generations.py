@@ -25,26 +25,21 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from trainscale.figures._axes import doubling_axis, series_keys
 from trainscale.figures._common import (
     add_source_note,
-    band_handle,
-    fastest_recompute,
     gpu_colors,
-    gpu_order,
     legend_row,
-    paper_micro_batch,
     plot_band,
     plot_series,
     readable_log,
-    recompute_handle,
-    require,
     save_styled,
     sim_source,
     subplot_mosaic,
 )
 from trainscale.figures._marks import mark_micro_batch_switch
 from trainscale.names import gpu_label, model_label
-from trainscale.report.style import log2_gpu_axis
+from trainscale.report.select import fastest_recompute, gpu_order, paper_micro_batch, require
 
 if TYPE_CHECKING:
     from trainscale.sim.model.shape import ModelShape
@@ -90,16 +85,11 @@ def plot(
         handles.append(
             Line2D([], [], color=colors[gpu], marker="o", ms=4, label=gpu_label(gpu, hardware))
         )
-    if (data["recompute"] != "none").any():
-        handles.append(recompute_handle())
-    if banded:
-        handles.append(band_handle())
+    handles += series_keys(data, banded=banded)
     for key, label, _, scale in _PANELS:
         ax[key].set_yscale(scale)
         ax[key].set_ylabel(label)
-        ax[key].set_xlabel("GPUs (count)")
-        log2_gpu_axis(ax[key], counts)
-        ax[key].tick_params(axis="x", labelrotation=90)
+        doubling_axis(ax[key], counts)
     readable_log(ax["tokens_per_s_per_gpu"])
     ax["mfu"].set_ylim(bottom=0)
     ax["exposed_comm_frac"].set_ylim(bottom=0)

@@ -24,21 +24,18 @@ from matplotlib.legend_handler import HandlerTuple
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from trainscale.figures._axes import doubling_axis
 from trainscale.figures._common import (
     add_source_note,
-    fastest_recompute,
     legend_row,
     model_colors,
-    model_order,
-    paper_micro_batch,
-    require,
     save_styled,
     sim_source,
     subplot_mosaic,
 )
 from trainscale.fits import fit_usl, marginal_returns, usl_marginal
 from trainscale.names import model_label
-from trainscale.report.style import log2_gpu_axis
+from trainscale.report.select import fastest_recompute, model_order, paper_micro_batch, require
 
 if TYPE_CHECKING:
     from trainscale.sim.model.shape import ModelShape
@@ -103,9 +100,7 @@ def plot(sim: pd.DataFrame, *, models: Mapping[str, ModelShape]) -> Figure:
                 a.axhline(pts[point_col].iloc[0], color="0.5", ls=":", lw=0.9)
             a.axhline(0, color="0.3", lw=0.6)
             a.set_ylabel(label)
-            a.set_xlabel("GPUs (count)")
-            log2_gpu_axis(a, n)
-            a.tick_params(axis="x", labelrotation=90)
+            doubling_axis(a, n)
             star = f"N* = {fit.n_star:,.0f}" if np.isfinite(fit.n_star) else "no peak (κ = 0)"
             a.set_title(
                 f"{model_label(model, models)}, per added {'GPU' if key == 'gpu' else 'kW'}",

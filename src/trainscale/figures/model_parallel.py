@@ -23,15 +23,13 @@ from matplotlib.lines import Line2D
 
 from trainscale.figures._common import (
     add_source_note,
-    best_rows,
     legend_row,
-    model_order,
-    require,
     save_styled,
     sim_source,
     subplot_mosaic,
 )
 from trainscale.names import model_label
+from trainscale.report.select import best_rows, model_order, require
 from trainscale.report.style import log2_gpu_axis
 
 if TYPE_CHECKING:

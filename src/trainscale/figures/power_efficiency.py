@@ -20,23 +20,19 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from trainscale.figures._axes import doubling_axis, series_keys
 from trainscale.figures._common import (
     add_source_note,
-    fastest_recompute,
     legend_row,
     model_colors,
-    model_order,
-    paper_micro_batch,
     plot_series,
     readable_log,
-    recompute_handle,
-    require,
     save_styled,
     sim_source,
     subplot_mosaic,
 )
 from trainscale.names import model_label
-from trainscale.report.style import log2_gpu_axis
+from trainscale.report.select import fastest_recompute, model_order, paper_micro_batch, require
 
 if TYPE_CHECKING:
     from trainscale.sim.model.shape import ModelShape
@@ -81,8 +77,7 @@ def plot(sim: pd.DataFrame, *, models: Mapping[str, ModelShape]) -> Figure:
             ax["rel"], rows["num_gpus"], 100 * rows["tokens_per_j"] / best, rows, colors[model]
         )
         handles.append(Line2D([], [], color=colors[model], marker="o", label=_label(model, models)))
-    if (data["recompute"] != "none").any():
-        handles.append(recompute_handle())
+    handles += series_keys(data, banded=False)
     counts = sorted(data["num_gpus"].unique()) or [1]
     readable_log(ax["abs"])
     if len(data):
@@ -95,9 +90,7 @@ def plot(sim: pd.DataFrame, *, models: Mapping[str, ModelShape]) -> Figure:
     ax["rel"].set_ylabel("Tokens/J (% of the model's best)")
     ax["rel"].axhline(100, color="0.6", lw=0.8)
     for key in ("abs", "rel"):
-        ax[key].set_xlabel("GPUs (count)")
-        log2_gpu_axis(ax[key], counts)
-        ax[key].tick_params(axis="x", labelrotation=90)
+        doubling_axis(ax[key], counts)
     legend_row(ax["legend"], handles, [h.get_label() for h in handles], ncols=3)
     return add_source_note(
         fig,

@@ -32,12 +32,12 @@ from trainscale.figures._common import (
     legend_row,
     measured_source,
     readable_log,
-    require,
     save_styled,
     sim_source,
     subplot_mosaic,
 )
 from trainscale.names import gpu_label
+from trainscale.report.select import require
 from trainscale.schema import SIM_VS_MEASURED_COLUMNS, names
 
 if TYPE_CHECKING:

@@ -24,10 +24,15 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-from trainscale.figures._common import add_source_note, legend_row, require, save_styled
+from trainscale.figures._common import (
+    add_source_note,
+    legend_row,
+    save_styled,
+)
 from trainscale.figures._text import shorten
 from trainscale.published.holdout import accuracy, in_sample_throughput
 from trainscale.published.summary import summarise
+from trainscale.report.select import require
 
 __all__ = ["plot", "plot_errors", "render", "source_styles", "throughput_rows"]
 
@@ -92,13 +97,32 @@ def plot_errors(
         raise ValueError(f"x must be one of {sorted(_X)}, got {x!r}")
     ax = plt.gca() if ax is None else ax
     rows = holdout.dropna(subset=[x, "error_pct"]).astype({x: float, "error_pct": float})
-    styles = source_styles(rows["citation"])
-    summary = summarise(rows.assign(ape_pct=rows["error_pct"].abs())).set_index("source")
     low = min(-50.0, 10 * np.floor((rows["error_pct"].min() - 5) / 10)) if len(rows) else -50.0
     low = max(low, -100.0)
     for band, shade in ((20, "0.93"), (10, "0.85")):
         ax.axhspan(-band, band, color=shade, lw=0, zorder=0)
     ax.axhline(0, color="0.3", lw=0.8, zorder=1)
+    _draw_sources(ax, rows, x, clip_pct)
+    above = rows[rows["error_pct"] > clip_pct]
+    if len(above):
+        _corner_note(
+            ax,
+            f"{len(above)} above +{clip_pct:.0f} % (open markers), max "
+            f"+{above['error_pct'].max():.0f} %",
+            (0.99, 0.97),
+            ha="right",
+            va="top",
+            fontsize=6.5,
+        )
+    _format_error_axes(ax, rows, x, (low, clip_pct))
+    return ax
+
+
+def _draw_sources(ax: Axes, rows: pd.DataFrame, x: str, clip_pct: float) -> None:
+    """One marker series per source, labelled with its rows and held-out MAPE, offset slightly
+    along a GPU-count x axis; errors above ``clip_pct`` (%) as open markers on the top edge."""
+    styles = source_styles(rows["citation"])
+    summary = summarise(rows.assign(ape_pct=rows["error_pct"].abs())).set_index("source")
     count = max(len(styles), 1)
     for i, (citation, (color, marker)) in enumerate(styles.items()):
         mine = rows[rows["citation"] == citation]
@@ -130,18 +154,18 @@ def plot_errors(
                 zorder=4,
                 clip_on=False,
             )
-    above = rows[rows["error_pct"] > clip_pct]
-    if len(above):
-        ax.annotate(
-            f"{len(above)} above +{clip_pct:.0f} % (open markers), max "
-            f"+{above['error_pct'].max():.0f} %",
-            (0.99, 0.97),
-            xycoords="axes fraction",
-            ha="right",
-            va="top",
-            fontsize=6.5,
-        )
-    ax.set_ylim(low, clip_pct)
+
+
+def _corner_note(ax: Axes, text: str, xy: tuple[float, float], **kw: object) -> None:
+    """``text`` at ``xy`` in axes fraction (``kw``: alignment and font size)."""
+    ax.annotate(text, xy, xycoords="axes fraction", **kw)
+
+
+def _format_error_axes(ax: Axes, rows: pd.DataFrame, x: str, ylim: tuple[float, float]) -> None:
+    """The y axis over ``ylim`` (%) ticked in percent, the x axis log (base 2 GPU counts,
+    labelled in full, or base 10 throughputs)."""
+    low, high = ylim
+    ax.set_ylim(low, high)
     ax.set_xscale("log", base=2 if x == "num_gpus" else 10)
     if x == "num_gpus" and len(rows):
         top = int(np.ceil(np.log2(rows[x].max())))
@@ -149,11 +173,10 @@ def plot_errors(
         ax.xaxis.set_major_locator(FixedLocator(ticks))
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:,.0f}"))
         ax.xaxis.set_minor_locator(NullLocator())
-    ticks = [t for t in _Y_TICKS if low <= t <= clip_pct]
+    ticks = [t for t in _Y_TICKS if low <= t <= high]
     ax.yaxis.set_major_locator(FixedLocator(ticks))
     ax.yaxis.set_major_formatter(FuncFormatter(_percent))
     ax.set_xlabel(_X[x])
-    return ax
 
 
 def plot(holdout: pd.DataFrame, validation: pd.DataFrame) -> Figure:
@@ -194,11 +217,11 @@ def plot(holdout: pd.DataFrame, validation: pd.DataFrame) -> Figure:
     held = accuracy(holdout, validation) if len(holdout) else None
     if held is not None:
         total = held.iloc[-1]
-        ax["gpus"].annotate(
+        _corner_note(
+            ax["gpus"],
             f"All {int(total['rows'])} rows: MAPE {total['held_out_mape_pct']:.1f} %, "
             f"median {total['held_out_median_ape_pct']:.1f} %",
             (0.02, 0.03),
-            xycoords="axes fraction",
             ha="left",
             va="bottom",
             fontsize=7,

@@ -1,4 +1,5 @@
-"""Figure ``reports/studies/<study>/scaling``: a study's metrics against its x axis.
+"""Figure ``reports/studies/<study>/scaling``: a study's metrics against its x axis (the entry
+``scaling`` of :data:`trainscale.figures.per_study.STUDY_FIGURES`).
 
 One panel per metric of the :class:`~trainscale.study.report.ReportSpec` (by default global
 tokens/s, tokens/s per GPU, MFU, power per GPU and exposed communication, against the GPU
@@ -17,10 +18,8 @@ rows' provenance (simulated, trainscale version, calibration): nothing in it is 
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -38,12 +37,12 @@ from trainscale.figures._common import (
     readable_log,
     recompute_handle,
     recompute_label,
-    save_styled,
     sim_source,
     subplot_mosaic,
 )
 from trainscale.figures._study_text import setup_note, unplanned_points
 from trainscale.report.style import PALETTE, log2_gpu_axis
+from trainscale.sim.frameworks import DEFAULT_FRAMEWORK
 from trainscale.sim.system.hardware import HardwareCatalog
 from trainscale.study.report import (
     COLUMN_NAMES,
@@ -55,10 +54,11 @@ from trainscale.study.report import (
 )
 
 if TYPE_CHECKING:
+    from trainscale.figures.per_study import StudyData
     from trainscale.sim.model.shape import ModelShape
 
 __all__ = [
-    "BAND_ALPHA", "SERIES_MARKERS", "plot_scaling", "render_scaling", "setup_note",
+    "BAND_ALPHA", "SERIES_MARKERS", "plot_scaling", "plot_study_scaling", "setup_note",
     "unplanned_points",
 ]  # fmt: skip
 
@@ -436,31 +436,30 @@ def _series_texts(
     return texts
 
 
-def render_scaling(
-    stem: str | os.PathLike[str],
-    rows: pd.DataFrame,
-    spec: ReportSpec,
-    *,
-    note: str,
-    hardware: HardwareCatalog,
-    models: Mapping[str, ModelShape],
-    fits: pd.DataFrame | None = None,
-    title: str = "",
-    pilots: pd.DataFrame | None = None,
-    unplanned: list[str] | None = None,
-) -> tuple[Path, ...]:
-    """Draw :func:`plot_scaling` and save ``stem.{pdf,png,svg}`` byte-reproducibly."""
-    return save_styled(
-        lambda: plot_scaling(
-            rows,
-            spec,
-            note=note,
-            hardware=hardware,
-            models=models,
-            fits=fits,
-            title=title,
-            pilots=pilots,
-            unplanned=unplanned,
-        ),
-        stem,
+def plot_study_scaling(data: StudyData) -> Figure:
+    """The per-study figure ``scaling`` (:data:`trainscale.figures.per_study.STUDY_FIGURES`):
+    :func:`plot_scaling` of the study's rows, with its setup note, fits, pilots and unplanned
+    points, titled ``Study <name>: scaling``."""
+    note = setup_note(
+        data.study,
+        data.spec,
+        data.hardware,
+        DEFAULT_FRAMEWORK,
+        dropped_memory=data.rows.attrs["dropped_memory"],
+    )
+    unplanned = (
+        unplanned_points(data.simulated, data.spec, data.hardware, data.rejects)
+        if data.rejects is not None
+        else None
+    )
+    return plot_scaling(
+        data.rows,
+        data.spec,
+        note=note,
+        hardware=data.hardware,
+        models=data.models,
+        fits=data.fits,
+        title=f"Study {data.name}: scaling",
+        pilots=data.pilots,
+        unplanned=unplanned,
     )

@@ -1,5 +1,5 @@
 """What every per-study output reads, loaded once the same way (the study_fits, study_points and
-study_scaling rules): the GPU and model catalogues, the study file and its report spec."""
+study_figure rules): the GPU and model catalogues, the study file and its report spec."""
 
 from __future__ import annotations
 

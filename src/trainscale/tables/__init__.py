@@ -26,11 +26,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from trainscale.figures import Input, Output, render_registered
+from trainscale.report.registry import Input, Output, render_registered
 
 __all__ = ["TABLES", "render_table"]
 
-#: Table name → what it reads (inputs by name, see :class:`trainscale.figures.Input`; the
+#: Table name → what it reads (inputs by name, see :class:`trainscale.report.registry.Input`; the
 #: catalogue files its ``render`` takes).
 TABLES: dict[str, Output] = {
     "hardware": Output(catalogues=("hardware",)),
@@ -60,5 +60,6 @@ def render_table(
     catalogues: Mapping[str, Any] | None = None,
 ) -> tuple[Path, ...]:
     """Render table ``name`` to ``stem.{csv,md,tex}`` from the files in ``inputs`` and the
-    catalogues it reads (:func:`trainscale.figures.render_registered`)."""
-    return render_registered("table", TABLES, name, stem, inputs, catalogues)
+    catalogues it reads (:func:`trainscale.report.registry.render_registered`) with
+    ``trainscale.tables.<name>.render``."""
+    return render_registered(__name__, TABLES, name, stem, inputs, catalogues)

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from trainscale.figures._common import require
 from trainscale.paper.values import PAPER_THROUGHPUT_DROP_PCT
+from trainscale.report.select import require
 from trainscale.schema import (
     CLAIM_SENSITIVITY_COLUMNS,
     CLAIM_SENSITIVITY_TABLE_COLUMNS,

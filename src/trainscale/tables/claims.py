@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from trainscale.figures._common import require
+from trainscale.report.select import require
 from trainscale.schema import CLAIM_COLUMNS, CLAIMS_TABLE_COLUMNS, names
 
 __all__ = ["render", "value_text"]

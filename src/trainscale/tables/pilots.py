@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from trainscale.figures._common import require
+from trainscale.report.select import require
 from trainscale.schema import Column, names
 
 __all__ = ["PILOTS_TABLE_COLUMNS", "SUMMARY_COLUMNS", "render", "summary"]

@@ -15,11 +15,12 @@ sequence length and batch rule, and differ only in GPU count — three fits
 
 The table is long: one row per series, metric and parameter, with ``estimate``, ``ci_low``,
 ``ci_high``, ``r2`` and ``n``. Series come from the simulated scale-out studies
-(:data:`SCALING_STUDIES`; a configuration simulated by two of them counts once) and from the
-published and measured rows of the dataset; only series with at least :data:`MIN_COUNTS`
-distinct GPU counts are fitted, so every row carries an interval. Simulated series keep the
-global batch fixed while GPUs are added; published series (llm-foundry) keep the micro-batch
-per GPU fixed, so their global batch grows with the GPU count (``batch`` says which).
+(:data:`~trainscale.report.select.SCALING_STUDIES`; a configuration simulated by two of them
+counts once) and from the published and measured rows of the dataset; only series with at
+least :data:`MIN_COUNTS` distinct GPU counts are fitted, so every row carries an interval.
+Simulated series keep the global batch fixed while GPUs are added; published series
+(llm-foundry) keep the micro-batch per GPU fixed, so their global batch grows with the GPU
+count (``batch`` says which).
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from trainscale.figures._common import paper_micro_batch, require
 from trainscale.fits.scaling import fit_scaling_series
+from trainscale.report.select import SCALING_STUDIES, paper_micro_batch, require
 from trainscale.schema import (
     CONFIGURATION_COLUMNS,
     SCALING_FIT_COLUMNS,
@@ -52,9 +53,6 @@ __all__ = [
     "scaling_fits",
     "scaling_series",
 ]
-
-#: Simulated studies whose rows are scale-out series (one configuration, many GPU counts).
-SCALING_STUDIES: tuple[str, ...] = ("fsdp_scaleout", "hardware_generations", "power_efficiency")
 
 #: Fewest distinct GPU counts a series needs (USL intervals need 4 points for 3 parameters).
 MIN_COUNTS = 4
@@ -88,7 +86,7 @@ def scaling_series(
     """Rows of ``frame`` (dataset schema) that belong to scale-out series, with the series
     columns :data:`trainscale.schema.SCALING_SERIES_COLUMNS` added; simulated rows that do not
     fit in memory, come from other studies or do not follow the paper setup's micro-batch rule
-    (:func:`~trainscale.figures._common.paper_micro_batch`) are left out. A row without a model
+    (:func:`~trainscale.report.select.paper_micro_batch`) are left out. A row without a model
     key is named after the model of ``models`` (the model catalogue) with its shape."""
     require(
         frame,

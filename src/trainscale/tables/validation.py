@@ -27,8 +27,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from trainscale.figures._common import require
 from trainscale.published.holdout import accuracy, collective_accuracy, in_sample_throughput
+from trainscale.report.select import require
 from trainscale.schema import VALIDATION_TABLE_COLUMNS, names
 
 __all__ = ["readable_reason", "render", "validation_table"]
@@ -151,65 +151,11 @@ def validation_table(
     rejected = validation[validation["status"] == "rejected"]
     metric = rejected.get("published_metric", pd.Series(None, index=rejected.index))
     rejected = rejected.assign(quantity=metric.map(_quantity))
-    in_sample = in_sample_throughput(validation)
-    parts = []
-    if not holdout.empty:
-        throughput_rejects = rejected[rejected["quantity"] == _THROUGHPUT]
-        by_source = accuracy(holdout, in_sample)
-        sources, total = by_source.iloc[:-1].copy(), by_source.iloc[-1:].copy()
-        groups = dict(tuple(throughput_rejects.groupby("citation")))
-        sources["rejected"] = [len(groups.get(s, ())) for s in sources["source"]]
-        sources["reason"] = [_reasons(groups[s]) if s in groups else "" for s in sources["source"]]
-        total["rejected"] = len(throughput_rejects)
-        total["reason"] = ""
-        frameworks = accuracy(holdout, in_sample, by="framework").iloc[:-1]
-        frameworks = frameworks.rename(columns={"framework": "source"}).assign(rejected=0)
-        _add_coverage(holdout, sources, frameworks, total)
-        for block, frame in (
-            ("per source", sources),
-            ("per framework", frameworks),
-            ("all sources", total),
-        ):
-            parts.append(
-                frame.rename(
-                    columns={
-                        "held_out_mape_pct": "mape_pct",
-                        "held_out_median_ape_pct": "median_ape_pct",
-                        "held_out_max_ape_pct": "max_ape_pct",
-                    }
-                ).assign(block=f"{_THROUGHPUT}, {block}", error="held out")
-            )
-    collectives = validation[
-        (validation["status"] == "predicted") & (validation["kind"] == "collective")
+    parts = [
+        *_throughput_blocks(holdout, rejected, in_sample_throughput(validation)),
+        *_busbw_blocks(validation),
+        *_not_predicted_blocks(validation, rejected),
     ]
-    if not collectives.empty and "size_bytes" in collectives.columns:
-        busbw = collective_accuracy(collectives)
-        for sizes, frame in busbw.groupby("sizes", sort=False):
-            parts.append(
-                frame.drop(columns="sizes").assign(
-                    block=f"{_BUSBW}, {'all sizes' if sizes == 'all' else sizes}",
-                    error="in sample",
-                    in_sample_mape_pct=frame["mape_pct"],
-                    rejected=0,
-                )
-            )
-    predicted = validation[validation["status"] == "predicted"]
-    kinds = predicted["kind"]
-    have = {
-        _THROUGHPUT: set(predicted.loc[kinds == "throughput", "citation"]),
-        _BUSBW: set(predicted.loc[kinds == "collective", "citation"]),
-        _POWER: set(),
-    }
-    for quantity in (_THROUGHPUT, _POWER, _BUSBW):
-        mine = rejected[(rejected["quantity"] == quantity)]
-        mine = mine[~mine["citation"].isin(have[quantity])]
-        if mine.empty:
-            continue
-        rows = [
-            {"source": s, "rows": 0, "rejected": len(g), "reason": _reasons(g)}
-            for s, g in mine.groupby("citation", sort=True)
-        ]
-        parts.append(pd.DataFrame(rows).assign(block=f"not predicted: {quantity}"))
     warned = _warned(sim_vs_measured)
     if warned is not None:
         parts.append(warned)
@@ -219,6 +165,83 @@ def validation_table(
     table["error"] = table["error"].fillna("")
     table["reason"] = table["reason"].fillna("")
     return table.astype({"rows": "int64", "rejected": "int64"})
+
+
+def _throughput_blocks(
+    holdout: pd.DataFrame, rejected: pd.DataFrame, in_sample: pd.DataFrame
+) -> list[pd.DataFrame]:
+    """Blocks ``tokens/s per GPU, per source``, ``..., per framework`` and ``..., all sources``:
+    the held-out errors (%), the shipped calibration's in-sample MAPE, the intervals' coverage
+    and the rejected throughput rows of each source; none without held-out rows."""
+    if holdout.empty:
+        return []
+    throughput_rejects = rejected[rejected["quantity"] == _THROUGHPUT]
+    by_source = accuracy(holdout, in_sample)
+    sources, total = by_source.iloc[:-1].copy(), by_source.iloc[-1:].copy()
+    groups = dict(tuple(throughput_rejects.groupby("citation")))
+    sources["rejected"] = [len(groups.get(s, ())) for s in sources["source"]]
+    sources["reason"] = [_reasons(groups[s]) if s in groups else "" for s in sources["source"]]
+    total["rejected"] = len(throughput_rejects)
+    total["reason"] = ""
+    frameworks = accuracy(holdout, in_sample, by="framework").iloc[:-1]
+    frameworks = frameworks.rename(columns={"framework": "source"}).assign(rejected=0)
+    _add_coverage(holdout, sources, frameworks, total)
+    held_out = {
+        "held_out_mape_pct": "mape_pct",
+        "held_out_median_ape_pct": "median_ape_pct",
+        "held_out_max_ape_pct": "max_ape_pct",
+    }
+    return [
+        frame.rename(columns=held_out).assign(block=f"{_THROUGHPUT}, {block}", error="held out")
+        for block, frame in (
+            ("per source", sources),
+            ("per framework", frameworks),
+            ("all sources", total),
+        )
+    ]
+
+
+def _busbw_blocks(validation: pd.DataFrame) -> list[pd.DataFrame]:
+    """Blocks ``nccl-tests bus bandwidth, all sizes`` and ``..., >= 16 MiB``: in-sample errors
+    of the predicted bus bandwidths (GB/s); none without predicted collective rows or sizes."""
+    collectives = validation[
+        (validation["status"] == "predicted") & (validation["kind"] == "collective")
+    ]
+    if collectives.empty or "size_bytes" not in collectives.columns:
+        return []
+    return [
+        frame.drop(columns="sizes").assign(
+            block=f"{_BUSBW}, {'all sizes' if sizes == 'all' else sizes}",
+            error="in sample",
+            in_sample_mape_pct=frame["mape_pct"],
+            rejected=0,
+        )
+        for sizes, frame in collective_accuracy(collectives).groupby("sizes", sort=False)
+    ]
+
+
+def _not_predicted_blocks(validation: pd.DataFrame, rejected: pd.DataFrame) -> list[pd.DataFrame]:
+    """Blocks ``not predicted: <quantity>``: the sources of which no row of that quantity was
+    predicted, with their rejected rows and the reasons."""
+    predicted = validation[validation["status"] == "predicted"]
+    kinds = predicted["kind"]
+    have = {
+        _THROUGHPUT: set(predicted.loc[kinds == "throughput", "citation"]),
+        _BUSBW: set(predicted.loc[kinds == "collective", "citation"]),
+        _POWER: set(),
+    }
+    blocks = []
+    for quantity in (_THROUGHPUT, _POWER, _BUSBW):
+        mine = rejected[(rejected["quantity"] == quantity)]
+        mine = mine[~mine["citation"].isin(have[quantity])]
+        if mine.empty:
+            continue
+        rows = [
+            {"source": s, "rows": 0, "rejected": len(g), "reason": _reasons(g)}
+            for s, g in mine.groupby("citation", sort=True)
+        ]
+        blocks.append(pd.DataFrame(rows).assign(block=f"not predicted: {quantity}"))
+    return blocks
 
 
 def _add_coverage(
