@@ -13,7 +13,7 @@ from trainscale.sim.system.hardware import HardwareCatalog
 from trainscale.study.report import ReportSpec, column_value_label, format_value, series_label
 
 if TYPE_CHECKING:
-    from trainscale.study.sweep import Study
+    from trainscale.study.spec import Study
 
 __all__ = ["setup_note", "unplanned_points"]
 
