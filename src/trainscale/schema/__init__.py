@@ -27,7 +27,9 @@ from __future__ import annotations
 # One module a concept: column (the Column type), choices (categorical values), bounds (numeric
 # ranges), configuration, dataset (result and dataset tables, column(), arrow_schema()), results
 # (the other tables under results/), presentation (reports/tables), ingest, calibration, fits;
-# shared holds the columns tables of different modules have in common.
+# shared holds the columns tables of different modules have in common. Every table's columns are
+# data, in columns.yaml (the data dictionary); dictionary reads and checks it, and each module
+# names its tables' constants.
 from trainscale.schema.bounds import (
     MAX_GPUS,
     NUMERIC_BOUNDS,
