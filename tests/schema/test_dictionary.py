@@ -125,6 +125,10 @@ def test_a_good_dictionary_parses():
             _GOOD + "  T_COLUMNS:\n    - {table: A_COLUMNS}\n    - {table: A_COLUMNS}\n",
             "table T_COLUMNS, column step_time_s: named twice in the table",
         ),
+        (
+            _GOOD + "  T_COLUMNS:\n    - {table: A_COLUMNS, except: gpu}\n",
+            "table T_COLUMNS, entry 1: except is a list of column names, not 'gpu'",
+        ),
         ("  T_COLUMNS: []\n", "table T_COLUMNS: a table is a non-empty list of columns"),
     ],
 )

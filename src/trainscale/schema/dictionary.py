@@ -29,7 +29,15 @@ import yaml
 from trainscale.schema import choices
 from trainscale.schema.column import Column, Dtype
 
-__all__ = ["DICTIONARY_FILE", "Dictionary", "DictionaryError", "parse_dictionary", "table"]
+__all__ = [
+    "DICTIONARY_FILE",
+    "Dictionary",
+    "DictionaryError",
+    "load_dictionary",
+    "parse_dictionary",
+    "shared_column",
+    "table",
+]
 
 #: The data dictionary's file name, in the package ``trainscale.schema``.
 DICTIONARY_FILE = "columns.yaml"
@@ -123,6 +131,8 @@ class _Reader:
         if name not in self.tables:
             raise self.fail(where, f"table {name!r} is not defined above")
         left_out = entry.get("except", [])
+        if not isinstance(left_out, list):
+            raise self.fail(where, f"except is a list of column names, not {left_out!r}")
         spliced = self.tables[name]
         absent = [n for n in left_out if n not in {c.name for c in spliced}]
         if absent:
