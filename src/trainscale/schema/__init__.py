@@ -39,6 +39,8 @@ from trainscale.schema.bounds import (
 from trainscale.schema.calibration import (
     ACCURACY_COLUMNS,
     COLLECTIVE_ACCURACY_COLUMNS,
+    PILOT_ERROR_COLUMNS,
+    PILOT_TABLE_COLUMNS,
     PRIOR_SCAN_COLUMNS,
     PROFILE_COLUMNS,
 )
@@ -95,6 +97,7 @@ from trainscale.schema.presentation import (
     FIT_COLUMNS,
     HARDWARE_COLUMNS,
     MODEL_COLUMNS,
+    PILOTS_TABLE_COLUMNS,
     SCALING_FIT_COLUMNS,
     SCALING_SERIES_COLUMNS,
     STUDY_FIT_COLUMNS,
@@ -138,6 +141,9 @@ __all__ = [
     "MODEL_SHAPE_COLUMNS",
     "NCCL_COLUMNS",
     "NUMERIC_BOUNDS",
+    "PILOTS_TABLE_COLUMNS",
+    "PILOT_ERROR_COLUMNS",
+    "PILOT_TABLE_COLUMNS",
     "PRECISIONS",
     "PRIOR_SCAN_COLUMNS",
     "PROFILE_COLUMNS",

@@ -21,3 +21,13 @@ citation or ``all``, or ``framework``): one row per group, then ``all``."""
 COLLECTIVE_ACCURACY_COLUMNS: tuple[Column, ...] = table("COLLECTIVE_ACCURACY_COLUMNS")
 """Columns of :func:`trainscale.published.holdout.collective_accuracy`: the error of the nccl-tests
 bus bandwidths per source, all sizes and the sizes precise enough to score."""
+
+PILOT_ERROR_COLUMNS: tuple[Column, ...] = table("PILOT_ERROR_COLUMNS")
+"""Columns of :func:`trainscale.calibrate.pilot_series.pilot_errors`: one row per larger-scale
+row of every published scaling series, predicted from the series' pilots (its smallest GPU
+count), by the base without its source and by perfect weak scaling."""
+
+PILOT_TABLE_COLUMNS: tuple[Column, ...] = table("PILOT_TABLE_COLUMNS")
+"""Columns of ``results/pilots.parquet`` (rule ``published_pilots``,
+:func:`trainscale.calibrate.pilot_series.pilot_table`): :data:`PILOT_ERROR_COLUMNS`, whether the
+row is inside its pilot interval, and the provenance."""

@@ -50,3 +50,8 @@ predicted."""
 BEST_PLAN_COLUMNS: tuple[Column, ...] = table("BEST_PLAN_COLUMNS")
 """Columns of table ``best_plans`` (:func:`trainscale.tables.best_plans.best_plans`): the fastest
 plan that fits in memory per model, GPU and GPU count; models smallest first."""
+
+PILOTS_TABLE_COLUMNS: tuple[Column, ...] = table("PILOTS_TABLE_COLUMNS")
+"""Columns of table ``pilots`` (:func:`trainscale.tables.pilots.summary`, also what ``trainscale
+validate --pilots`` prints): per source, then ``all``, the errors of the pilot-calibrated
+prediction, of the base and of perfect weak scaling, and the pilot interval's coverage."""
