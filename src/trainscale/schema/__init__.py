@@ -1,9 +1,10 @@
 """The two tables that carry everything: configuration and result.
 
-Each column is defined once here, with its dtype, unit and meaning, and used by every stage: input
-validation (:func:`trainscale.sim.configs.build_configs`), the simulator's output, the log
-ingester, the
-published-measurement normaliser, the Parquet dataset (``arrow_schema``) and the figures.
+Each column is defined once, with its dtype, unit and meaning, in the data dictionary
+``columns.yaml`` of this package (read by :mod:`trainscale.schema.dictionary`), and used by every
+stage: input validation (:func:`trainscale.sim.configs.build_configs`), the simulator's output,
+the log ingester, the published-measurement normaliser, the Parquet dataset (``arrow_schema``)
+and the figures.
 
 - **configuration**: one row per training setup.
 - **result**: the configuration's columns, the derived parallel degrees, what was predicted or
