@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from trainscale.calibrate.pilot import MEASURED, refit_pilots
-from trainscale.schema import Column
+from trainscale.schema import PILOT_ERROR_COLUMNS, PILOT_TABLE_COLUMNS, names
 from trainscale.sim.pilot_intervals import PilotIntervals, distance, fit_pilot_quantiles
 
 if TYPE_CHECKING:
@@ -54,48 +54,9 @@ SERIES_COLUMNS = (
     "citation", "framework", "gpu", "model_name", "seq_len", "precision", "recompute",
     "tp", "pp", "cp", "vpp", "sharding",
 )  # fmt: skip
-#: The columns of :func:`pilot_errors`.
-PILOT_COLUMNS = (
-    "series", "citation", "csv_row", "framework", "model_name", "gpu", "num_gpus", "pilot_gpus",
-    "log2_distance", "observed_tokens_per_s_per_gpu", "pilot_predicted_tokens_per_s_per_gpu",
-    "base_predicted_tokens_per_s_per_gpu", "weak_scaling_tokens_per_s_per_gpu",
-    "pilot_ape_pct", "base_ape_pct", "weak_scaling_ape_pct",
-)  # fmt: skip
-
-
-def _column(name: str, dtype: str, unit: str, description: str) -> Column:
-    return Column(name=name, dtype=dtype, unit=unit, description=description)  # type: ignore[arg-type]
-
-
-_PILOT_DTYPES = {
-    "series": ("string", "1", "scaling series: the SERIES_COLUMNS values joined by ' | '"),
-    "citation": ("string", "1", "published source"),
-    "csv_row": ("int64", "1", "line of the published CSV (the header is line 1)"),
-    "framework": ("string", "1", "software stack"),
-    "model_name": ("string", "1", "the source's own model name"),
-    "gpu": ("string", "1", "GPU key of the hardware catalogue"),
-    "num_gpus": ("int64", "1", "GPUs of the predicted (larger-scale) row"),
-    "pilot_gpus": ("int64", "1", "GPUs of the series' pilots (its smallest count)"),
-    "log2_distance": ("float64", "1", "log2(num_gpus / pilot_gpus)"),
-    "observed_tokens_per_s_per_gpu": ("float64", "tokens/s", "published"),
-    "pilot_predicted_tokens_per_s_per_gpu": (
-        "float64", "tokens/s", "base without the source, calibrated on the pilots",
-    ),
-    "base_predicted_tokens_per_s_per_gpu": ("float64", "tokens/s", "base without the source"),
-    "weak_scaling_tokens_per_s_per_gpu": (
-        "float64", "tokens/s", "the pilots' mean measured tokens/s per GPU",
-    ),
-    "pilot_ape_pct": ("float64", "%", "absolute % error of the pilot-calibrated prediction"),
-    "base_ape_pct": ("float64", "%", "absolute % error of the base"),
-    "weak_scaling_ape_pct": ("float64", "%", "absolute % error of perfect weak scaling"),
-}  # fmt: skip
-#: ``results/pilots.parquet``: :data:`PILOT_COLUMNS`, ``covered`` and the provenance.
-PILOT_TABLE_COLUMNS: tuple[Column, ...] = (
-    *(_column(name, *_PILOT_DTYPES[name]) for name in PILOT_COLUMNS),
-    _column("covered", "bool", "1", "inside the 80 % pilot interval fitted without the source"),
-    _column("calibration_id", "string", "1", "the shipped calibration the bases took power from"),
-    _column("simulator_version", "string", "1", "trainscale version"),
-)
+#: The columns of :func:`pilot_errors` (their dtypes, units and meanings:
+#: :data:`trainscale.schema.PILOT_ERROR_COLUMNS`).
+PILOT_COLUMNS: tuple[str, ...] = tuple(names(PILOT_ERROR_COLUMNS))
 
 
 def pilot_table(

@@ -1,9 +1,10 @@
 """The two tables that carry everything: configuration and result.
 
-Each column is defined once here, with its dtype, unit and meaning, and used by every stage: input
-validation (:func:`trainscale.sim.configs.build_configs`), the simulator's output, the log
-ingester, the
-published-measurement normaliser, the Parquet dataset (``arrow_schema``) and the figures.
+Each column is defined once, with its dtype, unit and meaning, in the data dictionary
+``columns.yaml`` of this package (read by :mod:`trainscale.schema.dictionary`), and used by every
+stage: input validation (:func:`trainscale.sim.configs.build_configs`), the simulator's output,
+the log ingester, the published-measurement normaliser, the Parquet dataset (``arrow_schema``)
+and the figures.
 
 - **configuration**: one row per training setup.
 - **result**: the configuration's columns, the derived parallel degrees, what was predicted or
@@ -27,7 +28,9 @@ from __future__ import annotations
 # One module a concept: column (the Column type), choices (categorical values), bounds (numeric
 # ranges), configuration, dataset (result and dataset tables, column(), arrow_schema()), results
 # (the other tables under results/), presentation (reports/tables), ingest, calibration, fits;
-# shared holds the columns tables of different modules have in common.
+# shared holds the columns tables of different modules have in common. Every table's columns are
+# data, in columns.yaml (the data dictionary); dictionary reads and checks it, and each module
+# names its tables' constants.
 from trainscale.schema.bounds import (
     MAX_GPUS,
     NUMERIC_BOUNDS,
@@ -37,6 +40,8 @@ from trainscale.schema.bounds import (
 from trainscale.schema.calibration import (
     ACCURACY_COLUMNS,
     COLLECTIVE_ACCURACY_COLUMNS,
+    PILOT_ERROR_COLUMNS,
+    PILOT_TABLE_COLUMNS,
     PRIOR_SCAN_COLUMNS,
     PROFILE_COLUMNS,
 )
@@ -93,6 +98,7 @@ from trainscale.schema.presentation import (
     FIT_COLUMNS,
     HARDWARE_COLUMNS,
     MODEL_COLUMNS,
+    PILOTS_TABLE_COLUMNS,
     SCALING_FIT_COLUMNS,
     SCALING_SERIES_COLUMNS,
     STUDY_FIT_COLUMNS,
@@ -136,6 +142,9 @@ __all__ = [
     "MODEL_SHAPE_COLUMNS",
     "NCCL_COLUMNS",
     "NUMERIC_BOUNDS",
+    "PILOTS_TABLE_COLUMNS",
+    "PILOT_ERROR_COLUMNS",
+    "PILOT_TABLE_COLUMNS",
     "PRECISIONS",
     "PRIOR_SCAN_COLUMNS",
     "PROFILE_COLUMNS",

@@ -29,11 +29,6 @@ class Column:
     """Value used when an optional input column is absent or empty; None means required."""
 
 
-def _c(name: str, dtype: Dtype, unit: str, description: str, **kw: object) -> Column:
-    """A :class:`Column`, its four fields positional (the tables' shorthand)."""
-    return Column(name=name, dtype=dtype, unit=unit, description=description, **kw)  # type: ignore[arg-type]
-
-
 #: The pyarrow type of each dtype.
 ARROW_TYPES = {
     "int64": pa.int64(),

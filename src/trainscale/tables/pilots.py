@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from trainscale.report.select import require
-from trainscale.schema import Column, names
+from trainscale.schema import PILOTS_TABLE_COLUMNS, names
 
 __all__ = ["PILOTS_TABLE_COLUMNS", "SUMMARY_COLUMNS", "render", "summary"]
 
@@ -26,20 +26,6 @@ SUMMARY_COLUMNS = (
     "rows", "pilot_gpus", "max_gpus", "pilot_mape_pct", "base_mape_pct",
     "weak_scaling_mape_pct", "covered_pct",
 )  # fmt: skip
-#: The columns the ``pilots`` table prints.
-PILOTS_TABLE_COLUMNS: tuple[Column, ...] = tuple(
-    Column(name=n, dtype=d, unit=u, description=text)  # type: ignore[arg-type]
-    for n, d, u, text in (
-        ("source", "string", "1", "published source, then all"),
-        ("rows", "int64", "1", "larger-scale rows predicted"),
-        ("pilot_gpus", "int64", "1", "smallest pilot GPU count"),
-        ("max_gpus", "int64", "1", "largest GPU count predicted"),
-        ("pilot_mape_pct", "float64", "%", "MAPE of the pilot-calibrated prediction"),
-        ("base_mape_pct", "float64", "%", "MAPE of the base (without the source), uncalibrated"),
-        ("weak_scaling_mape_pct", "float64", "%", "MAPE of the pilots' tokens/s per GPU"),
-        ("covered_pct", "float64", "%", "rows inside the 80 % pilot interval (source out)"),
-    )
-)
 _NEEDED = (
     "num_gpus", "pilot_gpus", "pilot_ape_pct", "base_ape_pct", "weak_scaling_ape_pct", "covered",
 )  # fmt: skip
