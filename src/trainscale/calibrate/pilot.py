@@ -170,7 +170,7 @@ def _fit(
 
     if not names:
         return base
-    pinned = {n: getattr(base, n) for n in _THROUGHPUT if n not in names}
+    pinned = {n: base.value(n) for n in _THROUGHPUT if n not in names}
     fit = fit_throughput(
         _data(table), start=base, catalogue=catalogue, pinned=pinned, prior_centre=base,
         prior_scale=1.0 / ROW_LOG_NOISE,
@@ -228,7 +228,7 @@ def refit_pilots(
                                    catalogue)  # fmt: skip
             largest = int(gpus.max())
     final = _fit(table, candidates[chosen], base, catalogue)
-    refitted = tuple(n for n in candidates[chosen] if getattr(final, n) != getattr(base, n))
+    refitted = tuple(n for n in candidates[chosen] if final.value(n) != base.value(n))
     report = PilotReport(
         refitted=refitted,
         ladder=pd.DataFrame(
