@@ -84,3 +84,12 @@ def test_offset_specs_follow_a_framework_list() -> None:
     assert [s.name for s in PARAMETERS if "_offset_" in s.name] == [
         s.name for s in offset_specs(FRAMEWORKS)
     ]
+
+
+def test_a_calibration_pickles_to_an_equal_one() -> None:
+    import pickle
+
+    calibration = load_calibration(SHIPPED).with_values(fp8_gemm_offset_deepspeed=0.125)
+    copy = pickle.loads(pickle.dumps(calibration))
+    assert copy == calibration and copy.intervals == calibration.intervals
+    assert copy.framework_offsets["deepspeed"]["fp8_gemm"] == 0.125

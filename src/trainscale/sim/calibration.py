@@ -129,6 +129,11 @@ class Calibration:
         object.__setattr__(self, "framework_offsets", MappingProxyType(ordered))
         object.__setattr__(self, "intervals", intervals)
 
+    def __reduce__(self) -> tuple[object, tuple[dict[str, float], PredictionIntervals | None]]:
+        """Pickled by flat names (a read-only mapping cannot be pickled): a worker process gets
+        an equal calibration."""
+        return _from_flat, (self.as_dict(), self.intervals)
+
     @classmethod
     def defaults(cls) -> Calibration:
         """The priors: sourced or estimated values before any fit."""
@@ -173,6 +178,11 @@ class Calibration:
             {k: float(f"{v:.12g}") for k, v in sorted(self.as_dict().items())}, sort_keys=True
         )
         return hashlib.sha256(payload.encode()).hexdigest()[:12]
+
+
+def _from_flat(values: dict[str, float], intervals: PredictionIntervals | None) -> Calibration:
+    """The calibration of flat ``values`` (what :meth:`Calibration.__reduce__` pickles)."""
+    return Calibration(**values, intervals=intervals)
 
 
 def _parse(path: Path, data: dict) -> Calibration:
