@@ -50,6 +50,7 @@ import numpy as np
 import pandas as pd
 
 from trainscale.schema import FRAMEWORKS
+from trainscale.schema.choices import DEFAULT_FRAMEWORK
 from trainscale.sim.calibration import PARAMETERS, Calibration
 
 if TYPE_CHECKING:
@@ -100,8 +101,8 @@ class PilotReport:
 
 def _frameworks(table: pd.DataFrame) -> list[str]:
     if "framework" not in table.columns:
-        return ["pytorch"]
-    present = set(table["framework"].fillna("pytorch").astype(str).str.lower())
+        return [DEFAULT_FRAMEWORK]
+    present = set(table["framework"].fillna(DEFAULT_FRAMEWORK).astype(str).str.lower())
     return [fw for fw in FRAMEWORKS if fw in present]
 
 

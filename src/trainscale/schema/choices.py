@@ -44,6 +44,10 @@ add-a-framework-behaviour.md``). The JSON Schemas are files, not Python: the ``f
 framework catalogue loaded from another folder must hold the same keys
 (:func:`~trainscale.sim.frameworks.load_frameworks` says so); to run with other profiles, point
 ``TRAINSCALE_DATA`` at their folder."""
+DEFAULT_FRAMEWORK = "pytorch"
+"""A configuration without a ``framework`` runs PyTorch (DDP/FSDP): the stack of the paper that
+trainscale reproduces (Fernandez et al. trained with PyTorch FSDP) and of most published runs
+(``workflow/schemas/frameworks.schema.yaml`` requires its profile)."""
 SHARD_GRANULARITIES = ("layer", "tensor")
 FP8_RECIPES = ("delayed", "current", "tensorwise", "rowwise")
 ATTENTION_KERNELS = ("flash2", "fused", "triton")

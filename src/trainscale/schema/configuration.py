@@ -102,7 +102,7 @@ CONFIGURATION_COLUMNS: tuple[Column, ...] = (
         "Megatron-Bridge), deepspeed (DeepSpeed ZeRO, Megatron-DeepSpeed), pytorch (DDP, FSDP, "
         "FSDP2, torchtitan, Composer); default pytorch",
         choices=allowed.FRAMEWORKS,
-        default="pytorch",
+        default=allowed.DEFAULT_FRAMEWORK,
     ),
     _c(
         "overlap_grad_reduce",

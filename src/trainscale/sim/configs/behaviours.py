@@ -10,7 +10,6 @@ import pandas as pd
 from trainscale.io.suggest import did_you_mean
 from trainscale.schema import (
     ATTENTION_KERNELS,
-    CP_COMM_TYPES,
     FP8_RECIPES,
     FRAMEWORKS,
     SHARD_GRANULARITIES,
@@ -23,6 +22,7 @@ from trainscale.sim.configs.problems import Problems
 from trainscale.sim.degrees import data_parallel_degree
 from trainscale.sim.frameworks import (
     BOOLEAN_BEHAVIOURS,
+    CHOICE_BEHAVIOURS,
     DEFAULT_FRAMEWORK,
     FrameworkProfile,
     fp8_cast_bytes_per_element,
@@ -103,12 +103,7 @@ def _behaviours(
         out[behaviour], given[behaviour] = optional_bool(
             frame, behaviour, problems, default, "the framework profile's"
         )
-    for name, allowed in (
-        ("shard_granularity", SHARD_GRANULARITIES),
-        ("attention_kernel", ATTENTION_KERNELS),
-        ("fp8_recipe", FP8_RECIPES),
-        ("cp_comm_type", CP_COMM_TYPES),
-    ):
+    for name, allowed in CHOICE_BEHAVIOURS.items():
         values = [getattr(p, name) for p in ordered]
         out[name], given[name] = _choice_or_profile(
             frame, name, allowed, values, framework, problems

@@ -116,18 +116,20 @@ def choice_codes(
     return np.where(index < 0, 0, index)
 
 
-def optional_positive(frame: pd.DataFrame, name: str, problems: Problems) -> np.ndarray:
-    """Optional number within :data:`~trainscale.schema.NUMERIC_BOUNDS`; 0 or empty means "use
-    the default system"; NaN where absent, default or invalid."""
+def optional_number(frame: pd.DataFrame, name: str, problems: Problems, note: str) -> np.ndarray:
+    """Optional number within :data:`~trainscale.schema.NUMERIC_BOUNDS`, 0 or empty meaning
+    absent; NaN where absent or invalid (each invalid cell a problem, ``note`` saying what else is
+    allowed)."""
     values = _numeric(frame, name)
     missing = missing_mask(frame, name) | (values == 0)
     bad = ~missing & ~_within(values, NUMERIC_BOUNDS[name])
-    problems.add_where(
-        bad, name,
-        lambda r: _value_problem(frame, name, r, values[r], ", or 0 or empty for the GPU's "
-                                 "default system"),
-    )  # fmt: skip
+    problems.add_where(bad, name, lambda r: _value_problem(frame, name, r, values[r], note))
     return np.where(missing | bad, np.nan, values)
+
+
+def optional_positive(frame: pd.DataFrame, name: str, problems: Problems) -> np.ndarray:
+    """:func:`optional_number` where 0 or empty means "use the default system"."""
+    return optional_number(frame, name, problems, ", or 0 or empty for the GPU's default system")
 
 
 def _as_number(text: str) -> float:

@@ -6,15 +6,9 @@ import numpy as np
 import pandas as pd
 
 from trainscale.io.suggest import did_you_mean
-from trainscale.schema import (
-    NUMERIC_BOUNDS,
-)
 from trainscale.sim.cells import fmt as _fmt
-from trainscale.sim.cells import numeric as _numeric
 from trainscale.sim.cells import raw as _raw
-from trainscale.sim.cells import value_problem as _value_problem
-from trainscale.sim.cells import within as _within
-from trainscale.sim.configs.columns import coded_text, missing_mask, per_row, text_lookup
+from trainscale.sim.configs.columns import coded_text, optional_number, per_row, text_lookup
 from trainscale.sim.configs.problems import Problems
 from trainscale.sim.system.hardware import HardwareCatalog
 
@@ -108,21 +102,16 @@ def power_limits(frame: pd.DataFrame, gpu: dict[str, np.ndarray], problems: Prob
     """Optional ``power_limit_w``: above the GPU's idle power and at most its TDP; NaN where
     absent (0 or empty: the TDP, no limit)."""
     name = "power_limit_w"
-    values = _numeric(frame, name)
-    missing = missing_mask(frame, name) | (values == 0)
-    outside = ~missing & ~_within(values, NUMERIC_BOUNDS[name])
-    problems.add_where(
-        outside, name,
-        lambda r: _value_problem(frame, name, r, values[r], " and for this GPU above its idle "
-                                 "power, at most its TDP; 0 or empty for no limit"),
+    values = optional_number(
+        frame, name, problems,
+        " and for this GPU above its idle power, at most its TDP; 0 or empty for no limit",
     )  # fmt: skip
-    given = ~missing & ~outside
-    bad = ~missing & ~(given & (values > gpu["idle_w"]) & (values <= gpu["tdp_w"]))
+    bad = np.isfinite(values) & ~((values > gpu["idle_w"]) & (values <= gpu["tdp_w"]))
     problems.add_where(
-        bad & ~outside & ~problems.bad_by_column.get("gpu", np.zeros(len(frame), dtype=bool)),
+        bad & ~problems.bad_by_column.get("gpu", np.zeros(len(frame), dtype=bool)),
         name,
         lambda r: f"{_fmt(_raw(frame, name, r))} W is not allowed for this GPU: a power limit "
         f"must lie above its idle power ({gpu['idle_w'][r]:g} W) and at most its TDP "
         f"({gpu['tdp_w'][r]:g} W); leave empty for no limit",
     )  # fmt: skip
-    return np.where(missing | bad, np.nan, values)
+    return np.where(bad, np.nan, values)
