@@ -260,3 +260,12 @@ def test_the_framework_list_follows_the_data_folder(tmp_path: Path) -> None:
         "mystack",
     )
     assert schema.choices.framework_keys(tmp_path / "absent.yaml") == ()
+    # loaded in this process, whose list is the shipped one, the file names what to do
+    from trainscale.sim.frameworks import load_frameworks
+
+    with pytest.raises(
+        InputFileError,
+        match=r"expected exactly megatron, deepspeed, pytorch .*"
+        r"found megatron, deepspeed, pytorch, mystack.*set TRAINSCALE_DATA",
+    ):
+        load_frameworks(tmp_path / "frameworks.yaml")

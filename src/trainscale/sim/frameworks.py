@@ -254,9 +254,10 @@ def _load(path: Path) -> dict[str, FrameworkProfile]:
         found = ", ".join(profiles) if isinstance(profiles, dict) else type(profiles).__name__
         raise InputFileError(
             path,
-            f"profiles: expected exactly {', '.join(FRAMEWORKS)} (the profiles of "
-            f"{data_dir() / 'frameworks.yaml'}, the framework list this process runs with); "
-            f"found {found}. To run with other profiles, set TRAINSCALE_DATA to their folder",
+            f"profiles: expected exactly {', '.join(FRAMEWORKS)} (the framework list this "
+            f"process runs with: the profiles of the data folder's frameworks.yaml, data/ or "
+            f"TRAINSCALE_DATA); found {found}. To run with other profiles, set TRAINSCALE_DATA "
+            "to their folder",
         )
     return {key: _parse(path, key, profiles[key]) for key in FRAMEWORKS}
 
