@@ -58,7 +58,7 @@ def fit(published, start: Calibration, catalogue: Catalogue) -> Calibration:
         ).to_numpy()
         return np.concatenate([weight * r, (x - prior) / prior_sd])
 
-    x0 = np.clip([getattr(start, p.name) for p in specs], lower, upper)
+    x0 = np.clip([start.value(p.name) for p in specs], lower, upper)
     result = least_squares(
         residuals, x0, bounds=(lower, upper), x_scale=upper - lower, diff_step=1e-3,
         loss="soft_l1", f_scale=0.1,
@@ -76,7 +76,7 @@ def main() -> None:
     for spec in PARAMETERS:
         if spec.name in NETWORK:
             print(
-                f"  {spec.name:26s} {getattr(fitted, spec.name):8.4f}   "
+                f"  {spec.name:26s} {fitted.value(spec.name):8.4f}   "
                 f"[{spec.lower:g}, {spec.upper:g}]  prior {spec.default:g}"
             )
     rows = collective_predictions(published, fitted, catalogue)

@@ -51,10 +51,12 @@ def test_stored_values_drop_the_solver_noise_that_differs_between_machines() -> 
         nic_efficiency=0.92630849,
     )
     stored = _round(noisy)
-    assert stored.fp8_gemm_offset_deepspeed == 0.0
-    assert math.copysign(1.0, stored.fp8_gemm_offset_deepspeed) == 1.0  # no negative zero
-    assert stored.gemm_efficiency_offset_deepspeed == -0.0061517
-    assert stored.fp8_gemm_offset_pytorch == -0.0031652
+    assert stored.framework_offsets["deepspeed"]["fp8_gemm"] == 0.0
+    assert (
+        math.copysign(1.0, stored.framework_offsets["deepspeed"]["fp8_gemm"]) == 1.0
+    )  # no negative zero
+    assert stored.value("gemm_efficiency_offset_deepspeed") == -0.0061517
+    assert stored.value("fp8_gemm_offset_pytorch") == -0.0031652
     assert stored.nic_efficiency == 0.926308  # 6 significant digits, rounded once
     assert _round(stored) == stored
 

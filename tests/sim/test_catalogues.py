@@ -221,9 +221,51 @@ def test_the_schemas_allow_exactly_the_values_the_code_knows() -> None:
     assert tuple(models["$defs"]["model"]["properties"]["mlp"]["enum"]) == schema.MLP_KINDS
     frameworks = yaml.safe_load(schema_file("frameworks").read_text())
     profile = frameworks["$defs"]["profile"]["properties"]
-    assert tuple(frameworks["properties"]["profiles"]["required"]) == schema.FRAMEWORKS
+    assert frameworks["properties"]["profiles"]["required"] == ["pytorch"]
     assert tuple(profile["shard_granularity"]["enum"]) == schema.SHARD_GRANULARITIES
     assert tuple(profile["attention_kernel"]["enum"]) == schema.ATTENTION_KERNELS
     assert tuple(profile["fp8_recipe"]["enum"]) == schema.FP8_RECIPES
     by_sharding = frameworks["$defs"]["behaviour"]["oneOf"][1]["required"]
     assert tuple(by_sharding) == schema.SHARDINGS
+
+
+def test_every_list_of_framework_names_is_the_catalogues() -> None:
+    """The framework list is the keys of data/frameworks.yaml (schema.FRAMEWORKS reads them);
+    the JSON-Schema enums of run manifests and studies, the published-text matching and the
+    calibration's offsets name exactly those."""
+    from trainscale.published.matching import FRAMEWORK_PROFILES
+    from trainscale.sim.calibration import OFFSET_BASES, PARAMETERS
+    from trainscale.sim.frameworks import DEFAULT_FRAMEWORK
+
+    shipped = yaml.safe_load((data_dir() / "frameworks.yaml").read_text())["profiles"]
+    assert tuple(shipped) == schema.FRAMEWORKS == ("megatron", "deepspeed", "pytorch")
+    run = yaml.safe_load(schema_file("run").read_text())
+    run_framework = run["$defs"]["configuration"]["properties"]["framework"]
+    study = yaml.safe_load(schema_file("study").read_text())
+    for enum in (run_framework["enum"], study["$defs"]["framework"]["enum"]):
+        assert tuple(enum) == schema.FRAMEWORKS
+    assert FRAMEWORK_PROFILES == schema.FRAMEWORKS
+    assert DEFAULT_FRAMEWORK in schema.FRAMEWORKS
+    offsets = {p.name for p in PARAMETERS if "_offset_" in p.name}
+    assert offsets == {f"{b}_offset_{f}" for b in OFFSET_BASES for f in schema.FRAMEWORKS}
+
+
+def test_the_framework_list_follows_the_data_folder(tmp_path: Path) -> None:
+    """A profile added to the data folder's frameworks.yaml is in FRAMEWORKS, in file order."""
+    document = yaml.safe_load((data_dir() / "frameworks.yaml").read_text())
+    document["profiles"]["mystack"] = document["profiles"]["pytorch"]
+    (tmp_path / "frameworks.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
+    assert schema.choices.framework_keys(tmp_path / "frameworks.yaml") == (
+        *schema.FRAMEWORKS,
+        "mystack",
+    )
+    assert schema.choices.framework_keys(tmp_path / "absent.yaml") == ()
+    # loaded in this process, whose list is the shipped one, the file names what to do
+    from trainscale.sim.frameworks import load_frameworks
+
+    with pytest.raises(
+        InputFileError,
+        match=r"expected exactly megatron, deepspeed, pytorch .*"
+        r"found megatron, deepspeed, pytorch, mystack.*set TRAINSCALE_DATA",
+    ):
+        load_frameworks(tmp_path / "frameworks.yaml")

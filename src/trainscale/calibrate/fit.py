@@ -158,9 +158,9 @@ def fit_throughput(
         raise TrainscaleError(f"prior_scale must be > 0 (inf for no prior), got {prior_scale}")
     free = _free_parameters(pinned)
     start = replace(start or Calibration.defaults(), **pinned)
-    x0 = np.array([getattr(start, p.name) for p in free])
+    x0 = np.array([start.value(p.name) for p in free])
     prior = np.array(
-        [p.default if prior_centre is None else getattr(prior_centre, p.name) for p in free]
+        [p.default if prior_centre is None else prior_centre.value(p.name) for p in free]
     )
     lower = np.array([p.lower for p in free])
     upper = np.array([p.upper for p in free])

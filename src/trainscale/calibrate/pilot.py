@@ -50,6 +50,7 @@ import numpy as np
 import pandas as pd
 
 from trainscale.schema import FRAMEWORKS
+from trainscale.schema.choices import DEFAULT_FRAMEWORK
 from trainscale.sim.calibration import PARAMETERS, Calibration
 
 if TYPE_CHECKING:
@@ -100,8 +101,8 @@ class PilotReport:
 
 def _frameworks(table: pd.DataFrame) -> list[str]:
     if "framework" not in table.columns:
-        return ["pytorch"]
-    present = set(table["framework"].fillna("pytorch").astype(str).str.lower())
+        return [DEFAULT_FRAMEWORK]
+    present = set(table["framework"].fillna(DEFAULT_FRAMEWORK).astype(str).str.lower())
     return [fw for fw in FRAMEWORKS if fw in present]
 
 
@@ -170,7 +171,7 @@ def _fit(
 
     if not names:
         return base
-    pinned = {n: getattr(base, n) for n in _THROUGHPUT if n not in names}
+    pinned = {n: base.value(n) for n in _THROUGHPUT if n not in names}
     fit = fit_throughput(
         _data(table), start=base, catalogue=catalogue, pinned=pinned, prior_centre=base,
         prior_scale=1.0 / ROW_LOG_NOISE,
@@ -228,7 +229,7 @@ def refit_pilots(
                                    catalogue)  # fmt: skip
             largest = int(gpus.max())
     final = _fit(table, candidates[chosen], base, catalogue)
-    refitted = tuple(n for n in candidates[chosen] if getattr(final, n) != getattr(base, n))
+    refitted = tuple(n for n in candidates[chosen] if final.value(n) != base.value(n))
     report = PilotReport(
         refitted=refitted,
         ladder=pd.DataFrame(

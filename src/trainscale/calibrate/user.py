@@ -99,7 +99,7 @@ def sensitive_parameters(
     kept = []
     for name in names:
         spec = _SPECS[name]
-        value = getattr(base, name)
+        value = base.value(name)
         step = _STEP * (spec.upper - spec.lower)
         moved = value + step if value + step <= spec.upper else value - step
         changed = np.log(

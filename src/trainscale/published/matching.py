@@ -14,6 +14,8 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from trainscale.schema import FRAMEWORKS
+
 if TYPE_CHECKING:
     from trainscale.sim.model.shape import ModelShape
     from trainscale.sim.system.hardware import HardwareCatalog
@@ -32,8 +34,9 @@ __all__ = [
     "sharding",
 ]
 
-#: Keys of the framework profiles a throughput row's ``framework`` column may hold.
-FRAMEWORK_PROFILES: tuple[str, ...] = ("megatron", "deepspeed", "pytorch")
+#: Keys of the framework profiles a throughput row's ``framework`` column may hold: the framework
+#: list (:data:`trainscale.schema.FRAMEWORKS`, the keys of ``data/frameworks.yaml``).
+FRAMEWORK_PROFILES: tuple[str, ...] = FRAMEWORKS
 
 #: (pattern on the framework text, profile), first match wins: DeepSpeed before Megatron,
 #: because Narayanan's ZeRO-3 rows ran Megatron-LM on DeepSpeed ZeRO-3.

@@ -1,10 +1,13 @@
-"""The simulator's free parameters and ``data/calibration.yaml``.
+"""The simulator's parameter values and ``data/calibration.yaml``.
 
-Every parameter is physical (an efficiency, a latency, a size, a power fraction) and has bounds.
-The hardware physics is shared by all configurations; the five efficiencies that depend on the
-software stack's kernels (GEMM, attention, memory-bound traffic, FP8 GEMMs, compute slowdown under
-overlapped communication) carry one log offset per framework profile (``<name>_offset_<framework>``,
-:data:`OFFSET_BASES`), with a prior towards 0, so a framework with few rows stays near the pool.
+:mod:`trainscale.sim.parameters` defines the parameters (prior, bounds, unit, meaning); a
+:class:`Calibration` holds one value of each: the shared ones as fields, the per-framework log
+offsets as one mapping ``framework_offsets[framework][base]``, built from the framework list
+(:data:`~trainscale.schema.FRAMEWORKS`, the keys of ``data/frameworks.yaml``), so a framework
+added to that file gets its offsets (prior 0) with no code edit. The file and the fit keep the
+flat names ``<base>_offset_<framework>``: :class:`Calibration` takes and gives them
+(``Calibration(**flat)``, :meth:`~Calibration.with_values`, :meth:`~Calibration.value`,
+:meth:`~Calibration.as_dict`), and ``data/calibration.yaml`` stays one flat ``parameters`` block.
 ``trainscale calibrate`` (:mod:`trainscale.calibrate.fit`) fits the ``fitted`` ones to the published
 measurements and writes them with their provenance; the others keep their sourced or estimated
 value. ``calibration_id`` is a hash of the parameter values, so a
@@ -15,9 +18,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field, fields, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
+from types import MappingProxyType
 
 import numpy as np
 import yaml
@@ -28,6 +33,15 @@ from trainscale.io.yaml import load_yaml
 from trainscale.paths import data_dir
 from trainscale.schema import FRAMEWORKS
 from trainscale.sim.intervals import PredictionIntervals
+from trainscale.sim.parameters import (
+    FRAMEWORK_OFFSET_PRIOR_SD,
+    OFFSET_BASES,
+    PARAMETERS,
+    SHARED_PARAMETERS,
+    ParameterSpec,
+    offset_name,
+    split_offset_name,
+)
 
 __all__ = [
     "FRAMEWORK_OFFSET_PRIOR_SD",
@@ -40,303 +54,19 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ParameterSpec:
-    """Metadata of one parameter: default (prior), bounds, unit and meaning."""
-
-    name: str
-    default: float
-    lower: float
-    upper: float
-    unit: str
-    fitted: bool
-    """Fitted by ``trainscale calibrate`` (True) or fixed at its sourced/estimated value."""
-    group: str
-    """``throughput`` parameters are fitted to throughput rows, ``power`` ones to power claims."""
-    description: str
-    prior_sd: float | None = None
-    """Standard deviation of the fit's Gaussian prior; None: half the bound range."""
-
-
-#: Prior standard deviation of every per-framework offset (log units, ~10 %): a framework with few
-#: published rows stays near the shared value (chosen before any fit with offsets was run).
-FRAMEWORK_OFFSET_PRIOR_SD = 0.1
-#: The efficiencies that carry a per-framework offset, as ``<name>_offset_<framework>``.
-OFFSET_BASES = (
-    "gemm_efficiency",
-    "attention_efficiency",
-    "elementwise_traffic",
-    "fp8_gemm",
-    "overlap_slowdown",
-)
-
-_OFFSET_MEANING = {
-    "gemm_efficiency": ("the GEMM efficiency (catalogued MAMF fraction): its GEMM kernels and "
-                        "launch configuration", -0.4, 0.15),
-    "attention_efficiency": ("the FlashAttention efficiency: its attention kernel "
-                             "(FlashAttention 2/3, cuDNN fused attention, SDPA)", -0.4, 0.4),
-    "elementwise_traffic": ("the HBM traffic of memory-bound kernels: its fused normalisation, "
-                            "rotary and activation kernels", -0.4, 0.4),
-    "fp8_gemm": ("the FP8 GEMM efficiency, on top of its GEMM offset: its FP8 kernels",
-                 -0.4, 0.4),
-    "overlap_slowdown": ("the compute slowdown under overlapped communication: the SMs its "
-                         "communication kernels take", -0.4, 0.4),
-}  # fmt: skip
-
-
-def _offset_specs() -> tuple[ParameterSpec, ...]:
-    """One log offset per efficiency of :data:`OFFSET_BASES` and framework, prior 0 ± 0.1."""
-    return tuple(
-        ParameterSpec(
-            name=f"{base}_offset_{framework}",
-            default=0.0,
-            lower=lower,
-            upper=upper,
-            unit="1",
-            fitted=True,
-            group="throughput",
-            description=f"{framework}'s log offset on {meaning}; exp(offset) multiplies the "
-            "shared value",
-            prior_sd=FRAMEWORK_OFFSET_PRIOR_SD,
-        )
-        for base, (meaning, lower, upper) in _OFFSET_MEANING.items()
-        for framework in FRAMEWORKS
-    )
-
-
-PARAMETERS: tuple[ParameterSpec, ...] = (
-    ParameterSpec(
-        name="gemm_size_scale",
-        default=1.0,
-        lower=0.25,
-        upper=4.0,
-        unit="1",
-        fitted=True,
-        group="throughput",
-        description="multiplies each GPU's catalogued half-efficiency GEMM dimension d0 in "
-        "eta(d) = eta_max / (1 + (d0/d)^a) (tile and wave quantisation of small GEMMs)",
-    ),
-    ParameterSpec(
-        name="gemm_size_exponent",
-        default=1.0,
-        lower=0.5,
-        upper=3.0,
-        unit="1",
-        fitted=True,
-        group="throughput",
-        description="sharpness a of the GEMM size curve eta(d) = eta_max / (1 + (d0/d)^a): 1 is "
-        "the reference notes' d/(d + d0); larger values confine the loss to small GEMMs",
-    ),
-    ParameterSpec(
-        name="attention_efficiency_scale",
-        default=1.0,
-        lower=0.2,
-        upper=1.3,
-        unit="1",
-        fitted=True,
-        group="throughput",
-        description="multiplies each GPU's catalogued best FlashAttention efficiency (typical "
-        "head sizes and sequence lengths reach less than the best case; causal blocks are skipped, "
-        "the backward executes 2.5x the forward FLOPs)",
-    ),
-    ParameterSpec(
-        name="fp8_gemm_scale",
-        default=1.0,
-        lower=0.6,
-        upper=1.35,
-        unit="1",
-        fitted=True,
-        group="throughput",
-        description="multiplies each GPU's catalogued FP8 GEMM efficiency (MAMF fraction of the "
-        "FP8 peak): what FP8 linears reach inside training, shared by all frameworks",
-    ),
-    ParameterSpec(
-        name="elementwise_traffic_scale",
-        default=1.0,
-        lower=0.3,
-        upper=5.0,
-        unit="1",
-        fitted=True,
-        group="throughput",
-        description="multiplies the counted HBM traffic of memory-bound kernels (norms, residual "
-        "adds, activations, rotary, softmax/cross-entropy, casts): unfused kernels move more",
-    ),
-    ParameterSpec(
-        name="nvlink_efficiency",
-        default=0.8,
-        lower=0.6,
-        upper=0.95,
-        unit="1",
-        fitted=True,
-        group="throughput",
-        description="NCCL ring bus bandwidth as a fraction of NVLink line rate per direction "
-        "(H100: ~370 of 450 GB/s)",
-    ),
-    ParameterSpec(
-        name="nvls_efficiency",
-        default=0.61,
-        lower=0.4,
-        upper=0.9,
-        unit="1",
-        fitted=True,
-        group="throughput",
-        description="NVLink SHARP AllReduce algorithm bandwidth as a fraction of NVLink line rate "
-        "per direction (H100: ~275 of 450 GB/s)",
-    ),
-    ParameterSpec(
-        name="nic_efficiency",
-        default=0.93,
-        lower=0.6,
-        upper=0.98,
-        unit="1",
-        fitted=True,
-        group="throughput",
-        description="bandwidth NCCL reaches per scale-out NIC as a fraction of line rate on "
-        "InfiniBand (46-48 of 50 GB/s on NDR); other fabrics scale it by their factor",
-    ),
-    ParameterSpec(
-        name="nccl_latency_scale",
-        default=1.0,
-        lower=0.1,
-        upper=3.0,
-        unit="1",
-        fitted=True,
-        group="throughput",
-        description="multiplies NCCL's tuning-table latencies (base and per-hop)",
-    ),
-    ParameterSpec(
-        name="congestion_per_doubling",
-        default=0.02,
-        lower=0.0,
-        upper=0.06,
-        unit="1",
-        fitted=True,
-        group="throughput",
-        description="loss of NIC bandwidth per doubling of the nodes a collective spans, "
-        "eta(N) = eta * (1 - c log2 N) [E: the reference notes propose c = 0.02 for non-ideal "
-        "routing and congestion]",
-    ),
-    ParameterSpec(
-        name="nccl_fill_chunks",
-        default=1.0,
-        lower=0.0,
-        upper=8.0,
-        unit="chunks",
-        fitted=True,
-        group="throughput",
-        description="chunks each hop of a tree or NVLSTree AllReduce pipeline passes before the "
-        "next hop streams (pipeline fill: depth x chunks x chunk / per-channel bandwidth); 1 is "
-        "the textbook (k + D - 1) pipeline, NCCL_STEPS = 8 buffer slots per connection the most "
-        "one hop can hold (NVIDIA/nccl src/include/device.h, commit 5067397c)",
-    ),
-    ParameterSpec(
-        name="overlap_slowdown",
-        default=0.1,
-        lower=0.0,
-        upper=0.4,
-        unit="1",
-        fitted=True,
-        group="throughput",
-        description="fractional slowdown of compute while a collective runs beside it (NCCL "
-        "kernels take SMs and HBM bandwidth)",
-    ),
-    ParameterSpec(
-        name="straggler_cv",
-        default=0.02,
-        lower=0.0,
-        upper=0.1,
-        unit="1",
-        fitted=True,
-        group="throughput",
-        description="coefficient of variation of one GPU's compute time per step (clocks, "
-        "thermals, OS noise); a synchronous step waits for the slowest of N GPUs, on average "
-        "cv * E[max of N standard normals] longer (Blom's approximation); the wait is spent in "
-        "collectives, so it counts as exposed communication",
-    ),
-    ParameterSpec(
-        name="hbm_efficiency",
-        default=0.8,
-        lower=0.5,
-        upper=0.95,
-        unit="1",
-        fitted=False,
-        group="throughput",
-        description="achieved fraction of HBM bandwidth by memory-bound kernels [E, reference "
-        "notes section 4.3]",
-    ),
-    ParameterSpec(
-        name="optimizer_bytes_per_param",
-        default=32.0,
-        lower=16.0,
-        upper=64.0,
-        unit="B",
-        fitted=False,
-        group="throughput",
-        description="HBM bytes moved per locally held parameter by the AdamW step (fp32 master, "
-        "m, v read and written, gradient read, bf16 copy written, norm for clipping)",
-    ),
-    ParameterSpec(
-        name="memory_overhead_gib",
-        default=4.0,
-        lower=1.0,
-        upper=10.0,
-        unit="GiB",
-        fitted=False,
-        group="memory",
-        description="CUDA context, NCCL buffers and allocator slack per GPU [E, 2-6 GB]",
-    ),
-    ParameterSpec(
-        name="memory_usable_fraction",
-        default=0.95,
-        lower=0.8,
-        upper=1.0,
-        unit="1",
-        fitted=False,
-        group="memory",
-        description="fraction of HBM a configuration may use and still fit",
-    ),
-    ParameterSpec(
-        name="power_compute_frac",
-        default=0.875,
-        lower=0.5,
-        upper=1.0,
-        unit="1",
-        fitted=False,
-        group="power",
-        description="power above idle during GEMM-bound compute, as a fraction of (TDP - idle); "
-        "0.85-1.0 x TDP on H100 [E, reference notes section 5.3]",
-    ),
-    ParameterSpec(
-        name="power_memory_frac",
-        default=0.45,
-        lower=0.2,
-        upper=0.9,
-        unit="1",
-        fitted=False,
-        group="power",
-        description="power above idle during memory-bound kernels, fraction of (TDP - idle); "
-        "0.5-0.6 x TDP [E]",
-    ),
-    ParameterSpec(
-        name="power_comm_frac",
-        default=0.4,
-        lower=0.0,
-        upper=1.0,
-        unit="1",
-        fitted=True,
-        group="power",
-        description="power above idle while only communication runs (exposed collectives), "
-        "fraction of (TDP - idle); fitted to the paper's power claim",
-    ),
-    *_offset_specs(),
-)
-
 _SPECS = {spec.name: spec for spec in PARAMETERS}
+_SHARED_NAMES = frozenset(spec.name for spec in SHARED_PARAMETERS)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Calibration:
-    """Values of all simulator parameters (see :data:`PARAMETERS` for units and meaning)."""
+    """Values of all simulator parameters (see :data:`PARAMETERS` for units and meaning).
+
+    Built from flat names, ``Calibration(gemm_size_scale=..., gemm_efficiency_offset_pytorch=...,
+    ...)``, or with the offsets as one mapping (``framework_offsets=...``; flat names override
+    its entries). Every shared parameter and every offset of :data:`OFFSET_BASES` × FRAMEWORKS
+    must be given; any other name is a :class:`TypeError`.
+    """
 
     gemm_size_scale: float
     gemm_size_exponent: float
@@ -358,24 +88,51 @@ class Calibration:
     power_memory_frac: float
     power_comm_frac: float
     fp8_gemm_scale: float
-    gemm_efficiency_offset_megatron: float
-    gemm_efficiency_offset_deepspeed: float
-    gemm_efficiency_offset_pytorch: float
-    attention_efficiency_offset_megatron: float
-    attention_efficiency_offset_deepspeed: float
-    attention_efficiency_offset_pytorch: float
-    elementwise_traffic_offset_megatron: float
-    elementwise_traffic_offset_deepspeed: float
-    elementwise_traffic_offset_pytorch: float
-    fp8_gemm_offset_megatron: float
-    fp8_gemm_offset_deepspeed: float
-    fp8_gemm_offset_pytorch: float
-    overlap_slowdown_offset_megatron: float
-    overlap_slowdown_offset_deepspeed: float
-    overlap_slowdown_offset_pytorch: float
+    framework_offsets: Mapping[str, Mapping[str, float]] = field(hash=False)
+    """Framework (FRAMEWORKS, in that order) -> efficiency base (:data:`OFFSET_BASES`, in that
+    order) -> log offset; ``exp(offset)`` multiplies the shared efficiency. Read-only."""
     intervals: PredictionIntervals | None = field(default=None, compare=False, repr=False)
     """The file's ``intervals`` block (:mod:`trainscale.sim.intervals`); not a parameter: it is
     left out of :meth:`as_dict` and of ``calibration_id``. None: predictions carry no interval."""
+
+    def __init__(
+        self,
+        *,
+        framework_offsets: Mapping[str, Mapping[str, float]] | None = None,
+        intervals: PredictionIntervals | None = None,
+        **values: float,
+    ) -> None:
+        offsets: dict[str, dict[str, float]] = {fw: {} for fw in FRAMEWORKS}
+        unknown = [fw for fw in framework_offsets or {} if fw not in offsets]
+        for framework, by_base in (framework_offsets or {}).items():
+            unknown += [offset_name(b, framework) for b in by_base if b not in OFFSET_BASES]
+            offsets.get(framework, {}).update(by_base)
+        for name, value in values.items():
+            split = split_offset_name(name)
+            if name in _SHARED_NAMES:
+                object.__setattr__(self, name, value)
+            elif split is not None and split[1] in offsets:
+                offsets[split[1]][split[0]] = value
+            else:
+                unknown.append(name)
+        missing = [n for n in _SHARED_NAMES if n not in values] + [
+            offset_name(b, fw) for fw in FRAMEWORKS for b in OFFSET_BASES if b not in offsets[fw]
+        ]
+        if unknown or missing:
+            raise TypeError(
+                f"Calibration: unknown parameter(s) {', '.join(sorted(unknown)) or '-'}; "
+                f"missing {', '.join(sorted(missing)) or '-'} (the parameters: PARAMETERS)"
+            )
+        ordered = {
+            fw: MappingProxyType({b: offsets[fw][b] for b in OFFSET_BASES}) for fw in FRAMEWORKS
+        }
+        object.__setattr__(self, "framework_offsets", MappingProxyType(ordered))
+        object.__setattr__(self, "intervals", intervals)
+
+    def __reduce__(self) -> tuple[object, tuple[dict[str, float], PredictionIntervals | None]]:
+        """Pickled by flat names (a read-only mapping cannot be pickled): a worker process gets
+        an equal calibration."""
+        return _from_flat, (self.as_dict(), self.intervals)
 
     @classmethod
     def defaults(cls) -> Calibration:
@@ -383,15 +140,36 @@ class Calibration:
         return cls(**{spec.name: spec.default for spec in PARAMETERS})
 
     def with_values(self, **values: float) -> Calibration:
-        """Return a copy with some parameters changed."""
+        """Return a copy with some parameters (flat names, offsets included) changed."""
         return replace(self, **values)
+
+    def value(self, name: str) -> float:
+        """The value of parameter ``name`` (a flat name of :data:`PARAMETERS`)."""
+        split = split_offset_name(name)
+        if name not in _SHARED_NAMES and split is not None:
+            base, framework = split
+            if framework in self.framework_offsets:
+                return self.framework_offsets[framework][base]
+        if name not in _SHARED_NAMES:
+            raise KeyError(f"unknown calibration parameter {name!r}")
+        return getattr(self, name)
 
     def framework_factors(self, base: str) -> np.ndarray:
         """``exp(offset)`` of efficiency ``base`` per framework, in the order of FRAMEWORKS."""
-        return np.exp([getattr(self, f"{base}_offset_{fw}") for fw in FRAMEWORKS])
+        return np.exp([self.framework_offsets[fw][base] for fw in FRAMEWORKS])
 
     def as_dict(self) -> dict[str, float]:
-        return {f.name: float(getattr(self, f.name)) for f in fields(self) if f.name != "intervals"}
+        """Every parameter by flat name: the shared ones in field order, then the offsets base by
+        base (frameworks in the order of FRAMEWORKS)."""
+        shared = {
+            n: float(getattr(self, n)) for n in self.__dataclass_fields__ if n in _SHARED_NAMES
+        }
+        offsets = {
+            offset_name(b, fw): float(self.framework_offsets[fw][b])
+            for b in OFFSET_BASES
+            for fw in FRAMEWORKS
+        }
+        return shared | offsets
 
     @property
     def calibration_id(self) -> str:
@@ -400,6 +178,11 @@ class Calibration:
             {k: float(f"{v:.12g}") for k, v in sorted(self.as_dict().items())}, sort_keys=True
         )
         return hashlib.sha256(payload.encode()).hexdigest()[:12]
+
+
+def _from_flat(values: dict[str, float], intervals: PredictionIntervals | None) -> Calibration:
+    """The calibration of flat ``values`` (what :meth:`Calibration.__reduce__` pickles)."""
+    return Calibration(**values, intervals=intervals)
 
 
 def _parse(path: Path, data: dict) -> Calibration:
@@ -467,7 +250,7 @@ def dump_calibration(calibration: Calibration, path: Path, provenance: dict) -> 
     parameters = {}
     for spec in PARAMETERS:
         parameters[spec.name] = {
-            "value": float(f"{getattr(calibration, spec.name):.6g}"),
+            "value": float(f"{calibration.value(spec.name):.6g}"),
             "lower": spec.lower,
             "upper": spec.upper,
             "prior": spec.default,

@@ -32,9 +32,11 @@ from trainscale.schema import (
     SHARD_GRANULARITIES,
     SHARDINGS,
 )
+from trainscale.schema.choices import DEFAULT_FRAMEWORK
 
 __all__ = [
     "BOOLEAN_BEHAVIOURS",
+    "CHOICE_BEHAVIOURS",
     "DEFAULT_FRAMEWORK",
     "FP8_RECIPES",
     "FRAMEWORKS",
@@ -49,19 +51,17 @@ __all__ = [
     "load_frameworks",
 ]
 
-DEFAULT_FRAMEWORK = "pytorch"
-"""A configuration without a ``framework`` runs PyTorch (DDP/FSDP): the stack of the paper that
-trainscale reproduces (Fernandez et al. trained with PyTorch FSDP) and of most published runs."""
 BOOLEAN_BEHAVIOURS = (
     "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap", "fused_kernels", "repeat_kv",
 )  # fmt: skip
-OVERRIDE_COLUMNS = (
-    *BOOLEAN_BEHAVIOURS,
-    "shard_granularity",
-    "attention_kernel",
-    "fp8_recipe",
-    "cp_comm_type",
-)
+CHOICE_BEHAVIOURS: dict[str, tuple[str, ...]] = {
+    "shard_granularity": SHARD_GRANULARITIES,
+    "attention_kernel": ATTENTION_KERNELS,
+    "fp8_recipe": FP8_RECIPES,
+    "cp_comm_type": CP_COMM_TYPES,
+}
+"""The categorical behaviours, each with the values it may take (in the order of its codes)."""
+OVERRIDE_COLUMNS = (*BOOLEAN_BEHAVIOURS, *CHOICE_BEHAVIOURS)
 """Configuration columns that override one behaviour of the row's profile (empty: the profile's)."""
 
 # Bytes moved per element of an FP8 GEMM input by its quantisation: delayed scaling casts with the
@@ -70,10 +70,9 @@ OVERRIDE_COLUMNS = (
 # and rowwise.
 _CAST_BYTES = {"delayed": 3.0, "current": 5.0, "tensorwise": 5.0, "rowwise": 5.0}
 _PROFILE_KEYS = (
-    "description", "aliases", *BOOLEAN_BEHAVIOURS, "shard_granularity", "attention_kernel",
-    "fp8_recipe", "cp_comm_type", "pipeline_defers_grad_sync", "pipeline_schedules",
-    "pipeline_shardings", "ddp_bucket_params", "ddp_bucket_params_per_dp_rank",
-    "host_overhead_per_layer_s", "sources",
+    "description", "aliases", *BOOLEAN_BEHAVIOURS, *CHOICE_BEHAVIOURS,
+    "pipeline_defers_grad_sync", "pipeline_schedules", "pipeline_shardings", "ddp_bucket_params",
+    "ddp_bucket_params_per_dp_rank", "host_overhead_per_layer_s", "sources",
 )  # fmt: skip
 
 
@@ -98,7 +97,7 @@ ZERO3_MAX_REUSE_DISTANCE = 1e9
 
 #: Behaviours whose source ``data/frameworks.yaml`` must give.
 _DOCUMENTED = (
-    *BOOLEAN_BEHAVIOURS, "shard_granularity", "attention_kernel", "fp8_recipe", "cp_comm_type",
+    *BOOLEAN_BEHAVIOURS, *CHOICE_BEHAVIOURS,
     "pipeline_defers_grad_sync", "pipeline_schedules", "pipeline_shardings", "ddp_bucket_params",
 )  # fmt: skip
 
@@ -221,14 +220,10 @@ def _parse(path: Path, key: str, entry: dict) -> FrameworkProfile:
         description=str(entry["description"]),
         aliases=tuple(str(a) for a in entry["aliases"]),
         **{b: _by_sharding(path, f"{where}.{b}", entry[b]) for b in BOOLEAN_BEHAVIOURS},
-        shard_granularity=_choice(
-            path, f"{where}.shard_granularity", entry["shard_granularity"], SHARD_GRANULARITIES
-        ),
-        attention_kernel=_choice(
-            path, f"{where}.attention_kernel", entry["attention_kernel"], ATTENTION_KERNELS
-        ),
-        fp8_recipe=_choice(path, f"{where}.fp8_recipe", entry["fp8_recipe"], FP8_RECIPES),
-        cp_comm_type=_choice(path, f"{where}.cp_comm_type", entry["cp_comm_type"], CP_COMM_TYPES),
+        **{
+            b: _choice(path, f"{where}.{b}", entry[b], allowed)
+            for b, allowed in CHOICE_BEHAVIOURS.items()
+        },
         pipeline_defers_grad_sync=_bool(
             path, f"{where}.pipeline_defers_grad_sync", entry["pipeline_defers_grad_sync"]
         ),
@@ -258,7 +253,11 @@ def _load(path: Path) -> dict[str, FrameworkProfile]:
     if not isinstance(profiles, dict) or set(profiles) != set(FRAMEWORKS):
         found = ", ".join(profiles) if isinstance(profiles, dict) else type(profiles).__name__
         raise InputFileError(
-            path, f"profiles: expected exactly {', '.join(FRAMEWORKS)}; found {found}"
+            path,
+            f"profiles: expected exactly {', '.join(FRAMEWORKS)} (the framework list this "
+            f"process runs with: the profiles of the data folder's frameworks.yaml, data/ or "
+            f"TRAINSCALE_DATA); found {found}. To run with other profiles, set TRAINSCALE_DATA "
+            "to their folder",
         )
     return {key: _parse(path, key, profiles[key]) for key in FRAMEWORKS}
 
