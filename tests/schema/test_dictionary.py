@@ -146,3 +146,12 @@ def test_unknown_keys_are_refused_in_the_shared_section_and_at_the_top():
         )
     with pytest.raises(DictionaryError, match="exactly shared and tables"):
         parse_dictionary(_SHARED + "tables: {}\ncolumns: {}\n")
+
+
+def test_the_framework_default_is_the_default_framework() -> None:
+    from trainscale.schema import CONFIGURATION_COLUMNS
+    from trainscale.schema.choices import DEFAULT_FRAMEWORK, FRAMEWORKS
+
+    (framework,) = [c for c in CONFIGURATION_COLUMNS if c.name == "framework"]
+    assert framework.default == DEFAULT_FRAMEWORK
+    assert framework.choices == FRAMEWORKS
