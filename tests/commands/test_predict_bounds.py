@@ -139,7 +139,7 @@ def test_skip_invalid_also_rejects_rows_whose_prediction_fails_the_output_checks
 
     def broken(c, *args, **kwargs):
         times = real(c, *args, **kwargs)
-        step = np.where(c.seq_len == 8192, float("nan"), times.step_time_s)
+        step = np.where(c.plan.seq_len == 8192, float("nan"), times.step_time_s)
         return dataclasses.replace(times, step_time_s=step)
 
     monkeypatch.setattr(simulate, "step_times", broken)

@@ -102,7 +102,7 @@ def _predict_network(num_gpus: int):
         pd.DataFrame([row]), hardware=catalogue.hardware, models=catalogue.models,
         frameworks=catalogue.frameworks,
     )  # fmt: skip
-    return _network(configs, load_calibration(), catalogue.nccl).take(np.array([0]))
+    return _network(configs.system, load_calibration(), catalogue.nccl).take(np.array([0]))
 
 
 def test_the_curves_use_predicts_network_at_256_nodes():

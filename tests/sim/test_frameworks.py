@@ -74,7 +74,7 @@ def test_zero3_per_tensor_all_gathers_are_latency_bound_at_1024_ranks() -> None:
         pd.DataFrame([_row(num_gpus=1024, global_batch=1024)]), hardware=CATALOGUE.hardware,
         models=CATALOGUE.models, frameworks=CATALOGUE.frameworks,
     )  # fmt: skip
-    net = _network(configs, CAL, CATALOGUE.nccl)
+    net = _network(configs.system, CAL, CATALOGUE.nccl)
     layer_bytes = 2 * 202e6  # one Llama-2 7B block in bf16
     whole = allgather_time(layer_bytes, 1024, 8, net)
     per_tensor = allgather_time(layer_bytes / 7, 1024, 8, net)

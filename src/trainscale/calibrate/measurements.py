@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -239,7 +239,7 @@ def _plausible(
         if mfu[row] > checks.max_mfu:
             problems.append((row, column, (
                 f"{value} implies MFU {100 * mfu[row]:.0f} % (model FLOPs per token x tokens/s "
-                f"/ the peak of {configs.num_gpus[row]} x {table['gpu'].iloc[row]} at "
+                f"/ the peak of {configs.plan.num_gpus[row]} x {table['gpu'].iloc[row]} at "
                 f"{table['precision'].iloc[row]}); at most {100 * checks.max_mfu:.0f} % is "
                 "possible: is it tokens/s of the whole job, or a step time in ms?"
             )))  # fmt: skip
@@ -263,11 +263,11 @@ def _configuration_keys(table: pd.DataFrame, catalogue: Catalogue) -> pd.DataFra
         table, hardware=catalogue.hardware, models=catalogue.models,
         frameworks=catalogue.frameworks,
     )  # fmt: skip
-    columns = {}
-    for item in fields(configs):
-        value = getattr(configs, item.name)
-        if isinstance(value, np.ndarray) and value.shape == (len(table),):
-            columns[item.name] = value
+    columns = {
+        name: value
+        for name, value in configs.flat().items()
+        if isinstance(value, np.ndarray) and value.shape == (len(table),)
+    }
     return pd.DataFrame(columns)
 
 

@@ -114,9 +114,9 @@ def _evidence(table: pd.DataFrame, catalogue: Catalogue) -> tuple[int, int]:
         table, hardware=catalogue.hardware, models=catalogue.models,
         frameworks=catalogue.frameworks,
     )  # fmt: skip
-    nodes = np.ceil(c.num_gpus / np.maximum(c.gpus_per_node, 1)).astype(int)
+    nodes = np.ceil(c.plan.num_gpus / np.maximum(c.system.gpus_per_node, 1)).astype(int)
     layouts = {
-        tuple(np.asarray(getattr(c, col))[i] for col in LAYOUT_COLUMNS) for i in range(len(c))
+        tuple(np.asarray(getattr(c.plan, col))[i] for col in LAYOUT_COLUMNS) for i in range(len(c))
     }
     return len(set(nodes.tolist())), len(layouts)
 

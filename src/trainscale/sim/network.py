@@ -12,7 +12,7 @@ that same function, so no caller can drop a calibrated parameter that ``predict`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,15 +23,16 @@ from trainscale.sim.system.hardware import HardwareCatalog
 
 if TYPE_CHECKING:
     from trainscale.sim.catalogue import Catalogue
-    from trainscale.sim.configs import Configs
+    from trainscale.sim.configs.arrays import SystemArrays
 
 __all__ = ["Links", "calibrated_network", "default_links", "default_network"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Links:
-    """Line-rate links of one or more setups: the fields of :class:`~trainscale.sim.configs.Configs`
-    that the network is built from (bytes/s per GPU per direction; arrays or scalars)."""
+    """Line-rate links of one or more setups: the fields of the configurations' system part
+    (:class:`~trainscale.sim.configs.arrays.SystemArrays`) that the network is built from
+    (bytes/s per GPU per direction; arrays or scalars)."""
 
     nvlink_bytes_per_s: np.ndarray
     nvls: np.ndarray
@@ -43,14 +44,14 @@ class Links:
 
 
 def calibrated_network(
-    links: Links | Configs, calibration: Calibration, nccl: NcclConstants
+    links: Links | SystemArrays, calibration: Calibration, nccl: NcclConstants
 ) -> Network:
     """The achieved network of ``links`` under ``calibration`` and NCCL's constants ``nccl``
     (``catalogue.nccl``), built exactly as ``predict`` builds it
     (:func:`trainscale.sim.simulate._network`)."""
     from trainscale.sim.simulate import _network
 
-    return _network(cast("Configs", links), calibration, nccl)
+    return _network(links, calibration, nccl)
 
 
 def default_links(gpu: str, hardware: HardwareCatalog) -> tuple[Links, int]:

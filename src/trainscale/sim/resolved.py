@@ -32,7 +32,7 @@ __all__ = ["RESOLVED_COLUMNS", "StringColumn", "object_strings", "resolved_colum
 #: Builds a text column from category codes (int array, one per row) and the categories.
 StringColumn = Callable[[np.ndarray, Sequence[str]], object]
 
-#: Columns that are a :class:`Configs` field of the same name, as resolved.
+#: Columns that are a field of a :class:`Configs` part of the same name, as resolved.
 _FIELDS = (
     "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq_len", "global_batch",
     "micro_batch", "num_gpus", "gpus_per_node", "tp", "pp", "cp", "vpp", "dp", "grad_accum",
@@ -44,16 +44,19 @@ _FIELDS = (
 def _categories(c: Configs) -> dict[str, tuple[np.ndarray, Sequence[str]]]:
     """The categorical columns: (codes, categories) each, in the catalogue spelling."""
     return {
-        "mlp": (np.where(c.swiglu, 0, 1), ("swiglu", "gelu")),
-        "sharding": (c.sharding, SHARDINGS),
-        "recompute": (c.recompute, RECOMPUTE_MODES),
-        "precision": (c.fp8.astype(np.int32), PRECISIONS),
-        "framework": (c.framework, FRAMEWORKS),
-        "shard_granularity": (c.per_tensor_gather.astype(np.int32), ("layer", "tensor")),
-        "attention_kernel": (c.attention_kernel, ATTENTION_KERNELS),
+        "mlp": (np.where(c.model.swiglu, 0, 1), ("swiglu", "gelu")),
+        "sharding": (c.plan.sharding, SHARDINGS),
+        "recompute": (c.plan.recompute, RECOMPUTE_MODES),
+        "precision": (c.plan.fp8.astype(np.int32), PRECISIONS),
+        "framework": (c.stack.framework, FRAMEWORKS),
+        "shard_granularity": (c.stack.per_tensor_gather.astype(np.int32), ("layer", "tensor")),
+        "attention_kernel": (c.stack.attention_kernel, ATTENTION_KERNELS),
         # bf16 rows have no FP8 recipe: the empty category after the recipes.
-        "fp8_recipe": (np.where(c.fp8, c.fp8_recipe, len(FP8_RECIPES)), (*FP8_RECIPES, "")),
-        "cp_comm_type": (c.cp_comm_type, CP_COMM_TYPES),
+        "fp8_recipe": (
+            np.where(c.plan.fp8, c.stack.fp8_recipe, len(FP8_RECIPES)),
+            (*FP8_RECIPES, ""),
+        ),
+        "cp_comm_type": (c.stack.cp_comm_type, CP_COMM_TYPES),
     }
 
 
@@ -89,12 +92,13 @@ def resolved_columns(
     a ``KeyError`` naming it and :data:`RESOLVED_COLUMNS`.
     """
     categories = None
+    flat = c.flat()
     out: dict[str, object] = {}
     for name in columns:
         if name in _FIELDS:
-            out[name] = getattr(c, name)
+            out[name] = flat[name]
         elif name == "nic_gbit_per_s_per_gpu":
-            out[name] = c.nic_bytes_per_s * 8 / 1e9
+            out[name] = c.system.nic_bytes_per_s * 8 / 1e9
         else:
             categories = _categories(c) if categories is None else categories
             if name not in categories:

@@ -43,10 +43,12 @@ from trainscale.schema import (
 from trainscale.sim.calibration import Calibration, load_calibration
 from trainscale.sim.catalogue import Catalogue, load_catalogue
 from trainscale.sim.configs import Configs, build_configs
+from trainscale.sim.configs.arrays import SystemArrays
 from trainscale.sim.model.flops import hardware_flops_per_token, model_flops_per_token
 from trainscale.sim.model.memory import memory_bytes_per_gpu
 from trainscale.sim.model.params import TransformerShape
 from trainscale.sim.model.work import block_work
+from trainscale.sim.network import Links
 from trainscale.sim.plan.layout import layout
 from trainscale.sim.plan.schedule import step_times
 from trainscale.sim.resolved import resolved_columns
@@ -60,11 +62,13 @@ __all__ = ["output_problems", "predict", "predict_arrays", "predict_with_rejects
 _GIB = 2.0**30
 
 
-def _network(c: Configs, cal: Calibration, nccl: NcclConstants) -> Network:
+def _network(links: Links | SystemArrays, cal: Calibration, nccl: NcclConstants) -> Network:
+    """The achieved network of the line-rate ``links`` (a :class:`Links` or the system part of
+    the configurations) under ``cal`` and NCCL's constants."""
     return Network(
-        nvlink_bytes_per_s=cal.nvlink_efficiency * c.nvlink_bytes_per_s,
-        nic_bytes_per_s=cal.nic_efficiency * c.fabric_factor * c.nic_bytes_per_s,
-        nvls_bytes_per_s=np.where(c.nvls, cal.nvls_efficiency * c.nvlink_bytes_per_s, 0.0),
+        nvlink_bytes_per_s=cal.nvlink_efficiency * links.nvlink_bytes_per_s,
+        nic_bytes_per_s=cal.nic_efficiency * links.fabric_factor * links.nic_bytes_per_s,
+        nvls_bytes_per_s=np.where(links.nvls, cal.nvls_efficiency * links.nvlink_bytes_per_s, 0.0),
         latency_scale=cal.nccl_latency_scale,
         constants=nccl,
         congestion_per_doubling=cal.congestion_per_doubling,
@@ -77,29 +81,38 @@ def predict_arrays(c: Configs, cal: Calibration, catalogue: Catalogue) -> dict[s
     :func:`_configs`); arrays of shape ``(len(c),)``."""
     work = block_work(c)
     place = layout(c)
-    t = step_times(c, work, place, _network(c, cal, catalogue.nccl), cal)
+    t = step_times(c, work, place, _network(c.system, cal, catalogue.nccl), cal)
     step = t.step_time_s
-    tokens_per_step = (c.global_batch * c.seq_len).astype(np.float64)
+    tokens_per_step = (c.plan.global_batch * c.plan.seq_len).astype(np.float64)
     tokens_per_s = tokens_per_step / step
-    shape = TransformerShape(c.layers, c.hidden, c.heads, c.kv_heads, c.ffn, c.vocab, c.swiglu)
-    model_flops = model_flops_per_token(shape, c.seq_len)
-    hardware_flops = hardware_flops_per_token(shape, c.seq_len, c.recompute)
-    peak_total = c.num_gpus * c.peak_flops_per_s
+    shape = TransformerShape(
+        c.model.layers,
+        c.model.hidden,
+        c.model.heads,
+        c.model.kv_heads,
+        c.model.ffn,
+        c.model.vocab,
+        c.model.swiglu,
+    )
+    model_flops = model_flops_per_token(shape, c.plan.seq_len)
+    hardware_flops = hardware_flops_per_token(shape, c.plan.seq_len, c.plan.recompute)
+    peak_total = c.plan.num_gpus * c.system.peak_flops_per_s
     memory = memory_bytes_per_gpu(c, work, place, cal)
     power = power_per_gpu(
         dense_s=t.dense_s, memory_bound_s=t.memory_bound_s,
-        exposed_comm_s=t.exposed_comm_s, step_time_s=step, tdp_w=c.tdp_w, idle_w=c.idle_w,
-        power_limit_w=c.power_limit_w, cal=cal,
+        exposed_comm_s=t.exposed_comm_s, step_time_s=step, tdp_w=c.system.tdp_w,
+        idle_w=c.system.idle_w,
+        power_limit_w=c.system.power_limit_w, cal=cal,
     )  # fmt: skip
     lo, hi, extrapolation = _interval_factors(c, cal, catalogue.gpu_keys)
     mfu = model_flops * tokens_per_s / peak_total
     hfu = hardware_flops * tokens_per_s / peak_total
     return {
-        "dp": c.dp,
-        "grad_accum": c.grad_accum,
+        "dp": c.plan.dp,
+        "grad_accum": c.plan.grad_accum,
         "step_time_s": step,
         "tokens_per_s": tokens_per_s,
-        "tokens_per_s_per_gpu": tokens_per_s / c.num_gpus,
+        "tokens_per_s_per_gpu": tokens_per_s / c.plan.num_gpus,
         "mfu": mfu,
         "hfu": hfu,
         "compute_s": t.compute_s,
@@ -114,11 +127,11 @@ def predict_arrays(c: Configs, cal: Calibration, catalogue: Catalogue) -> dict[s
         "bubble_s": t.bubble_s,
         "host_stall_s": t.host_stall_s,
         "mem_gib_per_gpu": memory / _GIB,
-        "fits_memory": memory <= cal.memory_usable_fraction * c.hbm_bytes,
+        "fits_memory": memory <= cal.memory_usable_fraction * c.system.hbm_bytes,
         "power_w_per_gpu": power,
-        "energy_j_per_token": power * c.num_gpus / tokens_per_s,
-        "tokens_per_s_per_gpu_lo": tokens_per_s / c.num_gpus * lo,
-        "tokens_per_s_per_gpu_hi": tokens_per_s / c.num_gpus * hi,
+        "energy_j_per_token": power * c.plan.num_gpus / tokens_per_s,
+        "tokens_per_s_per_gpu_lo": tokens_per_s / c.plan.num_gpus * lo,
+        "tokens_per_s_per_gpu_hi": tokens_per_s / c.plan.num_gpus * hi,
         "step_time_s_lo": step / hi,
         "step_time_s_hi": step / lo,
         "extrapolation": _utilisation_flags(extrapolation, mfu, hfu),
@@ -185,7 +198,7 @@ def output_problems(
             values = np.asarray(out[name], dtype=np.float64)
             refuse(~(np.isfinite(values) & (values > 0)), name, "not a finite number > 0")
         executed = out["hfu"] - _causal_share(c) * np.asarray(out["tokens_per_s"]) / (
-            c.num_gpus * c.peak_flops_per_s
+            c.plan.num_gpus * c.system.peak_flops_per_s
         )
         refuse(executed > 1 + 1e-9, "hfu", "above the GPUs' peak even with attention counted "
                "under the causal mask")  # fmt: skip
@@ -198,8 +211,8 @@ def output_problems(
 def _causal_share(c: Configs) -> np.ndarray:
     """The attention FLOPs per token the convention counts but a causal kernel skips (half of
     ``12·layers·hidden·seq_len``, and of the recomputed ``4·layers·hidden·seq_len``)."""
-    attention = 12.0 + 4.0 * (c.recompute > 0)
-    return 0.5 * attention * c.layers * c.hidden.astype(np.float64) * c.seq_len
+    attention = 12.0 + 4.0 * (c.plan.recompute > 0)
+    return 0.5 * attention * c.model.layers * c.model.hidden.astype(np.float64) * c.plan.seq_len
 
 
 def _interval_factors(
@@ -213,13 +226,16 @@ def _interval_factors(
         nan = np.full(len(c), np.nan)
         return nan, nan, _strings(np.zeros(len(c), np.int32), ("",))
     flags = support(
-        cal.intervals.facts, gpu=c.gpu_index, gpu_keys=gpu_keys, framework=c.framework,
-        sharding=c.sharding, num_gpus=c.num_gpus,
-        params_b=block_params_b(c.layers, c.hidden, c.heads, c.kv_heads, c.ffn, c.swiglu),
-        seq_len=c.seq_len, degrees={"tp": c.tp, "pp": c.pp, "cp": c.cp},
+        cal.intervals.facts, gpu=c.system.gpu_index, gpu_keys=gpu_keys, framework=c.stack.framework,
+        sharding=c.plan.sharding, num_gpus=c.plan.num_gpus,
+        params_b=block_params_b(
+            c.model.layers, c.model.hidden, c.model.heads, c.model.kv_heads, c.model.ffn,
+            c.model.swiglu,
+        ),
+        seq_len=c.plan.seq_len, degrees={"tp": c.plan.tp, "pp": c.plan.pp, "cp": c.plan.cp},
     )  # fmt: skip
     lower, upper = cal.intervals.log_factors(
-        c.framework, c.num_gpus, c.gpu_index, gpu_keys, flags.widening
+        c.stack.framework, c.plan.num_gpus, c.system.gpu_index, gpu_keys, flags.widening
     )
     return np.exp(lower), np.exp(upper), flags.extrapolation
 

@@ -35,9 +35,10 @@ Rules (each message names the factors involved):
 
 from __future__ import annotations
 
-# One seam a module: arrays (the Configs dataclass), problems (collecting them), columns (reading
-# cells), shape (the model), gpus (the hardware), behaviours (the framework profile), plan (the
-# interlocks), build (build_configs, which runs them in that order and assembles Configs).
+# One seam a module: arrays (Configs and its model, plan, stack and system parts), problems
+# (collecting them), columns (reading cells), shape (the model), gpus (the hardware), behaviours
+# (the framework profile), plan (the interlocks), build (build_configs, which runs them in that
+# order and assembles Configs).
 from trainscale.sim.configs.arrays import Configs
 from trainscale.sim.configs.build import build_configs
 

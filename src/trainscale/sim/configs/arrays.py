@@ -1,22 +1,38 @@
-"""The validated configurations as arrays: :class:`Configs`, one element per configuration."""
+"""The validated configurations as arrays: :class:`Configs`, one element per configuration.
+
+Following Calculon's split, a configuration is composed of four parts, each a dataclass of arrays
+of shape ``(n,)``: the **model** (:class:`ModelArrays`: the transformer's shape), the **plan**
+(:class:`PlanArrays`: batch, sequence, GPU count, parallel degrees, sharding, recompute,
+precision), the software **stack** (:class:`StackArrays`: the framework profile's behaviours,
+``data/frameworks.yaml``) and the **system** (:class:`SystemArrays`: the GPU and system catalogue
+values joined to each row, ``data/hardware.yaml``). Sizes in bytes, bandwidths in bytes/s, FLOP
+rates in FLOP/s, power in W. A function reads the part it needs (``c.model.layers``,
+``c.system.hbm_bytes``).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import TypeVar
 
 import numpy as np
 
-__all__ = ["FIELD_NAMES", "Configs"]
+__all__ = [
+    "FIELD_NAMES",
+    "PART_FIELDS",
+    "Configs",
+    "ModelArrays",
+    "PlanArrays",
+    "StackArrays",
+    "SystemArrays",
+    "compose",
+]
 
 
 @dataclass(slots=True, kw_only=True)
-class Configs:
-    """Validated configurations as arrays; every field has one element per configuration.
+class ModelArrays:
+    """The model's shape per configuration (the catalogue model's, or the row's own)."""
 
-    Shapes are ``(n,)``. Sizes in bytes, bandwidths in bytes/s, FLOP rates in FLOP/s, power in W.
-    """
-
-    # model
     layers: np.ndarray
     hidden: np.ndarray
     heads: np.ndarray
@@ -25,13 +41,17 @@ class Configs:
     vocab: np.ndarray
     swiglu: np.ndarray
     tied_embeddings: np.ndarray
-    # batch
+
+
+@dataclass(slots=True, kw_only=True)
+class PlanArrays:
+    """How each configuration runs: batch, sequence, GPU count, parallel degrees, sharding,
+    recompute and precision."""
+
     seq_len: np.ndarray
     global_batch: np.ndarray
     micro_batch: np.ndarray
-    # plan
     num_gpus: np.ndarray
-    gpus_per_node: np.ndarray
     tp: np.ndarray
     pp: np.ndarray
     cp: np.ndarray
@@ -44,7 +64,13 @@ class Configs:
     """Index into :data:`~trainscale.schema.RECOMPUTE_MODES`."""
     fp8: np.ndarray
     sequence_parallel: np.ndarray
-    # framework (the software stack's behaviours, data/frameworks.yaml)
+
+
+@dataclass(slots=True, kw_only=True)
+class StackArrays:
+    """The software stack per configuration: its framework profile's behaviours (with the row's
+    overrides), ``data/frameworks.yaml``."""
+
     framework: np.ndarray
     """Index into :data:`~trainscale.schema.FRAMEWORKS`."""
     overlap_grad_reduce: np.ndarray
@@ -75,11 +101,18 @@ class Configs:
     """Gradient bucket of overlapped data-parallel reduction, parameters."""
     host_overhead_s: np.ndarray
     """CPU time to launch one block's kernels (forward + backward, one micro-batch), s."""
-    # system
+
+
+@dataclass(slots=True, kw_only=True)
+class SystemArrays:
+    """The hardware per configuration: the GPU's and system's catalogue values (with the row's
+    own ``gpus_per_node``, NIC rate and power limit where given)."""
+
     gpu_index: np.ndarray
     """Index into the sorted GPU keys of the hardware catalogue."""
-    system: np.ndarray
+    name: np.ndarray
     """System catalogue key (object array)."""
+    gpus_per_node: np.ndarray
     peak_flops_per_s: np.ndarray
     """Dense peak of the configured precision (what the linear layers run at)."""
     bf16_flops_per_s: np.ndarray
@@ -103,13 +136,66 @@ class Configs:
     power_limit_w: np.ndarray
     """Board power limit, W: the TDP unless the configuration sets a lower one."""
 
+
+_Part = TypeVar("_Part", ModelArrays, PlanArrays, StackArrays, SystemArrays)
+
+
+def _take(part: _Part, index: np.ndarray) -> _Part:
+    return type(part)(**{f.name: getattr(part, f.name)[index] for f in fields(part)})
+
+
+@dataclass(slots=True, kw_only=True)
+class Configs:
+    """Validated configurations, composed of their model, plan, stack and system parts."""
+
+    model: ModelArrays
+    plan: PlanArrays
+    stack: StackArrays
+    system: SystemArrays
+
     def __len__(self) -> int:
-        return len(self.layers)
+        return len(self.model.layers)
 
     def take(self, index: np.ndarray) -> Configs:
         """Return the configurations selected by an index or boolean mask."""
-        return Configs(**{f.name: getattr(self, f.name)[index] for f in fields(self)})
+        return Configs(
+            model=_take(self.model, index),
+            plan=_take(self.plan, index),
+            stack=_take(self.stack, index),
+            system=_take(self.system, index),
+        )
+
+    def flat(self) -> dict[str, np.ndarray]:
+        """Every field of every part by name (the system's key as ``system``), in
+        :data:`FIELD_NAMES` order."""
+        return {
+            name: getattr(getattr(self, part), "name" if name == "system" else name)
+            for name, part in PART_FIELDS.items()
+        }
 
 
-FIELD_NAMES = tuple(f.name for f in fields(Configs))
-"""The fields of :class:`Configs`, in order."""
+_PARTS = {"model": ModelArrays, "plan": PlanArrays, "stack": StackArrays, "system": SystemArrays}
+
+PART_FIELDS: dict[str, str] = {
+    ("system" if f.name == "name" else f.name): part
+    for part, kind in _PARTS.items()
+    for f in fields(kind)
+}
+"""Each field's part (``"model"``, ``"plan"``, ``"stack"`` or ``"system"``), by the field's
+configuration name (the system part's ``name`` is the ``system`` column)."""
+
+FIELD_NAMES = tuple(PART_FIELDS)
+"""The fields of every part, in order."""
+
+
+def compose(columns: dict[str, np.ndarray]) -> Configs:
+    """A :class:`Configs` from one array per name of :data:`FIELD_NAMES`."""
+
+    def part(name: str) -> dict[str, np.ndarray]:
+        return {
+            ("name" if key == "system" else key): columns[key]
+            for key, owner in PART_FIELDS.items()
+            if owner == name
+        }
+
+    return Configs(**{name: kind(**part(name)) for name, kind in _PARTS.items()})

@@ -16,7 +16,7 @@ from trainscale.schema import (
     SHARDINGS,
     names,
 )
-from trainscale.sim.configs.arrays import FIELD_NAMES, Configs
+from trainscale.sim.configs.arrays import FIELD_NAMES, Configs, compose
 from trainscale.sim.configs.behaviours import FRAMEWORK_FIELDS, framework_behaviours
 from trainscale.sim.configs.columns import choice_codes, optional_positive, positive_ints
 from trainscale.sim.configs.gpus import gpu_attributes, power_limits
@@ -63,8 +63,8 @@ def build_configs(
         raise ConfigurationError(items, origin=origin)
     columns = _columns(v, gpu)
     everything = len(valid) == len(frame)
-    configs = Configs(
-        **{
+    configs = compose(
+        {
             name: np.asarray(columns[name]) if everything else np.asarray(columns[name])[valid]
             for name in FIELD_NAMES
         }
@@ -105,9 +105,9 @@ def _checked(
 
 
 def _columns(v: dict[str, np.ndarray], gpu: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The :class:`Configs` fields of every row: the checked values joined with the hardware
-    (the precision's peak and efficiency, the attention kernel's efficiency, the row's own
-    gpus_per_node, NIC rate and power limit where given)."""
+    """The fields of every :class:`Configs` part, by name, for every row: the checked values
+    joined with the hardware (the precision's peak and efficiency, the attention kernel's
+    efficiency, the row's own gpus_per_node, NIC rate and power limit where given)."""
     fp8 = v["fp8"]
     gpn = np.where(
         np.isfinite(gpu["given_gpus_per_node"]), gpu["given_gpus_per_node"], gpu["gpus_per_node"]

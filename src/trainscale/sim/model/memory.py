@@ -6,7 +6,7 @@
   ``zero2`` (2 + 14/d)Ψ', ``fsdp`` 16Ψ'/d, ``hsdp`` 16Ψ'/g with d the sharding group and g its
   ranks on one node. FSDP and HSDP add two gathered blocks of bf16 weights and gradients
   (the one computing and the one prefetched). Under PyTorch's pipelining
-  (``Configs.deferred_grad_sync``) ZeRO-2, FSDP and HSDP keep the stage's gradients unsharded
+  (``Configs.stack.deferred_grad_sync``) ZeRO-2, FSDP and HSDP keep the stage's gradients unsharded
   until the last micro-batch and its parameters unsharded after each backward (PyTorch's
   pipeline stages defer FSDP's gradient sync and resharding: :mod:`trainscale.sim.plan.schedule`),
   so they hold (4 + 12/d)Ψ', as ZeRO-1 does, and no separately gathered blocks.
@@ -48,8 +48,8 @@ __all__ = ["memory_bytes_per_gpu"]
 
 
 def _layers_per_stage(c: Configs) -> np.ndarray:
-    chunks = c.pp * c.vpp
-    return np.ceil(c.layers / chunks) * c.vpp
+    chunks = c.plan.pp * c.plan.vpp
+    return np.ceil(c.model.layers / chunks) * c.plan.vpp
 
 
 def memory_bytes_per_gpu(
@@ -57,29 +57,31 @@ def memory_bytes_per_gpu(
 ) -> np.ndarray:
     """Peak bytes per GPU of every configuration."""
     stage_layers = _layers_per_stage(c)
-    embed_on_stage = np.where(c.pp > 1, 0.5, 1.0)  # input embedding and head on different stages
+    embed_on_stage = np.where(
+        c.plan.pp > 1, 0.5, 1.0
+    )  # input embedding and head on different stages
     params = (
         stage_layers * work.layer_param_bytes + embed_on_stage * work.embedding_param_bytes
     ) / 2.0
     d = place.shard_size.astype(np.float64)
-    sharded = (c.sharding == Sharding.FSDP) | (c.sharding == Sharding.HSDP)
-    pipelined = c.deferred_grad_sync
+    sharded = (c.plan.sharding == Sharding.FSDP) | (c.plan.sharding == Sharding.HSDP)
+    pipelined = c.stack.deferred_grad_sync
     states = np.select(
         [
-            pipelined | (c.sharding == Sharding.ZERO1),
-            c.sharding == Sharding.DDP,
-            c.sharding == Sharding.ZERO2,
+            pipelined | (c.plan.sharding == Sharding.ZERO1),
+            c.plan.sharding == Sharding.DDP,
+            c.plan.sharding == Sharding.ZERO2,
         ],
         [(4.0 + 12.0 / d) * params, 16.0 * params, (2.0 + 14.0 / d) * params],
         default=16.0 * params / d,
     )
     gathered = np.where(sharded & ~pipelined, 2.0 * 2.0 * work.layer_param_bytes, 0.0)
 
-    h = c.hidden.astype(np.float64)
-    tp = c.tp.astype(np.float64)
-    kv_dim = c.kv_heads * (c.hidden // c.heads)
-    split = np.where(c.sequence_parallel, tp, 1.0)
-    mlp = np.where(c.swiglu, 3.0, 2.0) * c.ffn
+    h = c.model.hidden.astype(np.float64)
+    tp = c.plan.tp.astype(np.float64)
+    kv_dim = c.model.kv_heads * (c.model.hidden // c.model.heads)
+    split = np.where(c.plan.sequence_parallel, tp, 1.0)
+    mlp = np.where(c.model.swiglu, 3.0, 2.0) * c.model.ffn
     per_token = 2.0 * (4.0 * h / split + (2.0 * h + 2.0 * kv_dim + mlp) / tp)
     block_input = 2.0 * h / split
     tokens = work.tokens
@@ -87,11 +89,13 @@ def memory_bytes_per_gpu(
     # output, dropout mask), 5·a·s²·b per block (Korthikanti et al.); selective recomputation
     # exists to drop exactly these.
     scores = np.where(
-        c.flash_attention, 0.0, 5.0 * np.maximum(c.heads // c.tp, 1) * tokens * c.seq_len
+        c.system.flash_attention,
+        0.0,
+        5.0 * np.maximum(c.model.heads // c.plan.tp, 1) * tokens * c.plan.seq_len,
     )
     full_block = per_token * tokens + scores
     kept = np.select(
-        [c.recompute == Recompute.FULL, c.recompute == Recompute.SELECTIVE],
+        [c.plan.recompute == Recompute.FULL, c.plan.recompute == Recompute.SELECTIVE],
         [block_input * tokens, per_token * tokens],
         default=full_block,
     )
@@ -100,13 +104,13 @@ def memory_bytes_per_gpu(
     # under full recomputation the whole block, under selective its attention core, whose s×s
     # scores are all it adds (zero with FlashAttention, which never stores them).
     recompute_buffer = np.select(
-        [c.recompute == Recompute.FULL, c.recompute == Recompute.SELECTIVE],
+        [c.plan.recompute == Recompute.FULL, c.plan.recompute == Recompute.SELECTIVE],
         [full_block, scores],
         default=0.0,
     )
-    in_flight = np.where(c.pp > 1, np.minimum(c.pp, c.grad_accum), 1.0)
-    interleave = np.where(c.vpp > 1, 1.0 + (c.pp - 1) / (c.pp * c.vpp), 1.0)
+    in_flight = np.where(c.plan.pp > 1, np.minimum(c.plan.pp, c.plan.grad_accum), 1.0)
+    interleave = np.where(c.plan.vpp > 1, 1.0 + (c.plan.pp - 1) / (c.plan.pp * c.plan.vpp), 1.0)
     activations = stored_per_layer * stage_layers * in_flight * interleave + recompute_buffer
-    logits = 6.0 * tokens * c.vocab / tp
+    logits = 6.0 * tokens * c.model.vocab / tp
     overhead = cal.memory_overhead_gib * 2**30
     return states + gathered + activations + logits + overhead

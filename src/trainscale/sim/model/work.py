@@ -112,14 +112,14 @@ class BlockWork:
 
 def block_work(c: Configs) -> BlockWork:
     """Return the per-micro-batch work of one block and of the head for every configuration."""
-    tp = c.tp.astype(np.float64)
-    head_dim = c.hidden // c.heads
+    tp = c.plan.tp.astype(np.float64)
+    head_dim = c.model.hidden // c.model.heads
     # KV heads are split over TP ranks when there are enough, replicated otherwise.
-    kv_local = np.maximum(c.kv_heads // c.tp, 1) * head_dim
-    tokens = (c.micro_batch * c.seq_len / c.cp).astype(np.float64)
-    h = c.hidden.astype(np.float64)
-    ffn_local = c.ffn / tp
-    mlp_in = np.where(c.swiglu, 2.0, 1.0) * ffn_local
+    kv_local = np.maximum(c.model.kv_heads // c.plan.tp, 1) * head_dim
+    tokens = (c.plan.micro_batch * c.plan.seq_len / c.plan.cp).astype(np.float64)
+    h = c.model.hidden.astype(np.float64)
+    ffn_local = c.model.ffn / tp
+    mlp_in = np.where(c.model.swiglu, 2.0, 1.0) * ffn_local
     gemms = (
         (tokens, h / tp + 2.0 * kv_local, h),  # QKV projection
         (tokens, h, h / tp),  # attention output projection
@@ -128,13 +128,15 @@ def block_work(c: Configs) -> BlockWork:
     )
     # Causal attention with the sequence split over cp ranks (load-balanced): each rank's queries
     # meet on average half of the full sequence's keys.
-    attention_flops_fwd = 4.0 * tokens * c.seq_len * 0.5 * h / tp
-    score_flops_fwd = 4.0 * tokens * c.seq_len * h / tp
-    score_bytes_fwd = _SCORE_BYTES * tokens * c.seq_len * np.maximum(c.heads // c.tp, 1)
+    attention_flops_fwd = 4.0 * tokens * c.plan.seq_len * 0.5 * h / tp
+    score_flops_fwd = 4.0 * tokens * c.plan.seq_len * h / tp
+    score_bytes_fwd = (
+        _SCORE_BYTES * tokens * c.plan.seq_len * np.maximum(c.model.heads // c.plan.tp, 1)
+    )
 
-    norm_share = np.where(c.sequence_parallel & (c.tp > 1), 1.0 / tp, 1.0)
+    norm_share = np.where(c.plan.sequence_parallel & (c.plan.tp > 1), 1.0 / tp, 1.0)
     per_hidden, per_rotary, per_ffn = (
-        np.where(c.swiglu, np.where(c.fused_kernels, fused_llama, llama), gpt)
+        np.where(c.model.swiglu, np.where(c.stack.fused_kernels, fused_llama, llama), gpt)
         for llama, fused_llama, gpt in zip(
             _BLOCK_ELEMENTS["swiglu"],
             _FUSED_BLOCK_ELEMENTS["swiglu"],
@@ -153,18 +155,20 @@ def block_work(c: Configs) -> BlockWork:
     # Engine LayerNormLinear / LayerNormMLP; Inductor fuses the cast into the norm likewise): only
     # their weights are cast.
     cast_elements = sum(m * k + k * n for m, n, k in gemms) - np.where(
-        c.fused_kernels, gemms[0][0] * gemms[0][2] + gemms[2][0] * gemms[2][2], 0.0
+        c.stack.fused_kernels, gemms[0][0] * gemms[0][2] + gemms[2][0] * gemms[2][2], 0.0
     )
     elementwise_bytes = elementwise_bytes + np.where(
-        c.fp8, 3.0 * c.fp8_cast_bytes * cast_elements, 0.0
+        c.plan.fp8, 3.0 * c.stack.fp8_cast_bytes * cast_elements, 0.0
     )
 
-    head_gemm = (tokens, c.vocab / tp, h)
-    head_elementwise_bytes = _LOGIT_BYTES * tokens * c.vocab / tp
+    head_gemm = (tokens, c.model.vocab / tp, h)
+    head_elementwise_bytes = _LOGIT_BYTES * tokens * c.model.vocab / tp
 
-    kv_full = c.kv_heads * head_dim
-    layer_params = 2.0 * h * h + 2.0 * h * kv_full + np.where(c.swiglu, 3.0, 2.0) * h * c.ffn
-    embedding_params = np.where(c.tied_embeddings, 1.0, 2.0) * c.vocab * h
+    kv_full = c.model.kv_heads * head_dim
+    layer_params = (
+        2.0 * h * h + 2.0 * h * kv_full + np.where(c.model.swiglu, 3.0, 2.0) * h * c.model.ffn
+    )
+    embedding_params = np.where(c.model.tied_embeddings, 1.0, 2.0) * c.model.vocab * h
     return BlockWork(
         tokens=tokens,
         gemms=gemms,
@@ -176,5 +180,5 @@ def block_work(c: Configs) -> BlockWork:
         head_elementwise_bytes=head_elementwise_bytes,
         layer_param_bytes=2.0 * layer_params / tp,
         embedding_param_bytes=2.0 * embedding_params / tp,
-        shape=(np.asarray(c.swiglu), h, h / tp, kv_local.astype(np.float64), ffn_local),
+        shape=(np.asarray(c.model.swiglu), h, h / tp, kv_local.astype(np.float64), ffn_local),
     )

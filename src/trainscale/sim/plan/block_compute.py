@@ -54,25 +54,27 @@ def _attention_fwd(c: Configs, w: BlockWork, cal: Calibration, eff: Efficiencies
     batched GEMMs over the whole s×s square plus the HBM traffic of the materialised scores."""
     flash = attention_time(
         w.attention_flops_fwd,
-        peak=c.bf16_flops_per_s * eff.clock_ratio,
+        peak=c.system.bf16_flops_per_s * eff.clock_ratio,
         attention_efficiency=eff.attention,
     )
-    head_dim = (c.hidden // c.heads).astype(np.float64)
-    seq = c.seq_len.astype(np.float64)
-    d0 = c.gemm_half_efficiency_dim * cal.gemm_size_scale
+    head_dim = (c.model.hidden // c.model.heads).astype(np.float64)
+    seq = c.plan.seq_len.astype(np.float64)
+    d0 = c.system.gemm_half_efficiency_dim * cal.gemm_size_scale
     eta = gemm_efficiency(seq, seq, head_dim, eff.bf16_gemm_max, d0, cal.gemm_size_exponent)
-    materialised = w.score_flops_fwd / (eta * c.bf16_flops_per_s * eff.clock_ratio) + memory_time(
+    materialised = w.score_flops_fwd / (
+        eta * c.system.bf16_flops_per_s * eff.clock_ratio
+    ) + memory_time(
         eff.elementwise_traffic * w.score_bytes_fwd,
-        hbm_bw=c.hbm_bytes_per_s, hbm_efficiency=cal.hbm_efficiency,
+        hbm_bw=c.system.hbm_bytes_per_s, hbm_efficiency=cal.hbm_efficiency,
     )  # fmt: skip
-    return np.where(c.flash_attention, flash, materialised)
+    return np.where(c.system.flash_attention, flash, materialised)
 
 
 def block_compute(c: Configs, w: BlockWork, cal: Calibration, eff: Efficiencies) -> BlockCompute:
     """Forward and backward compute-stream time of one block and of the head, per micro-batch."""
-    d0 = c.gemm_half_efficiency_dim * cal.gemm_size_scale
-    kw = {"peak": c.peak_flops_per_s * eff.clock_ratio, "eta_max": eff.gemm_max, "d0": d0,
-          "hbm_bw": c.hbm_bytes_per_s, "exponent": cal.gemm_size_exponent}  # fmt: skip
+    d0 = c.system.gemm_half_efficiency_dim * cal.gemm_size_scale
+    kw = {"peak": c.system.peak_flops_per_s * eff.clock_ratio, "eta_max": eff.gemm_max, "d0": d0,
+          "hbm_bw": c.system.hbm_bytes_per_s, "exponent": cal.gemm_size_exponent}  # fmt: skip
     # The two backward GEMMs of a (m, n, k) product, (m, k, n) and (k, n, m), have its FLOPs, its
     # smallest dimension and its traffic: each takes the forward GEMM's time.
     gemm_fwd = sum(gemm_time(m, n, k, **kw) for m, n, k in w.gemms)
@@ -80,16 +82,16 @@ def block_compute(c: Configs, w: BlockWork, cal: Calibration, eff: Efficiencies)
     attn_fwd = _attention_fwd(c, w, cal, eff)
     mem = memory_time(
         eff.elementwise_traffic * w.elementwise_bytes,
-        hbm_bw=c.hbm_bytes_per_s, hbm_efficiency=cal.hbm_efficiency,
+        hbm_bw=c.system.hbm_bytes_per_s, hbm_efficiency=cal.hbm_efficiency,
     )  # fmt: skip
     fwd_dense = gemm_fwd + attn_fwd
     fwd_mem = mem / 3.0
     recompute_dense = np.select(
-        [c.recompute == Recompute.FULL, c.recompute == Recompute.SELECTIVE],
+        [c.plan.recompute == Recompute.FULL, c.plan.recompute == Recompute.SELECTIVE],
         [fwd_dense, attn_fwd],
         0.0,
     )
-    recompute_mem = np.where(c.recompute == Recompute.FULL, fwd_mem, 0.0)
+    recompute_mem = np.where(c.plan.recompute == Recompute.FULL, fwd_mem, 0.0)
     m, n, k = w.head_gemm
     return BlockCompute(
         gemm_fwd_s=gemm_fwd,
@@ -102,6 +104,6 @@ def block_compute(c: Configs, w: BlockWork, cal: Calibration, eff: Efficiencies)
         head_dense_s=3.0 * gemm_time(m, n, k, **kw),
         head_memory_s=memory_time(
             eff.elementwise_traffic * w.head_elementwise_bytes,
-            hbm_bw=c.hbm_bytes_per_s, hbm_efficiency=cal.hbm_efficiency,
+            hbm_bw=c.system.hbm_bytes_per_s, hbm_efficiency=cal.hbm_efficiency,
         ),
     )  # fmt: skip

@@ -56,12 +56,12 @@ def context_parallel(
     Full and selective recomputation rerun the forward attention, and with it its exchange.
     """
     _, _, q_width, kv_width, _ = w.shape  # per GPU: all query heads, the K/V heads
-    chunk = 2.0 * 2.0 * w.tokens * np.where(c.repeat_kv, q_width, kv_width)  # K and V, bf16
-    all_gather = c.cp_comm_type == CP_COMM_TYPES.index("all_gather")
-    on = c.cp > 1
-    cp = np.maximum(c.cp, 1).astype(np.float64)
+    chunk = 2.0 * 2.0 * w.tokens * np.where(c.stack.repeat_kv, q_width, kv_width)  # K and V, bf16
+    all_gather = c.stack.cp_comm_type == CP_COMM_TYPES.index("all_gather")
+    on = c.plan.cp > 1
+    cp = np.maximum(c.plan.cp, 1).astype(np.float64)
     steps = cp - 1.0
-    same_node = place.cp_per_node >= c.cp
+    same_node = place.cp_per_node >= c.plan.cp
     one = p2p_time(chunk, same_node, net)
     local_fwd = attn_fwd / cp  # the attention of one chunk
     local_bwd = ATTENTION_BACKWARD_RATIO * local_fwd
@@ -70,7 +70,7 @@ def context_parallel(
     ring_exposed_fwd = np.maximum(ring_fwd - steps * local_fwd, 0.0)
     ring_exposed_bwd = np.maximum(ring_bwd - steps * local_bwd, 0.0)
     # all-gather
-    gather = only_where(on & all_gather, allgather_time, cp * chunk, c.cp, place.cp_per_node,
+    gather = only_where(on & all_gather, allgather_time, cp * chunk, c.plan.cp, place.cp_per_node,
                         net)  # fmt: skip
     grads = steps * p2p_time(2.0 * chunk, same_node, net)
     ag_exposed_fwd = np.maximum(gather - local_fwd, 0.0)
@@ -81,7 +81,7 @@ def context_parallel(
     busy_bwd = np.where(on, np.where(all_gather, gather + grads, ring_bwd), 0.0)
     exposed_fwd = np.where(on, np.where(all_gather, ag_exposed_fwd, ring_exposed_fwd), 0.0)
     exposed_bwd = np.where(on, np.where(all_gather, ag_exposed_bwd, ring_exposed_bwd), 0.0)
-    recomputed = c.recompute != Recompute.NONE
+    recomputed = c.plan.recompute != Recompute.NONE
     return ContextParallel(
         busy_fwd_s=busy_fwd,
         busy_bwd_s=busy_bwd + np.where(recomputed, busy_fwd, 0.0),

@@ -67,7 +67,7 @@ def block_path(
     tp_bwd, tp_bwd_hidden = tensor_parallel_exposed(c, tp.busy_bwd_s, comp.gemm_bwd_s)
     f_comp = comp.fwd_dense_s + comp.fwd_memory_s
     b_comp = comp.bwd_dense_s + comp.bwd_memory_s
-    host = c.host_overhead_s
+    host = c.stack.host_overhead_s
     f_gpu = np.maximum(f_comp, host / 3.0)
     b_gpu = np.maximum(b_comp, 2.0 * host / 3.0)
     f_slow = slow * (np.minimum(dp.comm_fwd_s, f_comp) + tp_fwd_hidden)

@@ -99,10 +99,10 @@ def _block_collectives(
     partitioned parameter tensor of the block, each paying the full ring latency; under full
     recomputation its recomputed forward gathers again what was released (``regather``).
     """
-    sharding = c.sharding
+    sharding = c.plan.sharding
     n, g = place.shard_size, place.shard_per_node
-    tensors, regathered, regathered_share = per_tensor_gathers(w, c.per_tensor_gather)
-    calls = np.where(c.per_tensor_gather, tensors, 1.0)
+    tensors, regathered, regathered_share = per_tensor_gathers(w, c.stack.per_tensor_gather)
+    calls = np.where(c.stack.per_tensor_gather, tensors, 1.0)
     gathers = (
         (sharding == Sharding.FSDP) | (sharding == Sharding.HSDP) | (sharding == Sharding.ZERO2)
     )
@@ -113,12 +113,17 @@ def _block_collectives(
         w.layer_param_bytes / np.maximum(n, 1), place.replicas, 1, net,
     )  # fmt: skip
     sharded = (sharding == Sharding.FSDP) | (sharding == Sharding.HSDP)
-    again = sharded & c.per_tensor_gather & (c.recompute == Recompute.FULL) & (regathered > 0)
+    again = (
+        sharded
+        & c.stack.per_tensor_gather
+        & (c.plan.recompute == Recompute.FULL)
+        & (regathered > 0)
+    )
     regather = np.where(again, regathered, 1.0) * only_where(
         again, allgather_time,
         regathered_share * w.layer_param_bytes / np.maximum(regathered, 1.0), n, g, net,
     )  # fmt: skip
-    embed_calls = np.where(c.per_tensor_gather, 2.0, 1.0)
+    embed_calls = np.where(c.stack.per_tensor_gather, 2.0, 1.0)
     embed_gather = embed_calls * only_where(
         gathers, allgather_time, w.embedding_param_bytes / embed_calls, n, g, net
     )
@@ -134,12 +139,12 @@ def data_parallel(c: Configs, w: BlockWork, place: Layout, net: Network) -> Data
     a forward.
     """
     ag, rs, ar_replicas, regather, embed_gather = _block_collectives(c, w, place, net)
-    sharding = c.sharding
+    sharding = c.plan.sharding
     sharded = (sharding == Sharding.FSDP) | (sharding == Sharding.HSDP)
-    pipelined = c.deferred_grad_sync
+    pipelined = c.stack.deferred_grad_sync
     deferred = pipelined & (sharding == Sharding.ZERO2)
-    m_safe = np.maximum(c.grad_accum.astype(np.float64), 1.0)
-    fwd_share = np.where(pipelined & sharded, np.minimum(c.pp, m_safe) / m_safe, 1.0)
+    m_safe = np.maximum(c.plan.grad_accum.astype(np.float64), 1.0)
+    fwd_share = np.where(pipelined & sharded, np.minimum(c.plan.pp, m_safe) / m_safe, 1.0)
     step_gather = np.where(deferred, ag, 0.0)
     step_rs = np.where(pipelined, rs, 0.0)
     step_ar = np.where(pipelined, ar_replicas, 0.0)
@@ -152,10 +157,10 @@ def data_parallel(c: Configs, w: BlockWork, place: Layout, net: Network) -> Data
     # What the communication stream hides (prefetched gathers, overlapped reductions) and what
     # runs on the critical path instead (gathers issued when the layer is reached, reductions
     # after the backward pass).
-    prefetch = c.overlap_param_gather
+    prefetch = c.stack.overlap_param_gather
     comm_fwd = np.where(prefetch, gather_fwd, 0.0)
     comm_bwd = np.where(prefetch, gather_bwd, 0.0) + np.where(
-        c.overlap_grad_reduce, reduce_bwd, 0.0
+        c.stack.overlap_grad_reduce, reduce_bwd, 0.0
     )
     return DataParallel(
         gather_fwd_s=gather_fwd,
@@ -213,12 +218,12 @@ def step_sync(
     all run after the last backward, exposed. ``grad_bytes``: the stage's gradient bytes;
     ``slow``: the overlap slowdown.
     """
-    prefetch = c.overlap_param_gather
+    prefetch = c.stack.overlap_param_gather
     d, dg = place.data_size, place.data_per_node
-    bucket = 2.0 * c.ddp_bucket_params
-    bwd_window = np.where(c.overlap_grad_reduce, layers * bwd_critical, 0.0)
+    bucket = 2.0 * c.stack.ddp_bucket_params
+    bwd_window = np.where(c.stack.overlap_grad_reduce, layers * bwd_critical, 0.0)
     fwd_window = np.where(prefetch, layers * fwd_critical, 0.0)
-    ddp, zero1 = c.sharding == Sharding.DDP, c.sharding == Sharding.ZERO1
+    ddp, zero1 = c.plan.sharding == Sharding.DDP, c.plan.sharding == Sharding.ZERO1
     ddp_ar_busy, ddp_ar_exposed = bucketed(
         np.where(ddp, grad_bytes, 0.0), bucket,
         lambda s: only_where(ddp, allreduce_time, s, d, dg, net), bwd_window,

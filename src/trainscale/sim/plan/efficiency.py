@@ -38,19 +38,20 @@ def efficiencies(c: Configs, cal: Calibration) -> Efficiencies:
     """Shared calibrated efficiencies times each row's framework factor ``exp(offset)``."""
 
     def factor(base: str) -> np.ndarray:
-        return cal.framework_factors(base)[c.framework]
+        return cal.framework_factors(base)[c.stack.framework]
 
     gemm = factor("gemm_efficiency")
-    bf16 = np.minimum(c.bf16_gemm_efficiency_max * gemm, _GEMM_EFFICIENCY_CAP)
-    fp8 = c.gemm_efficiency_max * gemm * cal.fp8_gemm_scale * factor("fp8_gemm")
+    bf16 = np.minimum(c.system.bf16_gemm_efficiency_max * gemm, _GEMM_EFFICIENCY_CAP)
+    fp8 = c.system.gemm_efficiency_max * gemm * cal.fp8_gemm_scale * factor("fp8_gemm")
     return Efficiencies(
-        gemm_max=np.where(c.fp8, np.minimum(fp8, _GEMM_EFFICIENCY_CAP), bf16),
+        gemm_max=np.where(c.plan.fp8, np.minimum(fp8, _GEMM_EFFICIENCY_CAP), bf16),
         bf16_gemm_max=bf16,
         attention=cal.attention_efficiency_scale * factor("attention_efficiency")
-        * c.attention_efficiency_max,
+        * c.system.attention_efficiency_max,
         elementwise_traffic=cal.elementwise_traffic_scale * factor("elementwise_traffic"),
         overlap_slowdown=cal.overlap_slowdown * factor("overlap_slowdown"),
         clock_ratio=tensor_clock_ratio(
-            power_limit_w=c.power_limit_w, tdp_w=c.tdp_w, idle_w=c.idle_w, cal=cal
+            power_limit_w=c.system.power_limit_w, tdp_w=c.system.tdp_w, idle_w=c.system.idle_w,
+            cal=cal,
         ),
     )  # fmt: skip

@@ -41,13 +41,13 @@ class Layout:
 
 def layout(c: Configs) -> Layout:
     """Place each configuration's groups on its nodes."""
-    gpn = c.gpus_per_node
-    tp_per_node = np.minimum(c.tp, gpn)
-    ranks_per_node_beyond_tp = np.maximum(gpn // c.tp, 1)
-    cp_per_node = np.minimum(c.cp, ranks_per_node_beyond_tp)
-    data_size = c.dp * c.cp
+    gpn = c.system.gpus_per_node
+    tp_per_node = np.minimum(c.plan.tp, gpn)
+    ranks_per_node_beyond_tp = np.maximum(gpn // c.plan.tp, 1)
+    cp_per_node = np.minimum(c.plan.cp, ranks_per_node_beyond_tp)
+    data_size = c.plan.dp * c.plan.cp
     data_per_node = np.minimum(data_size, ranks_per_node_beyond_tp)
-    hsdp = c.sharding == Sharding.HSDP
+    hsdp = c.plan.sharding == Sharding.HSDP
     shard_size = np.where(hsdp, data_per_node, data_size)
     return Layout(
         tp_per_node=tp_per_node,
@@ -57,5 +57,5 @@ def layout(c: Configs) -> Layout:
         shard_size=shard_size,
         shard_per_node=np.minimum(shard_size, data_per_node),
         replicas=data_size // shard_size,
-        pp_same_node=c.tp * c.cp * c.dp < gpn,
+        pp_same_node=c.plan.tp * c.plan.cp * c.plan.dp < gpn,
     )

@@ -33,7 +33,7 @@ def head_share(c: Configs, comp: BlockCompute, layers: np.ndarray) -> np.ndarray
     block = block_time(comp)
     head_total = comp.head_dense_s + comp.head_memory_s
     return np.clip(
-        (c.layers * block + head_total) / c.pp - layers * block, 0.0, head_total
+        (c.model.layers * block + head_total) / c.plan.pp - layers * block, 0.0, head_total
     ) / np.where(head_total > 0, head_total, 1.0)
 
 
@@ -41,12 +41,12 @@ def boundary_p2p(c: Configs, w: BlockWork, place: Layout, net: Network) -> np.nd
     """Stage-boundary transfers per micro-batch (seconds): activations forward, gradients
     backward, ``vpp`` times when interleaved; with sequence parallelism only 1/tp of the tensor
     crosses (scatter/gather)."""
-    act_bytes = 2.0 * w.tokens * c.hidden / np.where(c.sequence_parallel, c.tp, 1)
-    p2p_one = np.where(c.pp > 1, p2p_time(act_bytes, place.pp_same_node, net), 0.0)
-    return 2.0 * c.vpp * p2p_one
+    act_bytes = 2.0 * w.tokens * c.model.hidden / np.where(c.plan.sequence_parallel, c.plan.tp, 1)
+    p2p_one = np.where(c.plan.pp > 1, p2p_time(act_bytes, place.pp_same_node, net), 0.0)
+    return 2.0 * c.plan.vpp * p2p_one
 
 
 def bubble(c: Configs, micro_batch_s: np.ndarray) -> np.ndarray:
     """The pipeline bubble of one step (seconds): ``(pp−1)/vpp`` slots of ``micro_batch_s``, the
     slowest stage's time for one micro-batch (1F1B; interleaved 1F1B when ``vpp`` > 1)."""
-    return (c.pp - 1) / c.vpp * micro_batch_s
+    return (c.plan.pp - 1) / c.plan.vpp * micro_batch_s

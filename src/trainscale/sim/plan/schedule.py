@@ -178,9 +178,9 @@ def _exposed_comm(
         + layers * (path.fwd_tp_exposed_s + cp.exposed_fwd_s + dp.serial_fwd_s)
     )  # fmt: skip
     bwd_exposed = (
-        prefetched(np.where(c.overlap_param_gather, dp.gather_bwd_s, 0.0), dp.comm_bwd_s,
+        prefetched(np.where(c.stack.overlap_param_gather, dp.gather_bwd_s, 0.0), dp.comm_bwd_s,
                    path.bwd_critical_s, layers)
-        + np.where(c.overlap_grad_reduce, dp.reduce_bwd_s, 0.0)
+        + np.where(c.stack.overlap_grad_reduce, dp.reduce_bwd_s, 0.0)
         + layers * (path.bwd_tp_exposed_s + cp.exposed_bwd_s + dp.serial_bwd_s)
     )  # fmt: skip
     return fwd_exposed + bwd_exposed
@@ -214,14 +214,14 @@ def _optimizer_step(
 ) -> np.ndarray:
     """The optimizer step (memory-bound) over this GPU's share of the stage's parameters, s."""
     shard = np.select(
-        [c.sharding == Sharding.DDP, c.sharding == Sharding.HSDP],
+        [c.plan.sharding == Sharding.DDP, c.plan.sharding == Sharding.HSDP],
         [1.0, place.shard_size],
         default=place.data_size,
     )
     local_params = stage_params_bytes / 2.0 / shard
     return memory_time(
         cal.optimizer_bytes_per_param * local_params,
-        hbm_bw=c.hbm_bytes_per_s, hbm_efficiency=cal.hbm_efficiency,
+        hbm_bw=c.system.hbm_bytes_per_s, hbm_efficiency=cal.hbm_efficiency,
     )  # fmt: skip
 
 
@@ -265,10 +265,12 @@ def step_times(
     cp = context_parallel(c, w, place, net, comp.attention_fwd_s)
     dp = data_parallel(c, w, place, net)
     path = block_path(c, comp, tp, cp, dp, slow)
-    layers = np.ceil(c.layers / (c.pp * c.vpp)) * c.vpp  # blocks on the slowest stage
-    m = c.grad_accum.astype(np.float64)
+    layers = (
+        np.ceil(c.model.layers / (c.plan.pp * c.plan.vpp)) * c.plan.vpp
+    )  # blocks on the slowest stage
+    m = c.plan.grad_accum.astype(np.float64)
     stage_params_bytes = (
-        layers * w.layer_param_bytes + np.where(c.pp > 1, 0.5, 1.0) * w.embedding_param_bytes
+        layers * w.layer_param_bytes + np.where(c.plan.pp > 1, 0.5, 1.0) * w.embedding_param_bytes
     )
     mb = _micro_batch(c, comp, cp, dp, path, layers, boundary_p2p(c, w, place, net))
     sync = step_sync(
@@ -289,7 +291,7 @@ def step_times(
     # Synchronous training waits for the slowest GPU at every step: with a per-GPU coefficient of
     # variation cv, the expected maximum of N normal compute times exceeds the mean by cv·z_N,
     # z_N = Φ⁻¹((N − 0.375)/(N + 0.25)) (Blom's approximation; 1.42 for 8 GPUs, 3.43 for 2,048).
-    stragglers = cal.straggler_cv * expected_max_standard_normal(c.num_gpus) * compute
+    stragglers = cal.straggler_cv * expected_max_standard_normal(c.plan.num_gpus) * compute
     exposed = m * mb.exposed_comm_s + sync.exposed_s + stragglers
     pipeline_bubble = bubble(c, mb.compute_s + mb.host_stall_s + mb.exposed_comm_s)
     host_stall = m * mb.host_stall_s

@@ -56,17 +56,17 @@ def tensor_parallel(c: Configs, w: BlockWork, place: Layout, net: Network) -> Te
     (torchtitan's TP under Float8) cast before the all-gather ("all-gather in float8"). The
     ReduceScatters sum GEMM outputs in bf16, 2 bytes.
     """
-    size = 2.0 * w.tokens * c.hidden
-    on = c.tp > 1
-    sp = c.sequence_parallel & on
-    group = (size, c.tp, place.tp_per_node, net)
-    gathered = np.where(c.fp8, 0.5, 1.0) * size
-    ag = only_where(sp, allgather_time, gathered, c.tp, place.tp_per_node, net)
+    size = 2.0 * w.tokens * c.model.hidden
+    on = c.plan.tp > 1
+    sp = c.plan.sequence_parallel & on
+    group = (size, c.plan.tp, place.tp_per_node, net)
+    gathered = np.where(c.plan.fp8, 0.5, 1.0) * size
+    ag = only_where(sp, allgather_time, gathered, c.plan.tp, place.tp_per_node, net)
     # A ring ReduceScatter of a buffer costs the AllGather of the same buffer (reducescatter_time).
     rs = only_where(sp, allgather_time, *group)
     ar = only_where(on & ~sp, allreduce_time, *group)
     passes_bwd = np.where(
-        c.recompute == Recompute.FULL, 2.0, 1.0
+        c.plan.recompute == Recompute.FULL, 2.0, 1.0
     )  # the recomputed forward repeats them
     return TensorParallel(
         allgather_fwd_s=np.where(sp, 2.0 * ag, 0.0),
@@ -88,8 +88,8 @@ def tensor_parallel_exposed(
     into ``tp`` chunks exchanged while the GEMM runs on the chunks already received: only the first
     chunk, ``busy / tp``, and whatever the GEMMs cannot cover stay exposed.
     """
-    tp = c.tp.astype(np.float64)
+    tp = c.plan.tp.astype(np.float64)
     overlapped = np.minimum(busy * (1.0 - 1.0 / tp), gemm)
     exposed = busy - overlapped
-    on = c.tp_comm_overlap & (c.tp > 1)
+    on = c.stack.tp_comm_overlap & (c.plan.tp > 1)
     return np.where(on, exposed, busy), np.where(on, overlapped, 0.0)
