@@ -27,6 +27,7 @@ from trainscale.published.measurements import (
     framework_profile,
 )
 from trainscale.published.measurements import load_published as _load_published
+from trainscale.published.sources import load_sources
 from trainscale.sim.catalogue import load_catalogue
 
 REAL = data_dir() / "published" / "measurements.csv"
@@ -70,6 +71,7 @@ def _damaged(tmp: Path, line: int, column: str, value: str) -> Path:
     return _write(tmp, rows)
 
 
+SHIPPED = load_sources(data_dir() / "published" / "sources.yaml")
 NARAYANAN = _line_of(lambda r: r["metric"] == "achieved_TFLOPs_per_GPU")
 FOUNDRY = _line_of(lambda r: "llm-foundry" in r["source"])
 BUSBW = _line_of(lambda r: r["metric"] == "busbw_GBps" and r["value"].replace(".", "").isdigit())
@@ -195,13 +197,13 @@ def test_every_throughput_row_has_a_framework_profile_and_its_source_text() -> N
     ],
 )
 def test_framework_profile(text: str, sharding: str, profile: str) -> None:
-    assert framework_profile(text, sharding) == profile
+    assert framework_profile(text, sharding, patterns=SHIPPED.frameworks) == profile
 
 
 def test_an_unknown_framework_is_rejected_with_the_known_profiles(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"framework 'JAX/Pax' is not mapped to a profile; known: "
                                          r"megatron, deepspeed, pytorch"):  # fmt: skip
-        framework_profile("JAX/Pax")
+        framework_profile("JAX/Pax", patterns=SHIPPED.frameworks)
     published = load_published(_damaged(tmp_path, FOUNDRY, "framework", "JAX/Pax"))
     reason = published.rejects.set_index("csv_row").loc[FOUNDRY, "reason"]
     assert reason.startswith("framework 'JAX/Pax' is not mapped to a profile; known:")
@@ -327,3 +329,42 @@ def test_random_damage_is_a_named_error_or_leaves_every_other_row_unchanged(
     if line in rows.index:
         original = _BASE.throughput.set_index("csv_row").loc[line]
         assert rows.loc[line, "published_value"] == original["published_value"]
+
+
+def _sources_with(tmp: Path, edit: str, into: str) -> Path:
+    """The shipped sources.yaml with ``edit`` inserted before the line ``into``."""
+    text = (data_dir() / "published" / "sources.yaml").read_text(encoding="utf-8")
+    assert into in text
+    path = tmp / "sources.yaml"
+    path.write_text(text.replace(into, edit + into, 1), encoding="utf-8")
+    return path
+
+
+def test_a_new_framework_wording_is_a_sources_yaml_entry(tmp_path: Path) -> None:
+    """JAX/Pax rows are rejected with the shipped rules; one ``frameworks`` entry maps them."""
+    entry = "- pattern: '\\bpax\\b'\n  profile: megatron\n  describes: Pax\n"
+    sources = load_sources(_sources_with(tmp_path, entry, "- pattern: 'torchtitan"))
+    assert framework_profile("JAX/Pax", patterns=sources.frameworks) == "megatron"
+    damaged = _damaged(tmp_path, FOUNDRY, "framework", "JAX/Pax")
+    published = _load_published(
+        damaged, hardware=CATALOGUE.hardware, models=CATALOGUE.models, sources=sources
+    )
+    row = published.throughput.set_index("csv_row").loc[FOUNDRY]
+    assert row["framework"] == "megatron" and row["framework_text"] == "JAX/Pax"
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ("- pattern: pax\n  profile: jax\n  describes: Pax\n",
+         r"frameworks\[2\]\.profile: 'jax' is not a framework profile; allowed: megatron, "
+         r"deepspeed, pytorch"),
+        ("- pattern: 'pax('\n  profile: pytorch\n  describes: Pax\n",
+         r"frameworks\[2\]\.pattern: 'pax\(' is not a regular expression"),
+    ],
+)  # fmt: skip
+def test_a_bad_framework_entry_is_an_error_naming_it(
+    tmp_path: Path, entry: str, message: str
+) -> None:
+    with pytest.raises(InputFileError, match=message):
+        load_sources(_sources_with(tmp_path, entry, "- pattern: 'torchtitan"))

@@ -4,19 +4,21 @@ sharding, recomputation, precision and network wording.
 This is the one place where a source's wording (``H100-80GB``, ``PyTorch FSDP FULL_SHARD``,
 ``full AC (per block)``) is mapped to a key of the catalogues or the schema. GPU and model
 wording is catalogue data: each GPU's ``aliases`` in ``data/hardware.yaml`` and each model's
-``aliases`` in ``data/models.yaml``, passed in by the caller. Every function takes the CSV field
+``aliases`` in ``data/models.yaml``, passed in by the caller; framework wording is the
+``frameworks`` list of ``data/published/sources.yaml``. Every function takes the CSV field
 as text (``""`` where empty).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from trainscale.schema import FRAMEWORKS
 
 if TYPE_CHECKING:
+    from trainscale.published.sources import FrameworkPattern
     from trainscale.sim.model.shape import ModelShape
     from trainscale.sim.system.hardware import HardwareCatalog
 
@@ -38,15 +40,6 @@ __all__ = [
 #: list (:data:`trainscale.schema.FRAMEWORKS`, the keys of ``data/frameworks.yaml``).
 FRAMEWORK_PROFILES: tuple[str, ...] = FRAMEWORKS
 
-#: (pattern on the framework text, profile), first match wins: DeepSpeed before Megatron,
-#: because Narayanan's ZeRO-3 rows ran Megatron-LM on DeepSpeed ZeRO-3.
-_FRAMEWORK_PATTERNS: tuple[tuple[str, str], ...] = (
-    (r"deepspeed|\bzero-?[123]\b", "deepspeed"),
-    (r"megatron|\bnemo\b", "megatron"),
-    (r"torchtitan|composer|llm-foundry|fairseq|metaseq|fms-fsdp|pytorch|\bfsdp2?\b|\bddp\b",
-     "pytorch"),
-)  # fmt: skip
-
 
 class FrameworkNotMapped(ValueError):
     """A framework text that :func:`framework_profile` cannot map to a profile."""
@@ -66,29 +59,32 @@ def model_key(text: str, models: Mapping[str, ModelShape]) -> str | None:
     return next((key for key, shape in models.items() if name in shape.aliases), None)
 
 
-def framework_profile(text: str, sharding: str = "", notes: str = "") -> str:
+def framework_profile(
+    text: str, sharding: str = "", notes: str = "", *, patterns: Sequence[FrameworkPattern]
+) -> str:
     """The framework profile key (:data:`FRAMEWORK_PROFILES`) for a source's framework text.
 
-    ``sharding`` and ``notes`` break ties where the framework text alone does not decide (e.g.
-    "Megatron-LM + DeepSpeed ZeRO-3", or a Megatron row whose sharding column says ZeRO-3).
+    ``patterns`` are the ``frameworks`` entries of ``sources.yaml``
+    (:attr:`trainscale.published.sources.Sources.frameworks`), tried in order on the lower-cased
+    text; an entry's ``unless`` pattern, searched in ``sharding`` and ``notes``, breaks ties the
+    framework text alone does not decide (e.g. "Megatron-LM" with sharding "ZeRO-3").
     Raises :class:`FrameworkNotMapped` for text no pattern recognises.
     """
     framework = (text or "").strip()
-    for pattern, profile in _FRAMEWORK_PATTERNS:
-        if framework and re.search(pattern, framework.lower()):
-            # Megatron-LM run on DeepSpeed ZeRO (Narayanan's ZeRO-3 baseline): the sharding or
-            # notes column says so where the framework text does not
-            if profile == "megatron" and re.search(
-                r"deepspeed|\bzero-?[123]\b", f"{sharding} {notes}".lower()
-            ):
-                return "deepspeed"
-            return profile
+    context = f"{sharding} {notes}".lower()
+    for entry in patterns:
+        if framework and re.search(entry.pattern, framework.lower()):
+            if entry.unless_pattern and re.search(entry.unless_pattern, context):
+                return entry.unless_profile
+            return entry.profile
+    order = {profile: i for i, profile in enumerate(FRAMEWORK_PROFILES)}
+    described = sorted(patterns, key=lambda entry: order.get(entry.profile, len(order)))
     raise FrameworkNotMapped(
         f"framework {framework!r} is not mapped to a profile; known: "
         + ", ".join(FRAMEWORK_PROFILES)
-        + " (Megatron-LM/Core/NeMo/Bridge; DeepSpeed ZeRO, Megatron-DeepSpeed; PyTorch "
-        "FSDP/FSDP2/DDP, torchtitan, Composer/llm-foundry, fairseq/metaseq, fms-fsdp, Meta's "
-        "Llama 3 stack)"
+        + " ("
+        + "; ".join(entry.describes for entry in described)
+        + ")"
     )
 
 

@@ -132,7 +132,9 @@ def _normalise(
         if metric == "scaling_efficiency_pct":
             raise Rejected("encoder-decoder model (T5): the simulator models decoder-only "
                            "transformers")  # fmt: skip
-        return "throughput", throughput_row(row, parsed, rules, hardware, models)
+        return "throughput", throughput_row(
+            row, parsed, rules, hardware, models, patterns=sources.frameworks
+        )
     except Rejected as reason:
         return "reject", row.reject(str(reason))
 

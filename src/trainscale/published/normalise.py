@@ -13,7 +13,7 @@ number in a unit the FLOP conventions convert) and :func:`behaviour_overrides`.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from trainscale.published import matching
-from trainscale.published.sources import SourceRules
+from trainscale.published.sources import FrameworkPattern, SourceRules
 from trainscale.sim.degrees import data_parallel_degree
 from trainscale.sim.model.flops import model_flops_per_token
 from trainscale.sim.model.params import TransformerShape
@@ -197,14 +197,16 @@ def _plan(
     row: Row,
     num_gpus: int,
     rules: SourceRules,
-    hardware: HardwareCatalog,
-    models: Mapping[str, ModelShape],
+    catalogues: tuple[HardwareCatalog, Mapping[str, ModelShape]],
+    patterns: Sequence[FrameworkPattern],
 ) -> _Plan:
     """Framework, model shape, GPU, sharding, parallel degrees and sequence length (GPU and
-    model wording matched to ``hardware`` and ``models``)."""
+    model wording matched to the ``catalogues``' hardware and models, framework wording to
+    ``patterns``)."""
+    hardware, models = catalogues
     try:
         framework = matching.framework_profile(
-            row.text("framework"), row.text("sharding"), row.text("notes")
+            row.text("framework"), row.text("sharding"), row.text("notes"), patterns=patterns
         )
     except matching.FrameworkNotMapped as error:
         raise Rejected(str(error)) from error
@@ -348,13 +350,16 @@ def throughput_row(
     rules: SourceRules,
     hardware: HardwareCatalog,
     models: Mapping[str, ModelShape],
+    *,
+    patterns: Sequence[FrameworkPattern],
 ) -> dict:
     """The throughput row of a CSV row (columns of
     :attr:`trainscale.published.measurements.PublishedData.throughput` but the observed
     tokens/s); :class:`Rejected` with the reason where it cannot be represented. GPU and model
-    names are matched to the catalogues ``hardware`` and ``models`` (their ``aliases``)."""
+    names are matched to the catalogues ``hardware`` and ``models`` (their ``aliases``), framework
+    text to ``patterns`` (``sources.yaml``'s ``frameworks``)."""
     num_gpus = _screen(row, parsed)
-    plan = _plan(row, num_gpus, rules, hardware, models)
+    plan = _plan(row, num_gpus, rules, (hardware, models), patterns)
     _batches(row, plan, rules)
     precision, extra = _notes_rules(row, plan, rules)
     if plan.micro is None:

@@ -1,15 +1,19 @@
 """``data/published/sources.yaml``: the per-source rules and assumptions of the published CSV,
 and the published power anchor (docs/published-data.md).
 
-A CSV row belongs to the :class:`SourceRules` whose ``match`` is part of its ``source`` text (at
-most one entry matches a source; a source no entry matches has no rules). The file is checked
-against ``workflow/schemas/sources.schema.yaml`` when read; the rules are applied by
-:mod:`trainscale.published.normalise` (throughput and collective rows), the anchor by
-:func:`trainscale.calibrate.fit.fit_power`.
+Its ``frameworks`` list (:class:`FrameworkPattern`) maps a row's framework text to a framework
+profile (:func:`trainscale.published.matching.framework_profile`), so that a new stack in the
+published data is a data change, as a new GPU's wording is (its ``aliases`` in
+``data/hardware.yaml``). A CSV row belongs to the :class:`SourceRules` whose ``match`` is part
+of its ``source`` text (at most one entry matches a source; a source no entry matches has no
+rules). The file is checked against ``workflow/schemas/sources.schema.yaml`` when read; the rules
+are applied by :mod:`trainscale.published.normalise` (throughput and collective rows), the anchor
+by :func:`trainscale.calibrate.fit.fit_power`.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,9 +25,17 @@ from trainscale.errors import InputFileError
 from trainscale.io.schema import check_document
 from trainscale.io.yaml import load_yaml
 from trainscale.paths import schema_file
+from trainscale.schema import FRAMEWORKS
 from trainscale.sim.degrees import data_parallel_degree
 
-__all__ = ["Behaviour", "PowerAnchor", "SourceRules", "Sources", "load_sources"]
+__all__ = [
+    "Behaviour",
+    "FrameworkPattern",
+    "PowerAnchor",
+    "SourceRules",
+    "Sources",
+    "load_sources",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +48,20 @@ class Behaviour:
     values: Mapping[str, object]
     from_text: Mapping[str, str]
     cite: str
+
+
+@dataclass(frozen=True, slots=True)
+class FrameworkPattern:
+    """One entry of ``frameworks``: framework text matching ``pattern`` (a regular expression,
+    searched in the lower-cased text) runs ``profile``, unless ``unless_pattern`` matches the
+    row's sharding or notes text, which gives ``unless_profile``; ``describes`` names the stacks
+    it covers."""
+
+    pattern: str
+    profile: str
+    describes: str
+    unless_pattern: str = ""
+    unless_profile: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +119,8 @@ class Sources:
     path: str
     entries: tuple[SourceRules, ...]
     power_anchor: PowerAnchor
+    frameworks: tuple[FrameworkPattern, ...]
+    """How a row's framework text maps to a profile, first match first."""
 
     def for_source(self, source: str) -> SourceRules:
         """The entry whose ``match`` is part of ``source``; an empty one where none is."""
@@ -114,6 +142,39 @@ def _behaviour(entry: Mapping[str, Any]) -> Behaviour:
         from_text=dict(entry.get("set_if_text_has", {})),
         cite=str(entry.get("cite", "")),
     )
+
+
+def _framework_patterns(
+    entries: list[Mapping[str, Any]], path: Path
+) -> tuple[FrameworkPattern, ...]:
+    """The ``frameworks`` entries, each profile a framework profile and each pattern a regular
+    expression (else :class:`~trainscale.errors.InputFileError` naming the entry)."""
+    patterns = []
+    for i, entry in enumerate(entries):
+        unless = entry.get("unless", {})
+        pattern = FrameworkPattern(
+            pattern=str(entry["pattern"]), profile=str(entry["profile"]),
+            describes=str(entry["describes"]), unless_pattern=str(unless.get("pattern", "")),
+            unless_profile=str(unless.get("profile", "")),
+        )  # fmt: skip
+        for key, profile in (
+            ("profile", pattern.profile),
+            ("unless.profile", pattern.unless_profile),
+        ):
+            if profile and profile not in FRAMEWORKS:
+                raise InputFileError(
+                    path, f"frameworks[{i}].{key}: {profile!r} is not a framework profile; "
+                    f"allowed: {', '.join(FRAMEWORKS)} (the profiles of data/frameworks.yaml)",
+                )  # fmt: skip
+        for key, text in (("pattern", pattern.pattern), ("unless.pattern", pattern.unless_pattern)):
+            try:
+                re.compile(text)
+            except re.error as error:
+                raise InputFileError(
+                    path, f"frameworks[{i}].{key}: {text!r} is not a regular expression ({error})"
+                ) from error
+        patterns.append(pattern)
+    return tuple(patterns)
 
 
 def load_sources(path: str | Path) -> Sources:
@@ -144,6 +205,7 @@ def load_sources(path: str | Path) -> Sources:
     return Sources(
         path=str(path),
         entries=entries,
+        frameworks=_framework_patterns(data["frameworks"], path),
         power_anchor=PowerAnchor(
             source=str(anchor["source"]),
             url=str(anchor["url"]),
