@@ -33,17 +33,22 @@ def plot_memory(data: StudyData) -> Figure:
     return add_source_note(fig, sim_source(data.rows) + ".")
 
 
-@pytest.fixture
-def smoke_data(tmp_path: Path) -> StudyData:
-    """The smoke study (``config/studies/smoke.yaml``) with a simulated table of its grid, read
-    as the rule's script reads it: catalogues, study file, simulated table, the files the
-    figure names."""
-    loaded = load_study_output_inputs(
+def _smoke_inputs():
+    """The smoke study's catalogues and study file, read as the rule's script reads them."""
+    return load_study_output_inputs(
         REPO / "config/studies/smoke.yaml",
         schema=REPO / "workflow/schemas/study.schema.yaml",
         hardware=REPO / "data/hardware.yaml",
         models=REPO / "data/models.yaml",
     )
+
+
+@pytest.fixture
+def smoke_data(tmp_path: Path) -> StudyData:
+    """The smoke study (``config/studies/smoke.yaml``) with a simulated table of its grid, read
+    as the rule's script reads it: catalogues, study file, simulated table, the files the
+    figure names."""
+    loaded = _smoke_inputs()
     simulated = tmp_path / "smoke.parquet"
     simulate(model=["llama2-7b"], tp=[1, 2], num_gpus=[8, 16, 32, 64]).to_parquet(simulated)
     return read_study_data("smoke", loaded, simulated, files={})
@@ -73,12 +78,7 @@ def test_a_registered_study_figure_is_drawn_to_its_files(smoke_data, tmp_path, m
 def test_the_figure_reads_only_the_files_its_entry_names(smoke_data, tmp_path):
     fits = tmp_path / "fits.csv"
     pd.DataFrame({"metric": ["tokens_per_s_per_gpu"], "estimate": ["NA"]}).to_csv(fits)
-    loaded = load_study_output_inputs(
-        REPO / "config/studies/smoke.yaml",
-        schema=REPO / "workflow/schemas/study.schema.yaml",
-        hardware=REPO / "data/hardware.yaml",
-        models=REPO / "data/models.yaml",
-    )
+    loaded = _smoke_inputs()
     simulated = tmp_path / "smoke.parquet"
     smoke_data.simulated.to_parquet(simulated)
 

@@ -41,39 +41,29 @@ _FIELDS = (
 )  # fmt: skip
 
 
-def _categories(c: Configs) -> dict[str, tuple[np.ndarray, Sequence[str]]]:
-    """The categorical columns: (codes, categories) each, in the catalogue spelling."""
-    return {
-        "mlp": (np.where(c.model.swiglu, 0, 1), ("swiglu", "gelu")),
-        "sharding": (c.plan.sharding, SHARDINGS),
-        "recompute": (c.plan.recompute, RECOMPUTE_MODES),
-        "precision": (c.plan.fp8.astype(np.int32), PRECISIONS),
-        "framework": (c.stack.framework, FRAMEWORKS),
-        "shard_granularity": (c.stack.per_tensor_gather.astype(np.int32), ("layer", "tensor")),
-        "attention_kernel": (c.stack.attention_kernel, ATTENTION_KERNELS),
-        # bf16 rows have no FP8 recipe: the empty category after the recipes.
-        "fp8_recipe": (
-            np.where(c.plan.fp8, c.stack.fp8_recipe, len(FP8_RECIPES)),
-            (*FP8_RECIPES, ""),
-        ),
-        "cp_comm_type": (c.stack.cp_comm_type, CP_COMM_TYPES),
-    }
-
+#: The categorical columns: name -> (codes, categories) of the rows of a :class:`Configs`, in
+#: the catalogue spelling.
+_CATEGORIES: dict[str, Callable[[Configs], tuple[np.ndarray, Sequence[str]]]] = {
+    "mlp": lambda c: (np.where(c.model.swiglu, 0, 1), ("swiglu", "gelu")),
+    "sharding": lambda c: (c.plan.sharding, SHARDINGS),
+    "recompute": lambda c: (c.plan.recompute, RECOMPUTE_MODES),
+    "precision": lambda c: (c.plan.fp8.astype(np.int32), PRECISIONS),
+    "framework": lambda c: (c.stack.framework, FRAMEWORKS),
+    "shard_granularity": lambda c: (
+        c.stack.per_tensor_gather.astype(np.int32),
+        ("layer", "tensor"),
+    ),
+    "attention_kernel": lambda c: (c.stack.attention_kernel, ATTENTION_KERNELS),
+    # bf16 rows have no FP8 recipe: the empty category after the recipes.
+    "fp8_recipe": lambda c: (
+        np.where(c.plan.fp8, c.stack.fp8_recipe, len(FP8_RECIPES)),
+        (*FP8_RECIPES, ""),
+    ),
+    "cp_comm_type": lambda c: (c.stack.cp_comm_type, CP_COMM_TYPES),
+}
 
 #: Every column :func:`resolved_columns` can give.
-RESOLVED_COLUMNS = (
-    *_FIELDS,
-    "nic_gbit_per_s_per_gpu",
-    "mlp",
-    "sharding",
-    "recompute",
-    "precision",
-    "framework",
-    "shard_granularity",
-    "attention_kernel",
-    "fp8_recipe",
-    "cp_comm_type",
-)
+RESOLVED_COLUMNS = (*_FIELDS, "nic_gbit_per_s_per_gpu", *_CATEGORIES)
 
 
 def object_strings(codes: np.ndarray, categories: Sequence[str]) -> np.ndarray:
@@ -91,7 +81,6 @@ def resolved_columns(
     object arrays; the simulator passes an Arrow-backed builder for speed). An unknown name is
     a ``KeyError`` naming it and :data:`RESOLVED_COLUMNS`.
     """
-    categories = None
     flat = c.flat()
     out: dict[str, object] = {}
     for name in columns:
@@ -99,9 +88,8 @@ def resolved_columns(
             out[name] = flat[name]
         elif name == "nic_gbit_per_s_per_gpu":
             out[name] = c.system.nic_bytes_per_s * 8 / 1e9
+        elif name in _CATEGORIES:
+            out[name] = strings(*_CATEGORIES[name](c))
         else:
-            categories = _categories(c) if categories is None else categories
-            if name not in categories:
-                raise KeyError(f"{name!r} is not a resolved column; known: {RESOLVED_COLUMNS}")
-            out[name] = strings(*categories[name])
+            raise KeyError(f"{name!r} is not a resolved column; known: {RESOLVED_COLUMNS}")
     return out

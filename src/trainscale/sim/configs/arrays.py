@@ -158,29 +158,31 @@ class Configs:
 
     def take(self, index: np.ndarray) -> Configs:
         """Return the configurations selected by an index or boolean mask."""
-        return Configs(
-            model=_take(self.model, index),
-            plan=_take(self.plan, index),
-            stack=_take(self.stack, index),
-            system=_take(self.system, index),
-        )
+        return Configs(**{part: _take(getattr(self, part), index) for part in _PARTS})
 
     def flat(self) -> dict[str, np.ndarray]:
-        """Every field of every part by name (the system's key as ``system``), in
-        :data:`FIELD_NAMES` order."""
+        """Every field of every part by its configuration name (the system's key as
+        ``system``), in :data:`FIELD_NAMES` order."""
         return {
-            name: getattr(getattr(self, part), "name" if name == "system" else name)
-            for name, part in PART_FIELDS.items()
+            name: getattr(getattr(self, part), attribute)
+            for name, (part, attribute) in _WHERE.items()
         }
 
 
 _PARTS = {"model": ModelArrays, "plan": PlanArrays, "stack": StackArrays, "system": SystemArrays}
 
-PART_FIELDS: dict[str, str] = {
-    ("system" if f.name == "name" else f.name): part
+#: The one field whose attribute is not its configuration name: ``c.system.name`` is the
+#: ``system`` column (``c.system.system`` would say it twice).
+_COLUMN_OF_ATTRIBUTE = {("system", "name"): "system"}
+
+#: Configuration name -> (part, attribute) of every field, in part and field order.
+_WHERE: dict[str, tuple[str, str]] = {
+    _COLUMN_OF_ATTRIBUTE.get((part, f.name), f.name): (part, f.name)
     for part, kind in _PARTS.items()
     for f in fields(kind)
 }
+
+PART_FIELDS: dict[str, str] = {name: part for name, (part, _) in _WHERE.items()}
 """Each field's part (``"model"``, ``"plan"``, ``"stack"`` or ``"system"``), by the field's
 configuration name (the system part's ``name`` is the ``system`` column)."""
 
@@ -190,12 +192,7 @@ FIELD_NAMES = tuple(PART_FIELDS)
 
 def compose(columns: dict[str, np.ndarray]) -> Configs:
     """A :class:`Configs` from one array per name of :data:`FIELD_NAMES`."""
-
-    def part(name: str) -> dict[str, np.ndarray]:
-        return {
-            ("name" if key == "system" else key): columns[key]
-            for key, owner in PART_FIELDS.items()
-            if owner == name
-        }
-
-    return Configs(**{name: kind(**part(name)) for name, kind in _PARTS.items()})
+    parts: dict[str, dict[str, np.ndarray]] = {part: {} for part in _PARTS}
+    for name, (part, attribute) in _WHERE.items():
+        parts[part][attribute] = columns[name]
+    return Configs(**{part: _PARTS[part](**values) for part, values in parts.items()})
