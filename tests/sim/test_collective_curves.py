@@ -22,8 +22,7 @@ from trainscale.sim.collective_curves import (
 )
 from trainscale.sim.configs import build_configs
 from trainscale.sim.model.shape import load_models
-from trainscale.sim.network import default_network
-from trainscale.sim.simulate import _network
+from trainscale.sim.network import calibrated_network, default_network
 from trainscale.sim.system.collectives import allgather_time, allreduce_time, reducescatter_time
 
 H100 = "h100-sxm-80gb"
@@ -102,7 +101,9 @@ def _predict_network(num_gpus: int):
         pd.DataFrame([row]), hardware=catalogue.hardware, models=catalogue.models,
         frameworks=catalogue.frameworks,
     )  # fmt: skip
-    return _network(configs.system, load_calibration(), catalogue.nccl).take(np.array([0]))
+    return calibrated_network(configs.system, load_calibration(), catalogue.nccl).take(
+        np.array([0])
+    )
 
 
 def test_the_curves_use_predicts_network_at_256_nodes():

@@ -17,7 +17,7 @@ from trainscale.sim.calibration import Calibration
 from trainscale.sim.catalogue import load_catalogue
 from trainscale.sim.configs import build_configs
 from trainscale.sim.frameworks import DEFAULT_FRAMEWORK, OVERRIDE_COLUMNS, load_frameworks
-from trainscale.sim.simulate import _network
+from trainscale.sim.network import calibrated_network
 from trainscale.sim.system.collectives import allgather_time
 
 CAL = Calibration.defaults()
@@ -74,7 +74,7 @@ def test_zero3_per_tensor_all_gathers_are_latency_bound_at_1024_ranks() -> None:
         pd.DataFrame([_row(num_gpus=1024, global_batch=1024)]), hardware=CATALOGUE.hardware,
         models=CATALOGUE.models, frameworks=CATALOGUE.frameworks,
     )  # fmt: skip
-    net = _network(configs.system, CAL, CATALOGUE.nccl)
+    net = calibrated_network(configs.system, CAL, CATALOGUE.nccl)
     layer_bytes = 2 * 202e6  # one Llama-2 7B block in bf16
     whole = allgather_time(layer_bytes, 1024, 8, net)
     per_tensor = allgather_time(layer_bytes / 7, 1024, 8, net)

@@ -1,12 +1,12 @@
 """The one builder of the calibrated collective network, for every caller.
 
-``trainscale predict`` builds each configuration's achieved links in
-:func:`trainscale.sim.simulate._network` (NVLink, NIC and NVLS bandwidths times their fitted
-efficiencies and the fabric's factor; NCCL latencies scaled; the fitted fabric congestion
-``congestion_per_doubling`` and pipeline fill ``nccl_fill_chunks``). The collective figures and
-the nccl-tests comparison need the same network for links that are not a full configuration; they
-describe those links with :class:`Links` and call :func:`calibrated_network`, which hands them to
-that same function, so no caller can drop a calibrated parameter that ``predict`` uses.
+:func:`calibrated_network` builds the achieved network of line-rate links (NVLink, NIC and NVLS
+bandwidths times their fitted efficiencies and the fabric's factor; NCCL latencies scaled; the
+fitted fabric congestion ``congestion_per_doubling`` and pipeline fill ``nccl_fill_chunks``).
+``trainscale predict`` hands it the system part of the configurations; the collective figures and
+the nccl-tests comparison, whose links are not a full configuration, describe them with
+:class:`Links`. One builder for both, so no caller can drop a calibrated parameter that
+``predict`` uses.
 """
 
 from __future__ import annotations
@@ -46,12 +46,20 @@ class Links:
 def calibrated_network(
     links: Links | SystemArrays, calibration: Calibration, nccl: NcclConstants
 ) -> Network:
-    """The achieved network of ``links`` under ``calibration`` and NCCL's constants ``nccl``
-    (``catalogue.nccl``), built exactly as ``predict`` builds it
-    (:func:`trainscale.sim.simulate._network`)."""
-    from trainscale.sim.simulate import _network
-
-    return _network(links, calibration, nccl)
+    """The achieved network of the line-rate ``links`` (a :class:`Links` or the system part of
+    the configurations) under ``calibration`` and NCCL's constants ``nccl``
+    (``catalogue.nccl``)."""
+    return Network(
+        nvlink_bytes_per_s=calibration.nvlink_efficiency * links.nvlink_bytes_per_s,
+        nic_bytes_per_s=(calibration.nic_efficiency * links.fabric_factor * links.nic_bytes_per_s),
+        nvls_bytes_per_s=np.where(
+            links.nvls, calibration.nvls_efficiency * links.nvlink_bytes_per_s, 0.0
+        ),
+        latency_scale=calibration.nccl_latency_scale,
+        constants=nccl,
+        congestion_per_doubling=calibration.congestion_per_doubling,
+        fill_chunks=calibration.nccl_fill_chunks,
+    )
 
 
 def default_links(gpu: str, hardware: HardwareCatalog) -> tuple[Links, int]:

@@ -43,17 +43,15 @@ from trainscale.schema import (
 from trainscale.sim.calibration import Calibration, load_calibration
 from trainscale.sim.catalogue import Catalogue, load_catalogue
 from trainscale.sim.configs import Configs, build_configs
-from trainscale.sim.configs.arrays import SystemArrays
 from trainscale.sim.model.flops import hardware_flops_per_token, model_flops_per_token
 from trainscale.sim.model.memory import memory_bytes_per_gpu
 from trainscale.sim.model.params import TransformerShape
 from trainscale.sim.model.work import block_work
-from trainscale.sim.network import Links
+from trainscale.sim.network import calibrated_network
 from trainscale.sim.plan.layout import layout
 from trainscale.sim.plan.schedule import step_times
 from trainscale.sim.resolved import resolved_columns
 from trainscale.sim.support import block_params_b, support
-from trainscale.sim.system.collectives import NcclConstants, Network
 from trainscale.sim.system.power import power_per_gpu
 from trainscale.version import __version__
 
@@ -62,26 +60,12 @@ __all__ = ["output_problems", "predict", "predict_arrays", "predict_with_rejects
 _GIB = 2.0**30
 
 
-def _network(links: Links | SystemArrays, cal: Calibration, nccl: NcclConstants) -> Network:
-    """The achieved network of the line-rate ``links`` (a :class:`Links` or the system part of
-    the configurations) under ``cal`` and NCCL's constants."""
-    return Network(
-        nvlink_bytes_per_s=cal.nvlink_efficiency * links.nvlink_bytes_per_s,
-        nic_bytes_per_s=cal.nic_efficiency * links.fabric_factor * links.nic_bytes_per_s,
-        nvls_bytes_per_s=np.where(links.nvls, cal.nvls_efficiency * links.nvlink_bytes_per_s, 0.0),
-        latency_scale=cal.nccl_latency_scale,
-        constants=nccl,
-        congestion_per_doubling=cal.congestion_per_doubling,
-        fill_chunks=cal.nccl_fill_chunks,
-    )
-
-
 def predict_arrays(c: Configs, cal: Calibration, catalogue: Catalogue) -> dict[str, np.ndarray]:
     """Predict every metric for validated configurations (built from ``catalogue``, see
     :func:`_configs`); arrays of shape ``(len(c),)``."""
     work = block_work(c)
     place = layout(c)
-    t = step_times(c, work, place, _network(c.system, cal, catalogue.nccl), cal)
+    t = step_times(c, work, place, calibrated_network(c.system, cal, catalogue.nccl), cal)
     step = t.step_time_s
     tokens_per_step = (c.plan.global_batch * c.plan.seq_len).astype(np.float64)
     tokens_per_s = tokens_per_step / step
