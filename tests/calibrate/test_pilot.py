@@ -8,9 +8,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from trainscale.calibrate.pilot import MEASURED, NETWORK, NOISE_FLOOR_PCT, choose, refit_pilots
+from trainscale.calibrate.pilot import (
+    MEASURED,
+    NETWORK,
+    NOISE_FLOOR_PCT,
+    choose,
+    refit_pilots,
+    sensitive_parameters,
+)
 from trainscale.calibrate.pilot_series import scaling_series, source_out_coverage
-from trainscale.calibrate.user import sensitive_parameters
 from trainscale.published.measurements import load_published
 from trainscale.sim.calibration import load_calibration
 from trainscale.sim.catalogue import load_catalogue

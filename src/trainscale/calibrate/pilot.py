@@ -18,7 +18,7 @@ evidence for them (:func:`ladder`):
 
 Within a rung a parameter is added only if the rows respond to it (moving it by a tenth of its
 bound range changes some row's prediction by more than 0.1 %:
-:func:`trainscale.calibrate.user.sensitive_parameters`); a parameter no row responds to is never
+:func:`sensitive_parameters`); a parameter no row responds to is never
 changed. A rung that adds nothing is not a candidate.
 
 **Choice** (:func:`choose`): with rows at two or more GPU counts, every candidate is fitted on the
@@ -66,6 +66,7 @@ __all__ = [
     "choose",
     "ladder",
     "refit_pilots",
+    "sensitive_parameters",
 ]
 
 MEASURED = "measured_tokens_per_s_per_gpu"
@@ -127,7 +128,6 @@ def ladder(
     """The nested candidates the rows hold evidence for: ``{rung: parameters}``, in order
     ``level``, ``network``, ``layout`` (each including the previous ones), parameters filtered
     by the rows' response (module docstring)."""
-    from trainscale.calibrate.user import sensitive_parameters
 
     frameworks = _frameworks(table)
     fp8 = "precision" in table.columns and bool((table["precision"].astype(str) == "fp8").any())
@@ -250,3 +250,40 @@ def refit_pilots(
         candidates=candidates,
     )
     return final, report
+
+
+#: A parameter is refitted only if moving it by this share of its bound range changes some
+#: measured row's prediction by more than :data:`_SENSITIVITY` (log).
+_STEP = 0.1
+_SENSITIVITY = 1e-3
+_SPECS = {p.name: p for p in PARAMETERS}
+
+
+def sensitive_parameters(
+    table: pd.DataFrame, base: Calibration, names: tuple[str, ...], catalogue: Catalogue
+) -> list[str]:
+    """The parameters of ``names`` some row of ``table`` responds to: moving one by
+    :data:`_STEP` of its bound range changes some row's predicted log tokens/s per GPU by more
+    than :data:`_SENSITIVITY` (simulated under ``catalogue``, from ``base``)."""
+    from trainscale.sim.configs import build_configs
+    from trainscale.sim.simulate import predict_arrays
+
+    configs, _, _ = build_configs(
+        table, hardware=catalogue.hardware, models=catalogue.models,
+        frameworks=catalogue.frameworks,
+    )  # fmt: skip
+    reference = np.log(predict_arrays(configs, base, catalogue)["tokens_per_s_per_gpu"])
+    kept = []
+    for name in names:
+        spec = _SPECS[name]
+        value = base.value(name)
+        step = _STEP * (spec.upper - spec.lower)
+        moved = value + step if value + step <= spec.upper else value - step
+        changed = np.log(
+            predict_arrays(configs, replace(base, **{name: moved}), catalogue)[
+                "tokens_per_s_per_gpu"
+            ]
+        )
+        if np.max(np.abs(changed - reference)) > _SENSITIVITY:
+            kept.append(name)
+    return kept

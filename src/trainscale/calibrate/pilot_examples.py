@@ -134,3 +134,32 @@ def scale_check(
         "refitted": ", ".join(user.report.refitted),
     }
     return table, summary
+
+
+if (
+    __name__ == "__main__"
+):  # docs/simulator/calibration.md: python -m trainscale.calibrate.pilot_examples
+    from trainscale.calibrate.pilot_series import pilot_errors
+    from trainscale.published.measurements import load_published
+    from trainscale.sim.calibration import load_calibration
+    from trainscale.sim.catalogue import load_catalogue
+
+    shipped_catalogue = load_catalogue()  # the shipped catalogues and data, loaded once here
+    shipped_published = load_published(
+        hardware=shipped_catalogue.hardware, models=shipped_catalogue.models
+    )
+    shipped_calibration = load_calibration()
+    published_errors = pilot_errors(
+        shipped_published, catalogue=shipped_catalogue, shipped=shipped_calibration
+    )
+    for name, gpus, target, out in EXAMPLES:
+        rows, numbers = scale_check(
+            name, published=shipped_published, shipped=shipped_calibration,
+            catalogue=shipped_catalogue, pilot_gpus=gpus, target_gpus=target, source_out=out,
+            errors=published_errors,
+        )  # fmt: skip
+        with pd.option_context("display.width", 250, "display.max_columns", None):
+            kind = "fitted without the source" if out else "the shipped calibration"
+            print(f"{name}: pilots at {gpus[0]}-{gpus[1]} GPUs, base {kind}")
+            print(rows.round(2).to_string(index=False))
+            print({k: round(v, 2) if isinstance(v, float) else v for k, v in numbers.items()})

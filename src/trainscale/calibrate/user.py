@@ -54,10 +54,8 @@ from trainscale.calibrate.measurements import (
 )
 from trainscale.errors import InputFileError
 from trainscale.sim.calibration import (
-    PARAMETERS,
     Calibration,
     dump_calibration,
-    load_calibration,
 )
 from trainscale.sim.intervals import CoverageFacts, PredictionIntervals
 
@@ -72,44 +70,7 @@ __all__ = [
     "UserCalibration",
     "calibrate_user",
     "read_measurements",
-    "sensitive_parameters",
 ]
-
-#: A parameter is refitted only if moving it by this share of its bound range changes some
-#: measured row's prediction by more than :data:`_SENSITIVITY` (log).
-_STEP = 0.1
-_SENSITIVITY = 1e-3
-_SPECS = {p.name: p for p in PARAMETERS}
-
-
-def sensitive_parameters(
-    table: pd.DataFrame, base: Calibration, names: tuple[str, ...], catalogue: Catalogue
-) -> list[str]:
-    """The parameters of ``names`` some row of ``table`` responds to: moving one by
-    :data:`_STEP` of its bound range changes some row's predicted log tokens/s per GPU by more
-    than :data:`_SENSITIVITY` (simulated under ``catalogue``, from ``base``)."""
-    from trainscale.sim.configs import build_configs
-    from trainscale.sim.simulate import predict_arrays
-
-    configs, _, _ = build_configs(
-        table, hardware=catalogue.hardware, models=catalogue.models,
-        frameworks=catalogue.frameworks,
-    )  # fmt: skip
-    reference = np.log(predict_arrays(configs, base, catalogue)["tokens_per_s_per_gpu"])
-    kept = []
-    for name in names:
-        spec = _SPECS[name]
-        value = base.value(name)
-        step = _STEP * (spec.upper - spec.lower)
-        moved = value + step if value + step <= spec.upper else value - step
-        changed = np.log(
-            predict_arrays(configs, replace(base, **{name: moved}), catalogue)[
-                "tokens_per_s_per_gpu"
-            ]
-        )
-        if np.max(np.abs(changed - reference)) > _SENSITIVITY:
-            kept.append(name)
-    return kept
 
 
 class UserCalibration:
@@ -282,30 +243,3 @@ def _user_intervals(
         "and coverage facts are the base calibration's, kept for the record",
         pilot=pilot,
     )
-
-
-if __name__ == "__main__":  # docs/simulator/calibration.md: python -m trainscale.calibrate.user
-    from trainscale.calibrate.pilot_examples import EXAMPLES, scale_check
-    from trainscale.calibrate.pilot_series import pilot_errors
-    from trainscale.published.measurements import load_published
-    from trainscale.sim.catalogue import load_catalogue
-
-    shipped_catalogue = load_catalogue()  # the shipped catalogues and data, loaded once here
-    shipped_published = load_published(
-        hardware=shipped_catalogue.hardware, models=shipped_catalogue.models
-    )
-    shipped_calibration = load_calibration()
-    published_errors = pilot_errors(
-        shipped_published, catalogue=shipped_catalogue, shipped=shipped_calibration
-    )
-    for name, gpus, target, out in EXAMPLES:
-        rows, numbers = scale_check(
-            name, published=shipped_published, shipped=shipped_calibration,
-            catalogue=shipped_catalogue, pilot_gpus=gpus, target_gpus=target, source_out=out,
-            errors=published_errors,
-        )  # fmt: skip
-        with pd.option_context("display.width", 250, "display.max_columns", None):
-            kind = "fitted without the source" if out else "the shipped calibration"
-            print(f"{name}: pilots at {gpus[0]}-{gpus[1]} GPUs, base {kind}")
-            print(rows.round(2).to_string(index=False))
-            print({k: round(v, 2) if isinstance(v, float) else v for k, v in numbers.items()})
