@@ -1,9 +1,9 @@
 """A published source as a user's cluster: calibrate on its small runs, predict its large ones.
 
 :func:`scale_check` is the worked example of ``docs/simulator/calibration.md`` (a user with the
-8-GPU runs of one source predicts its largest runs) and the issue's llm-foundry check
-(calibrate on its 64-256-GPU rows, predict its 512-GPU rows), :data:`EXAMPLES`. Run them with
-``python -m trainscale.calibrate.user``.
+8-GPU runs of one source predicts its largest runs) and the llm-foundry check (calibrate on
+its 64-256-GPU rows, predict its 512-GPU rows), :data:`EXAMPLES`. Run them with
+``python -m trainscale.calibrate.pilot_examples``.
 """
 
 from __future__ import annotations

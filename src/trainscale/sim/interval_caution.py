@@ -8,7 +8,7 @@ intervals did on sources the fit never saw. :func:`interval_caution` returns tha
 only from the calibration file's ``intervals`` block (its quantiles, coverage facts and
 ``source_out_coverage``), or ``None`` where the interval rests on enough data.
 
-Decision (user-trial-3 item 23): a caution is given when the framework's quantile is ``pooled``
+A caution is given when the framework's quantile is ``pooled``
 (fewer than ``min_rows`` rows or ``min_sources`` sources), when its source-out median interval
 width exceeds :data:`WIDE_PCT`, or when the GPU has no throughput row in the calibration data.
 """
