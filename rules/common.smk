@@ -160,6 +160,21 @@ def study_own_calibration(study):
     return STUDIES[study].calibration or []
 
 
+def study_output_inputs(wildcards):
+    """The files every per-study output of study {study} reads (rules/studies.smk, with
+    unpack): the GPU and model catalogues, the study's simulated table, its file and schema,
+    and its own calibration when it has one.
+    """
+    study = wildcards.study
+    return {
+        **catalogue_inputs("hardware", "models"),
+        "simulated": f"results/sim/{study}.parquet",
+        "study": f"config/studies/{study}.yaml",
+        "schema": STUDY_SCHEMA,
+        "calibration": study_own_calibration(study),
+    }
+
+
 def study_pilot_table(study):
     """The measured pilot runs a study was calibrated on (rule calibrate_study writes them
     beside its calibration), drawn over the study's scaling figure; [] if it names none.
@@ -325,16 +340,17 @@ def get_study_targets():
 
 
 def study_figure_inputs(wildcards):
-    """The study files per-study figure {figure} reads beyond the study's own (its entry's
-    inputs in trainscale.figures.per_study.STUDY_FIGURES), by name: the fits table (so the fits
-    job runs first), the unplanned grid points, the pilot runs ([] without any)."""
+    """The files per-study figure {figure} reads: every per-study output's (study_output_inputs)
+    and its entry's inputs in trainscale.figures.per_study.STUDY_FIGURES, by name: the fits table
+    (so the fits job runs first), the unplanned grid points, the pilot runs ([] without any)."""
     study = wildcards.study
     paths = {
         "fits": f"reports/studies/{study}/fits.csv",
         "rejects": f"results/studies/{study}/rejects.parquet",
         "pilots": study_pilot_table(study),
     }
-    return {key: paths[key] for key in STUDY_FIGURES[wildcards.figure].inputs}
+    extra = {key: paths[key] for key in STUDY_FIGURES[wildcards.figure].inputs}
+    return study_output_inputs(wildcards) | extra
 
 
 def study_description(wildcards):

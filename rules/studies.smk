@@ -14,11 +14,7 @@
 # Fits first: the figure's legend reads each series' slope from the table.
 rule study_fits:
     input:
-        **catalogue_inputs("hardware", "models"),
-        simulated="results/sim/{study}.parquet",
-        study="config/studies/{study}.yaml",
-        schema=STUDY_SCHEMA,
-        calibration=lambda wildcards: study_own_calibration(wildcards.study),
+        unpack(study_output_inputs),
     output:
         csv=report(
             "reports/studies/{study}/fits.csv",
@@ -54,11 +50,6 @@ rule study_fits:
 rule study_figure:
     input:
         unpack(study_figure_inputs),
-        **catalogue_inputs("hardware", "models"),
-        simulated="results/sim/{study}.parquet",
-        study="config/studies/{study}.yaml",
-        schema=STUDY_SCHEMA,
-        calibration=lambda wildcards: study_own_calibration(wildcards.study),
     output:
         pdf="reports/studies/{study}/{figure}.pdf",
         png=report(
@@ -91,11 +82,7 @@ rule study_figure:
 
 rule study_points:
     input:
-        **catalogue_inputs("hardware", "models"),
-        simulated="results/sim/{study}.parquet",
-        study="config/studies/{study}.yaml",
-        schema=STUDY_SCHEMA,
-        calibration=lambda wildcards: study_own_calibration(wildcards.study),
+        unpack(study_output_inputs),
     output:
         csv=report(
             "reports/studies/{study}/points.csv",
