@@ -4,6 +4,8 @@
 # then results/bench/<sweep>.parquet with their measured rows. Run with
 #   snakemake results/bench/<sweep>.parquet --profile profiles/slurm-bench
 # Copy a run folder to data/runs/ to put it into the dataset of the default target.
+from pathlib import Path
+
 from trainscale.bench.sweep import point_of, sweep_run_dirs
 from trainscale.paths import data_dir, schema_file
 
@@ -20,13 +22,12 @@ localrules:
     bench_collect,
 
 
-# One point: `srun torchrun` on every node of the job, rendezvous at the first node (port 29500
-# + job id mod 1000, so jobs sharing a node do not collide). The SLURM executor already runs this
-# shell inside a one-task, one-node job step, so the nested srun needs --overlap, and the node
-# count comes from the job's node list: in that step $SLURM_NNODES is the step's (1) and
-# $SLURM_JOB_NUM_NODES is not set. Outside SLURM (local executor): torchrun --standalone.
-# The harness reads the model (shape) and hardware (peak for MFU) catalogues through
-# TRAINSCALE_DATA, which points at the files declared here.
+# One point: workflow/scripts/bench_run.sh runs `srun torchrun` on every node of the SLURM job
+# (torchrun --standalone outside SLURM). The harness reads the model (shape) and hardware (peak
+# for MFU) catalogues through TRAINSCALE_DATA, which points at the files declared here.
+BENCH_RUN_SH = str(Path(workflow.basedir, "workflow", "scripts", "bench_run.sh"))
+
+
 rule bench_run:
     input:
         **BENCH_CATALOGUES,
@@ -54,22 +55,8 @@ rule bench_run:
         nproc=lambda wildcards: point_of(wildcards).procs_per_node,
         bench=lambda wildcards: point_of(wildcards).args,
     shell:
-        """
-        exec >{log} 2>&1
-        if printenv SLURM_JOB_ID >/dev/null; then
-            nodes=$(scontrol show hostnames "$SLURM_JOB_NODELIST")
-            count=$(echo "$nodes" | wc -l)
-            endpoint="$(echo "$nodes" | head -n1):$((29500 + SLURM_JOB_ID % 1000))"
-            srun --overlap --nodes="$count" --ntasks-per-node=1 \
-                --cpus-per-task={resources.cpus_per_task} \
-                torchrun --nnodes "$count" --nproc-per-node {params.nproc} \
-                --rdzv-id "$SLURM_JOB_ID" --rdzv-backend c10d --rdzv-endpoint "$endpoint" \
-                -m trainscale.cli bench {params.bench} --out {output.run_dir}
-        else
-            torchrun --standalone --nproc-per-node {params.nproc} \
-                -m trainscale.cli bench {params.bench} --out {output.run_dir}
-        fi
-        """
+        "bash {BENCH_RUN_SH:q} {params.nproc} {resources.cpus_per_task} {output.run_dir:q} {log:q}"
+        " {params.bench}"
 
 
 # A sweep's measured rows, one per point, in the dataset schema (ingested with the GPU and model
