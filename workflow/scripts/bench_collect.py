@@ -6,10 +6,10 @@ import warnings
 
 import pandas as pd
 
-from trainscale.commands.rule_script import rule_script
 from trainscale.dataset import write_parquet
 from trainscale.ingest.runs import ingest_run
 from trainscale.schema import DATASET_COLUMNS
+from trainscale.workflow import rule_script
 
 with rule_script(snakemake) as rule:
     warnings.simplefilter("always")  # garbled-line warnings go to the log, every one

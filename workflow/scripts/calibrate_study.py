@@ -6,8 +6,8 @@ import sys
 
 from trainscale.calibrate.user import calibrate_user
 from trainscale.commands.calibrate import error_table
-from trainscale.commands.rule_script import rule_script
 from trainscale.ingest.runs import ingest_run
+from trainscale.workflow import rule_script
 
 with rule_script(snakemake, echo_errors=True) as rule:
     catalogue = rule.catalogue()

@@ -2,10 +2,10 @@
 
 import sys
 
-from trainscale.commands.rule_script import rule_script
 from trainscale.io.parquet import write_parquet
 from trainscale.paper.sensitivity import claim_sensitivity
 from trainscale.schema import CLAIM_SENSITIVITY_COLUMNS
+from trainscale.workflow import rule_script
 
 with rule_script(snakemake) as rule:
     catalogue = rule.catalogue()

@@ -2,10 +2,10 @@
 
 import sys
 
-from trainscale.commands.rule_script import rule_script
 from trainscale.io.parquet import write_parquet
 from trainscale.schema import COLLECTIVE_CURVE_COLUMNS
 from trainscale.sim.collective_curves import collective_curves
+from trainscale.workflow import rule_script
 
 with rule_script(snakemake) as rule:
     catalogue = rule.catalogue()

@@ -8,7 +8,6 @@ memory holds one batch, not the study; the small published and measured tables a
 import sys
 from pathlib import Path
 
-from trainscale.commands.rule_script import rule_script
 from trainscale.dataset import (
     DATASET_ROW_GROUP_ROWS,
     open_parquet,
@@ -16,6 +15,7 @@ from trainscale.dataset import (
     write_dataset_parts,
 )
 from trainscale.schema import DATASET_COLUMNS
+from trainscale.workflow import rule_script
 
 
 def _batches(path):

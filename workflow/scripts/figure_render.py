@@ -2,9 +2,9 @@
 
 import matplotlib as mpl
 
-from trainscale.commands.rule_script import rule_script
 from trainscale.figures import FIGURES, render_figure
 from trainscale.report import apply_style
+from trainscale.workflow import rule_script
 
 mpl.use("Agg")
 apply_style()

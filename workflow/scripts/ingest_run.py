@@ -3,7 +3,7 @@
 Warnings (garbled lines skipped, duplicate lines dropped, power not covering the steps) go to the
 job's log, every one; they are also kept in the rows' ``warnings`` column. With the config key
 ``ingest.strict`` (``params.strict``) any warning is an error: the job fails and writes nothing.
-The log replaces ``sys.stderr`` (trainscale.commands.rule_script): a
+The log replaces ``sys.stderr`` (trainscale.workflow): a
 :class:`~trainscale.errors.TrainscaleError` is printed there as one ``error: …`` line, any other
 error's traceback lands in it too.
 """
@@ -12,8 +12,8 @@ import sys
 import warnings
 from pathlib import Path
 
-from trainscale.commands.rule_script import rule_script
 from trainscale.ingest.runs import write_ingested
+from trainscale.workflow import rule_script
 
 strict = " (config ingest.strict: warnings are errors)" if snakemake.params.strict else ""
 with rule_script(snakemake, error_note=strict) as rule:

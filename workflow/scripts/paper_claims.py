@@ -2,10 +2,10 @@
 
 import sys
 
-from trainscale.commands.rule_script import rule_script
 from trainscale.io.parquet import read_frame, write_parquet
 from trainscale.paper.claims import claim_rows
 from trainscale.schema import CLAIM_COLUMNS
+from trainscale.workflow import rule_script
 
 with rule_script(snakemake) as rule:
     claims = claim_rows(

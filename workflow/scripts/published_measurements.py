@@ -3,13 +3,13 @@ resolved with the hardware, models and frameworks catalogues the rule declares).
 
 import sys
 
-from trainscale.commands.rule_script import rule_script
 from trainscale.dataset import published_rows, write_parquet
 from trainscale.published.measurements import load_published
 from trainscale.schema import DATASET_COLUMNS
 from trainscale.sim.frameworks import load_frameworks
 from trainscale.sim.model.shape import load_models
 from trainscale.sim.system.hardware import load_hardware
+from trainscale.workflow import rule_script
 
 with rule_script(snakemake) as rule:
     hardware = load_hardware(snakemake.input.hardware)

@@ -5,8 +5,8 @@ import sys
 
 from trainscale import __version__
 from trainscale.calibrate.pilot_series import PILOT_TABLE_COLUMNS, pilot_errors, pilot_table
-from trainscale.commands.rule_script import rule_script
 from trainscale.dataset import write_parquet
+from trainscale.workflow import rule_script
 
 with rule_script(snakemake) as rule:
     catalogue = rule.catalogue()

@@ -4,9 +4,9 @@ the catalogue files and calibration the rule declares)."""
 import sys
 
 from trainscale import __version__
-from trainscale.commands.rule_script import rule_script
 from trainscale.dataset import VALIDATION_COLUMNS, validation_rows, write_parquet
 from trainscale.published.accuracy import validate_published
+from trainscale.workflow import rule_script
 
 with rule_script(snakemake) as rule:
     catalogue = rule.catalogue()

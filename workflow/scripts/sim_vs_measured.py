@@ -3,12 +3,12 @@ and the warnings its ingestion gave (column ``warnings``; also printed to the lo
 
 import sys
 
-from trainscale.commands.rule_script import rule_script
 from trainscale.dataset import read_dataset
 from trainscale.ingest.accuracy import predict_measured
 from trainscale.ingest.runs import load_manifest
 from trainscale.io.parquet import write_parquet
 from trainscale.schema import SIM_VS_MEASURED_COLUMNS
+from trainscale.workflow import rule_script
 
 with rule_script(snakemake) as rule:
     measured = read_dataset(snakemake.input.dataset, sources=("measured",))

@@ -3,10 +3,10 @@ catalogue files and calibration the rule declares as inputs."""
 
 import sys
 
-from trainscale.commands.rule_script import rule_script
 from trainscale.dataset import config_ids, read_frame, write_parquet
 from trainscale.schema import RESULT_COLUMNS
 from trainscale.study.sweep import simulate_configurations
+from trainscale.workflow import rule_script
 
 with rule_script(snakemake) as rule:
     configurations = read_frame(snakemake.input.configurations, dtype_backend="numpy_nullable")

@@ -3,9 +3,9 @@ one chunk in memory at a time, one row group per chunk)."""
 
 import sys
 
-from trainscale.commands.rule_script import rule_script
 from trainscale.dataset import ParquetStream, read_table
 from trainscale.schema import RESULT_COLUMNS
+from trainscale.workflow import rule_script
 
 metadata = {"study": snakemake.wildcards.study}
 with rule_script(snakemake) as rule:

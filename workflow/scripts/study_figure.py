@@ -2,9 +2,9 @@
 
 import matplotlib as mpl
 
-from trainscale.commands.rule_script import rule_script
 from trainscale.figures.per_study import STUDY_FIGURES, read_study_data, render_study_figure
 from trainscale.report import apply_style
+from trainscale.workflow import rule_script
 
 mpl.use("Agg")
 apply_style()

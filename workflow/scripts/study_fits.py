@@ -1,9 +1,9 @@
 """Rule study_fits: fit every series of one study (trainscale.tables.study_fits.render_fits)."""
 
-from trainscale.commands.rule_script import rule_script
 from trainscale.dataset import read_study_results
 from trainscale.study.report import select_rows
 from trainscale.tables.study_fits import render_fits
+from trainscale.workflow import rule_script
 
 name = snakemake.wildcards.study
 stem = str(snakemake.output.csv).removesuffix(".csv")

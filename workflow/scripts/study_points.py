@@ -1,10 +1,10 @@
 """Rule study_points: the plotted points of one study with their winning plans
 (trainscale.tables.study_points.render_points)."""
 
-from trainscale.commands.rule_script import rule_script
 from trainscale.dataset import read_study_results
 from trainscale.study.report import select_rows
 from trainscale.tables.study_points import render_points
+from trainscale.workflow import rule_script
 
 name = snakemake.wildcards.study
 stem = str(snakemake.output.csv).removesuffix(".csv")

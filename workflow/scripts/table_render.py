@@ -1,7 +1,7 @@
 """Rule table: write table {name} from its named inputs and catalogue files (TABLES)."""
 
-from trainscale.commands.rule_script import rule_script
 from trainscale.tables import TABLES, render_table
+from trainscale.workflow import rule_script
 
 name = snakemake.wildcards.name
 stem = str(snakemake.output.csv).removesuffix(".csv")

@@ -1,7 +1,7 @@
 """Predict every published measurement and report the error, row by row and per source.
 
-The comparison is made in tokens/s per GPU (what a planner sizes a run on), after converting each published
-number with its own source's FLOP convention
+The comparison is made in tokens/s per GPU (what a planner sizes a run on), after converting
+each published number with its own source's FLOP convention
 (:func:`trainscale.published.measurements.flops_per_token`);
 nccl-tests bus bandwidths are compared in GB/s. Accuracy is reported, never hidden: every
 published row appears either with its error or with the reason it could not be predicted.

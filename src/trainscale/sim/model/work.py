@@ -69,7 +69,8 @@ class BlockWork:
     """FLOPs of QKᵀ and AV as plain batched GEMMs, the whole s×s square (no FlashAttention)."""
     score_bytes_fwd: np.ndarray
     """HBM bytes of the materialised s×s scores in one block's forward (no FlashAttention):
-    scores written, masked softmax read and written, dropout, read by AV — :data:`_SCORE_BYTES` (13) bytes each."""
+    scores written, masked softmax read and written, dropout, read by AV — :data:`_SCORE_BYTES`
+    (13) bytes each."""
     elementwise_bytes: np.ndarray
     """HBM bytes of one block's memory-bound kernels, forward plus backward."""
     head_gemm: tuple[np.ndarray, np.ndarray, np.ndarray]

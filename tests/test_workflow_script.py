@@ -1,4 +1,4 @@
-"""trainscale.commands.rule_script: what every workflow script does around its one call."""
+"""trainscale.workflow: what every workflow script does around its one call."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from trainscale.commands.rule_script import rule_script
 from trainscale.errors import TrainscaleError
+from trainscale.workflow import rule_script
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 
 
 class _Inputs(dict):
