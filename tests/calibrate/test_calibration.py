@@ -145,3 +145,15 @@ def test_the_calibration_does_not_import_the_paper() -> None:
                 else []
             )
             assert not any(n.startswith("trainscale.paper") for n in names), path
+
+
+@pytest.mark.parametrize("kind", ["missing", "folder"])
+def test_a_calibration_path_that_is_not_a_file_is_an_error_never_the_priors(
+    tmp_path: Path, kind: str
+) -> None:
+    path = tmp_path / "mine.yaml"
+    if kind == "folder":
+        path.mkdir()
+    with pytest.raises(InputFileError, match="mine.yaml") as raised:
+        load_calibration(path)
+    assert ("does not exist" if kind == "missing" else "not a regular file") in str(raised.value)

@@ -236,12 +236,18 @@ def parameters_at_bounds(calibration: Calibration) -> list[str]:
 @cache
 def _load(path: Path) -> Calibration:
     if not path.is_file():
-        return Calibration.defaults()
+        what = "does not exist" if not path.exists() else "is not a regular file"
+        raise InputFileError(
+            path,
+            f"calibration file {what}; `trainscale calibrate -o {path}` writes one "
+            "(Calibration.defaults() gives the priors)",
+        )
     return _parse(path, load_yaml(path))
 
 
 def load_calibration(path: str | Path | None = None) -> Calibration:
-    """Load ``data/calibration.yaml`` (the priors if the file does not exist yet)."""
+    """Load a calibration file (default ``data/calibration.yaml``); a path that is not a file is
+    an error, never the priors (:meth:`Calibration.defaults` gives those)."""
     return _load(Path(path) if path is not None else data_dir() / "calibration.yaml")
 
 
