@@ -154,6 +154,6 @@ def test_a_calibration_path_that_is_not_a_file_is_an_error_never_the_priors(
     path = tmp_path / "mine.yaml"
     if kind == "folder":
         path.mkdir()
-    with pytest.raises(InputFileError, match="mine.yaml") as raised:
+    with pytest.raises(InputFileError, match=r"mine\.yaml") as raised:
         load_calibration(path)
     assert ("does not exist" if kind == "missing" else "not a regular file") in str(raised.value)

@@ -84,7 +84,13 @@ from trainscale.sim.plan.critical_path import BlockPath, block_path
 from trainscale.sim.plan.data_parallel import DataParallel, StepSync, data_parallel, step_sync
 from trainscale.sim.plan.efficiency import Efficiencies, efficiencies
 from trainscale.sim.plan.layout import Layout
-from trainscale.sim.plan.pipeline import block_time, boundary_p2p, bubble, head_share
+from trainscale.sim.plan.pipeline import (
+    block_time,
+    boundary_bytes,
+    boundary_p2p,
+    bubble,
+    head_share,
+)
 from trainscale.sim.plan.streams import prefetched
 from trainscale.sim.plan.tensor_parallel import TensorParallel, tensor_parallel
 from trainscale.sim.system.collectives import Network
@@ -197,7 +203,7 @@ def _micro_batch(
 ) -> _MicroBatch:
     """One micro-batch on the slowest stage: ``layers`` blocks, its share of the head, the
     stage-boundary transfers ``p2p``."""
-    share = head_share(c, comp, layers)
+    share = head_share(c.model.layers, c.plan.pp, comp, layers)
     head = share * (comp.head_dense_s + comp.head_memory_s)
     return _MicroBatch(
         head_share=share,
@@ -272,7 +278,9 @@ def step_times(
     stage_params_bytes = (
         layers * w.layer_param_bytes + np.where(c.plan.pp > 1, 0.5, 1.0) * w.embedding_param_bytes
     )
-    mb = _micro_batch(c, comp, cp, dp, path, layers, boundary_p2p(c, w, place, net))
+    act_bytes = boundary_bytes(w.tokens, c.model.hidden, c.plan.tp, c.plan.sequence_parallel)
+    boundary_s = boundary_p2p(act_bytes, c.plan.pp, c.plan.vpp, place, net)
+    mb = _micro_batch(c, comp, cp, dp, path, layers, boundary_s)
     sync = step_sync(
         c, place, net, dp, layers=layers, grad_bytes=stage_params_bytes,
         fwd_compute=path.fwd_compute_s, fwd_critical=path.fwd_critical_s,
@@ -293,7 +301,9 @@ def step_times(
     # z_N = Φ⁻¹((N − 0.375)/(N + 0.25)) (Blom's approximation; 1.42 for 8 GPUs, 3.43 for 2,048).
     stragglers = cal.straggler_cv * expected_max_standard_normal(c.plan.num_gpus) * compute
     exposed = m * mb.exposed_comm_s + sync.exposed_s + stragglers
-    pipeline_bubble = bubble(c, mb.compute_s + mb.host_stall_s + mb.exposed_comm_s)
+    pipeline_bubble = bubble(
+        c.plan.pp, c.plan.vpp, mb.compute_s + mb.host_stall_s + mb.exposed_comm_s
+    )
     host_stall = m * mb.host_stall_s
     allgather, reducescatter, allreduce, p2p = _collectives(m, layers, tp, cp, dp, sync, mb.p2p_s)
     return StepTimes(
