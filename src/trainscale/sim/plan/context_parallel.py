@@ -13,7 +13,6 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from trainscale.schema import CP_COMM_TYPES, Recompute
-from trainscale.sim.configs import Configs
 from trainscale.sim.model.work import BlockWork
 from trainscale.sim.plan.block_compute import ATTENTION_BACKWARD_RATIO
 from trainscale.sim.plan.layout import Layout
@@ -35,10 +34,20 @@ class ContextParallel:
 
 
 def context_parallel(
-    c: Configs, w: BlockWork, place: Layout, net: Network, attn_fwd: ArrayLike
+    cp_degree: np.ndarray,
+    cp_comm_type: np.ndarray,
+    repeat_kv: np.ndarray,
+    recompute: np.ndarray,
+    w: BlockWork,
+    place: Layout,
+    net: Network,
+    attn_fwd: ArrayLike,
 ) -> ContextParallel:
     """Context-parallel K/V exchange of one block pass (forward; backward, recomputation
-    included), busy and exposed; ``attn_fwd`` is the block's forward attention (seconds).
+    included), busy and exposed, for context-parallel degree ``cp_degree``, ``cp_comm_type``
+    (codes of :data:`~trainscale.schema.CP_COMM_TYPES`), ``repeat_kv`` and ``recompute``
+    (codes of :class:`~trainscale.schema.Recompute`); ``attn_fwd`` is the block's forward
+    attention (seconds).
 
     The attention of the local queries runs chunk by chunk over the ``cp`` K/V chunks, the local
     chunk first. The K/V moved are the tensors the attention kernel takes: ``kv_heads`` heads, or
@@ -56,12 +65,12 @@ def context_parallel(
     Full and selective recomputation rerun the forward attention, and with it its exchange.
     """
     _, _, q_width, kv_width, _ = w.shape  # per GPU: all query heads, the K/V heads
-    chunk = 2.0 * 2.0 * w.tokens * np.where(c.stack.repeat_kv, q_width, kv_width)  # K and V, bf16
-    all_gather = c.stack.cp_comm_type == CP_COMM_TYPES.index("all_gather")
-    on = c.plan.cp > 1
-    cp = np.maximum(c.plan.cp, 1).astype(np.float64)
+    chunk = 2.0 * 2.0 * w.tokens * np.where(repeat_kv, q_width, kv_width)  # K and V, bf16
+    all_gather = cp_comm_type == CP_COMM_TYPES.index("all_gather")
+    on = cp_degree > 1
+    cp = np.maximum(cp_degree, 1).astype(np.float64)
     steps = cp - 1.0
-    same_node = place.cp_per_node >= c.plan.cp
+    same_node = place.cp_per_node >= cp_degree
     one = p2p_time(chunk, same_node, net)
     local_fwd = attn_fwd / cp  # the attention of one chunk
     local_bwd = ATTENTION_BACKWARD_RATIO * local_fwd
@@ -70,7 +79,7 @@ def context_parallel(
     ring_exposed_fwd = np.maximum(ring_fwd - steps * local_fwd, 0.0)
     ring_exposed_bwd = np.maximum(ring_bwd - steps * local_bwd, 0.0)
     # all-gather
-    gather = only_where(on & all_gather, allgather_time, cp * chunk, c.plan.cp, place.cp_per_node,
+    gather = only_where(on & all_gather, allgather_time, cp * chunk, cp_degree, place.cp_per_node,
                         net)  # fmt: skip
     grads = steps * p2p_time(2.0 * chunk, same_node, net)
     ag_exposed_fwd = np.maximum(gather - local_fwd, 0.0)
@@ -81,7 +90,7 @@ def context_parallel(
     busy_bwd = np.where(on, np.where(all_gather, gather + grads, ring_bwd), 0.0)
     exposed_fwd = np.where(on, np.where(all_gather, ag_exposed_fwd, ring_exposed_fwd), 0.0)
     exposed_bwd = np.where(on, np.where(all_gather, ag_exposed_bwd, ring_exposed_bwd), 0.0)
-    recomputed = c.plan.recompute != Recompute.NONE
+    recomputed = recompute != Recompute.NONE
     return ContextParallel(
         busy_fwd_s=busy_fwd,
         busy_bwd_s=busy_bwd + np.where(recomputed, busy_fwd, 0.0),

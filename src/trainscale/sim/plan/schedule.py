@@ -268,7 +268,16 @@ def step_times(
     slow = eff.overlap_slowdown
     comp = block_compute(c, w, cal, eff)
     tp = tensor_parallel(c, w, place, net)
-    cp = context_parallel(c, w, place, net, comp.attention_fwd_s)
+    cp = context_parallel(
+        c.plan.cp,
+        c.stack.cp_comm_type,
+        c.stack.repeat_kv,
+        c.plan.recompute,
+        w,
+        place,
+        net,
+        comp.attention_fwd_s,
+    )
     dp = data_parallel(c, w, place, net)
     path = block_path(c, comp, tp, cp, dp, slow)
     layers = (
