@@ -26,6 +26,7 @@ from trainscale.figures._common import (
     sim_source,
     subplot_mosaic,
 )
+from trainscale.figures._text import seq_and_batch
 from trainscale.names import gpu_label, model_label
 from trainscale.report.best_plans import NO_DATA_PARALLEL, best_plans
 from trainscale.report.select import model_order
@@ -104,9 +105,9 @@ def plot(
         fig,
         sim_source(sim) + f" — {gpus}; best = highest tokens/s among plans that fit in memory "
         "(tp 1–8, pp 1–8, tp·pp ≤ 16; ddp, zero1, fsdp, hsdp; micro-batch 1, 2 or largest that "
-        "fits; +R = full recomputation; dp 1 = one data-parallel replica); seq 4,096, global "
-        "batch 2,048 sequences. Table best_plans lists the same plans; the claims table's "
-        "model-parallel claim compares FSDP plans only, so its best plan can differ.",
+        "fits; +R = full recomputation; dp 1 = one data-parallel replica); "
+        f"{seq_and_batch(sim)} sequences. Table best_plans lists the same plans; the claims "
+        "table's model-parallel claim compares FSDP plans only, so its best plan can differ.",
     )
 
 

@@ -33,6 +33,7 @@ from trainscale.figures._common import (
     sim_source,
     subplot_mosaic,
 )
+from trainscale.figures._text import seq_and_batch
 from trainscale.names import gpu_label, model_label
 from trainscale.report.select import model_order, require
 
@@ -106,7 +107,7 @@ def plot(
     return add_source_note(
         fig,
         sim_source(sim) + " — model FLOPs (6N + attention, no recomputation) per GPU per step; "
-        "H100 (DGX H100), FSDP across replicas, seq 4,096, global batch 2,048 sequences. "
+        f"H100 (DGX H100), FSDP across replicas, {seq_and_batch(sim)} sequences. "
         "Every line falls with slope −1 by construction (a fixed batch's work split over "
         "dp·tp·pp GPUs); what the figure gives is the level: the compute, and its time at peak "
         "(right axis), that one GPU has per step to hide a per-step communication cost behind.",

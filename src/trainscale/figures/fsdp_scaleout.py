@@ -39,6 +39,7 @@ from trainscale.figures._common import (
     subplot_mosaic,
 )
 from trainscale.figures._marks import mark_micro_batch_switch, micro_batch_switch
+from trainscale.figures._text import seq_and_batch
 from trainscale.names import model_label
 from trainscale.paper.doubling import steepest_doubling
 from trainscale.paper.values import (
@@ -224,7 +225,7 @@ def plot(sim: pd.DataFrame, *, models: Mapping[str, ModelShape]) -> Figure:
     legend_row(ax["legend"], handles, [h.get_label() for h in handles], ncols=3)
     setup = (
         "H100 on the paper's cluster (fernandez-h100: 8 x 400 Gb/s per node, inferred), "
-        "PyTorch FSDP, seq 4,096, global batch 2,048 sequences, "
+        f"PyTorch FSDP, {seq_and_batch(sim)} sequences, "
         "micro-batch 2 per GPU (1 where the local batch is 1)"
     )
     note = (

@@ -38,6 +38,7 @@ from trainscale.figures._common import (
     subplot_mosaic,
 )
 from trainscale.figures._marks import mark_micro_batch_switch
+from trainscale.figures._text import seq_and_batch
 from trainscale.names import gpu_label, model_label
 from trainscale.report.select import fastest_recompute, gpu_order, paper_micro_batch, require
 
@@ -102,7 +103,7 @@ def plot(
     names = ", ".join(model_label(m, models) for m in sorted(data["model"].unique()))
     return add_source_note(
         fig,
-        sim_source(sim) + f" — {names}, FSDP, seq 4,096, global batch 2,048, micro-batch 2 "
+        sim_source(sim) + f" — {names}, FSDP, {seq_and_batch(sim)}, micro-batch 2 "
         "per GPU (1 where the local batch is 1); each GPU in its default system (DGX-1 V100 "
         "at 50 Gb/s per GPU, DGX A100 at 200, DGX H100/H200/B200 at 400).",
         *_switch_note(switch),

@@ -28,6 +28,7 @@ from trainscale.figures._common import (
     sim_source,
     subplot_mosaic,
 )
+from trainscale.figures._text import seq_and_batch
 from trainscale.names import model_label
 from trainscale.report.select import best_rows, model_order, require
 from trainscale.report.style import log2_gpu_axis
@@ -154,8 +155,7 @@ def plot(sim: pd.DataFrame, *, models: Mapping[str, ModelShape]) -> Figure:
     legend_row(ax["legend"], handles, [h.get_label() for h in handles], ncols=5, fontsize=6.5)
     return add_source_note(
         fig,
-        sim_source(sim)
-        + " — FSDP across replicas, seq 4,096, global batch 2,048; each plan at its "
+        sim_source(sim) + f" — FSDP across replicas, {seq_and_batch(sim)}; each plan at its "
         "fastest micro-batch (1, 2 or the largest that fits) and recompute mode (none or "
         "full); plans that do not fit in memory are left out (a gap in a line). Labels tp×pp "
         "name the mixed plans. The claims table instead holds every plan at the paper's "
