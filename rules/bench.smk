@@ -4,8 +4,6 @@
 # then results/bench/<sweep>.parquet with their measured rows. Run with
 #   snakemake results/bench/<sweep>.parquet --profile profiles/slurm-bench
 # Copy a run folder to data/runs/ to put it into the dataset of the default target.
-from pathlib import Path
-
 from trainscale.bench.sweep import point_of, sweep_run_dirs
 from trainscale.paths import data_dir, schema_file
 
@@ -25,9 +23,6 @@ localrules:
 # One point: workflow/scripts/bench_run.sh runs `srun torchrun` on every node of the SLURM job
 # (torchrun --standalone outside SLURM). The harness reads the model (shape) and hardware (peak
 # for MFU) catalogues through TRAINSCALE_DATA, which points at the files declared here.
-BENCH_RUN_SH = str(Path(workflow.basedir, "workflow", "scripts", "bench_run.sh"))
-
-
 rule bench_run:
     input:
         **BENCH_CATALOGUES,
@@ -54,8 +49,9 @@ rule bench_run:
     params:
         nproc=lambda wildcards: point_of(wildcards).procs_per_node,
         bench=lambda wildcards: point_of(wildcards).args,
+        script=f"{workflow.basedir}/workflow/scripts/bench_run.sh",
     shell:
-        "bash {BENCH_RUN_SH:q} {params.nproc} {resources.cpus_per_task} {output.run_dir:q} {log:q}"
+        "bash {params.script:q} {params.nproc} {resources.cpus_per_task} {output.run_dir:q} {log:q}"
         " {params.bench}"
 
 

@@ -17,6 +17,7 @@ from trainscale.schema import column
 from trainscale.sim import intervals, support
 from trainscale.sim.calibration import load_calibration
 from trainscale.sim.intervals import CoverageFacts
+from trainscale.sim.quantile import PER_DOUBLING
 
 FACTS = CoverageFacts(
     framework_rows=(("megatron", 40), ("deepspeed", 0), ("pytorch", 250)),
@@ -93,7 +94,7 @@ def test_the_interval_widens_with_each_flag(flagged: pd.DataFrame) -> None:
             assert half.iloc[i] > inside * 1.05, case
     ranks = half.iloc[list(CASES).index("ranks")]
     # zero2 at 256 GPUs: two doublings beyond its 64, none beyond pytorch's 512
-    assert ranks / inside == pytest.approx(1 + support.PER_DOUBLING * 2)
+    assert ranks / inside == pytest.approx(1 + PER_DOUBLING * 2)
     never = half.iloc[list(CASES).index("never_measured_pair")]
     assert never / inside == pytest.approx(support.SHARDING_WITHOUT_DATA)
     seq = half.iloc[list(CASES).index("seq_len")]
@@ -104,7 +105,6 @@ def test_the_interval_widens_with_each_flag(flagged: pd.DataFrame) -> None:
 
 def test_the_column_is_documented_and_a_string() -> None:
     assert column("extrapolation").dtype == "string"
-    assert support.PER_DOUBLING == intervals.PER_DOUBLING
 
 
 def test_a_user_calibration_that_covers_the_configuration_clears_the_flag() -> None:

@@ -55,6 +55,7 @@ import numpy as np
 import pandas as pd
 
 from trainscale.schema import FRAMEWORKS
+from trainscale.sim.quantile import LEVEL, PER_DOUBLING, weighted_quantile
 from trainscale.sim.support import DEGREE_PER_DOUBLING, SHAPE_PER_DOUBLING, SHARDING_WITHOUT_DATA
 from trainscale.sim.support_facts import (
     SUPPORT_COLUMNS,
@@ -69,11 +70,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "GPU_WITHOUT_DATA",
-    "LEVEL",
     "METHOD",
     "MIN_ROWS",
     "MIN_SOURCES",
-    "PER_DOUBLING",
     "POOLED_WIDENING",
     "ROWS_REFERENCE",
     "CoverageFacts",
@@ -82,12 +81,9 @@ __all__ = [
     "difficulty",
     "fit_intervals",
     "source_out_coverage",
-    "weighted_quantile",
 ]
 
-LEVEL = 0.8
 ROWS_REFERENCE = 10.0
-PER_DOUBLING = 0.25
 GPU_WITHOUT_DATA = 1.5
 MIN_ROWS = 10
 MIN_SOURCES = 2
@@ -214,16 +210,6 @@ def _support_widening(part: pd.DataFrame, facts: CoverageFacts) -> np.ndarray | 
     from trainscale.sim.support import support_of_rows
 
     return support_of_rows(part.reset_index(drop=True), facts).widening
-
-
-def weighted_quantile(scores: np.ndarray, weights: np.ndarray, level: float) -> float:
-    """Smallest score whose cumulative normalised weight reaches ``level`` (``level >= 1``: the
-    largest score)."""
-    order = np.argsort(scores, kind="mergesort")
-    values, w = scores[order], weights[order]
-    cumulative = np.cumsum(w) / w.sum()
-    index = int(np.searchsorted(cumulative, min(level, 1.0) - 1e-12, side="left"))
-    return float(values[min(index, len(values) - 1)])
 
 
 def _corrected_level(n: int) -> float:

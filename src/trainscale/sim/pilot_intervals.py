@@ -19,7 +19,7 @@ smallest GPU count, with a base fitted without the series' source, predicting it
   to the next (an interval cannot narrow further from the pilots), and every interval holds the
   prediction (lower <= 0 <= upper).
 - **Beyond the data**: past the largest distance measured, both factors grow by
-  :data:`trainscale.sim.intervals.PER_DOUBLING` per further doubling (the a-priori rule the
+  :data:`trainscale.sim.quantile.PER_DOUBLING` per further doubling (the a-priori rule the
   shipped intervals use for scale).
 
 What the published pilots covered: one GPU count per series (a series' smallest). Pilots at
@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from trainscale.sim.intervals import LEVEL, PER_DOUBLING, weighted_quantile
+from trainscale.sim.quantile import LEVEL, PER_DOUBLING, weighted_quantile
 
 __all__ = [
     "BIN_EDGES",

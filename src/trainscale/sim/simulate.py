@@ -45,13 +45,13 @@ from trainscale.sim.catalogue import Catalogue, load_catalogue
 from trainscale.sim.configs import Configs, build_configs
 from trainscale.sim.model.flops import hardware_flops_per_token, model_flops_per_token
 from trainscale.sim.model.memory import memory_bytes_per_gpu
-from trainscale.sim.model.params import TransformerShape
+from trainscale.sim.model.params import TransformerShape, block_params_b
 from trainscale.sim.model.work import block_work
 from trainscale.sim.network import calibrated_network
 from trainscale.sim.plan.layout import layout
 from trainscale.sim.plan.schedule import step_times
 from trainscale.sim.resolved import resolved_columns
-from trainscale.sim.support import block_params_b, support
+from trainscale.sim.support import support
 from trainscale.sim.system.power import power_per_gpu
 from trainscale.version import __version__
 

@@ -62,7 +62,8 @@ import pandas as pd
 import pyarrow as pa
 
 from trainscale.schema import FRAMEWORKS, SHARDINGS
-from trainscale.sim.model.params import layer_params
+from trainscale.sim.model.params import block_params_b
+from trainscale.sim.quantile import PER_DOUBLING
 from trainscale.sim.support_facts import DEGREES
 
 if TYPE_CHECKING:
@@ -74,7 +75,6 @@ __all__ = [
     "SHAPE_PER_DOUBLING",
     "SHARDING_WITHOUT_DATA",
     "Support",
-    "block_params_b",
     "support",
     "support_of_rows",
 ]
@@ -82,25 +82,6 @@ __all__ = [
 SHARDING_WITHOUT_DATA = 1.5
 SHAPE_PER_DOUBLING = 0.1
 DEGREE_PER_DOUBLING = 0.1
-PER_DOUBLING = 0.25  # the same value as trainscale.sim.intervals.PER_DOUBLING (checked by a test)
-
-
-def block_params_b(
-    layers: np.ndarray, hidden: np.ndarray, heads: np.ndarray, kv_heads: np.ndarray,
-    ffn: np.ndarray, swiglu: np.ndarray,
-) -> np.ndarray:  # fmt: skip
-    """Transformer-block parameters in 10^9 (``layers * layer_params``), shape ``(n,)``."""
-    return (
-        np.asarray(layers, np.float64)
-        * layer_params(
-            np.asarray(hidden, np.float64),
-            np.asarray(heads, np.float64),
-            np.asarray(kv_heads, np.float64),
-            np.asarray(ffn, np.float64),
-            np.asarray(swiglu),
-        )
-        / 1e9
-    )
 
 
 @dataclass(frozen=True, slots=True)

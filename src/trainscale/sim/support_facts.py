@@ -58,7 +58,7 @@ def support_facts_of(rows: pd.DataFrame) -> dict[str, Any]:
     column of :data:`SUPPORT_COLUMNS`."""
     if len(rows) == 0 or not set(SUPPORT_COLUMNS) <= set(rows.columns):
         return {}
-    from trainscale.sim.support import block_params_b
+    from trainscale.sim.model.params import block_params_b
 
     pairs = rows.groupby(["framework", "sharding"])["num_gpus"].max()
     params = block_params_b(

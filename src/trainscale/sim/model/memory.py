@@ -36,13 +36,17 @@ Returns bytes, shape ``(n,)``.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from trainscale.schema import Recompute, Sharding
-from trainscale.sim.calibration import Calibration
-from trainscale.sim.configs import Configs
 from trainscale.sim.model.work import BlockWork
-from trainscale.sim.plan.layout import Layout
+
+if TYPE_CHECKING:
+    from trainscale.sim.calibration import Calibration
+    from trainscale.sim.configs import Configs
+    from trainscale.sim.plan.layout import Layout
 
 __all__ = ["memory_bytes_per_gpu"]
 

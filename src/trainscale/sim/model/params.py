@@ -21,6 +21,7 @@ from numpy.typing import ArrayLike
 __all__ = [
     "TransformerShape",
     "attention_params_per_layer",
+    "block_params_b",
     "embedding_params",
     "layer_params",
     "matmul_params",
@@ -98,4 +99,22 @@ def total_params(shape: TransformerShape, tied: ArrayLike) -> np.ndarray:
         * layer_params(shape.hidden, shape.heads, shape.kv_heads, shape.ffn, shape.swiglu)
         + shape.hidden
         + embedding_params(shape.hidden, shape.vocab, tied)
+    )
+
+
+def block_params_b(
+    layers: np.ndarray, hidden: np.ndarray, heads: np.ndarray, kv_heads: np.ndarray,
+    ffn: np.ndarray, swiglu: np.ndarray,
+) -> np.ndarray:  # fmt: skip
+    """Transformer-block parameters in 10^9 (``layers * layer_params``), shape ``(n,)``."""
+    return (
+        np.asarray(layers, np.float64)
+        * layer_params(
+            np.asarray(hidden, np.float64),
+            np.asarray(heads, np.float64),
+            np.asarray(kv_heads, np.float64),
+            np.asarray(ffn, np.float64),
+            np.asarray(swiglu),
+        )
+        / 1e9
     )

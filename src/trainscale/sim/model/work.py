@@ -12,10 +12,13 @@ the tokens a GPU processes per micro-batch.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from trainscale.sim.configs import Configs
+if TYPE_CHECKING:
+    from trainscale.sim.configs import Configs
+
 
 __all__ = ["BlockWork", "block_work"]
 

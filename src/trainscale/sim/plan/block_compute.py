@@ -8,15 +8,18 @@ recomputation executes again in backward. Arrays are float64 of shape ``(n,)``, 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from trainscale.schema import Recompute
-from trainscale.sim.calibration import Calibration
 from trainscale.sim.configs import Configs
 from trainscale.sim.model.work import BlockWork
 from trainscale.sim.plan.efficiency import Efficiencies
 from trainscale.sim.system.compute import attention_time, gemm_efficiency, gemm_time, memory_time
+
+if TYPE_CHECKING:
+    from trainscale.sim.calibration import Calibration
 
 __all__ = ["ATTENTION_BACKWARD_RATIO", "BlockCompute", "block_compute"]
 

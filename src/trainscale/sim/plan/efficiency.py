@@ -4,12 +4,15 @@ traffic, overlap slowdown, power-limited clock), arrays of shape ``(n,)``, dimen
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from trainscale.sim.calibration import Calibration
 from trainscale.sim.configs import Configs
 from trainscale.sim.system.power import tensor_clock_ratio
+
+if TYPE_CHECKING:
+    from trainscale.sim.calibration import Calibration
 
 __all__ = ["Efficiencies", "efficiencies"]
 

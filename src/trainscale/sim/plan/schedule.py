@@ -69,13 +69,13 @@ The parts, one module each: :mod:`~trainscale.sim.plan.block_compute` (a block's
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
 from trainscale.schema import Sharding
-from trainscale.sim.calibration import Calibration
 from trainscale.sim.configs import Configs
 from trainscale.sim.model.work import BlockWork
 from trainscale.sim.plan.block_compute import BlockCompute, block_compute
@@ -95,6 +95,9 @@ from trainscale.sim.plan.streams import prefetched
 from trainscale.sim.plan.tensor_parallel import TensorParallel, tensor_parallel
 from trainscale.sim.system.collectives import Network
 from trainscale.sim.system.compute import memory_time
+
+if TYPE_CHECKING:
+    from trainscale.sim.calibration import Calibration
 
 __all__ = [
     "Efficiencies",

@@ -24,10 +24,14 @@ keep their time). Returns watts, clipped to [idle, limit].
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from numpy.typing import ArrayLike
 
-from trainscale.sim.calibration import Calibration
+if TYPE_CHECKING:
+    from trainscale.sim.calibration import Calibration
+
 
 __all__ = ["dense_power_fraction", "power_per_gpu", "tensor_clock_ratio"]
 
