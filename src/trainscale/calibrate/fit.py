@@ -349,8 +349,25 @@ def calibrate(
         ]
         + [{"csv_row": int(r.csv_row), "reason": str(r.reason)} for r in sim_rejects.itertuples()],
     }
-    dump_calibration(final, output or data_dir() / "calibration.yaml", provenance)
+    dump_calibration(final, output or data_dir() / "calibration.yaml", provenance,
+                     power=_power_stage(final, catalogue))  # fmt: skip
     return fit
+
+
+def _power_stage(calibration: Calibration, catalogue: Catalogue) -> dict | None:
+    """The ``power`` block (:mod:`trainscale.calibrate.power`) fitted on the metered rows of
+    ``data/published/power-measurements.csv`` beside the measurements; None without that file."""
+    from trainscale.calibrate.power import calibrate_power, power_block
+    from trainscale.published.power_rows import load_power_rows
+    from trainscale.published.sources import load_sources
+
+    path = data_dir() / "published" / "power-measurements.csv"
+    if not path.is_file():
+        return None
+    sources = load_sources(data_dir() / "published" / "sources.yaml")
+    rows = load_power_rows(path, catalogue, sources)
+    return power_block(calibrate_power(rows, calibration, catalogue),
+                       "data/published/power-measurements.csv")  # fmt: skip
 
 
 def held_out_predictions(

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from trainscale.commands.predict_energy import bill_lines, power_lines
+
 __all__ = ["BUBBLE_WARNING_FRAC", "breakdown", "bubble_warning", "fit_warning"]
 
 #: Share of the step in the pipeline bubble above which one configuration gets a warning.
@@ -122,8 +124,8 @@ def breakdown(result: pd.Series, caution: str | None = None, hbm_gib: float | No
         ),
         f"memory per GPU       {result['mem_gib_per_gpu']:12.2f} GiB  "
         f"({_memory_words(result, hbm_gib)})",
-        f"power per GPU        {result['power_w_per_gpu']:12.1f} W",
-        f"energy per token     {result['energy_j_per_token']:12.4f} J",
+        *power_lines(result),
+        *bill_lines(result),
         "",
         f"source: simulated (trainscale {result['simulator_version']}, "
         f"calibration {result['calibration_id']})",

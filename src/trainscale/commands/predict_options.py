@@ -114,6 +114,21 @@ def add_table_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="predict the valid rows; write rejected rows with their reason to OUT.rejects.csv",
     )
+    bill = parser.add_argument_group("time, energy and cost to train (either form)")
+    bill.add_argument(
+        "--train-tokens",
+        metavar="N",
+        help="tokens to train, e.g. 1T, 300B, 2.5e12: adds days, GPU-hours and MWh (GPU board, "
+        "node, facility) with 80 %% intervals",
+    )
+    bill.add_argument(
+        "--usd-per-gpu-hour", type=float, metavar="USD", help="price of a GPU-hour: adds cost"
+    )
+    bill.add_argument(
+        "--pue",
+        type=float,
+        help="facility PUE for rows without a pue column value (default: the catalogue's, 1.56)",
+    )
 
 
 def add_configuration_options(parser: argparse.ArgumentParser) -> None:
