@@ -96,6 +96,7 @@ rule study_points:
         study="config/studies/{study}.yaml",
         schema=STUDY_SCHEMA,
         calibration=lambda wildcards: study_own_calibration(wildcards.study),
+        shipped_calibration=CALIBRATION,
     output:
         csv=report(
             "reports/studies/{study}/points.csv",
