@@ -144,6 +144,8 @@ def _run_single(args: argparse.Namespace, calibration: Calibration | None) -> in
     gpus = load_catalogue().hardware.gpus
     hbm = gpus[row["gpu"]].hbm_bytes / 2**30 if row["gpu"] in gpus else None
     print(breakdown(row, caution, hbm))
+    if args.power_caps is not None:
+        _print_caps(args, calibration)
     if args.output:
         write_table(result, args.output)
     bubble = bubble_warning(row)
@@ -187,6 +189,36 @@ def _run_table(args: argparse.Namespace, calibration: Calibration | None) -> Non
     result = _with_energy(result, args)
     _print_table_notes(result, calibration or load_calibration())
     write_table(result, args.output)
+
+
+def _print_caps(args: argparse.Namespace, calibration: Calibration | None) -> None:
+    """The one configuration at each ``--power-caps`` cap, lowest node and facility J/token
+    marked (:mod:`trainscale.sim.energy.caps`)."""
+    from trainscale.commands.predict_energy import cap_lines
+    from trainscale.sim.calibration import load_calibration
+    from trainscale.sim.catalogue import load_catalogue
+    from trainscale.sim.energy import load_power_terms
+    from trainscale.sim.energy.caps import cap_sweep, lowest_energy_caps
+
+    caps = None
+    if args.power_caps != "default":
+        try:
+            caps = [float(text) for text in args.power_caps.split(",")]
+        except ValueError:
+            raise TrainscaleError(
+                f"--power-caps {args.power_caps!r}: expected watts separated by commas, e.g. "
+                "300,400,500"
+            ) from None
+    config = check_table(single_configuration(args), "command line").drop(
+        columns=["power_limit_w"], errors="ignore"
+    )
+    if args.pue is not None:
+        config = config.assign(pue=args.pue)
+    terms = load_power_terms(args.calibration) if args.calibration else load_power_terms()
+    sweep = cap_sweep(config, caps, catalogue=load_catalogue(),
+                      calibration=calibration or load_calibration(), terms=terms)  # fmt: skip
+    lowest = {s: lowest_energy_caps(sweep, s).iloc[0] for s in ("node", "facility")}
+    print("\n".join(cap_lines(sweep, lowest)))
 
 
 def _with_energy(result: pd.DataFrame, args: argparse.Namespace) -> pd.DataFrame:

@@ -82,7 +82,8 @@ def breakdown(result: pd.Series, caution: str | None = None, hbm_gib: float | No
     lines = [
         f"{result.get('model') or 'custom'} on {result['num_gpus']} x {result['gpu']}: "
         f"tp {result['tp']}, pp {result['pp']}, cp {result['cp']}, dp {result['dp']}, "
-        f"{result['sharding']}, recompute {result['recompute']}, {_precision(result)}",
+        f"{result['sharding']}, recompute {result['recompute']}, {_precision(result)}"
+        + _finetune_words(result),
         f"batch: {result['global_batch']} sequences x {result['seq_len']} tokens, micro-batch "
         f"{result['micro_batch']}, gradient accumulation {result['grad_accum']}",
         f"stack: {result['framework']} on {result['system']} (overlap grad reduce "
@@ -131,6 +132,14 @@ def breakdown(result: pd.Series, caution: str | None = None, hbm_gib: float | No
         f"calibration {result['calibration_id']})",
     ]
     return "\n".join(lines)
+
+
+def _finetune_words(result: pd.Series) -> str:
+    """``, LoRA rank 16 (frozen base weights)`` or ``, full fine-tuning``; empty for pretraining."""
+    mode = result.get("finetune")
+    if mode == "lora":
+        return f", LoRA rank {int(result.get('lora_rank', 16))} (frozen base weights)"
+    return ", full fine-tuning" if mode == "full" else ""
 
 
 def _memory_words(result: pd.Series, hbm_gib: float | None) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-__all__ = ["bill_lines", "power_lines"]
+__all__ = ["bill_lines", "cap_lines", "power_lines"]
 
 
 def _interval(result: pd.Series, name: str, fmt: str) -> str:
@@ -80,5 +80,35 @@ def bill_lines(result: pd.Series) -> list[str]:
             f"  cost               {result['cost_usd']:12,.0f} USD "
             f"{_range(result, 'cost_usd', ',.0f')} at {result['usd_per_gpu_hour']:g} USD per "
             "GPU-hour"
+        )
+    return lines
+
+
+def cap_lines(sweep: pd.DataFrame, lowest: dict[str, pd.Series]) -> list[str]:
+    """The table of one configuration at each power cap, the lowest-energy caps marked
+    (``lowest``: scope -> its row of :func:`trainscale.sim.energy.caps.lowest_energy_caps`)."""
+    top = sweep["tokens_per_s_per_gpu"].max()
+    lines = [
+        "",
+        "GPU power cap (power_limit_w): throughput, power and energy per token by scope",
+        f"{'cap W':>7} {'tok/s/GPU':>10} {'vs best':>8} {'GPU W':>7} {'node W':>8} "
+        f"{'J/tok GPU':>10} {'J/tok node':>11} {'J/tok fac.':>11}",
+    ]
+    for row in sweep.sort_values("power_limit_w").itertuples():
+        marks = [s for s, best in lowest.items() if best["power_limit_w"] == row.power_limit_w]
+        lines.append(
+            f"{row.power_limit_w:7.0f} {row.tokens_per_s_per_gpu:10.1f} "
+            f"{100 * (row.tokens_per_s_per_gpu / top - 1):+7.1f}% {row.power_w_per_gpu:7.1f} "
+            f"{row.node_power_w:8.0f} {row.energy_j_per_token:10.4f} "
+            f"{row.energy_j_per_token_node:11.4f} {row.energy_j_per_token_facility:11.4f}"
+            + (f"  <- lowest {', '.join(marks)}" if marks else "")
+        )
+    for scope, best in lowest.items():
+        lines.append(
+            f"lowest {scope} energy per token at a {best['power_limit_w']:.0f} W cap: "
+            f"{best[f'energy_j_per_token_{scope}']:.4f} J "
+            f"(80 % interval {best[f'energy_j_per_token_{scope}_lo']:.4f} .. "
+            f"{best[f'energy_j_per_token_{scope}_hi']:.4f}), "
+            f"{100 * (best['tokens_per_s_per_gpu'] / top - 1):+.1f} % throughput"
         )
     return lines

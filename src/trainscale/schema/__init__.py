@@ -48,6 +48,7 @@ from trainscale.schema.calibration import (
 from trainscale.schema.choices import (
     ATTENTION_KERNELS,
     CP_COMM_TYPES,
+    FINETUNE_MODES,
     FP8_RECIPES,
     FRAMEWORKS,
     MLP_KINDS,
@@ -134,6 +135,7 @@ __all__ = [
     "DATASET_EXTRA_COLUMNS",
     "DERIVED_COLUMNS",
     "ENERGY_BILL_COLUMNS",
+    "FINETUNE_MODES",
     "FIT_COLUMNS",
     "FP8_RECIPES",
     "FRAMEWORKS",

@@ -26,6 +26,7 @@ __all__ = [
     "missing_mask",
     "optional_bool",
     "optional_choice",
+    "optional_choice_codes",
     "optional_positive",
     "per_row",
     "positive_ints",
@@ -114,6 +115,19 @@ def choice_codes(
         + f"; allowed: {', '.join(allowed)}",
     )  # fmt: skip
     return np.where(index < 0, 0, index)
+
+
+def optional_choice_codes(
+    frame: pd.DataFrame, name: str, allowed: tuple[str, ...], problems: Problems
+) -> np.ndarray:
+    """:func:`choice_codes` of an optional column: absent or empty is ``allowed[0]``."""
+    if name not in frame.columns:
+        return np.zeros(len(frame), dtype=np.int64)
+    empty = missing_mask(frame, name)
+    if empty.all():
+        return np.zeros(len(frame), dtype=np.int64)
+    filled = frame.assign(**{name: frame[name].astype(object).where(~empty, allowed[0])})
+    return choice_codes(filled, name, allowed, problems)
 
 
 def optional_number(frame: pd.DataFrame, name: str, problems: Problems, note: str) -> np.ndarray:

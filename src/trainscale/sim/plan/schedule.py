@@ -77,6 +77,7 @@ from numpy.typing import ArrayLike
 from trainscale.schema import Sharding
 from trainscale.sim.calibration import Calibration
 from trainscale.sim.configs import Configs
+from trainscale.sim.model.finetune import trainable_share
 from trainscale.sim.model.work import BlockWork
 from trainscale.sim.plan.block_compute import BlockCompute, block_compute
 from trainscale.sim.plan.context_parallel import ContextParallel, context_parallel
@@ -273,12 +274,13 @@ def step_times(
         layers * w.layer_param_bytes + np.where(c.plan.pp > 1, 0.5, 1.0) * w.embedding_param_bytes
     )
     mb = _micro_batch(c, comp, cp, dp, path, layers, boundary_p2p(c, w, place, net))
+    trained_bytes = trainable_share(c, w) * stage_params_bytes  # LoRA: the adapters only
     sync = step_sync(
-        c, place, net, dp, layers=layers, grad_bytes=stage_params_bytes,
+        c, place, net, dp, layers=layers, grad_bytes=trained_bytes,
         fwd_compute=path.fwd_compute_s, fwd_critical=path.fwd_critical_s,
         bwd_critical=path.bwd_critical_s, slow=slow,
     )  # fmt: skip
-    optimizer = _optimizer_step(c, place, cal, stage_params_bytes)
+    optimizer = _optimizer_step(c, place, cal, trained_bytes)
 
     blocks = m * layers
     dense = blocks * (comp.fwd_dense_s + comp.bwd_dense_s) + m * mb.head_share * comp.head_dense_s
