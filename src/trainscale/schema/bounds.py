@@ -70,8 +70,6 @@ NUMERIC_BOUNDS: dict[str, Bound] = {
     "cp": Bound(low=1, high=MAX_GPUS, integer=True, noun="GPUs", why="at most num_gpus"),
     "vpp": Bound(low=1, high=10_000, integer=True, noun="stages",
                  why="pp * vpp may not exceed layers"),
-    "lora_rank": Bound(low=1, high=65_536, integer=True, noun="ranks",
-                       why="an adapter's rank is below the model width"),
     "nic_gbit_per_s_per_gpu": Bound(
         low=1, high=100_000, integer=False, noun="Gb/s",
         why="1 Gb/s Ethernet to 100 Tb/s per GPU; NICs shipped today run 100 to 1,600 Gb/s",

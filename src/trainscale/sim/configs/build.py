@@ -21,6 +21,7 @@ from trainscale.sim.configs.arrays import FIELD_NAMES, Configs, compose
 from trainscale.sim.configs.behaviours import FRAMEWORK_FIELDS, framework_behaviours
 from trainscale.sim.configs.columns import (
     choice_codes,
+    lora_ranks,
     optional_choice_codes,
     optional_positive,
     positive_ints,
@@ -106,7 +107,7 @@ def _checked(
     v["fp8_peak"] = gpu["fp8"]
     v["sequence_parallel"] = sequence_parallel(frame, v["tp"], problems)
     v["finetune"] = optional_choice_codes(frame, "finetune", FINETUNE_MODES, problems)
-    v.update(positive_ints(frame, ("lora_rank",), problems, default=16))
+    v["lora_rank"] = lora_ranks(frame, problems)
     v.update(framework_behaviours(frame, v, frameworks, problems))
     plan_rules(v, gpu_names, problems)
     return v, gpu
