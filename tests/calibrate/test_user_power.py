@@ -94,7 +94,8 @@ def test_calibrate_measurements_writes_the_power_block(tmp_path, catalogue, ship
     out = tmp_path / "mine.yaml"
     published = load_published(hardware=catalogue.hardware, models=catalogue.models)
     result = calibrate_user(path, out, base=load_calibration(), published=published,
-                            catalogue=catalogue, pilot_errors=shipped_pilot_errors)  # fmt: skip
+                            catalogue=catalogue, pilot_errors=shipped_pilot_errors,
+                            base_terms=load_power_terms())  # fmt: skip
     block = yaml.safe_load(out.read_text())["power"]
     assert block["errors_mape_pct"]["GPU board"]["rows"] == 1
     assert block["errors_mape_pct"]["GPU board"]["refit"] < block["errors_mape_pct"][

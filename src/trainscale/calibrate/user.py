@@ -232,14 +232,15 @@ def _power(
     catalogue: Catalogue,
 ) -> tuple[Calibration, UserPowerFit | None]:
     """The power refit (:mod:`trainscale.calibrate.user_power`) where rows carry measured
-    power, from ``fitted`` and ``base_terms`` (None: the shipped power block): its calibration
+    power, from ``fitted`` and ``base_terms`` (None: the priors; the CLI passes the shipped
+    power block): its calibration
     and the fit; ``fitted`` and None without measured power."""
     if not has_measured_power(table):
         return fitted, None
     if base_terms is None:
-        from trainscale.sim.energy import load_power_terms
+        from trainscale.sim.energy import PowerTerms
 
-        base_terms = load_power_terms()
+        base_terms = PowerTerms()
     fit = refit_user_power(table, fitted, base_terms, catalogue=catalogue,
                            shipped=(base, base_terms))  # fmt: skip
     return fit.calibration, fit

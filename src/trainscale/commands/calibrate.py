@@ -147,10 +147,12 @@ def _user(args: argparse.Namespace, catalogue: Catalogue) -> int:
 
     shipped = load_published(hardware=catalogue.hardware, models=catalogue.models)
     from trainscale.ingest.node_power_log import node_power_w
+    from trainscale.sim.energy import load_power_terms
 
     result = calibrate_user(
         args.measurements, args.output, base=load_calibration(), published=shipped,
         catalogue=catalogue, ingest=ingest, node_power_log=lambda p: node_power_w(p).mean_w,
+        base_terms=load_power_terms(),
     )  # fmt: skip
     for line in result.measurements.warnings if result.measurements else []:
         print(f"trainscale calibrate: warning: {line}", file=sys.stderr)
@@ -223,6 +225,20 @@ def power_error_table(power: UserPowerFit) -> str:
     return "\n".join(lines)
 
 
+def _power_rows(catalogue: Catalogue) -> object:
+    """The shipped metered power rows (``data/published/power-measurements.csv``) the power
+    stage fits on; None where the data folder has none."""
+    from trainscale.paths import data_dir
+    from trainscale.published.power_rows import load_power_rows
+    from trainscale.published.sources import load_sources
+
+    folder = data_dir() / "published"
+    if not (folder / "power-measurements.csv").is_file():
+        return None
+    return load_power_rows(folder / "power-measurements.csv", catalogue,
+                           load_sources(folder / "sources.yaml"))  # fmt: skip
+
+
 def run(args: argparse.Namespace) -> int:
     from trainscale.calibrate.fit import calibrate
     from trainscale.published.measurements import load_published
@@ -246,7 +262,8 @@ def run(args: argparse.Namespace) -> int:
             "(deterministic: the same data give the same file); predict with another file with "
             "trainscale predict --calibration FILE"
         )
-    fit = calibrate(args.output, published=published, catalogue=catalogue)
+    fit = calibrate(args.output, published=published, catalogue=catalogue,
+                    power_rows=_power_rows(catalogue))  # fmt: skip
     values = fit.calibration.as_dict()
     on_bound = parameters_at_bounds(fit.calibration)
     print(f"calibration_id {fit.calibration.calibration_id}")
