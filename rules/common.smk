@@ -376,6 +376,7 @@ PRESENTATION_FILES = {
     "sim_vs_measured": "results/sim_vs_measured.parquet",
     "paper/claims": "results/paper/claims.parquet",
     "paper/claim_sensitivity": "results/paper/claim_sensitivity.parquet",
+    "paper/energy": "results/paper/energy.parquet",
 }
 
 

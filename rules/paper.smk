@@ -48,3 +48,28 @@ rule claim_sensitivity:
         runtime=15,
     script:
         "../workflow/scripts/claim_sensitivity.py"
+
+
+# The paper setup's node energy per token and cost per million tokens against GPU count, beside
+# the metered MLPerf power runs and their predictions (trainscale.paper.energy); the energy_bill
+# figure draws it.
+rule paper_energy:
+    input:
+        **catalogue_inputs("hardware", "models", "frameworks", "nccl"),
+        **PUBLISHED_SOURCES,
+        power=str(DATA_DIR / "published" / "power-measurements.csv"),
+        calibration=CALIBRATION,
+    output:
+        energy="results/paper/energy.parquet",
+    log:
+        "results/logs/paper_energy/energy.log",
+    benchmark:
+        "results/benchmarks/paper_energy/energy.tsv"
+    conda:
+        "../environment.yml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    script:
+        "../workflow/scripts/paper_energy.py"

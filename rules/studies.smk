@@ -83,6 +83,7 @@ rule study_figure:
 rule study_points:
     input:
         unpack(study_output_inputs),
+        shipped_calibration=CALIBRATION,
     output:
         csv=report(
             "reports/studies/{study}/points.csv",

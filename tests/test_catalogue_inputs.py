@@ -35,7 +35,7 @@ LIBRARY = [
 #: each loads the shipped file.
 LOADERS = {
     "load_hardware", "load_models", "load_frameworks", "load_nccl_constants", "load_catalogue",
-    "load_calibration", "load_published",
+    "load_calibration", "load_published", "load_power_terms",
 }  # fmt: skip
 #: Simulations: without ``catalogue=`` and ``calibration=`` they use the shipped ones.
 SIMULATIONS = {"predict", "predict_with_rejects"}
@@ -50,6 +50,8 @@ ALLOWED = {
             ("calibration.py", "load_calibration"), ("catalogue.py", "load_catalogue"),
         )
     },
+    ("sim/energy/terms.py", "load_power_terms"): "the loader's default: the shipped "
+    "calibration's power block",
     ("published/measurements.py", "load_published"): "the loader's default: the shipped "
     "measurements CSV (the catalogues it is read with are the caller's)",
     ("sim/simulate.py", "_given_or_shipped"): "trainscale.predict and predict_with_rejects: the "

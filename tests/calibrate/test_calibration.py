@@ -12,6 +12,8 @@ import yaml
 from trainscale.calibrate.fit import calibrate
 from trainscale.errors import InputFileError
 from trainscale.paths import data_dir
+from trainscale.published.power_rows import load_power_rows
+from trainscale.published.sources import load_sources
 from trainscale.sim.calibration import PARAMETERS, Calibration, load_calibration
 
 
@@ -32,7 +34,10 @@ def test_calibrate_reproduces_the_stored_file(
     out = tmp_path / "calibration.yaml"
     # held_out: what calibrate() computes itself when not given it, held_out_predictions() of the
     # same published data, computed once for this test and the interval coverage tests
-    calibrate(out, published, catalogue=catalogue, held_out=held_out.copy())
+    published_dir = data_dir() / "published"
+    power = load_power_rows(published_dir / "power-measurements.csv", catalogue,
+                            load_sources(published_dir / "sources.yaml"))  # fmt: skip
+    calibrate(out, published, catalogue=catalogue, held_out=held_out.copy(), power_rows=power)
     assert out.read_text() == (data_dir() / "calibration.yaml").read_text()
 
 

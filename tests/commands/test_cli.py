@@ -60,7 +60,7 @@ def test_one_configuration_breakdown(capsys: pytest.CaptureFixture[str]) -> None
     assert main(args) == 0
     text = capsys.readouterr().out
     for fragment in ("step time", "exposed comm", "allgather", "MFU", "memory per GPU",
-                     "power per GPU", "calibration"):  # fmt: skip
+                     "W per GPU", "W per node", "calibration"):  # fmt: skip
         assert fragment in text
 
 

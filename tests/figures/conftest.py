@@ -385,3 +385,25 @@ def sim_vs_measured_table(measured_dataset) -> pd.DataFrame:
     return predict_measured(
         measured.reset_index(drop=True), load_calibration(), catalogue=load_catalogue()
     )
+
+
+@pytest.fixture(scope="session")
+def energy_bill_table() -> pd.DataFrame:
+    """results/paper/energy.parquet as rule paper_energy writes it, from the shipped data."""
+    from trainscale.paper.energy import FIGURE_USD_PER_GPU_HOUR, energy_table
+    from trainscale.paths import data_dir
+    from trainscale.published.power_rows import load_power_rows
+    from trainscale.published.sources import load_sources
+    from trainscale.sim.calibration import load_calibration
+    from trainscale.sim.catalogue import load_catalogue
+    from trainscale.sim.energy import load_power_terms
+
+    catalogue = load_catalogue()
+    published = data_dir() / "published"
+    rows = load_power_rows(
+        published / "power-measurements.csv", catalogue, load_sources(published / "sources.yaml")
+    )
+    return energy_table(
+        load_calibration(), load_power_terms(), catalogue=catalogue, power_rows=rows,
+        usd_per_gpu_hour=FIGURE_USD_PER_GPU_HOUR,
+    )  # fmt: skip

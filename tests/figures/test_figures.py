@@ -144,6 +144,15 @@ SPECS = {
         },
         {"Measured: runs cpu_run, gpu_run", "Simulated: trainscale", "No prediction for cpu_run"},
     ),
+    "energy_bill": (
+        {"energy": "energy_bill_table"},
+        {"GPUs (count)", "Tokens per joule, node (tokens/J)", "Cost per million tokens (USD)"},
+        {
+            "Llama-2 7B, FSDP, H100, paper setup (simulated, 80 % band)",
+            "open: simulated prediction of the metered run",
+        },
+        {"Node scope: the GPUs plus the host", "Metered: MLPerf Training", "2.5 USD per GPU-hour"},
+    ),
 }
 
 

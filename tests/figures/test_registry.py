@@ -20,7 +20,7 @@ OUTPUTS = [(kind, name) for kind, registry in REGISTRIES.items() for name in reg
 #: What rules/common.smk maps a registry's file name to (PRESENTATION_FILES, or sim/<study>).
 FILES = {
     "validation", "holdout", "dataset", "published", "collectives", "sim_vs_measured",
-    "paper/claims", "paper/claim_sensitivity", "pilots",
+    "paper/claims", "paper/claim_sensitivity", "paper/energy", "pilots",
 }  # fmt: skip
 
 

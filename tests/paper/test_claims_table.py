@@ -99,7 +99,7 @@ def test_every_claim_needs_a_value():
 
 def test_the_power_drop_says_it_is_fitted_to_the_claim():
     table = claims_table(INSIDE).set_index("claim")
-    power = table.loc[next(c for c in table.index if c.startswith("Drop of power"))]
+    power = table.loc[next(c for c in table.index if c.startswith("Drop of GPU-board power"))]
     assert "calibration target" in power.name
     assert "power_comm_frac is fitted to this value" in power["check"]
     others = table.drop(index=power.name)

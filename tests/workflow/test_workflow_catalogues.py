@@ -77,7 +77,10 @@ EDITS = {
     ),
     # A calibration's values are hashed into its calibration_id: a comment changes the file's
     # time as an edit does, and keeps the file loadable.
-    "calibration.yaml": (("", "# edited\n", ""), [*STUDY, *PREDICT]),
+    # study_points reads it for the power terms of a study's bill: block.
+    "calibration.yaml": (
+        ("", "# edited\n", ""), [*STUDY, *PREDICT, ("study_points", "study=smoke")]
+    ),
     # A catalogue's JSON Schema is an input of the rules that read the catalogue
     # (catalogue_inputs): editing its description reruns them as editing the catalogue does.
     "../workflow/schemas/nccl.schema.yaml": (

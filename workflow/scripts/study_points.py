@@ -2,8 +2,9 @@
 (trainscale.tables.study_points.render_points)."""
 
 from trainscale.dataset import read_study_results
+from trainscale.sim.energy import load_power_terms
 from trainscale.study.report import select_rows
-from trainscale.tables.study_points import render_points
+from trainscale.tables.study_points import bill_columns, render_points
 from trainscale.workflow import rule_script
 
 name = snakemake.wildcards.study
@@ -12,5 +13,11 @@ with rule_script(snakemake) as rule:
     loaded = rule.study_outputs()
     frame = read_study_results(snakemake.input.simulated, name)
     hbm = {key: gpu.hbm_bytes for key, gpu in loaded.hardware.gpus.items()}
-    written = render_points(stem, select_rows(frame, loaded.spec), frame, loaded.spec, hbm)
+    selected = select_rows(frame, loaded.spec)
+    bill = None
+    if loaded.study.bill:  # time, energy and cost to train, under the study's calibration
+        own = snakemake.input.get("calibration")
+        terms = load_power_terms(own or snakemake.input.shipped_calibration)
+        bill = bill_columns(selected, loaded.study.bill, loaded.hardware, terms)
+    written = render_points(stem, selected, frame, loaded.spec, hbm, bill)
     rule.wrote(written)

@@ -55,6 +55,7 @@ from trainscale.published.accuracy import (
     throughput_predictions,
 )
 from trainscale.published.measurements import PublishedData
+from trainscale.published.power_rows import PowerRows
 from trainscale.published.sources import PowerAnchor
 from trainscale.sim.calibration import PARAMETERS, Calibration, ParameterSpec, dump_calibration
 from trainscale.sim.catalogue import Catalogue
@@ -296,9 +297,12 @@ def calibrate(
     *,
     catalogue: Catalogue,
     held_out: pd.DataFrame | None = None,
+    power_rows: PowerRows | None = None,
 ) -> FittedCalibration:
     """Run the whole calibration on ``published``, simulating under ``catalogue``, and write
-    ``output`` (None: ``data/calibration.yaml``).
+    ``output`` (None: ``data/calibration.yaml``). ``power_rows``: the metered power rows
+    (:func:`~trainscale.published.power_rows.load_power_rows`) the separate power stage fits
+    the file's ``power`` block on; None: no power block.
 
     ``held_out``: the leave-one-source-out predictions the intervals are fitted on (default:
     :func:`held_out_predictions` of ``published``, one refit per source).
@@ -349,8 +353,22 @@ def calibrate(
         ]
         + [{"csv_row": int(r.csv_row), "reason": str(r.reason)} for r in sim_rejects.itertuples()],
     }
-    dump_calibration(final, output or data_dir() / "calibration.yaml", provenance)
+    dump_calibration(final, output or data_dir() / "calibration.yaml", provenance,
+                     power=_power_stage(final, catalogue, power_rows))  # fmt: skip
     return fit
+
+
+def _power_stage(
+    calibration: Calibration, catalogue: Catalogue, rows: PowerRows | None
+) -> dict | None:
+    """The ``power`` block (:mod:`trainscale.calibrate.power`) fitted on the metered ``rows``
+    (``data/published/power-measurements.csv``); None without rows."""
+    from trainscale.calibrate.power import calibrate_power, power_block
+
+    if rows is None:
+        return None
+    return power_block(calibrate_power(rows, calibration, catalogue),
+                       "data/published/power-measurements.csv")  # fmt: skip
 
 
 def held_out_predictions(

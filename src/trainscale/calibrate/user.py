@@ -36,7 +36,7 @@ same measurements give the same file byte for byte.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -52,6 +52,13 @@ from trainscale.calibrate.measurements import (
     read_measurements,
     refitted_on_bounds,
 )
+from trainscale.calibrate.user_power import (
+    UserPowerFit,
+    has_measured_power,
+    measured_power,
+    refit_user_power,
+    user_power_block,
+)
 from trainscale.errors import InputFileError
 from trainscale.sim.calibration import (
     Calibration,
@@ -63,6 +70,7 @@ if TYPE_CHECKING:
     from trainscale.calibrate.pilot import PilotReport
     from trainscale.published.measurements import PublishedData
     from trainscale.sim.catalogue import Catalogue
+    from trainscale.sim.energy import PowerTerms
     from trainscale.sim.pilot_intervals import PilotIntervals
 
 __all__ = [
@@ -81,8 +89,12 @@ class UserCalibration:
 
     def __init__(self, calibration: Calibration, rows: pd.DataFrame, refitted: list[str],
                  fixed: list[str], report: PilotReport, *, on_bounds: list[str] | None = None,
-                 measurements: Measurements | None = None) -> None:  # fmt: skip
+                 measurements: Measurements | None = None,
+                 power: UserPowerFit | None = None) -> None:  # fmt: skip
         self.calibration = calibration
+        self.power = power
+        """The power refit (:mod:`trainscale.calibrate.user_power`); None without measured
+        power."""
         self.rows = rows
         self.refitted = refitted
         self.not_refitted = fixed
@@ -101,10 +113,14 @@ def calibrate_user(
     table: pd.DataFrame | None = None,
     pilot_errors: pd.DataFrame | None = None,
     ingest: RunIngester | None = None,
+    base_terms: PowerTerms | None = None,
+    node_power_log: Callable[[Path], float] | None = None,
 ) -> UserCalibration:
     """Refit what the measured rows identify (:mod:`trainscale.calibrate.pilot`) and write
     ``output`` (if given). The API the CLI uses.
 
+    Rows with measured power refit the power terms (:func:`_power`; ``base_terms``,
+    ``node_power_log``: :mod:`trainscale.calibrate.user_power`), the file's ``power`` block.
     ``measurements``: the path or paths (tables, ingested Parquet, run folders, folders of
     them: :func:`~trainscale.calibrate.measurements.read_measurements`, with ``ingest`` reading
     run folders, unless ``table`` is given; hashed for the provenance). ``table``: the
@@ -139,6 +155,7 @@ def calibrate_user(
         table = table.reset_index(drop=True)
         if table.empty:
             raise InputFileError(path, "no measured row; give at least one measured configuration")
+    table = measured_power(table, node_power_log)  # GPU and node power where rows carry them
     fitted, report = refit_pilots(table, base=base, catalogue=catalogue)
     if pilot_errors is None:
         pilot_errors = measure_pilot_errors(published, catalogue=catalogue, shipped=base)
@@ -153,18 +170,41 @@ def calibrate_user(
     before, _ = throughput_predictions(data, base, catalogue)
     after, _ = throughput_predictions(data, fitted, catalogue)
     final = replace(fitted, intervals=_user_intervals(base.intervals, after, pilot))
+    final, power = _power(table, final, base, base_terms, catalogue)
     after, _ = throughput_predictions(data, final, catalogue)
-    candidates = report.candidates[report.chosen]
-    not_refitted = [n for n in candidates if n not in report.refitted]
+    not_refitted = [n for n in report.candidates[report.chosen] if n not in report.refitted]
     files = found.files if found is not None else paths
     if output is not None:
         provenance = _provenance(files, paths, table, found, base, report, not_refitted, before,
                                  after)  # fmt: skip
-        dump_calibration(final, output, provenance)
+        dump_calibration(final, output, provenance, power=power and user_power_block(
+            power, ", ".join(map(str, files))))  # fmt: skip
     return UserCalibration(
         final, after, list(report.refitted), not_refitted, report,
-        on_bounds=refitted_on_bounds(final, report.refitted), measurements=found,
+        on_bounds=refitted_on_bounds(final, report.refitted), measurements=found, power=power,
     )  # fmt: skip
+
+
+def _power(
+    table: pd.DataFrame,
+    fitted: Calibration,
+    base: Calibration,
+    base_terms: PowerTerms | None,
+    catalogue: Catalogue,
+) -> tuple[Calibration, UserPowerFit | None]:
+    """The power refit (:mod:`trainscale.calibrate.user_power`) where rows carry measured
+    power, from ``fitted`` and ``base_terms`` (None: the priors; the CLI passes the shipped
+    power block): its calibration
+    and the fit; ``fitted`` and None without measured power."""
+    if not has_measured_power(table):
+        return fitted, None
+    if base_terms is None:
+        from trainscale.sim.energy import PowerTerms
+
+        base_terms = PowerTerms()
+    fit = refit_user_power(table, fitted, base_terms, catalogue=catalogue,
+                           shipped=(base, base_terms))  # fmt: skip
+    return fit.calibration, fit
 
 
 def _provenance(

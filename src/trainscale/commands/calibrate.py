@@ -16,8 +16,10 @@ of every PATH: CSV or Parquet tables (configuration columns plus
 (:mod:`trainscale.calibrate.measurements`, which also lists the checks). It prints a small table:
 the tokens/s-per-GPU error of the shipped calibration and of each candidate refit on the measured
 rows, and each candidate's leave-largest-scale-out error (fitted without the largest GPU count,
-predicting it); warnings (agreeing duplicate configurations, a refitted parameter left on its
-bound) go to stderr and do not change the exit status.
+predicting it); where rows carry measured power, the power refit's error beside it
+(:func:`power_error_table`, :mod:`trainscale.calibrate.user_power`); warnings (agreeing
+duplicate configurations, a refitted parameter left on its bound) go to stderr and do not change
+the exit status.
 
 ``--profile NAME=V1,V2,...`` and ``--prior-scan [S1,S2,...]`` write nothing to the calibration:
 they print how firmly the published data determine the parameters and the study's claims
@@ -37,13 +39,14 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from trainscale.calibrate.pilot import PilotReport
+    from trainscale.calibrate.user_power import UserPowerFit
     from trainscale.published.measurements import PublishedData
     from trainscale.sim.catalogue import Catalogue
 
 NAME = "calibrate"
 HELP = "fit the simulator's free parameters to data/published/measurements.csv (-o FILE)"
 
-__all__ = ["HELP", "NAME", "add_arguments", "error_table", "run"]
+__all__ = ["HELP", "NAME", "add_arguments", "error_table", "power_error_table", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -63,7 +66,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="calibrate on your own cluster (needs -o): CSV/Parquet tables of configurations "
         "with measured_tokens_per_s_per_gpu, Parquet written by trainscale ingest, run folders "
-        "(run.yaml + logs, ingested on the fly) or folders of these",
+        "(run.yaml + logs, ingested on the fly) or folders of these; rows with measured power "
+        "(measured_power_w_per_gpu, an ingested power_w_per_gpu, measured_node_power_w or a "
+        "node_power_log CSV) also refit the power terms",
     )
     mode.add_argument(
         "--profile",
@@ -141,9 +146,13 @@ def _user(args: argparse.Namespace, catalogue: Catalogue) -> int:
         return ingest_run(run_dir, hardware=catalogue.hardware, models=catalogue.models)[0]
 
     shipped = load_published(hardware=catalogue.hardware, models=catalogue.models)
+    from trainscale.ingest.node_power_log import node_power_w
+    from trainscale.sim.energy import load_power_terms
+
     result = calibrate_user(
         args.measurements, args.output, base=load_calibration(), published=shipped,
-        catalogue=catalogue, ingest=ingest,
+        catalogue=catalogue, ingest=ingest, node_power_log=lambda p: node_power_w(p).mean_w,
+        base_terms=load_power_terms(),
     )  # fmt: skip
     for line in result.measurements.warnings if result.measurements else []:
         print(f"trainscale calibrate: warning: {line}", file=sys.stderr)
@@ -156,6 +165,8 @@ def _user(args: argparse.Namespace, catalogue: Catalogue) -> int:
     if result.not_refitted:
         print(f"not refitted (no row responds to them): {', '.join(result.not_refitted)}")
     print(error_table(result.report))
+    if result.power is not None:
+        print(power_error_table(result.power))
     for bound in result.on_bounds:
         print(
             f"trainscale calibrate: warning: refitted parameter {bound} sits on its bound: the "
@@ -191,6 +202,43 @@ def error_table(report: PilotReport) -> str:
     return "\n".join(lines)
 
 
+def power_error_table(power: UserPowerFit) -> str:
+    """The power refit's errors beside the throughput table: per scope, the measured rows and
+    the MAPE of the shipped and of the refitted calibration (``-`` without rows)."""
+
+    def pct(value: float) -> str:
+        return "-" if value != value else f"{value:.2f} %"
+
+    lines = [
+        "power error (MAPE) on the rows with measured power:",
+        f"  {'scope':<12} {'rows':>5} {'shipped':>10} {'refit':>10}",
+    ]
+    for row in power.errors.itertuples():
+        lines.append(f"  {row.scope:<12} {row.rows:>5} {pct(row.shipped_mape_pct):>10} "
+                     f"{pct(row.refit_mape_pct):>10}")  # fmt: skip
+    terms = power.terms
+    lines.append(
+        f"  refit: power_compute/memory/comm_frac "
+        f"{power.calibration.power_compute_frac:.4g} / {power.calibration.power_memory_frac:.4g}"
+        f" / {power.calibration.power_comm_frac:.4g}, host_power_scale {terms.host_power_scale:g}"
+    )
+    return "\n".join(lines)
+
+
+def _power_rows(catalogue: Catalogue) -> object:
+    """The shipped metered power rows (``data/published/power-measurements.csv``) the power
+    stage fits on; None where the data folder has none."""
+    from trainscale.paths import data_dir
+    from trainscale.published.power_rows import load_power_rows
+    from trainscale.published.sources import load_sources
+
+    folder = data_dir() / "published"
+    if not (folder / "power-measurements.csv").is_file():
+        return None
+    return load_power_rows(folder / "power-measurements.csv", catalogue,
+                           load_sources(folder / "sources.yaml"))  # fmt: skip
+
+
 def run(args: argparse.Namespace) -> int:
     from trainscale.calibrate.fit import calibrate
     from trainscale.published.measurements import load_published
@@ -214,7 +262,8 @@ def run(args: argparse.Namespace) -> int:
             "(deterministic: the same data give the same file); predict with another file with "
             "trainscale predict --calibration FILE"
         )
-    fit = calibrate(args.output, published=published, catalogue=catalogue)
+    fit = calibrate(args.output, published=published, catalogue=catalogue,
+                    power_rows=_power_rows(catalogue))  # fmt: skip
     values = fit.calibration.as_dict()
     on_bound = parameters_at_bounds(fit.calibration)
     print(f"calibration_id {fit.calibration.calibration_id}")

@@ -133,10 +133,10 @@ def _run_single(args: argparse.Namespace, calibration: Calibration | None) -> in
 
     if args.output:
         check_output(args.output)
-    result = predict(
+    result = _with_energy(predict(
         check_table(single_configuration(args), "command line"), origin="command line",
         calibration=calibration,
-    )  # fmt: skip
+    ), args)  # fmt: skip
     row = result.iloc[0]
     caution = interval_caution(
         (calibration or load_calibration()).intervals, str(row["framework"]), str(row["gpu"])
@@ -144,6 +144,8 @@ def _run_single(args: argparse.Namespace, calibration: Calibration | None) -> in
     gpus = load_catalogue().hardware.gpus
     hbm = gpus[row["gpu"]].hbm_bytes / 2**30 if row["gpu"] in gpus else None
     print(breakdown(row, caution, hbm))
+    if args.power_caps is not None:
+        _print_caps(args, calibration)
     if args.output:
         write_table(result, args.output)
     bubble = bubble_warning(row)
@@ -184,8 +186,59 @@ def _run_table(args: argparse.Namespace, calibration: Calibration | None) -> Non
     else:
         result = predict(table, origin=str(args.configs), calibration=calibration)
         print(f"{len(result)} predicted")
+    result = _with_energy(result, args)
     _print_table_notes(result, calibration or load_calibration())
     write_table(result, args.output)
+
+
+def _print_caps(args: argparse.Namespace, calibration: Calibration | None) -> None:
+    """The one configuration at each ``--power-caps`` cap, lowest node and facility J/token
+    marked (:mod:`trainscale.sim.energy.caps`)."""
+    from trainscale.commands.predict_energy import cap_lines
+    from trainscale.sim.calibration import load_calibration
+    from trainscale.sim.catalogue import load_catalogue
+    from trainscale.sim.energy import load_power_terms
+    from trainscale.sim.energy.caps import cap_sweep, lowest_energy_caps
+
+    caps = None
+    if args.power_caps != "default":
+        try:
+            caps = [float(text) for text in args.power_caps.split(",")]
+        except ValueError:
+            raise TrainscaleError(
+                f"--power-caps {args.power_caps!r}: expected watts separated by commas, e.g. "
+                "300,400,500"
+            ) from None
+    config = check_table(single_configuration(args), "command line").drop(
+        columns=["power_limit_w"], errors="ignore"
+    )
+    if args.pue is not None:
+        config = config.assign(pue=args.pue)
+    terms = load_power_terms(args.calibration) if args.calibration else load_power_terms()
+    sweep = cap_sweep(config, caps, catalogue=load_catalogue(),
+                      calibration=calibration or load_calibration(), terms=terms)  # fmt: skip
+    lowest = {s: lowest_energy_caps(sweep, s).iloc[0] for s in ("node", "facility")}
+    print("\n".join(cap_lines(sweep, lowest)))
+
+
+def _with_energy(result: pd.DataFrame, args: argparse.Namespace) -> pd.DataFrame:
+    """``result`` with node and facility power and energy (:mod:`trainscale.sim.energy`), under
+    the power block of the calibration file in use; with ``--train-tokens``, the time, energy
+    and cost to train them (``--pue`` fills the rows without a ``pue``)."""
+    from trainscale.sim.catalogue import load_catalogue
+    from trainscale.sim.energy import load_power_terms, with_node_power
+    from trainscale.sim.energy.bill import parse_tokens, with_training_bill
+
+    if args.pue is not None:
+        given = result["pue"] if "pue" in result.columns else pd.Series(float("nan"), result.index)
+        result = result.assign(pue=pd.to_numeric(given, errors="coerce").fillna(args.pue))
+    terms = load_power_terms(args.calibration) if args.calibration else load_power_terms()
+    result = with_node_power(result, load_catalogue().hardware, terms)
+    if args.train_tokens is not None:
+        result = with_training_bill(result, parse_tokens(args.train_tokens), args.usd_per_gpu_hour)
+    elif args.usd_per_gpu_hour is not None:
+        raise TrainscaleError("--usd-per-gpu-hour needs --train-tokens (the tokens to price)")
+    return result
 
 
 def _print_table_notes(result: pd.DataFrame, calibration: Calibration) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from trainscale.commands.predict_energy import bill_lines, power_lines
+
 __all__ = ["BUBBLE_WARNING_FRAC", "breakdown", "bubble_warning", "fit_warning"]
 
 #: Share of the step in the pipeline bubble above which one configuration gets a warning.
@@ -80,7 +82,8 @@ def breakdown(result: pd.Series, caution: str | None = None, hbm_gib: float | No
     lines = [
         f"{result.get('model') or 'custom'} on {result['num_gpus']} x {result['gpu']}: "
         f"tp {result['tp']}, pp {result['pp']}, cp {result['cp']}, dp {result['dp']}, "
-        f"{result['sharding']}, recompute {result['recompute']}, {_precision(result)}",
+        f"{result['sharding']}, recompute {result['recompute']}, {_precision(result)}"
+        + _finetune_words(result),
         f"batch: {result['global_batch']} sequences x {result['seq_len']} tokens, micro-batch "
         f"{result['micro_batch']}, gradient accumulation {result['grad_accum']}",
         f"stack: {result['framework']} on {result['system']} (overlap grad reduce "
@@ -122,13 +125,21 @@ def breakdown(result: pd.Series, caution: str | None = None, hbm_gib: float | No
         ),
         f"memory per GPU       {result['mem_gib_per_gpu']:12.2f} GiB  "
         f"({_memory_words(result, hbm_gib)})",
-        f"power per GPU        {result['power_w_per_gpu']:12.1f} W",
-        f"energy per token     {result['energy_j_per_token']:12.4f} J",
+        *power_lines(result),
+        *bill_lines(result),
         "",
         f"source: simulated (trainscale {result['simulator_version']}, "
         f"calibration {result['calibration_id']})",
     ]
     return "\n".join(lines)
+
+
+def _finetune_words(result: pd.Series) -> str:
+    """``, LoRA rank 16 (frozen base weights)`` or ``, full fine-tuning``; empty for pretraining."""
+    mode = result.get("finetune")
+    if mode == "lora":
+        return f", LoRA rank {int(result.get('lora_rank', 16))} (frozen base weights)"
+    return ", full fine-tuning" if mode == "full" else ""
 
 
 def _memory_words(result: pd.Series, hbm_gib: float | None) -> str:

@@ -19,6 +19,7 @@ from trainscale.errors import TrainscaleError
 from trainscale.io.numbers import number_problem, parse_number
 from trainscale.schema import (
     CONFIGURATION_COLUMNS,
+    FINETUNE_MODES,
     FRAMEWORKS,
     PRECISIONS,
     RECOMPUTE_MODES,
@@ -114,6 +115,30 @@ def add_table_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="predict the valid rows; write rejected rows with their reason to OUT.rejects.csv",
     )
+    bill = parser.add_argument_group("time, energy and cost to train (either form)")
+    bill.add_argument(
+        "--train-tokens",
+        metavar="N",
+        help="tokens to train, e.g. 1T, 300B, 2.5e12: adds days, GPU-hours and MWh (GPU board, "
+        "node, facility) with 80 %% intervals",
+    )
+    bill.add_argument(
+        "--usd-per-gpu-hour", type=float, metavar="USD", help="price of a GPU-hour: adds cost"
+    )
+    bill.add_argument(
+        "--power-caps",
+        nargs="?",
+        const="default",
+        metavar="W,W,...",
+        help="one configuration: predict it at each GPU power cap (default: every 25 W from "
+        "above idle to the TDP) and name the cap with the lowest node and facility energy per "
+        "token",
+    )
+    bill.add_argument(
+        "--pue",
+        type=float,
+        help="facility PUE for rows without a pue column value (default: the catalogue's, 1.56)",
+    )
 
 
 def add_configuration_options(parser: argparse.ArgumentParser) -> None:
@@ -172,6 +197,13 @@ def _add_plan_options(one: argparse._ArgumentGroup) -> None:
         help="bf16 mixed precision (fp16 on V100, which has no bf16), or fp8 (H100 and later)"
         + _default("precision"),
     )
+    one.add_argument(
+        "--finetune",
+        choices=FINETUNE_MODES,
+        help="none (pretraining), full (fine-tune every weight: the same work) or lora (frozen "
+        "base weights, rank --lora-rank adapters on the attention projections; default none)",
+    )
+    one.add_argument("--lora-rank", type=_plain_int, help="rank of the LoRA adapters (default 16)")
 
 
 def _add_system_options(one: argparse._ArgumentGroup) -> None:
@@ -257,6 +289,8 @@ def single_configuration(args: argparse.Namespace) -> pd.DataFrame:
             "power_limit_w",
             "system",
             "framework",
+            "finetune",
+            "lora_rank",
         )
         if values.get(name)
     }

@@ -275,7 +275,10 @@ def run(args: argparse.Namespace) -> int:
     overall = float(in_sample.loc[in_sample["source"] == "all", "mape_pct"].iloc[0])
     held = None
     if args.holdout:
+        from trainscale.commands.validate_power import print_power_holdout
+
         held, overall = _held_out(throughput, calibration.calibration_id, published, catalogue)
+        print_power_holdout(calibration, catalogue)
     else:
         print(
             "tokens/s per GPU, predicted vs published, in sample: the shipped calibration "

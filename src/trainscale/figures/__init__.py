@@ -66,6 +66,7 @@ FIGURES: dict[str, Output] = {
         inputs={"sim": study_input("best_plan")}, catalogues=("hardware", "models")
     ),
     "sim_vs_measured": Output(inputs={"table": Input("sim_vs_measured")}, catalogues=("hardware",)),
+    "energy_bill": Output(inputs={"energy": Input("paper/energy")}),
 }
 
 

@@ -211,7 +211,8 @@ CLAIMS: tuple[Claim, ...] = (
         unit="%",
         paper_value=PAPER_POWER_DROP_PCT,
         tolerance=2.0,
-        claim="Drop of power per GPU from 128 to 2,048 GPUs (calibration target, not a test)",
+        claim="Drop of GPU-board power per GPU from 128 to 2,048 GPUs (calibration target, not "
+        "a test: the metered runs are node-level and cannot pin power_comm_frac)",
         assumptions=_FSDP_ASSUMPTIONS,
         setup=_FSDP_SETUP,
         fitted_to="power_comm_frac",

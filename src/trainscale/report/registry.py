@@ -56,9 +56,9 @@ class Input:
     file: str
     """The workflow's name for the file (``rules/common.smk`` maps it to a path):
     ``sim/<study>`` (``results/sim/<study>.parquet``), ``validation``, ``holdout``,
-    ``collectives``, ``sim_vs_measured``, ``pilots``, ``paper/claims``, ``paper/claim_sensitivity``
-    (``results/<name>.parquet``), ``dataset`` (``results/dataset``) or ``published`` (the
-    published measurements CSV)."""
+    ``collectives``, ``sim_vs_measured``, ``pilots``, ``paper/claims``, ``paper/claim_sensitivity``,
+    ``paper/energy`` (``results/<name>.parquet``), ``dataset`` (``results/dataset``) or
+    ``published`` (the published measurements CSV)."""
     kind: str = "parquet"
     """How it is read (:func:`load_input`)."""
 

@@ -48,6 +48,7 @@ from trainscale.schema.calibration import (
 from trainscale.schema.choices import (
     ATTENTION_KERNELS,
     CP_COMM_TYPES,
+    FINETUNE_MODES,
     FP8_RECIPES,
     FRAMEWORKS,
     MLP_KINDS,
@@ -77,6 +78,11 @@ from trainscale.schema.dataset import (
     RESULT_COLUMNS,
     arrow_schema,
     column,
+)
+from trainscale.schema.energy import (
+    ENERGY_BILL_COLUMNS,
+    NODE_POWER_COLUMNS,
+    TRAINING_BILL_COLUMNS,
 )
 from trainscale.schema.fits import (
     LOGLOG_COLUMNS,
@@ -128,6 +134,8 @@ __all__ = [
     "DATASET_COLUMNS",
     "DATASET_EXTRA_COLUMNS",
     "DERIVED_COLUMNS",
+    "ENERGY_BILL_COLUMNS",
+    "FINETUNE_MODES",
     "FIT_COLUMNS",
     "FP8_RECIPES",
     "FRAMEWORKS",
@@ -141,6 +149,7 @@ __all__ = [
     "MODEL_COLUMNS",
     "MODEL_SHAPE_COLUMNS",
     "NCCL_COLUMNS",
+    "NODE_POWER_COLUMNS",
     "NUMERIC_BOUNDS",
     "PILOTS_TABLE_COLUMNS",
     "PILOT_ERROR_COLUMNS",
@@ -162,6 +171,7 @@ __all__ = [
     "STEP_TABLE_COLUMNS",
     "STUDY_FIT_COLUMNS",
     "TRACE_COLUMNS",
+    "TRAINING_BILL_COLUMNS",
     "USL_COLUMNS",
     "USL_MARGINAL_COLUMNS",
     "VALIDATION_COLUMNS",

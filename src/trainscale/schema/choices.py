@@ -52,6 +52,9 @@ SHARD_GRANULARITIES = ("layer", "tensor")
 FP8_RECIPES = ("delayed", "current", "tensorwise", "rowwise")
 ATTENTION_KERNELS = ("flash2", "fused", "triton")
 CP_COMM_TYPES = ("p2p", "all_gather")
+FINETUNE_MODES = ("none", "lora", "full")
+"""Training mode: pretraining or full fine-tuning (every weight trained: the same work), or LoRA
+(frozen base weights, trained low-rank adapters; :mod:`trainscale.sim.model.finetune`)."""
 SOURCES = ("sim", "measured", "published")
 
 

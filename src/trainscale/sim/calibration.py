@@ -251,8 +251,11 @@ def load_calibration(path: str | Path | None = None) -> Calibration:
     return _load(Path(path) if path is not None else data_dir() / "calibration.yaml")
 
 
-def dump_calibration(calibration: Calibration, path: Path, provenance: dict) -> None:
-    """Write a calibration file with each value, its bounds, meaning and the fit's provenance."""
+def dump_calibration(
+    calibration: Calibration, path: Path, provenance: dict, power: dict | None = None
+) -> None:
+    """Write a calibration file with each value, its bounds, meaning and the fit's provenance;
+    ``power``: the node-power block (:mod:`trainscale.sim.energy.terms`), written last."""
     parameters = {}
     for spec in PARAMETERS:
         parameters[spec.name] = {
@@ -271,5 +274,7 @@ def dump_calibration(calibration: Calibration, path: Path, provenance: dict) -> 
     }
     if calibration.intervals is not None:
         document["intervals"] = calibration.intervals.as_dict()
+    if power is not None:
+        document["power"] = power
     text = yaml.safe_dump(document, sort_keys=False, width=100, allow_unicode=False)
     write_text_atomic(path, text)

@@ -164,6 +164,7 @@ def load_study(
         if isinstance(calibration, dict)
         else (),
         report=dict(data.get("report", {})),
+        bill=dict(data.get("bill", {})),
     )
 
 

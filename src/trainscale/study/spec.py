@@ -64,6 +64,9 @@ class Study:
     report: Mapping[str, Any] = field(default_factory=dict)
     """The ``report:`` block (x axis, series, facet, best_of, metrics of the per-study outputs);
     empty means the defaults of :func:`trainscale.study.report.report_spec`."""
+    bill: Mapping[str, Any] = field(default_factory=dict)
+    """The ``bill:`` block (``train_tokens``, optional ``usd_per_gpu_hour`` and ``pue``): the
+    points table then carries time, energy and cost to train; empty for none."""
 
     @property
     def grid_size(self) -> int:

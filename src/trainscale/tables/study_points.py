@@ -23,7 +23,10 @@ Columns (:func:`study_points`), in order:
 - ``runner_up_plan``, ``runner_up_tokens_per_s`` and ``runner_up_margin_pct`` (how much faster
   the winner is, % of the runner-up's global tokens/s): the fastest row of the same point that
   fits in memory with a different plan; empty where no other plan fits;
-- ``source`` ("simulated") and ``calibration_id``.
+- ``source`` ("simulated") and ``calibration_id``;
+- with a ``bill:`` block in the study (:func:`bill_columns`): :data:`BILL_POINT_COLUMNS`, node
+  and facility power and energy per token, and the time, energy per scope and cost to train its
+  ``train_tokens``, each with its 80 % interval.
 """
 
 from __future__ import annotations
@@ -36,10 +39,30 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from trainscale.schema import TRAINING_BILL_COLUMNS, names
+from trainscale.sim.energy import PowerTerms, with_node_power
+from trainscale.sim.energy.bill import parse_tokens, with_training_bill
 from trainscale.sim.memory_margin import NEAR_MEMORY_FRACTION
+from trainscale.sim.system.hardware import HardwareCatalog
 from trainscale.study.report import METRICS, PLAN_COLUMNS, ReportSpec, format_value
 
-__all__ = ["NEAR_MEMORY_FRACTION", "PLAN_COLUMNS", "plan_text", "render_points", "study_points"]
+__all__ = [
+    "BILL_POINT_COLUMNS",
+    "NEAR_MEMORY_FRACTION",
+    "PLAN_COLUMNS",
+    "bill_columns",
+    "plan_text",
+    "render_points",
+    "study_points",
+]
+
+#: The node-power and training-bill columns a study with a ``bill:`` block adds to its points.
+BILL_POINT_COLUMNS = (
+    "pue", "node_power_w", "node_power_w_lo", "node_power_w_hi", "facility_power_w_per_node",
+    "energy_j_per_token_node", "energy_j_per_token_node_lo", "energy_j_per_token_node_hi",
+    "energy_j_per_token_facility", "energy_j_per_token_facility_lo",
+    "energy_j_per_token_facility_hi", *names(TRAINING_BILL_COLUMNS),
+)  # fmt: skip
 
 
 _GIB = 2**30
@@ -151,18 +174,38 @@ def study_points(
     return table
 
 
+def bill_columns(
+    selected: pd.DataFrame, bill: Mapping[str, Any], hardware: HardwareCatalog, terms: PowerTerms
+) -> pd.DataFrame:
+    """:data:`BILL_POINT_COLUMNS` of the plotted rows ``selected`` (in their order) for a study's
+    ``bill:`` block (``train_tokens``, optional ``usd_per_gpu_hour`` and ``pue``), under the
+    hardware catalogue and the power terms of the calibration the study was simulated with."""
+    rows = selected.reset_index(drop=True)
+    if "pue" in bill:
+        rows = rows.assign(pue=float(bill["pue"]))
+    price = bill.get("usd_per_gpu_hour")
+    with_power = with_node_power(rows, hardware, terms)
+    billed = with_training_bill(
+        with_power, parse_tokens(str(bill["train_tokens"])), None if price is None else float(price)
+    )
+    return billed[list(BILL_POINT_COLUMNS)]
+
+
 def render_points(
     stem: str | os.PathLike[str],
     selected: pd.DataFrame,
     simulated: pd.DataFrame,
     spec: ReportSpec,
     hbm_bytes: Mapping[str, float],
+    bill: pd.DataFrame | None = None,
 ) -> tuple[Path, Path, Path]:
     """Write ``stem.csv`` (full precision), ``stem.md`` and ``stem.tex`` of
-    :func:`study_points`."""
+    :func:`study_points`, with the columns of :func:`bill_columns` (``bill``) appended."""
     from trainscale.report import write_table
 
     table = study_points(selected, simulated, spec, hbm_bytes)
+    if bill is not None:
+        table = pd.concat([table, bill.reset_index(drop=True)], axis=1)
     return write_table(
         table,
         stem,

@@ -64,6 +64,9 @@ class PlanArrays:
     """Index into :data:`~trainscale.schema.RECOMPUTE_MODES`."""
     fp8: np.ndarray
     sequence_parallel: np.ndarray
+    finetune: np.ndarray
+    """Index into :data:`~trainscale.schema.FINETUNE_MODES`."""
+    lora_rank: np.ndarray
 
 
 @dataclass(slots=True, kw_only=True)

@@ -10,6 +10,7 @@ import pandas as pd
 from trainscale.errors import ConfigurationError
 from trainscale.schema import (
     ATTENTION_KERNELS,
+    FINETUNE_MODES,
     PRECISIONS,
     RECOMPUTE_MODES,
     REJECT_COLUMNS,
@@ -18,7 +19,13 @@ from trainscale.schema import (
 )
 from trainscale.sim.configs.arrays import FIELD_NAMES, Configs, compose
 from trainscale.sim.configs.behaviours import FRAMEWORK_FIELDS, framework_behaviours
-from trainscale.sim.configs.columns import choice_codes, optional_positive, positive_ints
+from trainscale.sim.configs.columns import (
+    choice_codes,
+    lora_ranks,
+    optional_choice_codes,
+    optional_positive,
+    positive_ints,
+)
 from trainscale.sim.configs.gpus import gpu_attributes, power_limits
 from trainscale.sim.configs.plan import plan_rules, sequence_parallel
 from trainscale.sim.configs.problems import INT_SHAPE, Problems
@@ -99,6 +106,8 @@ def _checked(
     v["fp8"] = precision == PRECISIONS.index("fp8")
     v["fp8_peak"] = gpu["fp8"]
     v["sequence_parallel"] = sequence_parallel(frame, v["tp"], problems)
+    v["finetune"] = optional_choice_codes(frame, "finetune", FINETUNE_MODES, problems)
+    v["lora_rank"] = lora_ranks(frame, problems)
     v.update(framework_behaviours(frame, v, frameworks, problems))
     plan_rules(v, gpu_names, problems)
     return v, gpu
@@ -123,6 +132,8 @@ def _columns(v: dict[str, np.ndarray], gpu: dict[str, np.ndarray]) -> dict[str, 
         "recompute": v["recompute"],
         "fp8": fp8,
         "sequence_parallel": v["sequence_parallel"],
+        "finetune": v["finetune"],
+        "lora_rank": v["lora_rank"],
         **{name: v[name] for name in FRAMEWORK_FIELDS},
         "gpu_index": gpu["gpu_index"],
         "system": gpu["system"],

@@ -23,9 +23,11 @@ from trainscale.sim.configs.problems import Problems
 __all__ = [
     "choice_codes",
     "coded_text",
+    "lora_ranks",
     "missing_mask",
     "optional_bool",
     "optional_choice",
+    "optional_choice_codes",
     "optional_positive",
     "per_row",
     "positive_ints",
@@ -114,6 +116,41 @@ def choice_codes(
         + f"; allowed: {', '.join(allowed)}",
     )  # fmt: skip
     return np.where(index < 0, 0, index)
+
+
+#: ``lora_rank``: empty means this rank; allowed whole numbers from 1 to :data:`MAX_LORA_RANK`.
+DEFAULT_LORA_RANK = 16
+MAX_LORA_RANK = 65_536
+
+
+def lora_ranks(frame: pd.DataFrame, problems: Problems) -> np.ndarray:
+    """The optional ``lora_rank`` column: whole numbers 1 to :data:`MAX_LORA_RANK`, empty or
+    absent :data:`DEFAULT_LORA_RANK`."""
+    if "lora_rank" not in frame.columns:
+        return np.full(len(frame), DEFAULT_LORA_RANK, dtype=np.int64)
+    values = _numeric(frame, "lora_rank")
+    values = np.where(missing_mask(frame, "lora_rank"), float(DEFAULT_LORA_RANK), values)
+    bad = ~(np.isfinite(values) & (values >= 1) & (values <= MAX_LORA_RANK)
+            & (values == np.floor(np.where(np.isfinite(values), values, 0))))  # fmt: skip
+    problems.add_where(
+        bad, "lora_rank",
+        lambda r: f"{_raw(frame, 'lora_rank', r)!r} is not allowed; allowed: a whole number "
+        f"from 1 to {MAX_LORA_RANK:,} (empty: {DEFAULT_LORA_RANK})",
+    )  # fmt: skip
+    return np.where(bad, DEFAULT_LORA_RANK, values).astype(np.int64)
+
+
+def optional_choice_codes(
+    frame: pd.DataFrame, name: str, allowed: tuple[str, ...], problems: Problems
+) -> np.ndarray:
+    """:func:`choice_codes` of an optional column: absent or empty is ``allowed[0]``."""
+    if name not in frame.columns:
+        return np.zeros(len(frame), dtype=np.int64)
+    empty = missing_mask(frame, name)
+    if empty.all():
+        return np.zeros(len(frame), dtype=np.int64)
+    filled = frame.assign(**{name: frame[name].astype(object).where(~empty, allowed[0])})
+    return choice_codes(filled, name, allowed, problems)
 
 
 def optional_number(frame: pd.DataFrame, name: str, problems: Problems, note: str) -> np.ndarray:

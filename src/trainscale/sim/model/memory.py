@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from trainscale.schema import Recompute, Sharding
+from trainscale.sim.model.finetune import lora_mask, trainable_share
 from trainscale.sim.model.work import BlockWork
 
 if TYPE_CHECKING:
@@ -79,6 +80,10 @@ def memory_bytes_per_gpu(
         [(4.0 + 12.0 / d) * params, 16.0 * params, (2.0 + 14.0 / d) * params],
         default=16.0 * params / d,
     )
+    # LoRA: frozen weights in bf16 (sharded as the plan shards them), no gradient or Adam state;
+    # the adapters' full training state (16 bytes per parameter) on top.
+    frozen = np.where(sharded, 2.0 / d, 2.0) * params
+    states = np.where(lora_mask(c), frozen + 16.0 * trainable_share(c, work) * params, states)
     gathered = np.where(sharded & ~pipelined, 2.0 * 2.0 * work.layer_param_bytes, 0.0)
 
     h = c.model.hidden.astype(np.float64)

@@ -14,6 +14,7 @@ import numpy as np
 
 from trainscale.schema import Recompute
 from trainscale.sim.configs import Configs
+from trainscale.sim.model.finetune import adapter_gemms, lora_mask, weight_gradient_share
 from trainscale.sim.model.work import BlockWork
 from trainscale.sim.plan.efficiency import Efficiencies
 from trainscale.sim.system.compute import attention_time, gemm_efficiency, gemm_time, memory_time
@@ -73,6 +74,20 @@ def _attention_fwd(c: Configs, w: BlockWork, cal: Calibration, eff: Efficiencies
     return np.where(c.system.flash_attention, flash, materialised)
 
 
+def _adapter_time(c: Configs, w: BlockWork, kw: dict) -> np.ndarray:
+    """Forward time of one block's LoRA adapters (0 where not LoRA)."""
+    lora = lora_mask(c)
+    if not lora.any():
+        return np.zeros(len(lora))
+    rows = np.flatnonzero(lora)
+    sub = {k: v[rows] if isinstance(v, np.ndarray) and v.shape == lora.shape else v
+           for k, v in kw.items()}  # fmt: skip
+    out = np.zeros(len(lora))
+    out[rows] = sum(gemm_time(m[rows], n[rows], k[rows], **sub)
+                    for m, n, k in adapter_gemms(c, w))  # fmt: skip
+    return out
+
+
 def block_compute(c: Configs, w: BlockWork, cal: Calibration, eff: Efficiencies) -> BlockCompute:
     """Forward and backward compute-stream time of one block and of the head, per micro-batch."""
     d0 = c.system.gemm_half_efficiency_dim * cal.gemm_size_scale
@@ -81,7 +96,11 @@ def block_compute(c: Configs, w: BlockWork, cal: Calibration, eff: Efficiencies)
     # The two backward GEMMs of a (m, n, k) product, (m, k, n) and (k, n, m), have its FLOPs, its
     # smallest dimension and its traffic: each takes the forward GEMM's time.
     gemm_fwd = sum(gemm_time(m, n, k, **kw) for m, n, k in w.gemms)
-    gemm_bwd = 2.0 * gemm_fwd
+    # LoRA: frozen weights skip their weight-gradient GEMM; the adapters run all three passes.
+    wgrad = weight_gradient_share(c)
+    adapters = _adapter_time(c, w, kw)
+    gemm_fwd = gemm_fwd + adapters
+    gemm_bwd = (1.0 + wgrad) * (gemm_fwd - adapters) + 2.0 * adapters
     attn_fwd = _attention_fwd(c, w, cal, eff)
     mem = memory_time(
         eff.elementwise_traffic * w.elementwise_bytes,
@@ -104,7 +123,7 @@ def block_compute(c: Configs, w: BlockWork, cal: Calibration, eff: Efficiencies)
         fwd_memory_s=fwd_mem,
         bwd_dense_s=gemm_bwd + ATTENTION_BACKWARD_RATIO * attn_fwd + recompute_dense,
         bwd_memory_s=2.0 * mem / 3.0 + recompute_mem,
-        head_dense_s=3.0 * gemm_time(m, n, k, **kw),
+        head_dense_s=(2.0 + wgrad) * gemm_time(m, n, k, **kw),
         head_memory_s=memory_time(
             eff.elementwise_traffic * w.head_elementwise_bytes,
             hbm_bw=c.system.hbm_bytes_per_s, hbm_efficiency=cal.hbm_efficiency,

@@ -15,6 +15,7 @@ import numpy as np
 from trainscale.schema import Recompute, Sharding
 from trainscale.sim.configs import Configs
 from trainscale.sim.frameworks import ZERO3_MAX_REUSE_DISTANCE, ZERO3_PERSISTENCE_THRESHOLD
+from trainscale.sim.model.finetune import trainable_share
 from trainscale.sim.model.work import BlockWork
 from trainscale.sim.plan.layout import Layout
 from trainscale.sim.plan.streams import bucketed, only_where, prefetched
@@ -107,10 +108,11 @@ def _block_collectives(
         (sharding == Sharding.FSDP) | (sharding == Sharding.HSDP) | (sharding == Sharding.ZERO2)
     )
     ag = calls * only_where(gathers, allgather_time, w.layer_param_bytes / calls, n, g, net)
-    rs = only_where(gathers, reducescatter_time, w.layer_param_bytes, n, g, net)
+    grads = trainable_share(c, w) * w.layer_param_bytes  # LoRA: the adapters' gradients only
+    rs = only_where(gathers, reducescatter_time, grads, n, g, net)
     ar_replicas = only_where(
         sharding == Sharding.HSDP, allreduce_time,
-        w.layer_param_bytes / np.maximum(n, 1), place.replicas, 1, net,
+        grads / np.maximum(n, 1), place.replicas, 1, net,
     )  # fmt: skip
     sharded = (sharding == Sharding.FSDP) | (sharding == Sharding.HSDP)
     again = (

@@ -77,6 +77,7 @@ from numpy.typing import ArrayLike
 
 from trainscale.schema import Sharding
 from trainscale.sim.configs import Configs
+from trainscale.sim.model.finetune import trainable_share
 from trainscale.sim.model.work import BlockWork
 from trainscale.sim.plan.block_compute import BlockCompute, block_compute
 from trainscale.sim.plan.context_parallel import ContextParallel, context_parallel
@@ -293,12 +294,13 @@ def step_times(
     act_bytes = boundary_bytes(w.tokens, c.model.hidden, c.plan.tp, c.plan.sequence_parallel)
     boundary_s = boundary_p2p(act_bytes, c.plan.pp, c.plan.vpp, place, net)
     mb = _micro_batch(c, comp, cp, dp, path, layers, boundary_s)
+    trained_bytes = trainable_share(c, w) * stage_params_bytes  # LoRA: the adapters only
     sync = step_sync(
-        c, place, net, dp, layers=layers, grad_bytes=stage_params_bytes,
+        c, place, net, dp, layers=layers, grad_bytes=trained_bytes,
         fwd_compute=path.fwd_compute_s, fwd_critical=path.fwd_critical_s,
         bwd_critical=path.bwd_critical_s, slow=slow,
     )  # fmt: skip
-    optimizer = _optimizer_step(c, place, cal, stage_params_bytes)
+    optimizer = _optimizer_step(c, place, cal, trained_bytes)
 
     blocks = m * layers
     dense = blocks * (comp.fwd_dense_s + comp.bwd_dense_s) + m * mb.head_share * comp.head_dense_s

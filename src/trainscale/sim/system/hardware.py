@@ -18,9 +18,20 @@ from trainscale.io.schema import check_document
 from trainscale.io.yaml import load_yaml, require_keys
 from trainscale.paths import data_dir, schema_file
 
-__all__ = ["FABRICS", "Gpu", "HardwareCatalog", "System", "load_hardware"]
+__all__ = [
+    "COOLING",
+    "FABRICS",
+    "Facility",
+    "Gpu",
+    "HardwareCatalog",
+    "HostPower",
+    "SwitchPower",
+    "System",
+    "load_hardware",
+]
 
 FABRICS = ("infiniband", "roce", "efa", "ethernet", "slingshot")
+COOLING = ("air", "liquid", "immersion")
 
 _GIB = 2**30
 _GPU_KEYS = (
@@ -30,8 +41,36 @@ _GPU_KEYS = (
 )  # fmt: skip
 _SYSTEM_KEYS = (
     "description", "gpu", "gpus_per_node", "nic_gbit_per_s_per_gpu", "fabric", "nvswitch",
-    "sources",
+    "host_power", "sources",
 )  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HostPower:
+    """A node's non-GPU power (CPUs, DRAM, NICs, NVSwitch, fans, PSU losses), watts: ``idle_w``
+    with its GPUs idle, ``max_w`` with them at full load, linear in the GPUs' activity."""
+
+    idle_w: float
+    max_w: float
+    cooling: str
+    """One of :data:`COOLING`."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SwitchPower:
+    """Scale-out switch power per port (at one GPU NIC's line rate), watts, and the radix."""
+
+    w_per_port: float
+    radix: int
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Facility:
+    """The facility around the nodes: the PUE assumed where a configuration sets none."""
+
+    pue_default: float
+    sources: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -95,7 +134,10 @@ class System:
     fabric: str
     """One of :data:`FABRICS`."""
     nvswitch: bool
+    host_power: HostPower
     sources: tuple[str, ...]
+    aliases: tuple[str, ...] = ()
+    """Regular expressions (case-insensitive search) for a published source's system wording."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -107,6 +149,8 @@ class HardwareCatalog:
     default_system: dict[str, str]
     """GPU key → the system assumed when a configuration names only its GPU."""
     fabric_efficiency_factor: dict[str, float]
+    switch_power: SwitchPower
+    facility: Facility
     path: str
 
     def system_for(self, gpu: str) -> System:
@@ -137,6 +181,16 @@ class HardwareCatalog:
         matches = []
         for i, (key, gpu) in enumerate(self.gpus.items()):
             for alias in gpu.aliases:
+                if found := re.search(alias, text or "", flags=re.IGNORECASE):
+                    matches.append((len(found.group(0)), -i, key))
+        return max(matches)[2] if matches else None
+
+    def system_for_text(self, text: str) -> str | None:
+        """The system key whose ``aliases`` give the longest case-insensitive match in a
+        source's wording, the first in the file on a tie; None without a match."""
+        matches = []
+        for i, (key, system) in enumerate(self.systems.items()):
+            for alias in system.aliases:
                 if found := re.search(alias, text or "", flags=re.IGNORECASE):
                     matches.append((len(found.group(0)), -i, key))
         return max(matches)[2] if matches else None
@@ -229,8 +283,18 @@ def _parse_system(path: Path, key: str, entry: dict, gpus: dict[str, Gpu]) -> Sy
         / 8,
         fabric=str(entry["fabric"]),
         nvswitch=bool(entry["nvswitch"]),
+        host_power=_host_power(path, where, entry["host_power"]),
         sources=tuple(entry["sources"]),
+        aliases=tuple(_regex(path, f"{where}.aliases", a) for a in entry.get("aliases", ())),
     )
+
+
+def _host_power(path: Path, where: str, entry: dict) -> HostPower:
+    idle = _positive(path, f"{where}.host_power.idle_w", entry["idle_w"])
+    top = _positive(path, f"{where}.host_power.max_w", entry["max_w"])
+    if top < idle:
+        raise InputFileError(path, f"{where}.host_power: max_w {top:g} below idle_w {idle:g}")
+    return HostPower(idle_w=idle, max_w=top, cooling=str(entry["cooling"]))
 
 
 @cache
@@ -251,11 +315,20 @@ def _load(path: Path) -> HardwareCatalog:
     missing = [fabric for fabric in FABRICS if fabric not in factors]
     if missing:
         raise InputFileError(path, f"fabric_efficiency_factor: missing {', '.join(missing)}")
+    switch, facility = data["switch_power"], data["facility"]
     return HardwareCatalog(
         gpus=gpus,
         systems=systems,
         default_system=defaults,
         fabric_efficiency_factor=factors,
+        switch_power=SwitchPower(
+            w_per_port=float(switch["w_per_port"]),
+            radix=int(switch["radix"]),
+            sources=tuple(switch["sources"]),
+        ),
+        facility=Facility(
+            pue_default=float(facility["pue_default"]), sources=tuple(facility["sources"])
+        ),
         path=str(path),
     )
 
