@@ -31,7 +31,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from trainscale.commands.output import add_output_option
+from trainscale.commands.output import add_output_option, shipped_inputs
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -191,12 +191,27 @@ def error_table(report: PilotReport) -> str:
     return "\n".join(lines)
 
 
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Refuse, before anything is read, an output that names an input (or the other output)
+    or has a suffix its writer does not write (:func:`trainscale.io.outputs.check_outputs`)."""
+    from trainscale.io.outputs import check_outputs
+
+    refit = args.measurements is None and args.profile is None and args.prior_scan is None
+    check_outputs(
+        {"-o": args.output, "--table": args.table},
+        # a refit does not read calibration.yaml: -o data/calibration.yaml replaces it
+        [*(args.measurements or []), args.published, *shipped_inputs(calibration=not refit)],
+        suffixes={"-o": (".yaml", ".yml"), "--table": (".csv",)},
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     from trainscale.calibrate.fit import calibrate
     from trainscale.published.measurements import load_published
     from trainscale.sim.calibration import PARAMETERS, parameters_at_bounds
     from trainscale.sim.catalogue import load_catalogue
 
+    _check_outputs(args)
     catalogue = load_catalogue()  # the shipped catalogues, loaded once for the whole command
     if args.measurements is not None:
         return _user(args, catalogue)
