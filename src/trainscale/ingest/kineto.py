@@ -17,10 +17,8 @@ All times are microseconds (``_us``), as in the trace.
 
 from __future__ import annotations
 
-import gzip
 import math
 import re
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +29,7 @@ import pandas as pd
 from trainscale.errors import InputFileError
 from trainscale.ingest._collectives import canonical_collective
 from trainscale.ingest._text import parse_json
+from trainscale.io.compressed import read_maybe_gzip
 
 __all__ = ["KinetoTrace", "check_same_job", "load_traces", "no_gpu_kernels", "read_trace"]
 
@@ -283,15 +282,7 @@ def _holdings(events: pd.DataFrame) -> str:
 
 
 def _load_json(path: Path) -> dict:
-    try:
-        raw = path.read_bytes()
-    except OSError as error:
-        raise InputFileError(path, f"cannot read the trace: {error.strerror or error}") from None
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as error:
-            raise InputFileError(path, f"truncated or corrupt gzip data ({error})") from None
+    raw = read_maybe_gzip(path, what="trace")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
