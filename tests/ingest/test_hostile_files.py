@@ -158,3 +158,50 @@ def test_a_trace_bomb_is_refused_fast(tmp_path: Path) -> None:
     assert result.returncode == 2, result.stderr
     assert "256 MiB once decompressed" in result.stderr and "Traceback" not in result.stderr
     assert time.perf_counter() - start < 10  # includes the interpreter's start
+
+
+# --- damaged trace events ------------------------------------------------------------------
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    dur=st.one_of(
+        st.floats(-1e18, -1e-3),
+        st.floats(3.6e9 * 1.001, 1e18),
+        st.sampled_from(["12", None, float("nan"), float("inf"), True]),
+    ),
+    count=st.integers(1, 5),
+    data=st.data(),
+)
+def test_damaged_kernel_events_are_counted_and_refused(
+    tmp_path_factory: pytest.TempPathFactory, dur: object, count: int, data: st.DataObject
+) -> None:
+    from tests.ingest._traces import synthetic_trace, write_trace
+    from trainscale.commands.trace import trace_table
+
+    document = synthetic_trace()
+    kernels = [k for k, e in enumerate(document["traceEvents"]) if e.get("cat") == "kernel"]
+    chosen = sorted(data.draw(st.lists(st.sampled_from(kernels), min_size=count,
+                                       max_size=count, unique=True) if count <= len(kernels)
+                              else st.just(kernels)))  # fmt: skip
+    for k in chosen:
+        if dur is None:
+            del document["traceEvents"][k]["dur"]
+        else:
+            document["traceEvents"][k]["dur"] = dur
+    path = write_trace(tmp_path_factory.mktemp("t") / "rank0.json.gz", document)
+    with pytest.raises(
+        InputFileError,
+        match=rf"^{path}: {len(chosen)} complete event\(s\) with a missing, negative or absurd "
+        rf"duration, first traceEvents\[{chosen[0]}\]",
+    ):
+        trace_table([path])
+
+
+def test_an_undamaged_trace_still_reads() -> None:
+    from trainscale.commands.trace import trace_table
+
+    traces = sorted((REPO / "data/runs/hta_samples/traces").glob("hta_trace_filter_sampled_rank-*"))
+    assert len(trace_table(traces)) == len(traces)

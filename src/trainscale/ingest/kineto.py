@@ -29,6 +29,7 @@ import pandas as pd
 from trainscale.errors import InputFileError
 from trainscale.ingest._collectives import canonical_collective
 from trainscale.ingest._text import parse_json
+from trainscale.ingest.kineto_events import refuse_damaged_events
 from trainscale.io.compressed import read_maybe_gzip
 
 __all__ = ["KinetoTrace", "check_same_job", "load_traces", "no_gpu_kernels", "read_trace"]
@@ -86,6 +87,7 @@ def read_trace(path: str | Path) -> KinetoTrace:
         line when the JSON decoder knows it), or has no ``traceEvents`` list.
     """
     document = _load_json(Path(path))
+    refuse_damaged_events(document["traceEvents"], path)
     events = _assign_steps(_events_frame(document["traceEvents"]))
     info = document.get("distributedInfo")
     info = info if isinstance(info, dict) else {}
