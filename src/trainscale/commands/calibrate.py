@@ -27,6 +27,7 @@ they print how firmly the published data determine the parameters and the study'
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -85,13 +86,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _numbers(text: str, option: str) -> list[float]:
     from trainscale.errors import TrainscaleError
+    from trainscale.io.numbers import number_problem, parse_number
 
-    try:
-        values = [float(item) for item in text.split(",") if item.strip()]
-    except ValueError:
-        values = []
-    if not values:
+    items = [item.strip() for item in text.split(",") if item.strip()]
+    if not items:
         raise TrainscaleError(f"{option}: expected comma-separated numbers, got {text!r}")
+    values = []
+    for item in items:
+        # --prior-scan: inf is a documented factor (no prior); nothing else but plain numbers
+        number = math.inf if option == "--prior-scan" and item == "inf" else parse_number(item)
+        if number is None:
+            raise TrainscaleError(f"{option}: {number_problem(item)}")
+        values.append(number)
     return values
 
 

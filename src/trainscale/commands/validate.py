@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from trainscale.commands.output import add_output_option, shipped_inputs
+from trainscale.io.numbers import option_number
 
 if TYPE_CHECKING:
     from trainscale.published.measurements import PublishedData
@@ -69,7 +70,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-mape",
-        type=float,
+        type=option_number(minimum=0),
         help="exit with status 1 if the overall MAPE of tokens/s per GPU exceeds this (percent): "
         "the held-out MAPE with --holdout, else the in-sample MAPE",
     )
