@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from trainscale.errors import InputFileError
+from trainscale.ingest.batch_ramp import batch_ramp
 
 if TYPE_CHECKING:
     from trainscale.sim.system.hardware import Gpu
@@ -215,7 +216,7 @@ def check_steps(
     """Check a parsed step table (columns of :attr:`trainscale.ingest.steplog.StepLog.steps`,
     before the manifest's ``global_batch`` fills gaps) against the manifest; raise on a
     contradiction."""
-    _check_global_batch(steps, path, cfg, manifest)
+    _check_global_batch(steps.iloc[batch_ramp(steps, cfg) :], path, cfg, manifest)
     check_logged_peaks(steps, path, cfg, gpu)
     if gpu is not None and "mem_gib" in steps:
         limit = gpu.hbm_bytes / 2**30 * (1 + HBM_TOLERANCE)

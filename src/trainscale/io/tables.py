@@ -139,7 +139,9 @@ def read_table(path: Path) -> pd.DataFrame:
     try:
         if suffix == ".parquet":
             return pd.read_parquet(path)
-        return pd.read_csv(path)
+        # only an empty cell is empty: pandas would also read nan, NA, null and None as empty,
+        # which docs/bad-input.md says are refused (a number column: not a finite number)
+        return pd.read_csv(path, keep_default_na=False, na_values=[""])
     except Exception as error:  # pandas raises many types for malformed files
         raise InputFileError(path, f"cannot read table: {error}") from error
 
