@@ -205,3 +205,14 @@ def test_an_undamaged_trace_still_reads() -> None:
 
     traces = sorted((REPO / "data/runs/hta_samples/traces").glob("hta_trace_filter_sampled_rank-*"))
     assert len(trace_table(traces)) == len(traces)
+
+
+def test_a_gzip_trailer_that_understates_the_size_is_still_capped(tmp_path: Path) -> None:
+    from trainscale.io.compressed import read_maybe_gzip
+
+    path = tmp_path / "liar.json.gz"
+    data = bytearray(gzip.compress(b" " * 100_000))
+    data[-4:] = (10).to_bytes(4, "little")  # ISIZE says 10 bytes
+    path.write_bytes(bytes(data))
+    with pytest.raises(InputFileError, match="once decompressed"):
+        read_maybe_gzip(path, limit=50_000)

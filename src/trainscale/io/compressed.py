@@ -1,8 +1,9 @@
 """Reading a file that may be gzip-compressed, with a cap on the decompressed size.
 
 A few hundred kilobytes of gzip can expand to gigabytes (a 600 KB ``.json.gz`` of repeated
-events is 1.35 GB once parsed), so a compressed input is decompressed in pieces and refused as
-soon as it passes :data:`MAX_DECOMPRESSED_BYTES`, before it is parsed. An uncompressed file is
+events is 1.35 GB once parsed), so a compressed input whose gzip trailer states more than
+:data:`MAX_DECOMPRESSED_BYTES` is refused at once, and any other is decompressed in pieces and
+refused as soon as it passes the cap, before it is parsed. An uncompressed file is
 held to the same cap, so the bound does not depend on how the file was stored.
 """
 
@@ -41,6 +42,13 @@ def read_maybe_gzip(
                 if size > limit:
                     raise _too_large(path, limit, what)
                 return magic + handle.read(limit)
+            # gzip's trailer states the (last member's) size mod 2**32 (RFC 1952, ISIZE): a
+            # file that says it is too large is refused before anything is decompressed; one
+            # that lies is still stopped by the cap while decompressing
+            if size >= 18:
+                handle.seek(size - 4)
+                if int.from_bytes(handle.read(4), "little") > limit:
+                    raise _too_large(path, limit, what)
             handle.seek(0)
             return _gunzip(path, handle, limit, what)
     except OSError as error:
@@ -55,7 +63,7 @@ def _too_large(path: Path, limit: int, what: str) -> InputFileError:
     )
 
 
-def _gunzip(path: Path, handle: object, limit: int, what: str) -> bytes:
+def _gunzip(path: Path, handle: object, limit: int, what: str) -> bytearray:
     """Decompress every gzip member of ``handle`` in pieces, stopping past ``limit``."""
     out = bytearray()
     decompressor = zlib.decompressobj(wbits=31)
@@ -64,7 +72,7 @@ def _gunzip(path: Path, handle: object, limit: int, what: str) -> bytes:
         if decompressor.eof:  # one gzip member done: another may follow
             pending = decompressor.unused_data or handle.read(_PIECE)  # type: ignore[attr-defined]
             if not pending:
-                return bytes(out)
+                return out  # not copied: the cap bounds the memory once
             decompressor = zlib.decompressobj(wbits=31)
         elif not pending:
             pending = handle.read(_PIECE)  # type: ignore[attr-defined]
