@@ -358,7 +358,8 @@ def check_logged_peaks(
             shown = f"{values.iloc[k]:.2%}" if column == "mfu" else f"{values.iloc[k]:g}"
             raise InputFileError(
                 path,
-                f"logged {what} {shown} per GPU is impossible; allowed: {allowed}",
+                f"logged {what} {shown}{'' if column == 'mfu' else ' per GPU'} is impossible; "
+                f"allowed: {allowed}",
                 line=_line(steps, k),
             )
 
