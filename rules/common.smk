@@ -53,6 +53,24 @@ for _kind, _registry in (("figure", FIGURES), ("table", TABLES)):
             + ", ".join(_registry)
         )
 
+# A listed figure or table that reads a study's simulated table (results/sim/<study>.parquet,
+# trainscale.report.registry.study_input) needs that study listed too: otherwise it is a named
+# problem here (not a KeyError in a later rule), saying which study to list or which output to
+# leave out.
+_needs = {}
+for _kind, _registry in (("figure", FIGURES), ("table", TABLES)):
+    for _name in config[f"{_kind}s"]:
+        for _spec in _registry[_name].inputs.values() if _name in _registry else ():
+            _study = _spec.file.removeprefix("sim/")
+            if _spec.file.startswith("sim/") and _study not in config["studies"]:
+                _needs.setdefault(_study, []).append(f"{_kind} '{_name}'")
+for _study, _outputs in _needs.items():
+    _problems.append(
+        f"invalid config: {', '.join(_outputs)} read(s) the study '{_study}' "
+        f"(results/sim/{_study}.parquet), which is not listed under 'studies': list it there, "
+        "or leave what reads it out of 'figures' and 'tables' (--config 'figures=[...]')"
+    )
+
 # Catalogues are inputs. Each rule declares, as named inputs, exactly the catalogue files and
 # calibration its script reads (catalogue_inputs below), and the script loads them from
 # snakemake.input and passes them down: the library never reads a catalogue on its own. Editing

@@ -11,7 +11,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TextIO
 
 from trainscale.errors import TrainscaleError
 from trainscale.version import __version__
@@ -57,6 +60,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = _build_parser()
     args = parser.parse_args(argv)
+    previous = warnings.showwarning
+    warnings.showwarning = _warning_printer(args.command, previous)
     try:
         return int(args._run(args) or 0)
     except TrainscaleError as error:
@@ -65,6 +70,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         _silence_stdout()
         return 128 + 13
+    finally:
+        warnings.showwarning = previous
+
+
+_PACKAGE = str(Path(__file__).resolve().parent)
+
+
+def _warning_printer(command: str, fallback: Callable[..., None]) -> Callable[..., None]:
+    """``warnings.showwarning`` for a command: a warning the package raises about the user's
+    input prints as ``trainscale <command>: warning: <message>`` (the message names the file
+    and line), not with the Python source line that raised it; any other warning (a library's)
+    keeps Python's format, which helps a developer."""
+
+    def show(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: TextIO | None = None,
+        line: str | None = None,
+    ) -> None:
+        if str(Path(filename).resolve()).startswith(_PACKAGE):
+            print(f"trainscale {command}: warning: {message}", file=file or sys.stderr)
+        else:
+            fallback(message, category, filename, lineno, file, line)
+
+    return show
 
 
 def _silence_stdout() -> None:

@@ -7,7 +7,21 @@ the workflow scripts catch only this type; anything else is a bug and keeps its 
 
 from __future__ import annotations
 
-__all__ = ["ConfigurationError", "InputFileError", "TrainscaleError", "row_numbering"]
+__all__ = ["ConfigurationError", "InputFileError", "TrainscaleError", "clip", "row_numbering"]
+
+#: Characters of a whole message about a file, beyond which it is cut (:func:`clip`).
+MAX_MESSAGE_CHARS = 20_000
+#: Characters of a value shown in a message before it is cut (:func:`clip`).
+CLIP_CHARS = 200
+
+
+def clip(value: object, limit: int = CLIP_CHARS) -> str:
+    """``str(value)``, cut to ``limit`` characters with how many more there were: a message
+    quotes a value, never a megabyte of it."""
+    text = str(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit:,} more characters)"
 
 
 def row_numbering(origin: str) -> str:
@@ -32,7 +46,7 @@ class InputFileError(TrainscaleError):
 
     def __init__(self, path: object, message: str, *, line: int | None = None) -> None:
         where = f"{path}:{line}" if line is not None else f"{path}"
-        super().__init__(f"{where}: {message}")
+        super().__init__(f"{where}: {clip(message, MAX_MESSAGE_CHARS)}")
         self.path = str(path)
         self.line = line
 

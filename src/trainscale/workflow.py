@@ -1,7 +1,7 @@
 """What every workflow script (``workflow/scripts/*.py``) does around its one call.
 
 A rule's script is thin: it reads the files its rule declares, calls one library function and
-writes the rule's outputs. Around that call each script needs the same four things, written here
+writes the rule's outputs. Around that call each script needs the same five things, written here
 once:
 
 - its standard error goes to the rule's ``log:`` file (line-buffered, so a killed job keeps what
@@ -11,7 +11,9 @@ once:
   left);
 - the catalogue files and calibration are loaded from the paths the rule declares as named inputs
   (``**catalogue_inputs(...)`` in ``rules/common.smk``), never from the shipped defaults;
-- each written file is named in the log.
+- each written file is named in the log;
+- no declared output names a declared input (:func:`trainscale.io.outputs.check_outputs`),
+  checked before the script reads anything.
 
 Use::
 
@@ -31,6 +33,7 @@ from pathlib import Path
 from typing import Any, Protocol, TextIO
 
 from trainscale.errors import TrainscaleError
+from trainscale.io.outputs import check_outputs
 from trainscale.published.measurements import PublishedData, load_published
 from trainscale.sim.calibration import Calibration, load_calibration
 from trainscale.sim.catalogue import (
@@ -48,6 +51,7 @@ class _Snakemake(Protocol):
     """The part of Snakemake's ``snakemake`` script object used here."""
 
     input: Any
+    output: Any
     log: Any
 
 
@@ -103,6 +107,22 @@ class RuleScript:
             print(f"wrote {path}", file=sys.stderr)
 
 
+def _declared(files: Any) -> list[str]:
+    """Every path of a rule's ``input`` or ``output`` (Snakemake's list, or an object with
+    one attribute per name), flattened."""
+    try:
+        items = list(files)
+    except TypeError:
+        items = list(vars(files).values())
+    paths: list[str] = []
+    for item in items:
+        if isinstance(item, list | tuple):
+            paths += [str(path) for path in item]
+        elif item is not None:
+            paths.append(str(item))
+    return paths
+
+
 @contextmanager
 def rule_script(
     snakemake: _Snakemake, *, error_note: str = "", echo_errors: bool = False
@@ -140,6 +160,11 @@ def rule_script(
     atexit.register(close_log)
     rule = RuleScript(snakemake, console)
     try:
+        check_outputs(
+            {f"output {path}": path for path in _declared(getattr(snakemake, "output", ()))},
+            _declared(snakemake.input),
+            folders=True,
+        )
         yield rule
     except TrainscaleError as error:
         message = f"error{error_note}: {error}"

@@ -102,8 +102,8 @@ def test_cli_profile_prints_and_writes_the_table(
     ("argv", "message"),
     [
         (["--profile", "nccl_latency_scale"], "expected NAME=V1,V2"),
-        (["--profile", "nccl_latency_scale=fast"], "expected comma-separated numbers"),
-        (["--prior-scan", "1,x"], "expected comma-separated numbers"),
+        (["--profile", "nccl_latency_scale=fast"], "'fast' is not a number"),
+        (["--prior-scan", "1,x"], "'x' is not a number"),
         (["--table", "out.csv"], "--table needs --profile or --prior-scan"),
     ],
 )

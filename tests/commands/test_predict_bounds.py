@@ -208,7 +208,7 @@ def test_output_naming_the_input_is_refused(tmp_path, capsys, monkeypatch, spell
     (tmp_path / "sub").mkdir()
     status, _, err = _run(capsys, "in.csv", "-o", out)
     assert status == 2
-    assert "names the input table" in err
+    assert "names the input" in err
     assert path.read_bytes() == before
 
 

@@ -45,7 +45,7 @@ def _titan_line(step: int, second: int, tps: int) -> str:
 
 
 def make_run(root: Path, *, harness: bool = True) -> Path:
-    """STEPS steps one second apart, tps 1000 + 10·step; 2 GPUs at (100 + step) and
+    """STEPS steps one second apart, tps 1000 + 10·step; 2 GPUs at (200 + step) and
     (300 + step) W, sampled every 0.25 s; warm-up 2."""
     run = root / "synth"
     (run / "logs").mkdir(parents=True)
@@ -56,7 +56,7 @@ def make_run(root: Path, *, harness: bool = True) -> Path:
     for step in range(1, STEPS + 1):
         for ms in (250, 500, 750, 1000):
             second, frac = step - 1 + ms // 1000, ms % 1000
-            for gpu, base in ((0, 100), (1, 300)):
+            for gpu, base in ((0, 200), (1, 300)):
                 power.append(
                     f"2025/01/01 12:00:{second:02d}.{frac:03d}, {gpu}, {base + step:.2f} W, 90 %"
                 )
@@ -118,7 +118,7 @@ def _write_lines(path: Path, lines: list[str]) -> None:
 def test_undamaged_run_has_no_warnings(tmp_path):
     results, _ = _ingest(make_run(tmp_path))
     assert results["warnings"].tolist() == [""]
-    assert _metrics(results)["power_w_per_gpu"] == pytest.approx(200 + 7.5)
+    assert _metrics(results)["power_w_per_gpu"] == pytest.approx(250 + 7.5)
 
 
 def test_exact_duplicate_step_lines_are_dropped_with_a_warning(tmp_path):
@@ -179,7 +179,7 @@ def test_negative_power_is_an_error_naming_file_and_line(tmp_path):
     run = make_run(tmp_path)
     power = run / "logs" / "power.csv"
     lines = _lines(power)
-    lines[9] = lines[9].replace(", 102.00 W", ", -328.00 W")
+    lines[9] = lines[9].replace(", 202.00 W", ", -328.00 W")
     _write_lines(power, lines)
     with pytest.raises(InputFileError, match=rf"^{power}:10: negative power -328 W"):
         ingest_run(run, **SHIPPED)
@@ -232,7 +232,7 @@ def test_incomplete_power_poll_is_a_warning(tmp_path):
 def test_nothing_is_written_for_a_damaged_run(tmp_path):
     run = make_run(tmp_path)
     power = run / "logs" / "power.csv"
-    _write_lines(power, [line.replace(", 102.00 W", ", -1.00 W") for line in _lines(power)])
+    _write_lines(power, [line.replace(", 202.00 W", ", -1.00 W") for line in _lines(power)])
     out = tmp_path / "out"
     with pytest.raises(InputFileError, match="negative power"):
         write_ingested(run, out / "synth.parquet", out / "synth_steps.parquet", **SHIPPED)

@@ -34,7 +34,7 @@ def _gpu1(lines, value):
 def test_power_below_idle_is_an_error(tmp_path, watts):  # S9 (0 W, below idle, kW in [W])
     run = _synthetic_run(tmp_path)
     _edit_power(run, lambda lines: _gpu1(lines, watts))
-    with pytest.raises(TrainscaleError, match="below the idle floor"):
+    with pytest.raises(TrainscaleError, match="below the idle draw"):
         ingest_run(run, **SHIPPED)
 
 
@@ -50,7 +50,7 @@ def test_kw_header_is_converted(tmp_path):
             ]
         ),
     )
-    assert ingest_run(run, **SHIPPED)[0]["power_w_per_gpu"].iloc[0] == pytest.approx(204.5)
+    assert ingest_run(run, **SHIPPED)[0]["power_w_per_gpu"].iloc[0] == pytest.approx(254.5)
 
 
 def test_gpu_never_logged_warns_and_strict_fails(tmp_path):  # S10, user-trial 22 (8 of 64)
@@ -73,7 +73,7 @@ def test_gpu_index_beyond_the_job_is_an_error(tmp_path):  # S10
 def test_conflicting_duplicate_samples_are_an_error(tmp_path):  # S11
     run = _synthetic_run(tmp_path)
     _edit_power(
-        run, lambda lines: [*lines[:2], lines[1].replace("101.00 W", "250.00 W"), *lines[2:]]
+        run, lambda lines: [*lines[:2], lines[1].replace("201.00 W", "250.00 W"), *lines[2:]]
     )
     with pytest.raises(TrainscaleError, match="conflicting duplicate samples"):
         ingest_run(run, **SHIPPED)

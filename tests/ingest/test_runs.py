@@ -290,7 +290,7 @@ def _titan_line(step: int, second: int, tps: int) -> str:
 def _synthetic_run(
     tmp_path: Path, *, steps: int = 6, truncate: bool = False, harness: bool = False
 ) -> Path:
-    """8 steps one second apart; tps 1000·step; 2 GPUs drawing (100 + step) and (300 + step) W
+    """8 steps one second apart; tps 1000·step; 2 GPUs drawing (200 + step) and (300 + step) W
     during step `step` (samples every 0.25 s)."""
     run = tmp_path / "synth"
     (run / "logs").mkdir(parents=True)
@@ -304,7 +304,7 @@ def _synthetic_run(
         for quarter in (0, 250, 500, 750):  # inside (step - 1, step]: offsets 250..1000 ms
             ms = quarter + 250
             second, ms = (step - 1 + ms // 1000), ms % 1000
-            for gpu, base in ((0, 100), (1, 300)):
+            for gpu, base in ((0, 200), (1, 300)):
                 power.append(
                     f"2025/01/01 12:00:{second:02d}.{ms:03d}, {gpu}, {base + step:.2f} W, 90 %"
                 )
@@ -350,10 +350,10 @@ def test_synthetic_torchtitan_run_with_power(tmp_path):
     assert row["tokens_per_s_per_gpu"] == 4500 and row["tokens_per_s"] == 9000
     assert row["step_time_s"] == 1.0 and row["step_time_s_iqr"] == 0.0
     assert row["n_steps"] == 4 and row["line_range"] == "4-7"
-    # power during step s: mean of (100 + s) and (300 + s) = 200 + s; median over 3..6 = 204.5.
-    assert row["power_w_per_gpu"] == pytest.approx(204.5)
-    assert row["energy_j_per_token"] == pytest.approx(204.5 * 2 / 9000)
-    assert steps["power_w_per_gpu"].tolist()[1:] == pytest.approx([202, 203, 204, 205, 206])
+    # power during step s: mean of (200 + s) and (300 + s) = 250 + s; median over 3..6 = 254.5.
+    assert row["power_w_per_gpu"] == pytest.approx(254.5)
+    assert row["energy_j_per_token"] == pytest.approx(254.5 * 2 / 9000)
+    assert steps["power_w_per_gpu"].tolist()[1:] == pytest.approx([252, 253, 254, 255, 256])
     assert np.isnan(steps["power_w_per_gpu"].iloc[0])  # no interval before the first line
     # MFU by the schema's definition (not the logged 10 %): Llama-2-7B shape cut to 4 layers.
     h, ffn, vocab, layers, seq = 4096, 11008, 32000, 4, 4096

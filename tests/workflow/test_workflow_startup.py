@@ -234,3 +234,22 @@ def test_every_start_up_problem_is_reported_in_one_run(workflow_copy, run_snakem
     assert "config/studies/smoke.yaml: key 'sweep.gpu[1]': unknown GPU 'h300-sxm-999gb'" in output
     assert "config/studies/other.yaml: key 'fixed.sharding': 'fsdp3' is not allowed" in output
     assert not (workdir / "results").exists()
+
+
+def test_a_listed_output_whose_study_is_not_listed_is_named(workflow_copy, run_snakemake) -> None:
+    workdir = workflow_copy(studies=None)  # the shipped figures and tables
+    config = yaml.safe_load((workdir / "config" / "config.yaml").read_text())
+
+    done = run_snakemake(workdir, "--dry-run", "--config", "studies=[smoke]")
+
+    output = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert "KeyError" not in output and "Traceback" not in output
+    for kind, registry in (("figure", FIGURES), ("table", TABLES)):
+        for name in config[f"{kind}s"]:
+            for spec in registry[name].inputs.values():
+                if spec.file.startswith("sim/"):
+                    study = spec.file.removeprefix("sim/")
+                    assert f"{kind} '{name}'" in output, name
+                    assert f"read(s) the study '{study}'" in output
+    assert not (workdir / "results").exists()

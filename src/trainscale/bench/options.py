@@ -22,6 +22,7 @@ from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 from trainscale.bench.config import SHAPE_FIELDS, BenchConfig
 from trainscale.errors import TrainscaleError
+from trainscale.io.numbers import option_float, option_int
 from trainscale.sim.model.params import TransformerShape
 
 __all__ = ["GROUPS", "SHAPE_HELP", "add_arguments", "build_config", "model_shape"]
@@ -69,7 +70,8 @@ def _argument(field: Field[Any], hint: Any) -> dict[str, Any]:
     if get_origin(kind) is Literal:
         kwargs["choices"] = get_args(kind)
     elif kind is not str:
-        kwargs["type"] = kind
+        # numbers read as strictly as table values (no nan, inf, separators or units)
+        kwargs["type"] = {int: option_int, float: option_float}.get(kind, kind)
     if spec["metavar"]:
         kwargs["metavar"] = spec["metavar"]
     if field.default is MISSING and not spec["derived"]:
@@ -90,7 +92,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             groups[key] = parser.add_argument_group(GROUPS[key])
         if field.name == "shape":
             for name in SHAPE_FIELDS:
-                groups[key].add_argument(_flag(name), type=int, help=SHAPE_HELP[name])
+                groups[key].add_argument(_flag(name), type=option_int, help=SHAPE_HELP[name])
         else:
             groups[key].add_argument(
                 _flag(field.metadata["option"]["flag"] or field.name),

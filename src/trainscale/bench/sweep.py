@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from trainscale.errors import InputFileError, TrainscaleError
+from trainscale.io.numbers import option_float, option_int
 from trainscale.io.yaml import load_yaml
 
 __all__ = [
@@ -145,7 +146,7 @@ def _check_options(
                 path,
                 f"{where}.{key}: {value!r} is not one of {', '.join(map(str, action.choices))}",
             )
-        kind = action.type if callable(action.type) else str
+        kind = {option_int: int, option_float: float}.get(action.type, action.type or str)
         if kind is int and (not isinstance(value, int) or isinstance(value, bool)):
             raise InputFileError(path, f"{where}.{key}: expected an integer, got {value!r}")
         if kind is float and (not isinstance(value, int | float) or isinstance(value, bool)):

@@ -31,6 +31,13 @@ Checks, each an error naming the file (or run folder), the 0-based data row and 
   or more with a large MFU, step time in ms, samples counted as tokens) land above it. A cluster
   really 3x faster than the physics the simulator models would be a finding worth a bug report,
   not a calibration;
+- a measurement implying **MFU below 0.5 %** (:attr:`MeasurementChecks.min_mfu`, the floor of
+  ``trainscale ingest``: the slowest shipped GPU run measures 2.2 %), or more than
+  :attr:`MeasurementChecks.max_under_prediction` (10) times below the prediction: on the 291
+  published rows the smallest measured/predicted ratio is 0.41 with the shipped calibration
+  (``results/validation.parquet``, observed / predicted), so 10 leaves four times the worst
+  error while tokens/s per GPU written as per second of a thousand-step run, or 0.001, land
+  below it;
 - **conflicting duplicates**: rows with the same configuration (compared after the simulator
   resolved it, so ``model: llama2-7b`` and its shape columns are the same configuration), in
   one file or across files, whose measurements differ by more than
@@ -86,13 +93,18 @@ class MeasurementChecks:
     """The bounds a measurement must respect (see the module docstring for why these values).
 
     ``max_mfu``: the largest model FLOPs utilisation (fraction) a measurement may imply.
+    ``min_mfu``: the smallest MFU a measurement may imply (the ingest floor,
+    :data:`trainscale.ingest.plausibility.MFU_FLOOR`, 0.5 %).
     ``max_over_prediction``: the largest measured/predicted tokens/s per GPU (base calibration).
+    ``max_under_prediction``: the largest predicted/measured tokens/s per GPU.
     ``duplicate_tolerance``: the largest relative difference, ``max/min - 1``, between two
     measurements of one configuration that is still noise.
     """
 
     max_mfu: float = 1.0
+    min_mfu: float = 0.005
     max_over_prediction: float = 3.0
+    max_under_prediction: float = 10.0
     duplicate_tolerance: float = 0.10
 
 
@@ -242,6 +254,15 @@ def _plausible(
                 f"/ the peak of {configs.plan.num_gpus[row]} x {table['gpu'].iloc[row]} at "
                 f"{table['precision'].iloc[row]}); at most {100 * checks.max_mfu:.0f} % is "
                 "possible: is it tokens/s of the whole job, or a step time in ms?"
+            )))  # fmt: skip
+        elif mfu[row] < checks.min_mfu or ratio[row] < 1 / checks.max_under_prediction:
+            problems.append((row, column, (
+                f"{value} implies MFU {100 * mfu[row]:.3g} % and is {1 / ratio[row]:.3g} x below "
+                f"the simulator's prediction ({predicted['tokens_per_s_per_gpu'][row]:,.6g}, "
+                f"calibration {base.calibration_id}); allowed: MFU at least "
+                f"{100 * checks.min_mfu:g} % and at most {checks.max_under_prediction:g} x below "
+                "the prediction (published runs: at most 2.5 x): check the units (tokens/s per "
+                "GPU) and the configuration columns"
             )))  # fmt: skip
         elif ratio[row] > checks.max_over_prediction:
             problems.append((row, column, (

@@ -29,11 +29,12 @@ they print how firmly the published data determine the parameters and the study'
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from trainscale.commands.output import add_output_option
+from trainscale.commands.output import add_output_option, shipped_inputs
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -90,13 +91,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _numbers(text: str, option: str) -> list[float]:
     from trainscale.errors import TrainscaleError
+    from trainscale.io.numbers import number_problem, parse_number
 
-    try:
-        values = [float(item) for item in text.split(",") if item.strip()]
-    except ValueError:
-        values = []
-    if not values:
+    items = [item.strip() for item in text.split(",") if item.strip()]
+    if not items:
         raise TrainscaleError(f"{option}: expected comma-separated numbers, got {text!r}")
+    values = []
+    for item in items:
+        # --prior-scan: inf is a documented factor (no prior); nothing else but plain numbers
+        number = math.inf if option == "--prior-scan" and item == "inf" else parse_number(item)
+        if number is None:
+            raise TrainscaleError(f"{option}: {number_problem(item)}")
+        values.append(number)
     return values
 
 
@@ -239,12 +245,27 @@ def _power_rows(catalogue: Catalogue) -> object:
                            load_sources(folder / "sources.yaml"))  # fmt: skip
 
 
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Refuse, before anything is read, an output that names an input (or the other output)
+    or has a suffix its writer does not write (:func:`trainscale.io.outputs.check_outputs`)."""
+    from trainscale.io.outputs import check_outputs
+
+    refit = args.measurements is None and args.profile is None and args.prior_scan is None
+    check_outputs(
+        {"-o": args.output, "--table": args.table},
+        # a refit does not read calibration.yaml: -o data/calibration.yaml replaces it
+        [*(args.measurements or []), args.published, *shipped_inputs(calibration=not refit)],
+        suffixes={"-o": (".yaml", ".yml"), "--table": (".csv",)},
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     from trainscale.calibrate.fit import calibrate
     from trainscale.published.measurements import load_published
     from trainscale.sim.calibration import PARAMETERS, parameters_at_bounds
     from trainscale.sim.catalogue import load_catalogue
 
+    _check_outputs(args)
     catalogue = load_catalogue()  # the shipped catalogues, loaded once for the whole command
     if args.measurements is not None:
         return _user(args, catalogue)

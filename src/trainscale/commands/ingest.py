@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from trainscale.commands.output import add_output_option
+from trainscale.commands.output import add_output_option, shipped_inputs
 from trainscale.errors import TrainscaleError
+from trainscale.io.outputs import check_outputs
 
 __all__ = ["HELP", "LOG_KINDS", "NAME", "add_arguments", "run"]
 
@@ -88,14 +89,19 @@ def run(args: argparse.Namespace) -> int:
     from trainscale.sim.model.shape import load_models
     from trainscale.sim.system.hardware import load_hardware
 
+    if args.steps is not None and args.output is None:
+        raise TrainscaleError("--steps needs -o/--output")
+    check_outputs(
+        {"-o": args.output, "--steps": args.steps},
+        [args.run_dir, *shipped_inputs()],
+        suffixes={"-o": (".parquet",), "--steps": (".parquet",)},
+    )
     catalogue = {"hardware": load_hardware(), "models": load_models()}  # the shipped ones
     if args.output is not None:
         results = write_ingested(
             args.run_dir, args.output, args.steps, strict=args.strict, **catalogue
         )
     else:
-        if args.steps is not None:
-            raise TrainscaleError("--steps needs -o/--output")
         results, _ = ingest_run(args.run_dir, strict=args.strict, **catalogue)
     for _, row in results.iterrows():
         print(f"{row['run_id']}:")

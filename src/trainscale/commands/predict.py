@@ -37,10 +37,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from trainscale.commands.output import shipped_inputs
 from trainscale.commands.predict_breakdown import (
     BUBBLE_WARNING_FRAC,
     breakdown,
@@ -114,6 +116,11 @@ def run(args: argparse.Namespace) -> int:
     """Predict the table, or the one configuration; returns the exit status."""
     from trainscale.sim.calibration import load_calibration
 
+    if args.output is not None:
+        rejects = _rejects_path(args.output) if args.skip_invalid else None
+        check_output(
+            args.output, args.configs, rejects, inputs=[args.calibration, *shipped_inputs()]
+        )
     if args.calibration is not None and not args.calibration.is_file():
         raise InputFileError(args.calibration, "no such calibration file")
     calibration = load_calibration(args.calibration) if args.calibration else None
@@ -131,8 +138,6 @@ def _run_single(args: argparse.Namespace, calibration: Calibration | None) -> in
     from trainscale.sim.interval_caution import interval_caution
     from trainscale.sim.simulate import predict
 
-    if args.output:
-        check_output(args.output)
     result = _with_energy(predict(
         check_table(single_configuration(args), "command line"), origin="command line",
         calibration=calibration,
@@ -166,8 +171,7 @@ def _run_table(args: argparse.Namespace, calibration: Calibration | None) -> Non
 
     if args.output is None:
         raise TrainscaleError("a configuration table needs -o/--output")
-    rejects_path = args.output.with_name(args.output.stem + ".rejects.csv")
-    check_output(args.output, args.configs, rejects_path if args.skip_invalid else None)
+    rejects_path = _rejects_path(args.output)
     given = read_table(args.configs).reset_index(drop=True)
     for warning in unknown_column_warnings(given.columns):
         print(f"trainscale predict: warning: {args.configs}: {warning}", file=sys.stderr)
@@ -239,6 +243,11 @@ def _with_energy(result: pd.DataFrame, args: argparse.Namespace) -> pd.DataFrame
     elif args.usd_per_gpu_hour is not None:
         raise TrainscaleError("--usd-per-gpu-hour needs --train-tokens (the tokens to price)")
     return result
+
+
+def _rejects_path(output: Path) -> Path:
+    """Where ``--skip-invalid`` writes the rejected rows: ``<output stem>.rejects.csv``."""
+    return output.with_name(output.stem + ".rejects.csv")
 
 
 def _print_table_notes(result: pd.DataFrame, calibration: Calibration) -> None:

@@ -16,7 +16,7 @@ import pandas as pd
 
 from trainscale.commands.output import add_output_option
 from trainscale.errors import TrainscaleError
-from trainscale.io.numbers import number_problem, parse_number
+from trainscale.io.numbers import option_float, option_int
 from trainscale.schema import (
     CONFIGURATION_COLUMNS,
     FINETUNE_MODES,
@@ -54,23 +54,6 @@ class PredictHelpFormatter(argparse.RawDescriptionHelpFormatter):
         import textwrap
 
         return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
-
-
-def _plain_float(text: str) -> float:
-    """An option's number, read as strictly as a table's (:mod:`trainscale.io.numbers`): no
-    ``nan``, ``inf``, separators or units; its range is checked with the configuration."""
-    number = parse_number(text)
-    if number is None:
-        raise argparse.ArgumentTypeError(number_problem(text))
-    return number
-
-
-def _plain_int(text: str) -> int:
-    """An option's whole number (``4096``, ``1e3``), read as :func:`_plain_float`."""
-    number = _plain_float(text)
-    if not number.is_integer():
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
-    return int(text) if text.strip().lstrip("+-").isdigit() else int(number)
 
 
 def _default(name: str) -> str:
@@ -123,7 +106,7 @@ def add_table_options(parser: argparse.ArgumentParser) -> None:
         "node, facility) with 80 %% intervals",
     )
     bill.add_argument(
-        "--usd-per-gpu-hour", type=float, metavar="USD", help="price of a GPU-hour: adds cost"
+        "--usd-per-gpu-hour", type=option_float, metavar="USD", help="price of a GPU-hour: adds cost"
     )
     bill.add_argument(
         "--power-caps",
@@ -136,7 +119,7 @@ def add_table_options(parser: argparse.ArgumentParser) -> None:
     )
     bill.add_argument(
         "--pue",
-        type=float,
+        type=option_float,
         help="facility PUE for rows without a pue column value (default: the catalogue's, 1.56)",
     )
 
@@ -153,7 +136,7 @@ def _add_job_options(one: argparse._ArgumentGroup) -> None:
     """Model, GPU, GPU count, and ``--paper-setup``."""
     one.add_argument("--model", help="model catalogue key, e.g. llama2-7b")
     one.add_argument("--gpu", help="GPU catalogue key, e.g. h100-sxm-80gb")
-    one.add_argument("--num-gpus", type=_plain_int, help=f"GPUs in the job, 1 to {MAX_GPUS:,}")
+    one.add_argument("--num-gpus", type=option_int, help=f"GPUs in the job, 1 to {MAX_GPUS:,}")
     one.add_argument(
         "--paper-setup",
         action="store_true",
@@ -166,22 +149,22 @@ def _add_job_options(one: argparse._ArgumentGroup) -> None:
 
 def _add_plan_options(one: argparse._ArgumentGroup) -> None:
     """Batch, parallel degrees, sharding, recomputation and precision."""
-    one.add_argument("--seq-len", type=_plain_int, help="tokens per sequence" + _default("seq_len"))
+    one.add_argument("--seq-len", type=option_int, help="tokens per sequence" + _default("seq_len"))
     one.add_argument(
         "--global-batch",
-        type=_plain_int,
+        type=option_int,
         help="sequences per optimizer step (default: dp x micro-batch, dp = num_gpus / (tp x pp "
         "x cp): one micro-batch per step, no gradient accumulation, so with pp > 1 the "
         "pipeline bubble is large and a warning names a batch that shrinks it)",
     )
     one.add_argument(
-        "--micro-batch", type=_plain_int, help="sequences per micro-batch" + _default("micro_batch")
+        "--micro-batch", type=option_int, help="sequences per micro-batch" + _default("micro_batch")
     )
-    one.add_argument("--tp", type=_plain_int, help="tensor-parallel degree" + _default("tp"))
-    one.add_argument("--pp", type=_plain_int, help="pipeline-parallel degree" + _default("pp"))
-    one.add_argument("--cp", type=_plain_int, help="context-parallel degree" + _default("cp"))
+    one.add_argument("--tp", type=option_int, help="tensor-parallel degree" + _default("tp"))
+    one.add_argument("--pp", type=option_int, help="pipeline-parallel degree" + _default("pp"))
+    one.add_argument("--cp", type=option_int, help="context-parallel degree" + _default("cp"))
     one.add_argument(
-        "--vpp", type=_plain_int, help="virtual pipeline stages per GPU" + _default("vpp")
+        "--vpp", type=option_int, help="virtual pipeline stages per GPU" + _default("vpp")
     )
     one.add_argument(
         "--sharding", choices=SHARDINGS, help="data-parallel sharding" + _default("sharding")
@@ -203,24 +186,24 @@ def _add_plan_options(one: argparse._ArgumentGroup) -> None:
         help="none (pretraining), full (fine-tune every weight: the same work) or lora (frozen "
         "base weights, rank --lora-rank adapters on the attention projections; default none)",
     )
-    one.add_argument("--lora-rank", type=_plain_int, help="rank of the LoRA adapters (default 16)")
+    one.add_argument("--lora-rank", type=option_int, help="rank of the LoRA adapters (default 16)")
 
 
 def _add_system_options(one: argparse._ArgumentGroup) -> None:
     """Node size, NIC bandwidth, power limit, catalogue system and framework."""
     one.add_argument(
         "--gpus-per-node",
-        type=_plain_int,
+        type=option_int,
         help="GPUs per node (default: the GPU's catalogue system)",
     )
     one.add_argument(
         "--nic-gbit-per-s-per-gpu",
-        type=_plain_float,
+        type=option_float,
         help="scale-out NIC bandwidth per GPU, Gb/s (default: the GPU's catalogue system)",
     )
     one.add_argument(
         "--power-limit-w",
-        type=_plain_float,
+        type=option_float,
         help="GPU board power limit, W (nvidia-smi -pl); below the TDP the clock drops during "
         "GEMM-bound compute (default: the GPU's TDP, no limit)",
     )

@@ -23,6 +23,8 @@ from trainscale.commands.output import add_output_option
 from trainscale.errors import InputFileError
 from trainscale.ingest.hta import overlap_summary
 from trainscale.ingest.kineto import load_traces, no_gpu_kernels
+from trainscale.io.atomic import atomic_path
+from trainscale.io.outputs import check_outputs
 from trainscale.schema import TRACE_COLUMNS, names
 
 __all__ = ["HELP", "NAME", "add_arguments", "run", "trace_table"]
@@ -126,11 +128,13 @@ def format_table(table: pd.DataFrame) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Print the per-rank table; write it as CSV with ``-o``. Returns the exit status."""
+    check_outputs({"-o": args.output}, args.traces, suffixes={"-o": (".csv",)})
     table = trace_table(args.traces, include_last_step=args.include_last_step)
     print(format_table(table))
     if args.output is not None:
         try:
-            table.to_csv(args.output, index=False, float_format="%.2f")
+            with atomic_path(args.output) as temp:
+                table.to_csv(temp, index=False, float_format="%.2f")
         except OSError as error:
             raise InputFileError(
                 args.output, f"cannot write the CSV: {error.strerror or error}"

@@ -36,7 +36,8 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from trainscale.commands.output import add_output_option
+from trainscale.commands.output import add_output_option, shipped_inputs
+from trainscale.io.numbers import option_number
 
 if TYPE_CHECKING:
     from trainscale.published.measurements import PublishedData
@@ -69,7 +70,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-mape",
-        type=float,
+        type=option_number(minimum=0),
         help="exit with status 1 if the overall MAPE of tokens/s per GPU exceeds this (percent): "
         "the held-out MAPE with --holdout, else the in-sample MAPE",
     )
@@ -255,11 +256,14 @@ def _pilots(args: argparse.Namespace, published: PublishedData, catalogue: Catal
 
 def run(args: argparse.Namespace) -> int:
     from trainscale.commands.predict import write_table
+    from trainscale.io.tables import check_output
     from trainscale.published.accuracy import summarise, validate_published
     from trainscale.published.measurements import load_published
     from trainscale.sim.calibration import load_calibration
     from trainscale.sim.catalogue import load_catalogue
 
+    if args.output is not None:
+        check_output(args.output, inputs=shipped_inputs())
     catalogue = load_catalogue()  # the shipped catalogues, calibration and measurements
     calibration = load_calibration()
     published = load_published(hardware=catalogue.hardware, models=catalogue.models)

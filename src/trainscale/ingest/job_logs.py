@@ -120,6 +120,7 @@ def power_frames(
 ) -> list[pd.DataFrame]:
     """Parse the job's power logs and check them (:mod:`trainscale.ingest.plausibility`);
     ``checks`` is (manifest path, strict)."""
+    from trainscale.ingest.distinct_logs import check_distinct_power_logs
     from trainscale.ingest.plausibility import (
         check_power_ceiling,
         check_power_coverage,
@@ -150,6 +151,7 @@ def power_frames(
         for note in check_power_samples(samples, entry.path, gpu, str(cfg.get("gpu"))):
             strict_or_warn(TrainscaleError(note), strict, notes)
         frames.append(samples.assign(log_file=str(entry.path)))
+    check_distinct_power_logs(frames, cfg)
     for note in check_power_coverage(frames, cfg.get("num_gpus"), manifest_path):
         strict_or_warn(TrainscaleError(note), strict, notes)
     return frames

@@ -17,10 +17,8 @@ All times are microseconds (``_us``), as in the trace.
 
 from __future__ import annotations
 
-import gzip
 import math
 import re
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +29,8 @@ import pandas as pd
 from trainscale.errors import InputFileError
 from trainscale.ingest._collectives import canonical_collective
 from trainscale.ingest._text import parse_json
+from trainscale.ingest.kineto_events import refuse_damaged_events
+from trainscale.io.compressed import read_maybe_gzip
 
 __all__ = ["KinetoTrace", "check_same_job", "load_traces", "no_gpu_kernels", "read_trace"]
 
@@ -87,6 +87,7 @@ def read_trace(path: str | Path) -> KinetoTrace:
         line when the JSON decoder knows it), or has no ``traceEvents`` list.
     """
     document = _load_json(Path(path))
+    refuse_damaged_events(document["traceEvents"], path)
     events = _assign_steps(_events_frame(document["traceEvents"]))
     info = document.get("distributedInfo")
     info = info if isinstance(info, dict) else {}
@@ -283,15 +284,7 @@ def _holdings(events: pd.DataFrame) -> str:
 
 
 def _load_json(path: Path) -> dict:
-    try:
-        raw = path.read_bytes()
-    except OSError as error:
-        raise InputFileError(path, f"cannot read the trace: {error.strerror or error}") from None
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as error:
-            raise InputFileError(path, f"truncated or corrupt gzip data ({error})") from None
+    raw = read_maybe_gzip(path, what="trace")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from trainscale.errors import InputFileError
+from trainscale.errors import InputFileError, clip
 from trainscale.ingest.manifest_checks import ALL_OPTIONS, semantic_problems
 from trainscale.io.schema import document_problems, raise_problems
-from trainscale.io.yaml import safe_load, yaml_error
+from trainscale.io.yaml import compose, safe_load, yaml_error
 from trainscale.paths import schema_file
 
 if TYPE_CHECKING:
@@ -108,7 +108,7 @@ def _wording(error: ValidationError) -> str | None:
     """The manifest's own message for a log path that would leave the run folder."""
     if error.validator == "pattern" and list(error.absolute_path)[-1:] == ["path"]:
         return (
-            f"{error.instance!r} must be a path relative to the run folder, without '..' "
+            f"{clip(repr(error.instance))} must be a path relative to the run folder, without '..' "
             "or a leading '/'"
         )
     return None
@@ -145,7 +145,7 @@ def _read_yaml(path: Path) -> tuple[dict[str, Any], yaml.Node | None]:
     except UnicodeDecodeError as error:
         raise InputFileError(path, f"not UTF-8 text (byte {error.start})") from None
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = compose(text)
         data = safe_load(text)
     except yaml.YAMLError as error:
         raise yaml_error(path, error) from None
@@ -210,7 +210,7 @@ def run_input_files(run_dir: str | Path) -> list[str]:
     """
     manifest = Path(run_dir) / MANIFEST_NAME
     try:
-        data = yaml.safe_load(manifest.read_text(encoding="utf-8"))
+        data = safe_load(manifest.read_text(encoding="utf-8"))
         entries = data["logs"]
         logs = [os.path.join(run_dir, e["path"]) for e in entries if isinstance(e, dict)]
     except Exception:

@@ -18,12 +18,14 @@ A manifest states what the run states, so these are the interlocks of the fields
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from trainscale.errors import clip
 from trainscale.ingest.derived import resolved_shape
 from trainscale.io.schema import Problem, key_text, line_of
 from trainscale.sim.degrees import data_parallel_degree, model_parallel_degree
@@ -83,13 +85,48 @@ def semantic_problems(
     return problems
 
 
+def log_path_problem(run_dir: Path, relpath: str) -> str | None:
+    """Why the log ``relpath`` cannot be read from the run folder ``run_dir``, or None.
+
+    The path is resolved (symlinks followed) and must stay inside the resolved run folder: a
+    symlink to a file elsewhere is refused, since the run folder is what was shared and
+    checked (the schema's ``..`` check is textual only). It must then be a regular file: a
+    FIFO, a device or a socket is named as such (reading one would block or never end), a
+    folder too.
+    """
+    given = run_dir / relpath
+    if not given.exists() and not given.is_symlink():
+        return f"no such file {clip(relpath)!r} in {run_dir}"
+    try:
+        resolved, root = given.resolve(strict=True), run_dir.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return f"{clip(relpath)!r} is a broken or looping symlink in {run_dir}"
+    if not resolved.is_relative_to(root):
+        return (
+            f"{clip(relpath)!r} leads outside the run folder {run_dir} (to {resolved}); copy "
+            "the log into the run folder"
+        )
+    mode = resolved.stat().st_mode
+    for test, kind in (
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISDIR, "a folder"),
+    ):
+        if test(mode):
+            return f"{clip(relpath)!r} is {kind}, not a log file"
+    return None
+
+
 def _log_problems(
     entry: dict[str, Any], jobs: dict[str, Any] | None, run_dir: Path
 ) -> list[tuple[list[str | int], str]]:
     """One ``logs`` entry: its file, its parser options, its job."""
     problems: list[tuple[list[str | int], str]] = []
-    if not (run_dir / entry["path"]).is_file():
-        problems.append((["path"], f"no such file {entry['path']!r} in {run_dir}"))
+    problem = log_path_problem(run_dir, entry["path"])
+    if problem is not None:
+        problems.append((["path"], problem))
     for option in ALL_OPTIONS:
         if option in entry and option not in OPTIONS_BY_KIND.get(entry["kind"], ()):
             kinds = ", ".join(k for k, v in OPTIONS_BY_KIND.items() if option in v)

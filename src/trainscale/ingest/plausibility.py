@@ -9,20 +9,22 @@ the row's ``warnings`` column; ``strict`` ingestion turns the warnings into erro
 The bounds (documented in ``docs/ingest/checks.md``):
 
 - MFU and HFU: at most 1 (100 %) — error; below :data:`MFU_FLOOR` — warning.
-- Power per GPU: a GPU whose median reading is below :data:`IDLE_FLOOR_FRACTION` × the
-  catalogue's ``idle_w`` is an error (0 W, or kW/mW values in a W column); a reading at 0 W
-  while another GPU of the same poll draws at least ``idle_w`` is a warning; a reading above
-  the TDP × (1 + :data:`TDP_TOLERANCE`) is an error.
+- Logged per-step MFU: 0 to 1; logged TFLOP/s per GPU: 0 to the GPU's catalogue peak for the
+  run's precision (× 1 + :data:`PEAK_TOLERANCE`) — error naming the line.
+- Power per GPU: a GPU whose median reading is below the catalogue's ``idle_w``
+  (:data:`IDLE_FLOOR_FRACTION` = 1) is an error (0 W, or kW/mW values in a W column); a
+  reading at 0 W while another GPU of the same poll draws at least ``idle_w`` is a warning; a
+  reading above the TDP × (1 + :data:`TDP_TOLERANCE`) is an error.
 - Coverage: a GPU index at or beyond the job's ``num_gpus`` is an error; fewer distinct GPUs
   logged (over all power logs of the job) than ``num_gpus`` is a warning.
 - Conflicting duplicate samples (same timestamp and GPU, different power) are an error.
 - Memory: a per-step or steady memory above the GPU's HBM × (1 + :data:`HBM_TOLERANCE`) is an
   error.
 - Manifest against log: a logged global batch that differs from the manifest's is an error; a
-  logged step time whose median differs from the median time between step stamps (per step)
-  by more than :data:`STEP_TIME_FACTOR` is an error; logged per-GPU tokens/s × ``num_gpus`` ×
-  step time that differs from the manifest's ``global_batch × seq_len`` by more than
-  :data:`STEP_TIME_FACTOR` is an error.
+  logged step time whose median differs from the median time between step stamps (per step),
+  or logged per-GPU tokens/s × ``num_gpus`` × step time that differs from the manifest's
+  ``global_batch × seq_len``, by more than the log's own agreement is an error
+  (:func:`agreement`: the spread of the per-step ratios, at least :data:`MIN_AGREEMENT`).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from trainscale.errors import InputFileError
+from trainscale.ingest.batch_ramp import batch_ramp
 
 if TYPE_CHECKING:
     from trainscale.sim.system.hardware import Gpu
@@ -43,8 +46,11 @@ __all__ = [
     "HBM_TOLERANCE",
     "IDLE_FLOOR_FRACTION",
     "MFU_FLOOR",
-    "STEP_TIME_FACTOR",
+    "MIN_AGREEMENT",
+    "PEAK_TOLERANCE",
     "TDP_TOLERANCE",
+    "agreement",
+    "check_logged_peaks",
     "check_power_ceiling",
     "check_power_coverage",
     "check_power_samples",
@@ -58,15 +64,19 @@ __all__ = [
 MFU_FLOOR = 0.005
 #: A GPU whose median power is below this fraction of the catalogue's ``idle_w`` (the draw at
 #: 0 % utilisation with a context held) cannot be running the job: a 0 W reading, a value in kW
-#: (0.6 for 600 W) or a value written without a context. Half the idle draw allows a GPU in a
-#: deep power state between steps.
-IDLE_FLOOR_FRACTION = 0.5
+#: (0.6 for 600 W) or a value written without a context. A training GPU spends most of the
+#: run computing, so its median is above the idle draw.
+IDLE_FLOOR_FRACTION = 1.0
+#: A logged TFLOP/s per GPU above the catalogue peak (dense, the run's precision) by more than
+#: this fraction is an error (allows the rounding of the printed value, not a unit or scale).
+PEAK_TOLERANCE = 0.01
+#: Two estimates of one quantity from a log and its manifest agree within the log's own spread,
+#: and never need to agree closer than this factor (the rounding of printed values, tokens/s
+#: over a logging window that is not exactly one step).
+MIN_AGREEMENT = 1.10
 #: Memory above the catalogue HBM by more than this fraction is an error (allows rounding of the
 #: stated capacity, not a unit mistake).
 HBM_TOLERANCE = 0.05
-#: Two estimates of the same quantity (logged step time against the stamps; logged throughput
-#: against the manifest's batch) that differ by more than this factor contradict each other.
-STEP_TIME_FACTOR = 2.0
 #: Fewer step stamps than this leave the stamp-based step time unchecked.
 _MIN_TIMED_STEPS = 3
 #: Power readings above the GPU's TDP (catalogue ``tdp_w``) by more than this fraction are an
@@ -123,9 +133,9 @@ def check_power_samples(
             line = int(power.loc[power["gpu_index"] == index, "line"].iloc[0])
             raise InputFileError(
                 path,
-                f"GPU {index} draws a median {low.iloc[0]:g} W, below the idle floor of a "
-                f"{gpu_name} ({IDLE_FLOOR_FRACTION:g} x idle_w {gpu.idle_w:g} W = {floor:g} W, "
-                "data/hardware.yaml): a GPU at 0 W, or power in kW or mW in a [W] column? "
+                f"GPU {index} draws a median {low.iloc[0]:g} W, below the idle draw of a "
+                f"{gpu_name} (idle_w {floor:g} W, data/hardware.yaml): a GPU at 0 W or not in "
+                "the job, or power in kW or mW in a [W] column? "
                 f"allowed: {floor:g} to {gpu.tdp_w * (1 + TDP_TOLERANCE):g} W",
                 line=line,
             )
@@ -206,7 +216,8 @@ def check_steps(
     """Check a parsed step table (columns of :attr:`trainscale.ingest.steplog.StepLog.steps`,
     before the manifest's ``global_batch`` fills gaps) against the manifest; raise on a
     contradiction."""
-    _check_global_batch(steps, path, cfg, manifest)
+    _check_global_batch(steps.iloc[batch_ramp(steps, cfg) :], path, cfg, manifest)
+    check_logged_peaks(steps, path, cfg, gpu)
     if gpu is not None and "mem_gib" in steps:
         limit = gpu.hbm_bytes / 2**30 * (1 + HBM_TOLERANCE)
         k = _first_above(steps["mem_gib"], limit)
@@ -246,6 +257,26 @@ def _check_global_batch(
         )
 
 
+def agreement(ratios: np.ndarray) -> float:
+    """The factor within which a log's per-step ``ratios`` of two estimates of one quantity
+    agree with each other: the 90th over the 10th percentile, at least :data:`MIN_AGREEMENT`.
+    A manifest that contradicts the log by more than this factor is wrong, however small."""
+    ratios = ratios[np.isfinite(ratios) & (ratios > 0)]
+    if ratios.size < 2:
+        return MIN_AGREEMENT
+    low, high = np.percentile(ratios, [10, 90])
+    return max(MIN_AGREEMENT, float(high / low))
+
+
+def _outside(ratios: np.ndarray) -> tuple[float, float] | None:
+    """``(median ratio, allowed factor)`` where the median is outside the log's agreement."""
+    ratios = ratios[np.isfinite(ratios) & (ratios > 0)]
+    if not ratios.size:
+        return None
+    median, factor = float(np.median(ratios)), agreement(ratios)
+    return None if 1 / factor <= median <= factor else (median, factor)
+
+
 def _check_stamps(steady: pd.DataFrame, path: str | Path) -> None:
     """Logged step time against the time between step stamps per step."""
     timed = steady[steady["timestamp"].notna() & steady["step_time_s"].notna()]
@@ -254,18 +285,19 @@ def _check_stamps(steady: pd.DataFrame, path: str | Path) -> None:
     seconds = timed["timestamp"].astype("int64").to_numpy() / 1e9
     steps = timed["step"].to_numpy(dtype=float)
     delta = np.diff(seconds) / np.diff(steps)
-    delta = delta[np.isfinite(delta) & (delta > 0)]
-    if delta.size < _MIN_TIMED_STEPS - 1:
+    logged = timed["step_time_s"].to_numpy(dtype=float)[1:]
+    keep = np.isfinite(delta) & (delta > 0)
+    if keep.sum() < _MIN_TIMED_STEPS - 1:
         return
-    stamped = float(np.median(delta))
-    logged = float(timed["step_time_s"].median())
-    ratio = logged / stamped
-    if not (1 / STEP_TIME_FACTOR <= ratio <= STEP_TIME_FACTOR):
+    off = _outside(logged[keep] / delta[keep])
+    if off is not None:
         raise InputFileError(
             path,
-            f"the logged step time (median {logged:.4g} s) contradicts the step stamps "
-            f"({stamped:.4g} s per step between lines): a step time in ms written as s, or "
-            f"stamps of another run? allowed: within a factor {STEP_TIME_FACTOR:g}",
+            f"the logged step time (median {float(np.median(logged)):.4g} s) is "
+            f"{off[0]:.3g} times the time between step stamps "
+            f"({float(np.median(delta[keep])):.4g} s per step): a step time in ms written as "
+            f"s, or stamps of another run? allowed: within the log's own agreement, a factor "
+            f"{off[1]:.3g}",
             line=_line(timed, 0),
         )
 
@@ -275,25 +307,61 @@ def _check_throughput(
 ) -> None:
     """Logged tokens/s per GPU × num_gpus × step time against global_batch × seq_len."""
     needed = ("global_batch", "seq_len", "num_gpus")
-    if not all(cfg.get(k) for k in needed):
+    if not all(cfg.get(k) for k in needed) or "tokens_per_s_per_gpu" not in steady:
         return
-    rate = pd.to_numeric(steady.get("tokens_per_s_per_gpu"), errors="coerce")
-    time = pd.to_numeric(steady.get("step_time_s"), errors="coerce")
-    if rate is None or time is None:
-        return
-    both = rate.notna() & time.notna()
+    rate = pd.to_numeric(steady["tokens_per_s_per_gpu"], errors="coerce")
+    time = pd.to_numeric(steady["step_time_s"], errors="coerce")
+    both = (rate.notna() & time.notna()).to_numpy()
     if not both.any():
         return
-    logged = float((rate[both] * time[both]).median()) * cfg["num_gpus"]
     stated = float(cfg["global_batch"] * cfg["seq_len"])
-    if logged > 0 and not (1 / STEP_TIME_FACTOR <= logged / stated <= STEP_TIME_FACTOR):
+    per_step = (rate * time).to_numpy(dtype=float)[both] * cfg["num_gpus"]
+    off = _outside(per_step / stated)
+    if off is not None:
         raise InputFileError(
             path,
-            f"the log's tokens/s per GPU x step time x num_gpus gives {logged:,.0f} tokens "
-            f"per step but the manifest's global_batch x seq_len is {stated:,.0f} "
-            f"({manifest}): num_gpus, global_batch or seq_len do not match the log",
-            line=_line(steady, int(np.flatnonzero(both.to_numpy())[0])),
+            f"the log's tokens/s per GPU x step time x num_gpus gives "
+            f"{float(np.median(per_step)):,.0f} tokens per step but the manifest's "
+            f"global_batch x seq_len is {stated:,.0f} ({manifest}), {off[0]:.3g} times: "
+            "num_gpus, global_batch or seq_len do not match the log; allowed: within the "
+            f"log's own agreement, a factor {off[1]:.3g}",
+            line=_line(steady, int(np.flatnonzero(both)[0])),
         )
+
+
+def check_logged_peaks(
+    steps: pd.DataFrame, path: str | Path, cfg: dict[str, Any], gpu: Gpu | None
+) -> None:
+    """Each logged per-step MFU in 0 to 1 and TFLOP/s per GPU in 0 to the GPU's peak for the
+    run's precision (catalogue ``bf16_flops_per_s``, ``fp8_flops_per_s`` for fp8) × (1 +
+    :data:`PEAK_TOLERANCE`); raise naming the first line outside."""
+    peak = None
+    if gpu is not None:
+        fp8 = cfg.get("precision") == "fp8" and gpu.fp8_flops_per_s
+        peak = (gpu.fp8_flops_per_s if fp8 else gpu.bf16_flops_per_s) / 1e12
+    for column, high, what in (
+        ("mfu", 1.0, "MFU"),
+        ("tflops_per_gpu", None if peak is None else peak * (1 + PEAK_TOLERANCE), "TFLOP/s"),
+    ):
+        if column not in steps:
+            continue
+        values = pd.to_numeric(steps[column], errors="coerce")
+        bad = (values < 0) | (values > high if high is not None else False) | np.isinf(values)
+        hit = np.flatnonzero(bad.to_numpy(dtype=bool))
+        if hit.size:
+            k = int(hit[0])
+            allowed = (
+                "0 to 100 %" if column == "mfu" else
+                f"0 to {high:g} (the {cfg.get('gpu')} peak {peak:g} TFLOP/s, data/hardware.yaml)"
+                if high is not None else "0 or more"
+            )  # fmt: skip
+            shown = f"{values.iloc[k]:.2%}" if column == "mfu" else f"{values.iloc[k]:g}"
+            raise InputFileError(
+                path,
+                f"logged {what} {shown}{'' if column == 'mfu' else ' per GPU'} is impossible; "
+                f"allowed: {allowed}",
+                line=_line(steps, k),
+            )
 
 
 def check_result_row(

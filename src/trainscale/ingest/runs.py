@@ -39,6 +39,7 @@ error. Nothing is returned (or written, by :func:`write_ingested`) unless every 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from pathlib import Path
@@ -115,6 +116,7 @@ def _ingest_job(
     manifest: RunManifest, job: str, strict: bool, catalogue: _Catalogues
 ) -> tuple[dict[str, Any], pd.DataFrame]:
     """The job's result row and its step table (module docstring)."""
+    from trainscale.ingest.batch_ramp import announce_ramp
     from trainscale.ingest.nccltests import parse_nccl_tests
     from trainscale.ingest.plausibility import check_result_row
 
@@ -130,6 +132,15 @@ def _ingest_job(
 
     notes: list[str] = []
     step_logs = [read_step_log(e, manifest, strict, notes) for e in step_entries]
+    ramp = max(
+        (
+            announce_ramp(log.steps, cfg, e.path)
+            for e, log in zip(step_entries, step_logs, strict=True)
+        ),
+        default=0,
+    )
+    if ramp > manifest.warmup_steps:  # Megatron's batch ramp-up counts as warm-up
+        manifest = dataclasses.replace(manifest, warmup_steps=ramp)
     power = power_frames(power_entries, cfg, notes, hardware, (manifest.path, strict))
     gpu = hardware.gpus.get(cfg.get("gpu", ""))
     trace = (

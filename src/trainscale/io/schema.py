@@ -26,8 +26,8 @@ import yaml
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
-from trainscale.errors import InputFileError
-from trainscale.io.yaml import load_yaml
+from trainscale.errors import InputFileError, clip
+from trainscale.io.yaml import compose, load_yaml
 
 __all__ = [
     "Problem",
@@ -102,11 +102,11 @@ def _problem(error: ValidationError, root: dict[str, Any]) -> tuple[list[str | i
         return [*path, missing], "required key is missing"
     if error.validator == "enum":
         allowed = ", ".join(str(v) for v in error.validator_value)
-        return path, f"{error.instance!r} is not allowed; allowed: {allowed}"
+        return path, f"{clip(repr(error.instance))} is not allowed; allowed: {allowed}"
     meaning = subschema(root, path).get("description", "")
     message = error.message
     if error.validator in ("oneOf", "anyOf"):
-        message = f"{error.instance!r} is not allowed"
+        message = f"{clip(repr(error.instance))} is not allowed"
     return path, f"{message} ({' '.join(meaning.split())})" if meaning else message
 
 
@@ -119,7 +119,10 @@ def _sorted_errors(data: object, schema: str | Path) -> tuple[list[ValidationErr
 def schema_problems(data: object, schema: str | Path) -> list[tuple[str, str]]:
     """Every violation of ``schema`` (a schema file) by ``data``, as ``(key, message)``."""
     errors, root = _sorted_errors(data, schema)
-    return [(key_text(path), message) for path, message in (_problem(e, root) for e in errors)]
+    return [
+        (clip(key_text(path)), clip(message, 400))
+        for path, message in (_problem(e, root) for e in errors)
+    ]
 
 
 def line_of(node: yaml.Node | None, path: list[str | int]) -> int | None:
@@ -152,7 +155,7 @@ def _located(
     for error in errors:
         where, message = _problem(error, root)
         own = wording(error) if wording is not None else None
-        problems.append((line_of(node, where), key_text(where), own or message))
+        problems.append((line_of(node, where), clip(key_text(where)), clip(own or message, 400)))
     return problems
 
 
@@ -178,7 +181,10 @@ def raise_problems(path: str | Path, problems: list[Problem]) -> None:
         line, key, message = problems[0]
         raise InputFileError(path, f"key '{key}': {message}", line=line)
     lines = [f"{len(problems)} problems:"]
-    lines += [f"  line {line or '?'}, key '{key}': {message}" for line, key, message in problems]
+    lines += [
+        f"  line {line or '?'}, key '{key}': {message}" for line, key, message in problems[:50]
+    ]
+    lines += [f"  ... and {len(problems) - 50} more"] if len(problems) > 50 else []
     raise InputFileError(path, "\n".join(lines), line=problems[0][0])
 
 
@@ -196,7 +202,7 @@ def check_document(data: object, path: str | Path, schema: str | Path) -> None:
     if not errors:
         return
     try:
-        node = yaml.compose(Path(path).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
+        node = compose(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError, yaml.YAMLError):
         node = None
     raise_problems(path, _located(errors, root, node, None))

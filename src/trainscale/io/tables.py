@@ -11,12 +11,14 @@ the file, the CSV line and the 0-based data row.
 from __future__ import annotations
 
 import csv
+from collections.abc import Iterable
 from pathlib import Path
 
 import pandas as pd
 
 from trainscale.errors import InputFileError, TrainscaleError
 from trainscale.io.atomic import atomic_paths
+from trainscale.io.outputs import check_outputs
 from trainscale.io.parquet import typed_column
 from trainscale.schema import DATASET_COLUMNS
 
@@ -137,7 +139,9 @@ def read_table(path: Path) -> pd.DataFrame:
     try:
         if suffix == ".parquet":
             return pd.read_parquet(path)
-        return pd.read_csv(path)
+        # only an empty cell is empty: pandas would also read nan, NA, null and None as empty,
+        # which docs/bad-input.md says are refused (a number column: not a finite number)
+        return pd.read_csv(path, keep_default_na=False, na_values=[""])
     except Exception as error:  # pandas raises many types for malformed files
         raise InputFileError(path, f"cannot read table: {error}") from error
 
@@ -187,9 +191,16 @@ def write_table(frame: pd.DataFrame, path: Path, *, schema_types: bool = True) -
         raise TrainscaleError(f"{path}: cannot write as {suffix[1:]}: {first}") from None
 
 
-def check_output(output: Path, configs: Path | None = None, rejects: Path | None = None) -> None:
+def check_output(
+    output: Path,
+    configs: Path | None = None,
+    rejects: Path | None = None,
+    *,
+    inputs: Iterable[Path | None] = (),
+) -> None:
     """Refuse, before anything is read or computed, an output whose format is unknown and an
-    output (or its ``rejects`` file) that would overwrite the input table ``configs``.
+    output (or its ``rejects`` file) that would overwrite the input table ``configs`` or any of
+    ``inputs`` (:func:`trainscale.io.outputs.check_outputs`).
 
     Raises
     ------
@@ -197,21 +208,7 @@ def check_output(output: Path, configs: Path | None = None, rejects: Path | None
         Naming the output path and what is wrong."""
     if output.suffix.lower() not in (".csv", ".parquet"):
         raise TrainscaleError(f"{output}: unknown extension for -o; use .csv or .parquet")
-    if configs is None:
-        return
-    for path, what in ((output, "-o"), (rejects, "the rejects file of -o")):
-        if path is not None and _same_file(path, configs):
-            raise TrainscaleError(
-                f"{path}: {what} names the input table {configs}; writing it would overwrite "
-                "the input: choose another output file"
-            )
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    """``a`` and ``b`` are one file (by inode where both exist, else by resolved path)."""
-    try:
-        if a.exists() and b.exists():
-            return a.samefile(b)
-        return a.resolve() == b.resolve()
-    except OSError:
-        return False
+    check_outputs(
+        {"-o": output, "the rejects file of -o": rejects},
+        [configs, *inputs],
+    )

@@ -4,20 +4,34 @@ line and key.
 :class:`UniqueKeyLoader` is PyYAML's ``SafeLoader`` that refuses a mapping with the same key
 twice: plain PyYAML keeps the last value silently, so a study with ``sharding`` written twice
 would run only the second one. Merge keys (``<<``) may still be overridden, as YAML intends.
+
+The loader is bounded (:class:`BoundedLoader`): nesting deeper than :data:`MAX_DEPTH` and a
+document whose aliases expand to more than :data:`MAX_NODES` nodes are refused while composing,
+before anything is built (a 2 KB file of nested aliases would otherwise expand to gigabytes), and
+a recursive alias is refused. Numbers are read as YAML 1.2 writes them: the YAML 1.1 forms that
+PyYAML still reads (``0100`` as octal 64, ``1:40`` as base-60 100, ``0b101``, ``1_000``) are an
+error naming the key, since a 1.2 reader (and a person) reads them otherwise. ``1e3`` is the
+number 1000, as in YAML 1.2 (PyYAML's 1.1 reading made it the text ``'1e3'``). Long values are
+cut in messages (:func:`clip`).
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import yaml
 
-from trainscale.errors import InputFileError
+from trainscale.errors import InputFileError, clip
 
 __all__ = [
+    "MAX_DEPTH",
+    "MAX_NODES",
+    "BoundedLoader",
     "DuplicateKeyError",
     "UniqueKeyLoader",
+    "compose",
     "decode_utf8",
     "load_yaml",
     "require_keys",
@@ -60,9 +74,230 @@ class UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)  # type: ignore[arg-type]
 
 
+#: Deepest nesting of sequences and mappings accepted (the shipped files nest at most 12 deep).
+MAX_DEPTH = 64
+#: Most nodes a document may hold, every alias counted as the nodes it stands for (the shipped
+#: files hold fewer than 5,000).
+MAX_NODES = 200_000
+
+#: YAML 1.2 core-schema numbers (https://yaml.org/spec/1.2.2/#1032-tag-resolution).
+_INT_12 = r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+"
+_FLOAT_12 = (
+    r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+    r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)"
+)
+#: Plain scalars that YAML 1.1 reads as numbers and YAML 1.2 does not, or reads otherwise.
+_YAML11_NUMBER = re.compile(
+    r"[-+]?0[0-9_]+(?:\.[0-9_]*)?"  # leading zero: 1.1 octal (0100 = 64), 1.2 decimal
+    r"|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?"  # base 60: 1:40 = 100
+    r"|[-+]?0b[01_]+|[-+]?0x[0-9a-fA-F_]*_[0-9a-fA-F_]*"  # binary, hex with _
+    r"|[-+]?[0-9][0-9_]*_[0-9_]*(?:\.[0-9_]*)?(?:[eE][-+][0-9]+)?"  # 1_000
+    r"|[-+]?\.[0-9_]+_[0-9_]*"
+)
+_YAML11_TAG = "tag:trainscale,2024:yaml11-number"
+
+
+class BoundedLoader(UniqueKeyLoader):
+    """:class:`UniqueKeyLoader` bounded in nesting (:data:`MAX_DEPTH`) and expanded size
+    (:data:`MAX_NODES`), reading numbers as YAML 1.2 (module docstring)."""
+
+    yaml_implicit_resolvers: ClassVar[dict[str, list[tuple[str, re.Pattern[str]]]]] = {
+        first: [(tag, regexp) for tag, regexp in resolvers if not tag.endswith((":int", ":float"))]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+        self._nodes = 0
+        self._sizes: dict[int, int] = {}
+
+    def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node:
+        if self.check_event(yaml.AliasEvent):
+            mark = self.peek_event().start_mark
+            node = super().compose_node(parent, index)
+            if id(node) not in self._sizes:  # its anchor's value is still being read
+                raise yaml.composer.ComposerError(
+                    None, None, "an alias (*name) inside the value it names: endless", mark
+                )
+            self._add(self._sizes[id(node)], mark)  # everything under its anchor again
+            return node
+        self._depth += 1
+        if self._depth > MAX_DEPTH:
+            raise yaml.composer.ComposerError(
+                None,
+                None,
+                f"nested more than {MAX_DEPTH} levels deep",
+                self.peek_event().start_mark,
+            )
+        node = super().compose_node(parent, index)
+        self._depth -= 1
+        self._sizes[id(node)] = 1 + sum(self._sizes[id(child)] for child in _children(node))
+        self._add(1, node.start_mark)  # its children were counted as they were read
+        return node
+
+    def _add(self, nodes: int, mark: yaml.Mark) -> None:
+        self._nodes += nodes
+        if self._nodes > MAX_NODES:
+            raise yaml.composer.ComposerError(
+                None,
+                None,
+                f"more than {MAX_NODES:,} values once its aliases (*name) are expanded; "
+                "write the values out, or use fewer aliases",
+                mark,
+            )
+
+    def compose_document(self) -> yaml.Node:
+        node = super().compose_document()
+        _refuse_yaml11_numbers(node)
+        return node
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [item for pair in node.value for item in pair]
+    return []
+
+
+def _refuse_yaml11_numbers(root: yaml.Node) -> None:
+    """Raise naming the key of the first scalar written as a YAML 1.1-only number."""
+    for key, node in _walk(root):
+        if node.tag == _YAML11_TAG:
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"key '{key}': {clip(node.value)} is a YAML 1.1 number "
+                f"({_yaml11_kind(node.value)}), which YAML 1.2 reads otherwise; write the "
+                "plain decimal number, or quote it if it is text",
+                node.start_mark,
+            )
+
+
+def _yaml11_kind(text: str) -> str:
+    if ":" in text:
+        return "base 60: 1:40 is 100"
+    if "_" in text:
+        return "digits with '_'"
+    if text.lstrip("+-").startswith("0b"):
+        return "binary"
+    return "a leading zero: octal, 0100 is 64"
+
+
+def _walk(root: yaml.Node) -> list[tuple[str, yaml.Node]]:
+    """Every node once (aliases not followed again), in document order, with the key path of
+    its first occurrence (``sweep.num_gpus[3]``)."""
+    seen: set[int] = set()
+    out: list[tuple[str, yaml.Node]] = []
+    stack: list[tuple[str, yaml.Node]] = [("", root)]
+    while stack:
+        key, node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        out.append((key or "(top level)", node))
+        if isinstance(node, yaml.SequenceNode):
+            stack += [(f"{key}[{i}]", child) for i, child in enumerate(node.value)][::-1]
+        elif isinstance(node, yaml.MappingNode):
+            for key_node, child in reversed(node.value):
+                name = (
+                    clip(str(key_node.value), 60) if isinstance(key_node, yaml.ScalarNode) else "?"
+                )
+                path = f"{key}.{name}" if key else name
+                stack += [(path, child), (path, key_node)]
+    return out
+
+
+BoundedLoader.add_implicit_resolver(
+    _YAML11_TAG, re.compile(rf"^(?:{_YAML11_NUMBER.pattern})$"), list("-+0123456789.")
+)
+BoundedLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:int", re.compile(rf"^(?:{_INT_12})$"), list("-+0123456789")
+)
+BoundedLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float", re.compile(rf"^(?:{_FLOAT_12})$"), list("-+0123456789.")
+)
+
+
+def _construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
+    text = str(loader.construct_scalar(node))
+    if text.startswith("0o"):
+        return int(text[2:], 8)
+    return int(text, 16) if text.startswith("0x") else int(text)
+
+
+def _construct_float(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> float:
+    text = str(loader.construct_scalar(node)).lower()
+    if text.endswith(".inf"):
+        return float("-inf") if text.startswith("-") else float("inf")
+    return float("nan") if text == ".nan" else float(text)
+
+
+BoundedLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+BoundedLoader.add_constructor("tag:yaml.org,2002:float", _construct_float)
+
+
+def compose(text: str) -> yaml.Node | None:
+    """The document's node tree (for line numbers), with :class:`BoundedLoader`'s bounds."""
+    problem = _flow_depth_problem(text)
+    if problem is not None:
+        raise problem
+    loader = BoundedLoader(text)
+    try:
+        return loader.get_single_node()
+    finally:
+        loader.dispose()
+
+
+def _flow_depth_problem(text: str) -> yaml.YAMLError | None:
+    """A nesting of flow brackets (``[``, ``{``) deeper than :data:`MAX_DEPTH`, found by one
+    linear pass that skips quoted text and comments. PyYAML's scanner looks ahead to the end of
+    a flow collection before it yields its first token, which takes time quadratic in the
+    nesting (0.2 s for 500 brackets, minutes for 10,000), so this runs before it."""
+    depth, quote, comment, line, start = 0, "", False, 0, 0
+    previous = "\n"
+    for index, char in enumerate(text):
+        if char == "\n":
+            line, comment, start = line + 1, False, index + 1
+        elif comment:
+            pass
+        elif quote:
+            if char == quote and not (quote == '"' and previous == "\\"):
+                quote = ""
+        elif char in "'\"" and previous in " \t\n[{,:":
+            quote = char
+        elif char == "#" and previous in " \t\n":
+            comment = True
+        elif char in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                mark = yaml.Mark("<unicode string>", index, line, index - start, None, None)
+                message = f"nested more than {MAX_DEPTH} levels deep"
+                return yaml.composer.ComposerError(None, None, message, mark)
+        elif char in "]}":
+            depth = max(depth - 1, 0)
+        previous = char
+    return None
+
+
 def safe_load(text: str) -> Any:
-    """``yaml.safe_load`` that rejects duplicate mapping keys (:class:`DuplicateKeyError`)."""
-    return yaml.load(text, Loader=UniqueKeyLoader)  # a SafeLoader subclass
+    """``yaml.safe_load`` with :class:`BoundedLoader`: no duplicate mapping key
+    (:class:`DuplicateKeyError`), bounded depth and size, YAML 1.2 numbers.
+
+    Raises
+    ------
+    yaml.YAMLError
+        Any of these, with the line (``problem_mark``); a recursion too deep for Python is
+        reported as one too, never as ``RecursionError``.
+    """
+    problem = _flow_depth_problem(text)
+    if problem is not None:
+        raise problem
+    try:
+        return yaml.load(text, Loader=BoundedLoader)  # a SafeLoader subclass
+    except RecursionError:
+        raise yaml.YAMLError(f"nested more than {MAX_DEPTH} levels deep") from None
 
 
 def yaml_error(path: object, error: yaml.YAMLError) -> InputFileError:
@@ -72,7 +307,7 @@ def yaml_error(path: object, error: yaml.YAMLError) -> InputFileError:
     if isinstance(error, DuplicateKeyError):
         return InputFileError(path, f"invalid YAML: {error.problem}", line=line)
     problem = getattr(error, "problem", None) or error
-    return InputFileError(path, f"invalid YAML: {problem}", line=line)
+    return InputFileError(path, f"invalid YAML: {clip(str(problem), 300)}", line=line)
 
 
 def decode_utf8(path: object, raw: bytes) -> str:

@@ -16,16 +16,22 @@ allowed: ...``. What is refused:
 - an integer column outside its plausible range (:data:`INTEGER_BOUNDS`), a GPU count above
   :data:`~trainscale.schema.MAX_GPUS`;
 - a value above what the row's GPU can physically produce (peak FLOP/s, NVLink bandwidth, TDP);
-- **duplicate rows**: two rows whose every field is equal (the second would double the row's
-  weight in the fit), and two rows equal in every field except ``value`` (the same configuration
-  of the same source and table published with two different numbers: which one is right cannot
-  be decided here). Rows that differ in any other field, ``notes`` included (torchtitan's runs
-  with and without ``torch.compile`` differ only there), are different measurements.
+- **duplicate rows**: two rows equal in the configuration (every field but ``value`` and the
+  free text, :data:`FREE_TEXT_COLUMNS`) and in value (as a number: ``137`` is ``137.0``),
+  whatever their ``notes`` say (the second would double the row's weight in the fit); and two
+  rows equal in every field except ``value`` (the same configuration of the same source and
+  table published with two different numbers: which one is right cannot be decided here).
+  Fields are compared with spaces collapsed and case folded. Rows of one configuration with
+  different values and different ``notes`` (torchtitan's runs with and without
+  ``torch.compile`` differ only there) are different measurements.
+- a UTF-8 byte-order mark at the start is dropped, as every other input does.
 """
 
 from __future__ import annotations
 
+import codecs
 import csv
+import io
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -227,27 +233,61 @@ def check_record(path: Path, record: Record, hardware: HardwareCatalog) -> Parse
     return value
 
 
+#: Free-text columns: what a row says about a measurement, not which measurement it is. Two
+#: rows equal in everything else and in value are one measurement written twice.
+FREE_TEXT_COLUMNS = ("notes", "table_or_figure")
+
+
+def _field(text: str) -> str:
+    """A field as compared: surrounding spaces stripped, inner runs of spaces one, case folded."""
+    return " ".join(text.split()).casefold()
+
+
+def _number_or_text(text: str) -> object:
+    """A value as compared: its number where it is a plain number (``137`` = ``137.0``)."""
+    try:
+        number = float(text)
+    except ValueError:
+        return _field(text)
+    return number if number == number else _field(text)
+
+
 def check_duplicates(path: Path, records: list[Record]) -> None:
-    """Refuse a row equal to an earlier one in every field, or in every field but ``value``
-    (fields compared with surrounding spaces stripped)."""
-    seen: dict[tuple[tuple[str, str], ...], Record] = {}
+    """Refuse a row that repeats an earlier one: equal in the configuration (every field but
+    ``value`` and the free text of :data:`FREE_TEXT_COLUMNS`) and in ``value`` (compared as a
+    number), whatever the free text says; or equal in every field but ``value`` (a conflict).
+    Fields are compared with spaces collapsed and case folded (:func:`_field`)."""
+    same_configuration: dict[tuple, Record] = {}
+    everything_but_value: dict[tuple, Record] = {}
     for record in records:
-        key = tuple(sorted((k, v.strip()) for k, v in record.fields.items() if k != "value"))
-        first = seen.setdefault(key, record)
-        if first is record:
-            continue
-        where = f"row {first.row} (line {first.line})"
-        if first.fields["value"].strip() == record.fields["value"].strip():
-            message = (f"row {record.row} repeats {where} field for field; a measurement is "
-                       "written once (a repeated row would count twice in the fit)")  # fmt: skip
-        else:
-            message = (
-                f"row {record.row}, column 'value': {record.fields['value']!r} conflicts with "
-                f"{first.fields['value']!r} of {where}, which is the same row in every other "
-                "field; allowed: one value per configuration of a source's table (tell two "
-                "runs apart in another column, e.g. notes)"
+        fields = {k: _field(v) for k, v in record.fields.items() if k != "value"}
+        configuration = tuple(sorted(
+            (k, v) for k, v in fields.items() if k not in FREE_TEXT_COLUMNS
+        ))  # fmt: skip
+        value = _number_or_text(record.fields["value"])
+        first = same_configuration.setdefault((configuration, value), record)
+        if first is not record:
+            differ = [
+                c for c in FREE_TEXT_COLUMNS if fields.get(c) != _field(first.fields.get(c, ""))
+            ]
+            also = f", differing only in {', '.join(differ)}" if differ else " field for field"
+            raise InputFileError(
+                path,
+                f"row {record.row} repeats row {first.row} (line {first.line}){also}: the same "
+                "configuration and value; a measurement is written once (a repeated row would "
+                "count twice in the fit)",
+                line=record.line,
             )
-        raise InputFileError(path, message, line=record.line)
+        first = everything_but_value.setdefault(tuple(sorted(fields.items())), record)
+        if first is not record:
+            raise InputFileError(
+                path,
+                f"row {record.row}, column 'value': {record.fields['value']!r} conflicts with "
+                f"{first.fields['value']!r} of row {first.row} (line {first.line}), which is the "
+                "same row in every other field; allowed: one value per configuration of a "
+                "source's table (tell two runs apart in another column, e.g. notes)",
+                line=record.line,
+            )
 
 
 def _header(path: Path, reader: csv.reader) -> list[str]:  # type: ignore[valid-type]
@@ -266,7 +306,10 @@ def read_records(path: Path) -> list[Record]:
     """Every data row, read with the csv module and checked for structure and duplicates
     (:func:`check_duplicates`; the values are checked by :func:`check_record`)."""
     try:
-        handle = path.open(newline="", encoding="ascii")
+        raw = path.read_bytes()
+        handle = io.StringIO(raw.removeprefix(codecs.BOM_UTF8).decode("ascii"), newline="")
+    except UnicodeDecodeError as error:
+        raise InputFileError(path, f"not ASCII text: {error}") from error
     except OSError as error:
         raise InputFileError(path, f"cannot read: {error}") from error
     out: list[Record] = []

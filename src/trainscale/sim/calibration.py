@@ -27,11 +27,12 @@ from types import MappingProxyType
 import numpy as np
 import yaml
 
-from trainscale.errors import InputFileError
+from trainscale.errors import InputFileError, clip
 from trainscale.io.atomic import write_text_atomic
 from trainscale.io.yaml import load_yaml
 from trainscale.paths import data_dir
 from trainscale.schema import FRAMEWORKS
+from trainscale.sim.interval_checks import interval_problems
 from trainscale.sim.intervals import PredictionIntervals
 from trainscale.sim.parameters import (
     FRAMEWORK_OFFSET_PRIOR_SD,
@@ -216,6 +217,18 @@ def _parse(path: Path, data: dict) -> Calibration:
 def _parse_intervals(path: Path, block: object) -> PredictionIntervals | None:
     if block is None:
         return None
+    if not isinstance(block, dict):
+        raise InputFileError(
+            path, "intervals: expected a mapping; regenerate it with trainscale calibrate"
+        )
+    problems = interval_problems(block)
+    if problems:
+        lines = [f"{key}: {clip(message)}" for key, message in problems[:20]]
+        raise InputFileError(
+            path,
+            (lines[0] if len(lines) == 1 else "\n  ".join(["bad interval values:", *lines]))
+            + "; regenerate the block with trainscale calibrate",
+        )
     try:
         return PredictionIntervals.from_dict(block)  # type: ignore[arg-type]
     except (KeyError, TypeError, ValueError, AttributeError) as error:

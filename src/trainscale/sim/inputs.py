@@ -20,6 +20,7 @@ import pandas as pd
 
 from trainscale.errors import ConfigurationError, InputFileError
 from trainscale.io.numbers import number_problem, parse_number
+from trainscale.io.suggest import normalised
 from trainscale.schema import (
     CONFIGURATION_COLUMNS,
     DATASET_COLUMNS,
@@ -68,15 +69,19 @@ def missing_configuration_columns(table: pd.DataFrame, also: tuple[str, ...] = (
 
 def unknown_column_warnings(columns: Iterable[object]) -> list[str]:
     """One warning per column that no trainscale table has but that is close to a configuration
-    column (a misspelling, whose value would otherwise be ignored for the default). Other
+    column (a misspelling, whose value would otherwise be ignored for the default), compared
+    after :func:`trainscale.io.suggest.normalised` (case and separators ignored). Other
     columns (a user's own labels) are carried through to the output untouched, without a word.
     """
     warnings = []
+    by_normal = {normalised(known): known for known in sorted(_CONFIG_NAMES)}
     for name in columns:
         if not isinstance(name, str) or name in _KNOWN_NAMES:
             continue
-        close = difflib.get_close_matches(name, sorted(_CONFIG_NAMES), n=1,
+        # case and separators do not count: GLOBAL_BATCH, power-limit-w, Num GPUs
+        close = difflib.get_close_matches(normalised(name), list(by_normal), n=1,
                                           cutoff=_MISSPELLING_CUTOFF)  # fmt: skip
+        close = [by_normal[c] for c in close]
         if close:
             warnings.append(
                 f"column {name!r} is not a configuration column (did you mean {close[0]!r}?); "

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from trainscale.errors import InputFileError
+from trainscale.errors import InputFileError, clip
 from trainscale.io.schema import schema_problems, subschema, validator
 from trainscale.io.yaml import load_yaml
 from trainscale.schema import MODEL_SHAPE_COLUMNS, names
@@ -107,6 +107,10 @@ def _completeness_problems(
     return problems
 
 
+#: Most problems of one study listed in its error message.
+MAX_LISTED = 50
+
+
 def load_study(
     path: str | Path,
     *,
@@ -145,7 +149,11 @@ def load_study(
         problems += _semantic_problems(data, {key for key, _ in problems}, hardware, models)
         problems += product_problems(data, {key for key, _ in problems})
     if problems:
-        lines = [f"key '{key}': {message}" for key, message in problems]
+        lines = [
+            f"key '{clip(key)}': {clip(message, 400)}" for key, message in problems[:MAX_LISTED]
+        ]
+        if len(problems) > MAX_LISTED:
+            lines.append(f"... and {len(problems) - MAX_LISTED} more problem(s)")
         raise InputFileError(
             path, lines[0] if len(lines) == 1 else "invalid study:\n  " + "\n  ".join(lines)
         )
