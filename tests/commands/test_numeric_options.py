@@ -39,7 +39,7 @@ _BAD = st.one_of(
     st.sampled_from(["nan", "NaN", "inf", "-inf", "Infinity", "1_000", "1,5", "1,024", "0x80",
                      "10GB", "\u22121", "", " ", "1e", "--"]),
     st.from_regex(r"\A[0-9]{1,4}(,[0-9]{3}){1,2}\Z"),
-    st.from_regex(r"\A[0-9]{1,3}[ a-zA-Z%]{1,4}\Z"),
+    st.from_regex(r"\A[0-9]{1,3} ?[a-zA-Z%]{1,4}\Z"),  # a unit; surrounding blanks are stripped
 )  # fmt: skip
 
 

@@ -168,7 +168,7 @@ def test_commands_never_overwrite_an_input(
 def test_a_workflow_script_refuses_an_output_naming_an_input(tmp_path: Path) -> None:
     from types import SimpleNamespace
 
-    from trainscale.commands.rule_script import rule_script
+    from trainscale.workflow import rule_script
 
     source = tmp_path / "in.parquet"
     source.write_text("input")

@@ -2,7 +2,7 @@
 writer writes.
 
 Every command (``predict``, ``ingest``, ``calibrate``, ``trace``, ``validate``, ``list``) and
-every workflow script (:mod:`trainscale.commands.rule_script`) calls :func:`check_outputs` with
+every workflow script (:mod:`trainscale.workflow`) calls :func:`check_outputs` with
 all the paths it will write and all the paths it will read, before anything is read or written.
 Two paths are one file when their resolved paths are equal (a symlink followed) or, where both
 exist, when ``os.stat`` gives the same device and inode (a hard link, a bind mount). A folder
