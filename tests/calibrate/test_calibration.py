@@ -27,12 +27,16 @@ def test_stored_values_are_within_bounds_and_hash_matches() -> None:
 
 
 def test_calibrate_reproduces_the_stored_file(
-    tmp_path: Path, held_out: pd.DataFrame, published, catalogue
+    tmp_path: Path, held_out: pd.DataFrame, shipped_pilot_errors: pd.DataFrame, published, catalogue
 ) -> None:
     out = tmp_path / "calibration.yaml"
-    # held_out: what calibrate() computes itself when not given it, held_out_predictions() of the
-    # same published data, computed once for this test and the interval coverage tests
-    calibrate(out, published, catalogue=catalogue, held_out=held_out.copy())
+    # held_out and shipped_pilot_errors: what calibrate() computes itself when not given them,
+    # held_out_predictions() of the same published data and pilot_errors() of it with the
+    # shipped calibration (golden results, tests/data/regenerate.py)
+    calibrate(
+        out, published, catalogue=catalogue, held_out=held_out.copy(),
+        pilot_errors=shipped_pilot_errors.copy(),
+    )  # fmt: skip
     assert out.read_text() == (data_dir() / "calibration.yaml").read_text()
 
 

@@ -296,13 +296,20 @@ def calibrate(
     *,
     catalogue: Catalogue,
     held_out: pd.DataFrame | None = None,
+    pilot_errors: pd.DataFrame | None = None,
 ) -> FittedCalibration:
     """Run the whole calibration on ``published``, simulating under ``catalogue``, and write
     ``output`` (None: ``data/calibration.yaml``).
 
     ``held_out``: the leave-one-source-out predictions the intervals are fitted on (default:
-    :func:`held_out_predictions` of ``published``, one refit per source).
+    :func:`held_out_predictions` of ``published``, one refit per source). ``pilot_errors``: the
+    errors of pilot-calibrated predictions on the published scaling series with the fitted
+    calibration, stored in the file for every user calibration on it (default:
+    :func:`trainscale.calibrate.pilot_series.pilot_errors`, one base fit per source;
+    :mod:`trainscale.calibrate.stored`).
     """
+    from trainscale.calibrate.pilot_series import pilot_errors as measure_pilot_errors
+    from trainscale.calibrate.stored import BLOCK, StoredPilotErrors
     from trainscale.sim.intervals import fit_intervals
 
     fit = fit_throughput(published, catalogue=catalogue)
@@ -349,7 +356,12 @@ def calibrate(
         ]
         + [{"csv_row": int(r.csv_row), "reason": str(r.reason)} for r in sim_rejects.itertuples()],
     }
-    dump_calibration(final, output or data_dir() / "calibration.yaml", provenance)
+    if pilot_errors is None:
+        pilot_errors = measure_pilot_errors(published, catalogue=catalogue, shipped=final)
+    stored = StoredPilotErrors.of(pilot_errors, final.calibration_id)
+    dump_calibration(
+        final, output or data_dir() / "calibration.yaml", provenance, {BLOCK: stored.as_dict()}
+    )
     return fit
 
 

@@ -36,7 +36,7 @@ same measurements give the same file byte for byte.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -63,6 +63,7 @@ from trainscale.sim.intervals import CoverageFacts, PredictionIntervals
 
 if TYPE_CHECKING:
     from trainscale.calibrate.pilot import PilotReport
+    from trainscale.calibrate.stored import StoredPilotErrors
     from trainscale.published.measurements import PublishedData
     from trainscale.sim.catalogue import Catalogue
     from trainscale.sim.pilot_intervals import PilotIntervals
@@ -116,11 +117,14 @@ class UserCalibration:
     """The result of :func:`calibrate_user`: the calibration, its rows, what was refitted, the
     :class:`~trainscale.calibrate.pilot.PilotReport`, the refitted parameters left on a bound
     (:func:`~trainscale.calibrate.measurements.refitted_on_bounds`) and the
-    :class:`~trainscale.calibrate.measurements.Measurements` read (None when given a table)."""
+    :class:`~trainscale.calibrate.measurements.Measurements` read (None when given a table) and
+    ``notes`` for the user (the pilot errors measured afresh:
+    :func:`~trainscale.calibrate.stored.pilot_model`)."""
 
     def __init__(self, calibration: Calibration, rows: pd.DataFrame, refitted: list[str],
                  fixed: list[str], report: PilotReport, *, on_bounds: list[str] | None = None,
-                 measurements: Measurements | None = None) -> None:  # fmt: skip
+                 measurements: Measurements | None = None,
+                 notes: list[str] | None = None) -> None:  # fmt: skip
         self.calibration = calibration
         self.rows = rows
         self.refitted = refitted
@@ -128,6 +132,7 @@ class UserCalibration:
         self.report = report
         self.on_bounds = [] if on_bounds is None else on_bounds
         self.measurements = measurements
+        self.notes = [] if notes is None else notes
 
 
 def calibrate_user(
@@ -135,10 +140,11 @@ def calibrate_user(
     output: Path | None = None,
     *,
     base: Calibration,
-    published: PublishedData,
+    published: PublishedData | Callable[[], PublishedData] | None,
     catalogue: Catalogue,
     table: pd.DataFrame | None = None,
     pilot_errors: pd.DataFrame | None = None,
+    stored: StoredPilotErrors | None = None,
     ingest: RunIngester | None = None,
 ) -> UserCalibration:
     """Refit what the measured rows identify (:mod:`trainscale.calibrate.pilot`) and write
@@ -150,10 +156,11 @@ def calibrate_user(
     measurements already read, a DataFrame with the configuration columns of ``trainscale
     predict`` and :data:`MEASURED`; one row or more.
     ``base``: the calibration to start from and shrink toward (``trainscale calibrate`` passes
-    the shipped ``data/calibration.yaml``). ``published``: the published measurements, from which
-    the pilot interval model is measured (:func:`trainscale.calibrate.pilot_series.pilot_errors`,
-    source-out) unless ``pilot_errors`` (that function's rows) is given. ``catalogue``: what
-    every fit simulates with.
+    the shipped ``data/calibration.yaml``). The pilot interval model: from ``pilot_errors`` (rows
+    of :func:`trainscale.calibrate.pilot_series.pilot_errors`) if given, else from ``stored`` (the
+    base file's block) if measured with ``base``, else measured on ``published`` (the data, or a
+    function loading them) with a note (:func:`trainscale.calibrate.stored.pilot_model`).
+    ``catalogue``: what every fit simulates with.
 
     Returns a :class:`UserCalibration`: ``calibration`` (with an ``intervals`` block whose
     ``pilot`` part widens with the distance from the measured GPU counts), ``rows`` (the measured
@@ -163,8 +170,8 @@ def calibrate_user(
     in-sample error and the base's error on the same rows).
     """
     from trainscale.calibrate.pilot import refit_pilots
-    from trainscale.calibrate.pilot_series import pilot_errors as measure_pilot_errors
     from trainscale.calibrate.pilot_series import pilot_interval_model
+    from trainscale.calibrate.stored import pilot_model
     from trainscale.published.accuracy import throughput_predictions
     from trainscale.published.measurements import PublishedData
 
@@ -179,9 +186,12 @@ def calibrate_user(
         if table.empty:
             raise InputFileError(path, "no measured row; give at least one measured configuration")
     fitted, report = refit_pilots(table, base=base, catalogue=catalogue)
-    if pilot_errors is None:
-        pilot_errors = measure_pilot_errors(published, catalogue=catalogue, shipped=base)
-    pilot = pilot_interval_model(pilot_errors, table["num_gpus"])
+    if pilot_errors is not None:
+        pilot, note = pilot_interval_model(pilot_errors, table["num_gpus"]), None
+    else:
+        pilot, note = pilot_model(
+            table["num_gpus"], base=base, stored=stored, published=published, catalogue=catalogue
+        )
     rows = table.assign(
         observed_tokens_per_s_per_gpu=table[MEASURED], citation=str(path),
         csv_row=np.arange(1, len(table) + 1),
@@ -203,6 +213,7 @@ def calibrate_user(
     return UserCalibration(
         final, after, list(report.refitted), not_refitted, report,
         on_bounds=refitted_on_bounds(final, report.refitted), measurements=found,
+        notes=[note] if note else [],
     )  # fmt: skip
 
 

@@ -123,9 +123,11 @@ def _sensitivity(args: argparse.Namespace, published: PublishedData, catalogue: 
 
 
 def _user(args: argparse.Namespace, catalogue: Catalogue) -> int:
+    from trainscale.calibrate.stored import read_stored
     from trainscale.calibrate.user import calibrate_user
     from trainscale.errors import TrainscaleError
     from trainscale.ingest.runs import ingest_run
+    from trainscale.paths import data_dir
     from trainscale.published.measurements import load_published
     from trainscale.sim.calibration import load_calibration
 
@@ -140,13 +142,18 @@ def _user(args: argparse.Namespace, catalogue: Catalogue) -> int:
     def ingest(run_dir: Path) -> pd.DataFrame:
         return ingest_run(run_dir, hardware=catalogue.hardware, models=catalogue.models)[0]
 
-    shipped = load_published(hardware=catalogue.hardware, models=catalogue.models)
+    def shipped() -> PublishedData:  # read only where the base has no stored pilot errors
+        return load_published(hardware=catalogue.hardware, models=catalogue.models)
+
+    base = data_dir() / "calibration.yaml"
     result = calibrate_user(
-        args.measurements, args.output, base=load_calibration(), published=shipped,
-        catalogue=catalogue, ingest=ingest,
+        args.measurements, args.output, base=load_calibration(base), published=shipped,
+        catalogue=catalogue, stored=read_stored(base), ingest=ingest,
     )  # fmt: skip
     for line in result.measurements.warnings if result.measurements else []:
         print(f"trainscale calibrate: warning: {line}", file=sys.stderr)
+    for line in result.notes:
+        print(f"trainscale calibrate: note: {line}", file=sys.stderr)
     values = result.calibration.as_dict()
     files = result.measurements.files if result.measurements else args.measurements
     print(f"calibration_id {result.calibration.calibration_id} -> {args.output}")

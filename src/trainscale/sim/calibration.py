@@ -245,8 +245,12 @@ def load_calibration(path: str | Path | None = None) -> Calibration:
     return _load(Path(path) if path is not None else data_dir() / "calibration.yaml")
 
 
-def dump_calibration(calibration: Calibration, path: Path, provenance: dict) -> None:
-    """Write a calibration file with each value, its bounds, meaning and the fit's provenance."""
+def dump_calibration(
+    calibration: Calibration, path: Path, provenance: dict, stored: Mapping | None = None
+) -> None:
+    """Write a calibration file with each value, its bounds, meaning and the fit's provenance;
+    ``stored``: blocks written after the ``intervals`` block (facts measured with this
+    calibration, :mod:`trainscale.calibrate.stored`)."""
     parameters = {}
     for spec in PARAMETERS:
         parameters[spec.name] = {
@@ -265,5 +269,6 @@ def dump_calibration(calibration: Calibration, path: Path, provenance: dict) -> 
     }
     if calibration.intervals is not None:
         document["intervals"] = calibration.intervals.as_dict()
+    document.update(stored or {})
     text = yaml.safe_dump(document, sort_keys=False, width=100, allow_unicode=False)
     write_text_atomic(path, text)
