@@ -80,7 +80,7 @@ def test_columns_left_out_take_the_command_lines_defaults_echoed(tmp_path, capsy
     out = tmp_path / "out.csv"
     assert main(["predict", str(path), "-o", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert f"note: {path} leaves out seq_len, micro_batch, pp, cp, vpp, sharding" in printed
+    assert f"note: {path} leaves out seq_len, micro_batch, pp, sharding, recompute" in printed
     assert "global_batch dp x micro_batch" in printed
     table = pd.read_csv(out)
     assert table[["pp", "micro_batch", "seq_len"]].eq([1, 1, 4096]).all().all()
