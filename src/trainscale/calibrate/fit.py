@@ -28,8 +28,9 @@ throughput rows
    with their source-out coverage, into the file's ``intervals`` block (not a parameter: it does
    not enter ``calibration_id``).
 5. Write ``data/calibration.yaml``: each value with its bounds, prior and meaning, the rows it was
-   fitted on, the rows that could not be represented (with reasons), the fit's residual error, and
-   the content hash ``calibration_id``.
+   fitted on, the rows that could not be represented (with reasons), the fit's residual error, the
+   content hash ``calibration_id``, and the pilot interval table every user calibration on it
+   reads (``published_pilot_errors``, measured once with it: :mod:`trainscale.calibrate.stored`).
 
 Nothing is tuned per data point: every parameter is shared by all configurations. The
 published measurements and the catalogue the fit simulates with are the caller's.
