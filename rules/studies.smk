@@ -117,8 +117,9 @@ rule study_points:
 # the run folders are ingested and the rows calibrated as trainscale calibrate --measurements
 # PATH ... -o results/calibration/<study>.yaml does (trainscale.calibrate.user, with the
 # catalogues, published measurements and shipped calibration declared here). The study's
-# simulate jobs take this file as their calibration. About 30 s (the pilot interval model is
-# measured on the published series).
+# simulate jobs take this file as their calibration. Seconds: the pilot interval model is read
+# from the calibration's published_pilot_errors block (measured on the published series only
+# where the calibration has none of its own).
 rule calibrate_study:
     input:
         **catalogue_inputs("hardware", "models", "frameworks", "nccl"),

@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import json
 import os
-import pickle
 import re
 import shutil
-import signal
 import subprocess
 import sys
-import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +20,9 @@ import yaml
 from hypothesis import settings
 from pandas.api import types
 
+from tests.data.regenerate import COMMAND as GOLDEN_COMMAND
+from tests.data.regenerate import MANIFEST
+from tests.data.regenerate import path_of as golden_path
 from trainscale.published.measurements import PublishedData, load_published
 from trainscale.schema import Column, names
 from trainscale.sim.calibration import Calibration, load_calibration
@@ -122,72 +120,30 @@ def copy_workflow(
 
 
 def snakemake(
-    workdir: Path, *args: str, timeout: float = 300, background: bool = False
+    workdir: Path, *args: str, timeout: float = 300, cluster: bool = False
 ) -> subprocess.CompletedProcess[str]:
     """Run ``python -m snakemake *args`` in ``workdir``; return the finished process.
 
     The workflow's catalogues are those of the copy (TRAINSCALE_DATA is cleared) and no user
     profile applies (SNAKEMAKE_PROFILE is cleared); profiles/default of the copy does.
-    ``background``: see :func:`run_process`.
+    ``cluster``: with this machine's SLURM configuration (:func:`cluster_env`), for a run
+    through SLURM; else SLURM_CONF stays /dev/null.
     """
     env = {k: v for k, v in os.environ.items() if k not in ("TRAINSCALE_DATA", "SNAKEMAKE_PROFILE")}
     command = [sys.executable, "-m", "snakemake", *args]
-    return run_process(command, cwd=workdir, env=env, timeout=timeout, background=background)
+    return run_process(
+        command, cwd=workdir, env=cluster_env(env) if cluster else env, timeout=timeout
+    )
 
 
 def run_process(
-    command: Sequence[str],
-    *,
-    cwd: Path,
-    env: dict[str, str],
-    timeout: float,
-    background: bool = False,
-    one_at_a_time: bool = False,
+    command: Sequence[str], *, cwd: Path, env: dict[str, str], timeout: float
 ) -> subprocess.CompletedProcess[str]:
     """Run ``command`` in ``cwd`` with ``env``, capturing its output as text; return the
-    finished process (whatever its exit status).
-
-    ``background=True`` (the background work below): at a lower priority (nice 10), so that the
-    test running meanwhile keeps its core, in a process group of its own, which the end of the
-    session stops if it still runs. ``one_at_a_time=True`` as well: after the other such
-    process, if one runs, not beside it; for work that keeps a core or two busy throughout (a
-    harness launch, a refit), which, all started at collection, would share the idle core and
-    take more of the running test's (``timeout`` counts from the process's start).
-    """
-    if not background:
-        return subprocess.run(
-            command,
-            cwd=cwd,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-    with _ONE_AT_A_TIME if one_at_a_time else contextlib.nullcontext():
-        with _RUNNING_LOCK:
-            if _STOPPING.is_set():
-                raise RuntimeError("the test session ended before this background run started")
-            process = subprocess.Popen(
-                ["nice", "-n", "10", *command],
-                cwd=cwd,
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                start_new_session=True,
-            )
-            _RUNNING.add(process)
-        try:
-            stdout, stderr = process.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _stop(process)
-            process.communicate()
-            raise
-        finally:
-            with _RUNNING_LOCK:
-                _RUNNING.discard(process)
-    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+    finished process (whatever its exit status)."""
+    return subprocess.run(
+        command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
 
 
 _JOB = re.compile(
@@ -233,94 +189,53 @@ def with_source(env: dict[str, str]) -> dict[str, str]:
     return {**env, "PYTHONPATH": path}
 
 
-_SHIPPED: list[tuple[Catalogue, PublishedData]] = []
-_SHIPPED_LOCK = threading.Lock()
+# --- Golden results ------------------------------------------------------------------------------
+#
+# What several tests read and what takes refits of the calibration on the shipped published data
+# (held-out predictions, pilot errors, sensitivity scans) is computed once by
+# tests/data/regenerate.py and stored under tests/data/golden/, with the calibration id it was
+# computed with (tests/data/golden.yaml).
 
 
-def shipped_inputs() -> tuple[Catalogue, PublishedData]:
-    """The shipped catalogues and published measurements, loaded as the fixtures catalogue and
-    published load them, once, for the background work (objects of its own, which no test
-    sees)."""
-    with _SHIPPED_LOCK:
-        if not _SHIPPED:
-            catalogue = load_catalogue()
-            published = load_published(hardware=catalogue.hardware, models=catalogue.models)
-            _SHIPPED.append((catalogue, published))
-        return _SHIPPED[0]
-
-
-#: What a :func:`call_in_background` subprocess runs: argv[1] holds the pickled module and
-#: function names, arguments and keyword arguments; argv[2] receives the pickled result.
-_CALL_SCRIPT = """\
-import importlib, pickle, sys
-
-with open(sys.argv[1], "rb") as file:
-    module, name, args, kwargs = pickle.load(file)
-result = getattr(importlib.import_module(module), name)(*args, **kwargs)
-with open(sys.argv[2], "wb") as file:
-    pickle.dump(result, file)
-"""
-
-
-@dataclass(frozen=True)
-class Call:
-    """A function called in a subprocess (:func:`call_in_background`)."""
-
-    process: subprocess.CompletedProcess[str]
-    output: Path
-
-    def result(self) -> Any:
-        """What the function returned; fails the test with its traceback if it raised."""
-        assert self.process.returncode == 0, self.process.stderr[-5000:]
-        with self.output.open("rb") as file:
-            return pickle.load(file)
-
-
-def call_in_background(folder: Path, function: str, *args: Any, **kwargs: Any) -> Call:
-    """Call ``function(*args, **kwargs)``, ``function`` named ``"module:name"``, in a Python
-    subprocess of the background work (:func:`run_process`) that imports this checkout's code;
-    pickle carries the arguments there and the result back exactly (every dtype and value).
-    The function is named, not passed: the subprocess imports it as it is in the module, which a
-    test that replaces it meanwhile in this process (monkeypatch) does not change. Its files go
-    to ``folder``."""
-    module, name = function.split(":")
-    arguments, output = folder / f"{name}.args.pickle", folder / f"{name}.pickle"
-    arguments.write_bytes(pickle.dumps((module, name, args, kwargs)))
-    command = [sys.executable, "-c", _CALL_SCRIPT, str(arguments), str(output)]
-    env = with_source(dict(os.environ))
-    done = run_process(command, cwd=REPO, env=env, timeout=900, background=True, one_at_a_time=True)
-    return Call(done, output)
-
-
-def _held_out(folder: Path) -> Call:
-    """Background work of :func:`held_out`."""
-    catalogue, published = shipped_inputs()
-    held_out_predictions = "trainscale.calibrate.fit:held_out_predictions"
-    return call_in_background(folder, held_out_predictions, published, catalogue=catalogue)
+def golden(name: str) -> pd.DataFrame:
+    """The golden result ``name`` (tests/data/regenerate.py's GOLDEN); fails the test, naming the
+    command that regenerates the files, where they were computed with another calibration than
+    the shipped one."""
+    manifest = yaml.safe_load(MANIFEST.read_text()) if MANIFEST.exists() else {}
+    stored, shipped = manifest.get("calibration_id"), load_calibration().calibration_id
+    if stored != shipped or name not in manifest.get("files", {}):
+        pytest.fail(
+            f"tests/data/golden/{name}.parquet was computed with calibration {stored}, the shipped "
+            f"data/calibration.yaml is {shipped} (or the file is missing): rerun "
+            f"`{GOLDEN_COMMAND}` and commit tests/data/",
+            pytrace=False,
+        )
+    return pd.read_parquet(golden_path(name))
 
 
 @pytest.fixture(scope="session")
-def held_out(tmp_path_factory: pytest.TempPathFactory) -> pd.DataFrame:
+def held_out() -> pd.DataFrame:
     """The shipped published data predicted source by source, each by a fit that left its source
     out (trainscale.calibrate.fit.held_out_predictions(), one refit per source: the slowest step
-    of a calibration), simulated under the shipped catalogues: those of the fixtures published
-    and catalogue. Computed once for the tests that refit the calibration and measure the
-    interval coverage; a test passes a copy on. Started in the background, in a subprocess
-    (:func:`background_result`, :func:`call_in_background`)."""
-    return background_result("held_out", tmp_path_factory).result()
+    of a calibration), simulated under the shipped catalogues: golden ``held_out``
+    (:func:`golden`). A test passes a copy on."""
+    return golden("held_out")
 
 
-def _smoke_run(folder: Path) -> tuple[Path, subprocess.CompletedProcess[str]]:
-    """Background work of :func:`smoke_run`."""
-    workdir = copy_workflow(folder)
-    return workdir, snakemake(workdir, "--cores", "2", background=True)
+@pytest.fixture(scope="session")
+def shipped_pilot_errors() -> pd.DataFrame:
+    """``pilot_errors(published, catalogue=catalogue, shipped=load_calibration())`` on the shipped
+    data (trainscale.calibrate.pilot_series: one base fit per source, then a pilot refit per
+    series): golden ``pilot_errors`` (:func:`golden`)."""
+    return golden("pilot_errors")
 
 
 @pytest.fixture(scope="session")
 def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A finished local run (``--cores 2``) of the smoke study in a copy; do not modify it.
-    Started in the background (:func:`background_result`)."""
-    workdir, done = background_result("smoke_run", tmp_path_factory)
+    """A finished local run (``--cores 2``) of the smoke study in a copy, once per session; do not
+    modify it (:func:`finished_smoke_run` gives a copy to change)."""
+    workdir = copy_workflow(tmp_path_factory.mktemp("smoke_run"))
+    done = snakemake(workdir, "--cores", "2")
     assert done.returncode == 0, done.stderr[-3000:]
     return workdir
 
@@ -364,21 +279,43 @@ def finished_smoke_run(smoke_run: Path, tmp_path: Path) -> Callable[[str], Path]
     return make
 
 
-# --- Background work ---------------------------------------------------------------------------
+# --- SLURM --------------------------------------------------------------------------------------
 #
-# The tests run one at a time, most of them in this process, on one of the machine's two cores. The
-# slowest fixtures run subprocesses: Snakemake runs, the harness's launches
-# (tests/bench/conftest.py) and refits of the calibration (:func:`held_out`,
-# tests/calibrate/conftest.py); a conftest below this one registers its fixtures' work with
-# :func:`register_background`. Each one in _BACKGROUND is started in a thread as soon as the tests
-# are collected, when a collected test uses its fixture, so that it runs on the core the tests
-# before that one leave idle (at nice 10: the running test keeps its core); the test files that use
-# such a fixture run last, those waiting for the longest work after the others
-# (:func:`pytest_collection_modifyitems`), so that the work has the other files' time. Its fixture
-# then waits for it (:func:`background_result`) and checks its outcome as when it runs the work
-# itself. The work and every check are the same either way, only its start is earlier.
-# TRAINSCALE_TEST_BACKGROUND=0 starts nothing early and keeps the files' order: each fixture runs
-# its work when a test first needs it.
+# The session runs with SLURM_CONF=/dev/null (:func:`pytest_configure`): on a machine with a SLURM
+# configuration but no answering controller every Snakemake start would otherwise wait for it. A
+# test marked ``slurm`` gets the machine's configuration back (:func:`_slurm_cluster`), and so do
+# the runs through SLURM (:func:`cluster_env`).
+
+#: SLURM_CONF as the session found it (None: unset): the machine's SLURM cluster.
+_CLUSTER_SLURM_CONF: list[str | None] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Set SLURM_CONF=/dev/null for the session, keeping the value it had for the SLURM tests."""
+    if not _CLUSTER_SLURM_CONF:
+        _CLUSTER_SLURM_CONF.append(os.environ.get("SLURM_CONF"))
+    os.environ["SLURM_CONF"] = "/dev/null"
+
+
+def cluster_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """``env`` (default: this process's) with the machine's SLURM configuration: SLURM_CONF as
+    the session found it, or unset where it was unset."""
+    env = dict(os.environ if env is None else env)
+    env.pop("SLURM_CONF", None)
+    conf = _CLUSTER_SLURM_CONF[0] if _CLUSTER_SLURM_CONF else None
+    return env if conf is None else {**env, "SLURM_CONF": conf}
+
+
+@pytest.fixture(autouse=True)
+def _slurm_cluster(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test marked ``slurm`` runs with the machine's SLURM configuration."""
+    if request.node.get_closest_marker("slurm") is None:
+        return
+    conf = cluster_env().get("SLURM_CONF")
+    if conf is None:
+        monkeypatch.delenv("SLURM_CONF", raising=False)
+    else:
+        monkeypatch.setenv("SLURM_CONF", conf)
 
 
 @dataclass(frozen=True)
@@ -404,6 +341,7 @@ def slurm_cluster_problem() -> str | None:
             text=True,
             timeout=20,
             check=False,
+            env=cluster_env(),
         )
     except subprocess.TimeoutExpired:
         return "sinfo got no answer in 20 s: slurmctld is not responding (.ci/slurm-up)"
@@ -416,7 +354,7 @@ def slurm_cluster_problem() -> str | None:
 
 
 def _slurm_smoke_run(folder: Path) -> SlurmRun | str:
-    """Background work of :func:`slurm_smoke_run`: the run, or why SLURM is not available."""
+    """The work of :func:`slurm_smoke_run`: the run, or why SLURM is not available."""
     problem = slurm_cluster_problem()
     if problem:
         return problem
@@ -425,11 +363,12 @@ def _slurm_smoke_run(folder: Path) -> SlurmRun | str:
         "--profile", str(REPO / "profiles/slurm"),
         "--profile", str(REPO / "tests/slurm/profile"),
     ]  # fmt: skip
-    dry_run = snakemake(workdir, "--dry-run", background=True)
-    run = snakemake(workdir, *profiles, timeout=900, background=True)
+    dry_run = snakemake(workdir, "--dry-run", cluster=True)
+    run = snakemake(workdir, *profiles, timeout=900, cluster=True)
     scontrol = subprocess.run(
-        ["scontrol", "show", "job"], capture_output=True, text=True, timeout=60, check=False
-    )
+        ["scontrol", "show", "job"], capture_output=True, text=True, timeout=60, check=False,
+        env=cluster_env(),
+    )  # fmt: skip
     return SlurmRun(workdir, dry_run, run, scontrol.stdout + scontrol.stderr)
 
 
@@ -437,9 +376,9 @@ def _slurm_smoke_run(folder: Path) -> SlurmRun | str:
 def slurm_smoke_run(tmp_path_factory: pytest.TempPathFactory) -> SlurmRun:
     """The smoke study run in a copy through SLURM, with the site profile and the test
     cluster's overrides (``--profile profiles/slurm --profile tests/slurm/profile``), after a
-    dry run of it; skips, with the reason, where no SLURM node answers. Started in the
-    background (:func:`background_result`)."""
-    result = background_result("slurm_smoke_run", tmp_path_factory)
+    dry run of it; skips, with the reason, where no SLURM node answers. Once per
+    session."""
+    result = _slurm_smoke_run(tmp_path_factory.mktemp("slurm_smoke_run"))
     if isinstance(result, str):
         pytest.skip(result)
     return result
@@ -460,7 +399,7 @@ class ReportRun:
 
 
 def _report_run(folder: Path) -> ReportRun | None:
-    """Background work of :func:`report_run`; None where the browser test cannot run."""
+    """The work of :func:`report_run`; None where the browser test cannot run."""
     if not all(path.exists() for path in BROWSER) or importlib.util.find_spec("selenium") is None:
         return None
     workdir = copy_workflow(folder / "report", studies=None)
@@ -470,10 +409,10 @@ def _report_run(folder: Path) -> ReportRun | None:
     # the default target's slowest jobs. The report is built for the same targets.
     targets = [f"reports/figures/{name}.png" for name in config["figures"]]
     targets += [f"reports/tables/{name}.csv" for name in config["tables"]]
-    run = snakemake(workdir, "--cores", "2", *targets, timeout=900, background=True)
+    run = snakemake(workdir, "--cores", "2", *targets, timeout=900)
     report = None
     if run.returncode == 0:
-        report = snakemake(workdir, "--report", "reports/report.html", *targets, background=True)
+        report = snakemake(workdir, "--report", "reports/report.html", *targets)
     return ReportRun(workdir, config, run, report)
 
 
@@ -482,111 +421,11 @@ def report_run(tmp_path_factory: pytest.TempPathFactory) -> ReportRun:
     """Every figure and table of the repository's config/config.yaml built (``--cores 2``) in a
     copy of the workflow, then ``snakemake --report reports/report.html`` for them, for the
     browser test; skips, with the reason, where Chromium, chromedriver or selenium is missing.
-    Started in the background (:func:`background_result`)."""
-    result = background_result("report_run", tmp_path_factory)
+    Once per session."""
+    result = _report_run(tmp_path_factory.mktemp("report_run"))
     if result is None:
         pytest.skip(
             f"{' or '.join(map(str, BROWSER))} or selenium missing (apt-get install chromium "
             "chromium-driver; pip install selenium)"
         )
     return result
-
-
-#: fixture name -> its work, ``work(folder)``: what the fixture waits for.
-_BACKGROUND: dict[str, Callable[[Path], Any]] = {
-    "smoke_run": _smoke_run,
-    "slurm_smoke_run": _slurm_smoke_run,
-    "report_run": _report_run,
-    "held_out": _held_out,
-}
-_STARTED: dict[str, Future[Any]] = {}
-_POOL: list[ThreadPoolExecutor] = []
-_RUNNING: set[subprocess.Popen[str]] = set()
-_RUNNING_LOCK = threading.Lock()
-_ONE_AT_A_TIME = threading.Lock()
-_STOPPING = threading.Event()
-
-
-def register_background(name: str, work: Callable[[Path], Any]) -> None:
-    """Make ``work(folder)`` the background work of fixture ``name``, defined in a conftest below
-    this one, which registers it when it is loaded: before the tests are collected. A conftest
-    loaded twice (tests/tables/conftest.py executes the figures' conftest for its fixtures)
-    registers the same definition again, which keeps the first."""
-    known = _BACKGROUND.setdefault(name, work)
-    if known is not work and _definition(known) != _definition(work):
-        raise ValueError(f"fixture {name!r} already has background work")
-
-
-def _definition(function: Callable[..., Any]) -> tuple[str, str]:
-    """Where ``function`` is defined: its source file and qualified name."""
-    return function.__code__.co_filename, function.__qualname__
-
-
-def background_result(name: str, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """What the work of fixture ``name`` returned: wait for it if it was started, else run it."""
-    future = _STARTED.pop(name, None)
-    if future is None:
-        return _BACKGROUND[name](tmp_path_factory.mktemp(name))
-    return future.result()
-
-
-def _background_on(config: pytest.Config) -> bool:
-    return not config.option.collectonly and os.environ.get("TRAINSCALE_TEST_BACKGROUND") != "0"
-
-
-#: The background work that takes longest, minutes even alone: every figure and table of the
-#: config (the browser test's run) and the runs whose jobs wait in SLURM's queue.
-_LONGEST = frozenset({"report_run", "slurm_smoke_run", "slurm_bench_run"})
-
-
-def _lateness(item: pytest.Item) -> int:
-    """0: the test waits for no background work; 1: for some; 2: for some of _LONGEST."""
-    names = set(getattr(item, "fixturenames", ()))
-    return 2 if names & _LONGEST else 1 if names & _BACKGROUND.keys() else 0
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Run the test files that wait for background work last, those that wait for the longest
-    after the others, each group in its order, so that the work has the other test files' time
-    to finish; the other files keep theirs. Whole files move, so that a module-scoped fixture
-    still serves its file's tests in one go."""
-    if not _background_on(config):
-        return
-    lateness: dict[Path, int] = {}
-    for item in items:
-        lateness[item.path] = max(lateness.get(item.path, 0), _lateness(item))
-    items.sort(key=lambda item: lateness[item.path])  # stable: keeps the order within a group
-
-
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """Start the work of every fixture in _BACKGROUND that a collected test uses."""
-    if not _background_on(session.config):
-        return
-    used = {name for item in session.items for name in getattr(item, "fixturenames", ())}
-    names = [name for name in _BACKGROUND if name in used]
-    if not names:
-        return
-    pool = ThreadPoolExecutor(max_workers=len(names), thread_name_prefix="background")
-    _POOL.append(pool)
-    factory = session.config._tmp_path_factory  # what the tmp_path_factory fixture returns
-    for name in names:
-        _STARTED[name] = pool.submit(_BACKGROUND[name], factory.mktemp(name))
-
-
-def _stop(process: subprocess.Popen[str]) -> None:
-    """Stop a background run and its processes (SIGTERM: Snakemake cancels its SLURM jobs)."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGTERM)
-
-
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Stop the background work that no test waited for (the session ended early)."""
-    _STOPPING.set()
-    for future in _STARTED.values():
-        future.cancel()
-    with _RUNNING_LOCK:
-        running = list(_RUNNING)
-    for process in running:
-        _stop(process)
-    for pool in _POOL:
-        pool.shutdown(wait=True)

@@ -2,8 +2,6 @@
 
 The runs use a tiny Llama-style shape so that a 2-rank gloo run on 2 CPU cores takes seconds.
 Tests that need PyTorch are marked ``bench`` and skip, with the reason, when it is missing.
-The runs start in the background when the tests are collected (tests/conftest.py,
-:func:`register_background`).
 """
 
 from __future__ import annotations
@@ -19,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import background_result, register_background, run_process
+from tests.conftest import cluster_env, run_process
 
 REPO = Path(__file__).resolve().parents[2]
 _GLOG_WARNING = re.compile(r"^W\d{4} \d{2}:\d{2}:\d{2}")
@@ -61,12 +59,8 @@ def env_with_source() -> dict[str, str]:
 
 
 def launch(command: list[str], run_dir: Path, *, timeout: float = 240) -> Launch:
-    """Run a harness command line in the background (nice 10, one at a time: see
-    :func:`run_process`); return it, failed or not: :func:`checked` checks it."""
-    env = env_with_source()
-    done = run_process(
-        command, cwd=REPO, env=env, timeout=timeout, background=True, one_at_a_time=True
-    )
+    """Run a harness command line; return it, failed or not: :func:`checked` checks it."""
+    done = run_process(command, cwd=REPO, env=env_with_source(), timeout=timeout)
     return Launch(run_dir=run_dir, process=done)
 
 
@@ -102,7 +96,7 @@ def torch_module():
 
 
 def _gloo_run(folder: Path) -> Launch:
-    """Background work of :func:`gloo_run`."""
+    """The work of :func:`gloo_run`."""
     run_dir = folder / "gloo_fsdp2"
     return launch(
         torchrun(
@@ -126,11 +120,11 @@ def _gloo_run(folder: Path) -> Launch:
 @pytest.fixture(scope="session")
 def gloo_run(torch_module, tmp_path_factory) -> Launch:
     """2 ranks, gloo, FSDP over dp=2, 20 steps of which 5 warm-up, 3 profiled."""
-    return checked(background_result("gloo_run", tmp_path_factory))
+    return checked(_gloo_run(tmp_path_factory.mktemp("gloo_run")))
 
 
 def _single_run(folder: Path) -> Launch:
-    """Background work of :func:`single_run`."""
+    """The work of :func:`single_run`."""
     run_dir = folder / "single"
     return launch(
         [
@@ -155,11 +149,11 @@ def _single_run(folder: Path) -> Launch:
 @pytest.fixture(scope="session")
 def single_run(torch_module, tmp_path_factory) -> Launch:
     """One process without torchrun (``python -m trainscale.cli bench``), 8 steps."""
-    return checked(background_result("single_run", tmp_path_factory))
+    return checked(_single_run(tmp_path_factory.mktemp("single_run")))
 
 
 def _tp_run(folder: Path) -> Launch:
-    """Background work of :func:`tp_run`."""
+    """The work of :func:`tp_run`."""
     run_dir = folder / "tp2"
     return launch(
         torchrun(
@@ -183,7 +177,7 @@ def _tp_run(folder: Path) -> Launch:
 @pytest.fixture(scope="session")
 def tp_run(torch_module, tmp_path_factory) -> Launch:
     """2 ranks, tensor parallel 2 (dp = 1): the same data and weights as ``single_run``."""
-    return checked(background_result("tp_run", tmp_path_factory))
+    return checked(_tp_run(tmp_path_factory.mktemp("tp_run")))
 
 
 def slurm_problem() -> str | None:
@@ -191,8 +185,9 @@ def slurm_problem() -> str | None:
     if shutil.which("sinfo") is None:
         return "sinfo is not installed: no SLURM cluster (start one with .ci/slurm-up)"
     done = subprocess.run(
-        ["sinfo", "-h", "-o", "%a %T"], capture_output=True, text=True, timeout=30, check=False
-    )
+        ["sinfo", "-h", "-o", "%a %T"], capture_output=True, text=True, timeout=30, check=False,
+        env=cluster_env(),
+    )  # fmt: skip
     if done.returncode != 0 or "up" not in done.stdout:
         return (
             f"no SLURM cluster answers (start one with .ci/slurm-up): "
@@ -210,7 +205,7 @@ class SlurmBench:
 
 
 def _slurm_bench_run(folder: Path) -> SlurmBench | str:
-    """Background work of :func:`slurm_bench_run`: the run, or why it cannot run here."""
+    """The work of :func:`slurm_bench_run`: the run, or why it cannot run here."""
     problem = slurm_problem()
     if problem:
         return problem
@@ -219,7 +214,7 @@ def _slurm_bench_run(folder: Path) -> SlurmBench | str:
     (folder / "config" / "benches").mkdir(parents=True)
     shutil.copy(REPO / "config" / "benches" / "cpu_smoke.yaml", folder / "config" / "benches")
     (folder / "Snakefile").write_text(f'include: "{REPO / "rules" / "bench.smk"}"\n')
-    env = {k: v for k, v in env_with_source().items() if k != "SNAKEMAKE_PROFILE"}
+    env = {k: v for k, v in cluster_env(env_with_source()).items() if k != "SNAKEMAKE_PROFILE"}
     command = [
         sys.executable,
         "-m",
@@ -230,8 +225,7 @@ def _slurm_bench_run(folder: Path) -> SlurmBench | str:
         "--profile",
         str(REPO / "tests" / "slurm" / "profile"),
     ]
-    # SLURM runs the job: this process mostly waits for it (not one_at_a_time)
-    done = run_process(command, cwd=folder, env=env, timeout=600, background=True)
+    done = run_process(command, cwd=folder, env=env, timeout=600)
     return SlurmBench(folder, done)
 
 
@@ -240,14 +234,8 @@ def slurm_bench_run(tmp_path_factory) -> SlurmBench:
     """``snakemake results/bench/cpu_smoke.parquet --profile profiles/slurm-bench --profile
     tests/slurm/profile`` in a folder with config/benches/cpu_smoke.yaml and a Snakefile that
     includes rules/bench.smk; skips, with the reason, unless `sinfo` answers with an available
-    partition and PyTorch is installed. Started in the background."""
-    result = background_result("slurm_bench_run", tmp_path_factory)
+    partition and PyTorch is installed. Once per session."""
+    result = _slurm_bench_run(tmp_path_factory.mktemp("slurm_bench_run"))
     if isinstance(result, str):
         pytest.skip(result)
     return result
-
-
-register_background("gloo_run", _gloo_run)
-register_background("single_run", _single_run)
-register_background("tp_run", _tp_run)
-register_background("slurm_bench_run", _slurm_bench_run)

@@ -22,7 +22,7 @@ SHIPPED = {"hardware": _CATALOGUE.hardware, "models": _CATALOGUE.models}
 
 
 def test_cpu_bench_through_slurm(slurm_bench_run):
-    # the run: fixture slurm_bench_run (tests/bench/conftest.py), started in the background
+    # the run: fixture slurm_bench_run (tests/bench/conftest.py), once per session
     workdir, done = slurm_bench_run.workdir, slurm_bench_run.process
     log = workdir / "results" / "logs" / "bench_run" / "cpu_smoke" / "n1_fsdp2.log"
     bench_log = log.read_text()[-4000:] if log.is_file() else "(no bench log)"

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from trainscale.calibrate.fit import calibrate
+from trainscale.calibrate.shipped import calibrate
 from trainscale.errors import InputFileError
 from trainscale.paths import data_dir
 from trainscale.published.power_rows import load_power_rows
@@ -29,15 +29,19 @@ def test_stored_values_are_within_bounds_and_hash_matches() -> None:
 
 
 def test_calibrate_reproduces_the_stored_file(
-    tmp_path: Path, held_out: pd.DataFrame, published, catalogue
+    tmp_path: Path, held_out: pd.DataFrame, shipped_pilot_errors: pd.DataFrame, published, catalogue
 ) -> None:
     out = tmp_path / "calibration.yaml"
-    # held_out: what calibrate() computes itself when not given it, held_out_predictions() of the
-    # same published data, computed once for this test and the interval coverage tests
+    # held_out and shipped_pilot_errors: what calibrate() computes itself when not given them,
+    # held_out_predictions() of the same published data and pilot_errors() of it with the
+    # shipped calibration (golden results, tests/data/regenerate.py)
     published_dir = data_dir() / "published"
     power = load_power_rows(published_dir / "power-measurements.csv", catalogue,
                             load_sources(published_dir / "sources.yaml"))  # fmt: skip
-    calibrate(out, published, catalogue=catalogue, held_out=held_out.copy(), power_rows=power)
+    calibrate(
+        out, published, catalogue=catalogue, held_out=held_out.copy(),
+        pilot_errors=shipped_pilot_errors.copy(), power_rows=power,
+    )  # fmt: skip
     assert out.read_text() == (data_dir() / "calibration.yaml").read_text()
 
 
@@ -46,7 +50,7 @@ def test_stored_values_drop_the_solver_noise_that_differs_between_machines() -> 
     shipped file had +1.3e-24, and the framework offsets near 0 differed in their 6th digit:
     values are kept to 6 significant digits or a millionth of their bound range, whichever is
     coarser, in one rounding."""
-    from trainscale.calibrate.fit import _round
+    from trainscale.calibrate.fit import round_calibration
 
     base = Calibration.defaults()
     noisy = base.with_values(
@@ -55,7 +59,7 @@ def test_stored_values_drop_the_solver_noise_that_differs_between_machines() -> 
         fp8_gemm_offset_pytorch=-0.0031652049,
         nic_efficiency=0.92630849,
     )
-    stored = _round(noisy)
+    stored = round_calibration(noisy)
     assert stored.framework_offsets["deepspeed"]["fp8_gemm"] == 0.0
     assert (
         math.copysign(1.0, stored.framework_offsets["deepspeed"]["fp8_gemm"]) == 1.0
@@ -63,7 +67,7 @@ def test_stored_values_drop_the_solver_noise_that_differs_between_machines() -> 
     assert stored.value("gemm_efficiency_offset_deepspeed") == -0.0061517
     assert stored.value("fp8_gemm_offset_pytorch") == -0.0031652
     assert stored.nic_efficiency == 0.926308  # 6 significant digits, rounded once
-    assert _round(stored) == stored
+    assert round_calibration(stored) == stored
 
 
 def test_out_of_bounds_value_is_rejected_with_file_and_key(tmp_path: Path) -> None:
@@ -83,11 +87,11 @@ def test_cli_refit_without_output_writes_nothing(
 ) -> None:
     """User trial item 6: `trainscale calibrate` with no option overwrote the shipped
     data/calibration.yaml. A refit now needs -o; without it nothing is fitted or written."""
-    import trainscale.calibrate.fit
+    import trainscale.calibrate.shipped
     from trainscale.cli import main
 
     calls = []
-    monkeypatch.setattr(trainscale.calibrate.fit, "calibrate", lambda *a, **k: calls.append(a))
+    monkeypatch.setattr(trainscale.calibrate.shipped, "calibrate", lambda *a, **k: calls.append(a))
     shipped = data_dir() / "calibration.yaml"
     before = shipped.stat().st_mtime_ns
 

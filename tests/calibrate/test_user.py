@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -9,9 +10,11 @@ import pytest
 import yaml
 
 from trainscale.calibrate.pilot_examples import scale_check
+from trainscale.calibrate.stored import read_stored
 from trainscale.calibrate.user import MEASURED, calibrate_user
 from trainscale.cli import main
-from trainscale.errors import InputFileError
+from trainscale.errors import InputFileError, TrainscaleError
+from trainscale.paths import data_dir
 from trainscale.published.measurements import load_published
 from trainscale.sim.calibration import load_calibration
 from trainscale.sim.catalogue import load_catalogue
@@ -42,14 +45,20 @@ def _measurements(tmp_path: Path, name: str = "runs.csv") -> Path:
 
 
 def test_same_measurements_give_the_same_file_byte_for_byte(
-    tmp_path: Path, request: pytest.FixtureRequest, shipped_pilot_errors: pd.DataFrame
+    tmp_path: Path, shipped_pilot_errors: pd.DataFrame, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The first command measures the pilot errors itself; the second reuses the ones measured
-    in the background (fixture known_pilot_errors), which must therefore be the same rows."""
+    """The command reads the pilot errors stored with the shipped calibration (its
+    published_pilot_errors block) and no published measurement; the API given the pilot errors
+    measured on the published data (golden pilot_errors) writes the same bytes."""
+    import trainscale.published.measurements
+
+    def unread(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the published measurements were read")
+
+    monkeypatch.setattr(trainscale.published.measurements, "load_published", unread)
     measurements = _measurements(tmp_path)
     first, second = tmp_path / "a.yaml", tmp_path / "b.yaml"
     assert main(["calibrate", "--measurements", str(measurements), "-o", str(first)]) == 0
-    request.getfixturevalue("known_pilot_errors")
     assert main(["calibrate", "--measurements", str(measurements), "-o", str(second)]) == 0
     assert first.read_bytes() == second.read_bytes()
     stored = yaml.safe_load(first.read_text())
@@ -60,6 +69,7 @@ def test_same_measurements_give_the_same_file_byte_for_byte(
     assert stored["intervals"]["pilot"]["pilot_gpus"] == sorted(
         set(pd.read_csv(measurements)["num_gpus"])
     )
+    assert "published_pilot_errors" not in stored  # a user calibration stores no such block
     assert stored["ladder"][0]["rung"] == "level"
     assert stored["residual_error"]["fitted_mape_pct"] < stored["residual_error"]["base_mape_pct"]
     # only what a cluster changes moved
@@ -67,10 +77,40 @@ def test_same_measurements_give_the_same_file_byte_for_byte(
     moved = {k for k, v in mine.as_dict().items() if v != shipped[k]}
     assert moved and moved <= set(stored["refitted"])
     assert all(name.endswith("_pytorch") or "_offset_" not in name for name in moved)
-    # the API gives the same file as the CLI (the pilot errors are deterministic)
+    # the API, given the pilot errors measured afresh, gives the same file as the CLI
     third = tmp_path / "c.yaml"
-    calibrate_user(measurements, third, **SHIPPED, pilot_errors=shipped_pilot_errors)
-    assert third.read_bytes() == first.read_bytes()
+    result = calibrate_user(measurements, third, **SHIPPED, pilot_errors=shipped_pilot_errors)
+    assert third.read_bytes() == first.read_bytes() and result.notes == []
+
+
+def test_a_base_whose_stored_pilot_errors_are_another_calibrations_measures_them_and_says_so(
+    tmp_path: Path,
+    known_pilot_errors: pd.DataFrame,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Stored pilot errors of another calibration id (hand-edited values, a stale block) are never
+    used: the command measures them on the published data (known_pilot_errors: here the golden
+    rows of that measurement) and notes it on stderr; the file is the same as from the stored
+    block."""
+    import trainscale.calibrate.stored
+
+    shipped = read_stored(data_dir() / "calibration.yaml")
+    assert shipped is not None and shipped.calibration_id == load_calibration().calibration_id
+    stale = replace(shipped, calibration_id="000000000000", lower=(0.0,) * len(shipped.lower))
+    monkeypatch.setattr(trainscale.calibrate.stored, "read_stored", lambda path: stale)
+    measurements = _measurements(tmp_path)
+    measured, from_block = tmp_path / "measured.yaml", tmp_path / "block.yaml"
+    assert main(["calibrate", "--measurements", str(measurements), "-o", str(measured)]) == 0
+    error = capsys.readouterr().err
+    base = load_calibration().calibration_id
+    assert f"note: the base calibration {base} has no stored pilot errors" in error
+    assert "those of calibration 000000000000" in error
+    calibrate_user(measurements, from_block, **SHIPPED, stored=shipped)
+    assert measured.read_bytes() == from_block.read_bytes()
+    # without a block and without published measurements there is nothing to measure on
+    with pytest.raises(TrainscaleError, match="no stored pilot errors for the base calibration"):
+        calibrate_user(measurements, **{**SHIPPED, "published": None}, stored=stale)
 
 
 def test_predict_uses_the_user_calibration(

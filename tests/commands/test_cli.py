@@ -141,8 +141,8 @@ def test_held_out_predictions_on_three_sources_leave_each_source_out(
     catalogue,
     three_sources_held_out,
 ) -> None:
-    """The real refits, on a subset of three small sources (a few seconds each), computed in the
-    background (conftest.py)."""
+    """The real refits, on a subset of three small sources (a few seconds each): golden
+    three_sources_held_out (tests/data/regenerate.py)."""
     import trainscale.calibrate.fit
     import trainscale.published.accuracy
     import trainscale.published.measurements

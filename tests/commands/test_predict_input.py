@@ -64,11 +64,37 @@ def test_duplicate_column_names_are_named(tmp_path, capsys):
 
 
 def test_missing_column_names_the_file(tmp_path, capsys):
-    row = {k: v for k, v in ROW.items() if k != "seq_len"}
+    row = {k: v for k, v in ROW.items() if k != "gpu"}
     path = _csv(tmp_path, ",".join(row) + "\n" + ",".join(map(str, row.values())) + "\n")
     assert main(["predict", str(path), "-o", str(tmp_path / "o.csv")]) == 2
     err = _error(capsys)
-    assert f"{path}: missing column(s) seq_len" in err and "row -1" not in err
+    assert f"{path}: missing column(s) gpu" in err and "row -1" not in err
+
+
+def test_columns_left_out_take_the_command_lines_defaults_echoed(tmp_path, capsys):
+    """A table with only the model, GPU, GPU count and tp predicts each row as the one-configuration
+    form does with the same options (every other option at its default), and writes the defaults
+    it used."""
+    path = _csv(tmp_path, "model,gpu,num_gpus,tp\nllama3-8b,h100-sxm-80gb,16,2\n"
+                "llama2-7b,a100-sxm-80gb,8,1\n")  # fmt: skip
+    out = tmp_path / "out.csv"
+    assert main(["predict", str(path), "-o", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert f"note: {path} leaves out seq_len, micro_batch, pp, sharding, recompute" in printed
+    assert "global_batch dp x micro_batch" in printed
+    table = pd.read_csv(out)
+    assert table[["pp", "micro_batch", "seq_len"]].eq([1, 1, 4096]).all().all()
+    assert list(table["sharding"]) == ["fsdp"] * 2 and list(table["recompute"]) == ["none"] * 2
+    assert list(table["global_batch"]) == [8, 8]  # dp x micro-batch: 16 / 2 and 8 / 1
+    for row in table.itertuples():
+        one = tmp_path / f"one{row.Index}.csv"
+        options = ["--model", row.model, "--gpu", row.gpu, "--num-gpus", str(row.num_gpus),
+                   "--tp", str(row.tp)]  # fmt: skip
+        assert main(["predict", *options, "-o", str(one)]) == 0
+        expected = pd.read_csv(one).iloc[0]
+        pd.testing.assert_series_equal(
+            table.iloc[row.Index][expected.index], expected, check_names=False
+        )
 
 
 def test_text_columns_in_give_schema_dtypes_out(tmp_path):

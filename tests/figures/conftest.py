@@ -23,7 +23,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
-from tests.conftest import background_result, register_background, run_process, with_source
+from tests.conftest import run_process, with_source
 from trainscale import predict
 from trainscale.dataset import conform
 from trainscale.paper.values import PAPER_MICRO_BATCH
@@ -140,16 +140,14 @@ RENDER_SCALING = textwrap.dedent(
 
 
 def _scaling_renders(folder: Path) -> list[tuple[subprocess.CompletedProcess[str], Path]]:
-    """Background work of :func:`scaling_renders`."""
+    """The work of :func:`scaling_renders`."""
     parquet = folder / "sim.parquet"
     scaleout().to_parquet(parquet)
     renders = []
     for name, seed, shuffle in (("a", "0", "0"), ("b", "1", "1")):
         command = [sys.executable, "-c", RENDER_SCALING, str(parquet), str(folder / name), shuffle]
         env = with_source({**os.environ, "PYTHONHASHSEED": seed})
-        renders.append(
-            (run_process(command, cwd=folder, env=env, timeout=300, background=True), folder / name)
-        )
+        renders.append((run_process(command, cwd=folder, env=env, timeout=300), folder / name))
     return renders
 
 
@@ -160,11 +158,8 @@ def scaling_renders(
     """The scale-out's study scaling figure (:func:`scaleout`) rendered in two fresh processes,
     one after the other, with hash seeds 0 and 1, the second given its layout variables in a
     shuffled address order (:data:`RENDER_SCALING`): ``[(finished process, stem), …]``, the
-    stem's ``.pdf``, ``.png`` and ``.svg`` written. Started in the background."""
-    return background_result("scaling_renders", tmp_path_factory)
-
-
-register_background("scaling_renders", _scaling_renders)
+    stem's ``.pdf``, ``.png`` and ``.svg`` written. Once per session."""
+    return _scaling_renders(tmp_path_factory.mktemp("scaling_renders"))
 
 
 @pytest.fixture(scope="session")

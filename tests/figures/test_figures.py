@@ -217,7 +217,7 @@ def test_figure_files_are_byte_identical_across_renders(name, request, tmp_path,
 def test_svg_is_byte_identical_across_processes(scaling_renders) -> None:
     """Two fresh processes, different hash seeds and heaps, give the same bytes, SVG included
     (its clip-path ids hash the clip rectangles' full-precision coordinates); the renders run
-    in the background (conftest.py, :func:`_scaling_renders`)."""
+    once per session (conftest.py, :func:`_scaling_renders`)."""
     for done, _ in scaling_renders:
         assert done.returncode == 0, done.stderr
     (_, a), (_, b) = scaling_renders

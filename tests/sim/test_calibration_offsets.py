@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import yaml
 
+from trainscale.calibrate.stored import BLOCK
 from trainscale.paths import data_dir
 from trainscale.schema import FRAMEWORKS
 from trainscale.sim.calibration import Calibration, dump_calibration, load_calibration
@@ -69,10 +70,11 @@ def test_a_missing_or_unknown_offset_is_an_error() -> None:
 
 def test_the_file_is_written_flat_byte_for_byte(tmp_path: Path) -> None:
     document = yaml.safe_load(SHIPPED.read_text())
-    written = ("calibration_id", "parameters", "intervals", "power")
+    blocks = ("power", BLOCK)  # written after the intervals block, in this order
+    written = ("calibration_id", "parameters", "intervals", *blocks)
     provenance = {k: v for k, v in document.items() if k not in written}
     out = tmp_path / "calibration.yaml"
-    dump_calibration(load_calibration(SHIPPED), out, provenance, power=document.get("power"))
+    dump_calibration(load_calibration(SHIPPED), out, provenance, {k: document[k] for k in blocks})
     assert out.read_bytes() == SHIPPED.read_bytes()
 
 

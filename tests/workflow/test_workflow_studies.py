@@ -12,20 +12,11 @@ import pandas as pd
 import pytest
 import yaml
 
+from tests.workflow._user_studies import NEW
+
 pytestmark = pytest.mark.workflow
 
-NAME = "llama2_13b_a100"
-
-#: A study written by a user: nothing in the code names it, its model, GPU or batch.
-STUDY = {
-    "description": "Llama-2 13B with PyTorch FSDP on A100 80GB, 16 to 1,024 GPUs, 1,024 sequences.",
-    "fixed": {
-        "model": "llama2-13b", "seq_len": 4096, "global_batch": 1024, "micro_batch": 1,
-        "gpu": "a100-sxm-80gb", "tp": 1, "pp": 1, "sharding": "fsdp", "recompute": "full",
-        "precision": "bf16",
-    },
-    "sweep": {"num_gpus": [16, 32, 64, 128, 256, 512, 1024]},
-}  # fmt: skip
+NAME = NEW
 
 
 def _svg_text(path: Path) -> str:
@@ -35,21 +26,15 @@ def _svg_text(path: Path) -> str:
     return " ".join(" ".join(lines).split())
 
 
-def test_a_new_study_gets_its_scaling_figure_and_fits(workflow_copy, run_snakemake) -> None:
-    workdir = workflow_copy(studies=(NAME,))
-    (workdir / "config" / "studies" / f"{NAME}.yaml").write_text(
-        yaml.safe_dump(STUDY, sort_keys=False)
-    )
+def test_a_new_study_gets_its_scaling_figure_and_fits(user_studies_run) -> None:
+    """The study :data:`tests.workflow._user_studies.NEW_STUDY`, built in the shared run of the
+    users' studies (fixture user_studies_run)."""
+    workdir = user_studies_run.check()
     out = f"reports/studies/{NAME}"
-
-    done = run_snakemake(
-        workdir, "--cores", "2", f"{out}/scaling.png", f"{out}/fits.md", timeout=900
-    )
     keep = os.environ.get("TRAINSCALE_KEEP_STUDY_PNG")  # to look at the figure
     if keep and (workdir / out / "scaling.png").exists():
         shutil.copy(workdir / out / "scaling.png", keep)
 
-    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     for ext in ("pdf", "png", "svg"):
         assert (workdir / out / f"scaling.{ext}").stat().st_size > 0
     text = _svg_text(workdir / out / "scaling.svg")

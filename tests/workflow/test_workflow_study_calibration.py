@@ -4,68 +4,23 @@ study is then simulated with (rules/studies.smk, rules/common.smk)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 import pytest
 import yaml
 
+from tests.workflow._user_studies import PILOT, pilot_study
 from trainscale.sim.calibration import load_calibration
 
 pytestmark = pytest.mark.workflow
 
-NAME = "pilot"
-#: The pilots: data/published/measurements.csv rows 77-84 (CSV data rows, 1-based as
-#: trainscale's published tables count them in ``csv_row``), llm-foundry on H100 at 8-64 GPUs,
-#: citation "MosaicML llm-foundry ..."; measured = the published tokens/s per GPU.
-PILOT_CSV_ROWS = list(range(77, 85))
-#: The configuration columns a pilot table carries.
-KEEP = [
-    "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "mlp", "seq_len", "global_batch",
-    "micro_batch", "gpu", "num_gpus", "gpus_per_node", "tp", "pp", "sharding", "recompute",
-    "precision", "framework", "attention_kernel",
-]  # fmt: skip
+NAME = PILOT
 
 
-def _pilot_table(workdir: Path) -> pd.DataFrame:
-    from trainscale.published.measurements import load_published
-    from trainscale.sim.catalogue import load_catalogue
-
-    catalogue = load_catalogue()
-    rows = load_published(
-        workdir / "data" / "published" / "measurements.csv",
-        hardware=catalogue.hardware, models=catalogue.models,
-    ).throughput  # fmt: skip
-    rows = rows[rows["csv_row"].isin(PILOT_CSV_ROWS)]
-    assert len(rows) == len(PILOT_CSV_ROWS)
-    assert rows["citation"].str.startswith("MosaicML").all()
-    return rows[[*KEEP, "citation"]].assign(
-        measured_tokens_per_s_per_gpu=rows["observed_tokens_per_s_per_gpu"]
-    )
-
-
-def _study(workdir: Path, measurements: list[str]) -> None:
-    studies = workdir / "config" / "studies"
-    study = yaml.safe_load((studies / "smoke.yaml").read_text())
-    study["description"] = "The smoke study, simulated with a calibration on its own pilots."
-    study["calibration"] = {"measurements": measurements}
-    (studies / f"{NAME}.yaml").write_text(yaml.safe_dump(study, sort_keys=False))
-
-
-def test_a_study_is_simulated_with_the_calibration_of_its_own_pilots(
-    workflow_copy, run_snakemake
-) -> None:
-    workdir = workflow_copy(studies=(NAME,), runs=True)
-    (workdir / "pilots").mkdir()
-    _pilot_table(workdir).to_csv(workdir / "pilots" / "foundry.csv", index=False)
-    _study(workdir, ["pilots/foundry.csv", "data/runs/megatron_golden_345m"])
-
+def test_a_study_is_simulated_with_the_calibration_of_its_own_pilots(user_studies_run) -> None:
+    """The study calibrated on :data:`tests.workflow._user_studies.PILOT_MEASUREMENTS`, built in
+    the shared run of the users' studies (fixture user_studies_run)."""
+    workdir = user_studies_run.check()
     figure = f"reports/studies/{NAME}/scaling.svg"
-    done = run_snakemake(
-        workdir, "--cores", "2", f"results/sim/{NAME}.parquet", figure, timeout=600
-    )
-
-    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     mine = load_calibration(workdir / "results" / "calibration" / f"{NAME}.yaml")
     shipped = load_calibration(workdir / "data" / "calibration.yaml")
     assert mine.calibration_id != shipped.calibration_id
@@ -87,7 +42,7 @@ def test_a_study_is_simulated_with_the_calibration_of_its_own_pilots(
 
 def test_a_missing_measurement_path_stops_the_run_at_start_up(workflow_copy, run_snakemake) -> None:
     workdir = workflow_copy(studies=(NAME,))
-    _study(workdir, ["pilots/none.csv"])
+    pilot_study(workdir, ["pilots/none.csv"])
 
     done = run_snakemake(workdir, "--dry-run")
 

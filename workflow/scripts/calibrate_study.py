@@ -4,6 +4,7 @@ the catalogue files, published measurements and shipped calibration the rule dec
 
 import sys
 
+from trainscale.calibrate.stored import read_stored
 from trainscale.calibrate.user import calibrate_user
 from trainscale.commands.calibrate import error_table
 from trainscale.ingest.runs import ingest_run
@@ -11,13 +12,14 @@ from trainscale.workflow import rule_script
 
 with rule_script(snakemake, echo_errors=True) as rule:
     catalogue = rule.catalogue()
-    published = rule.published(catalogue)
     result = calibrate_user(
         snakemake.params.paths,
         snakemake.output.calibration,
         base=rule.calibration(),
-        published=published,
+        # read only where the calibration has no stored pilot errors of its own
+        published=lambda: rule.published(catalogue),
         catalogue=catalogue,
+        stored=read_stored(snakemake.input.calibration),
         ingest=lambda run_dir: ingest_run(
             run_dir, hardware=catalogue.hardware, models=catalogue.models
         )[0],
@@ -30,6 +32,8 @@ with rule_script(snakemake, echo_errors=True) as rule:
     )
     for line in result.measurements.warnings:
         rule.report(f"warning: {line}")
+    for line in result.notes:
+        rule.report(f"note: {line}")
     for bound in result.on_bounds:
         rule.report(f"warning: refitted parameter {bound} sits on its bound")
     print(

@@ -28,8 +28,9 @@ throughput rows
    with their source-out coverage, into the file's ``intervals`` block (not a parameter: it does
    not enter ``calibration_id``).
 5. Write ``data/calibration.yaml``: each value with its bounds, prior and meaning, the rows it was
-   fitted on, the rows that could not be represented (with reasons), the fit's residual error, and
-   the content hash ``calibration_id``.
+   fitted on, the rows that could not be represented (with reasons), the fit's residual error, the
+   content hash ``calibration_id``, and the pilot interval table every user calibration on it
+   reads (``published_pilot_errors``, measured once with it: :mod:`trainscale.calibrate.stored`).
 
 Nothing is tuned per data point: every parameter is shared by all configurations. The
 published measurements and the catalogue the fit simulates with are the caller's.
@@ -40,14 +41,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from scipy.optimize import brentq, least_squares
 
 from trainscale.errors import TrainscaleError
-from trainscale.paths import data_dir
 from trainscale.published.accuracy import (
     CollectiveRows,
     collective_predictions,
@@ -55,21 +54,21 @@ from trainscale.published.accuracy import (
     throughput_predictions,
 )
 from trainscale.published.measurements import PublishedData
-from trainscale.published.power_rows import PowerRows
 from trainscale.published.sources import PowerAnchor
-from trainscale.sim.calibration import PARAMETERS, Calibration, ParameterSpec, dump_calibration
+from trainscale.sim.calibration import PARAMETERS, Calibration, ParameterSpec
 from trainscale.sim.catalogue import Catalogue
 from trainscale.sim.configs import build_configs
 from trainscale.sim.simulate import predict, predict_arrays
 
 __all__ = [
     "FittedCalibration",
-    "calibrate",
     "fit_power",
     "fit_throughput",
     "held_out_predictions",
     "leave_one_source_out",
+    "line_ranges",
     "power_drop_pct",
+    "round_calibration",
     "source_weights",
 ]
 
@@ -250,7 +249,7 @@ def fit_power(
     return replace(calibration, power_comm_frac=float(value))
 
 
-def _ranges(rows: object) -> str:
+def line_ranges(rows: object) -> str:
     """Compress line numbers into ``2-11, 13-24, ...``."""
     values = sorted(int(r) for r in rows)  # type: ignore[union-attr]
     spans: list[str] = []
@@ -276,7 +275,7 @@ def _ranges(rows: object) -> str:
 VALUE_RESOLUTION = 1e-6
 
 
-def _round(calibration: Calibration) -> Calibration:
+def round_calibration(calibration: Calibration) -> Calibration:
     """``calibration`` with every value rounded, once, to 6 significant digits or to the decimal
     place at or below :data:`VALUE_RESOLUTION` times its bound range, whichever is coarser (a
     value closer to 0 than that place is 0)."""
@@ -289,86 +288,6 @@ def _round(calibration: Calibration) -> Calibration:
         return round(value, places) + 0.0  # + 0.0: no negative zero
 
     return Calibration(**{k: rounded(k, v) for k, v in calibration.as_dict().items()})
-
-
-def calibrate(
-    output: Path | None,
-    published: PublishedData,
-    *,
-    catalogue: Catalogue,
-    held_out: pd.DataFrame | None = None,
-    power_rows: PowerRows | None = None,
-) -> FittedCalibration:
-    """Run the whole calibration on ``published``, simulating under ``catalogue``, and write
-    ``output`` (None: ``data/calibration.yaml``). ``power_rows``: the metered power rows
-    (:func:`~trainscale.published.power_rows.load_power_rows`) the separate power stage fits
-    the file's ``power`` block on; None: no power block.
-
-    ``held_out``: the leave-one-source-out predictions the intervals are fitted on (default:
-    :func:`held_out_predictions` of ``published``, one refit per source).
-    """
-    from trainscale.sim.intervals import fit_intervals
-
-    fit = fit_throughput(published, catalogue=catalogue)
-    if held_out is None:
-        held_out = held_out_predictions(published, catalogue=catalogue)
-    final = replace(
-        _round(fit_power(fit.calibration, published.power_anchor, catalogue=catalogue)),
-        intervals=fit_intervals(held_out),
-    )
-    throughput, sim_rejects = throughput_predictions(published, final, catalogue)
-    collectives = collective_predictions(published, final, catalogue)
-    fit = FittedCalibration(
-        final, throughput, collectives, published.rejects, sim_rejects, fit.cost
-    )
-    summary = summarise(throughput)
-    provenance = {
-        "method": "bounded robust least squares (scipy least_squares on soft-L1 residuals, scale "
-        "0.1) on log(predicted/observed) of tokens/s per GPU and of nccl-tests bus bandwidth, "
-        "every source weighted the same whatever its row count, with a Gaussian prior on each "
-        "parameter (its default; standard deviation half its bound range, 0.1 for the "
-        "per-framework offsets); power_comm_frac solved so the "
-        "paper setup reproduces the paper's 5.87 % power-per-GPU drop (128 -> 2,048 GPUs); the "
-        "published power figures are node-level and were not fitted (see not_represented)",
-        "command": "trainscale calibrate -o data/calibration.yaml",
-        "data": "data/published/measurements.csv",
-        "fitted_on": {
-            "throughput_csv_lines": _ranges(throughput["csv_row"]),
-            "collective_csv_lines": _ranges(collectives.get("csv_row", [])),
-        },
-        "residual_error": {
-            "throughput_mape_pct": round(float(throughput["ape_pct"].mean()), 2),
-            "throughput_median_ape_pct": round(float(throughput["ape_pct"].median()), 2),
-            "busbw_mape_pct": round(float(collectives["ape_pct"].mean()), 2)
-            if not collectives.empty
-            else None,
-            "per_source_mape_pct": {
-                str(s): round(float(m), 2)
-                for s, m in zip(summary["source"], summary["mape_pct"], strict=True)
-            },
-        },
-        "not_represented": [
-            {"csv_row": int(r.csv_row), "reason": str(r.reason)}
-            for r in published.rejects.itertuples()
-        ]
-        + [{"csv_row": int(r.csv_row), "reason": str(r.reason)} for r in sim_rejects.itertuples()],
-    }
-    dump_calibration(final, output or data_dir() / "calibration.yaml", provenance,
-                     power=_power_stage(final, catalogue, power_rows))  # fmt: skip
-    return fit
-
-
-def _power_stage(
-    calibration: Calibration, catalogue: Catalogue, rows: PowerRows | None
-) -> dict | None:
-    """The ``power`` block (:mod:`trainscale.calibrate.power`) fitted on the metered ``rows``
-    (``data/published/power-measurements.csv``); None without rows."""
-    from trainscale.calibrate.power import calibrate_power, power_block
-
-    if rows is None:
-        return None
-    return power_block(calibrate_power(rows, calibration, catalogue),
-                       "data/published/power-measurements.csv")  # fmt: skip
 
 
 def held_out_predictions(

@@ -130,9 +130,9 @@ class Measurements:
 
 
 def _rows(index: object) -> str:
-    from trainscale.calibrate.fit import _ranges
+    from trainscale.calibrate.fit import line_ranges
 
-    return _ranges(int(i) for i in index)  # type: ignore[union-attr]
+    return line_ranges(int(i) for i in index)  # type: ignore[union-attr]
 
 
 def _sources(path: Path) -> list[tuple[Path, str]]:

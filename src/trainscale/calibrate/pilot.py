@@ -167,7 +167,7 @@ def _fit(
     table: pd.DataFrame, names: tuple[str, ...], base: Calibration, catalogue: Catalogue
 ) -> Calibration:
     """The base with ``names`` refitted on ``table`` (shrunk toward the base; module docstring)."""
-    from trainscale.calibrate.fit import _round, fit_throughput
+    from trainscale.calibrate.fit import fit_throughput, round_calibration
 
     if not names:
         return base
@@ -176,7 +176,7 @@ def _fit(
         _data(table), start=base, catalogue=catalogue, pinned=pinned, prior_centre=base,
         prior_scale=1.0 / ROW_LOG_NOISE,
     )  # fmt: skip
-    return replace(_round(fit.calibration), intervals=base.intervals)
+    return replace(round_calibration(fit.calibration), intervals=base.intervals)
 
 
 def _ape(table: pd.DataFrame, calibration: Calibration, catalogue: Catalogue) -> np.ndarray:

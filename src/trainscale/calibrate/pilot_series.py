@@ -88,7 +88,7 @@ def base_without(
     """The calibration fitted without ``citation``'s throughput rows (as
     :func:`trainscale.calibrate.fit.held_out_predictions` fits), rounded as ``trainscale
     calibrate`` rounds; ``shipped`` gives the power parameter and the intervals."""
-    from trainscale.calibrate.fit import _round, fit_throughput
+    from trainscale.calibrate.fit import fit_throughput, round_calibration
     from trainscale.published.measurements import PublishedData
 
     rows = published.throughput
@@ -97,7 +97,7 @@ def base_without(
         throughput=rows[keep].reset_index(drop=True), collectives=published.collectives,
         rejects=published.rejects,
     )  # fmt: skip
-    fitted = _round(fit_throughput(others, catalogue=catalogue).calibration)
+    fitted = round_calibration(fit_throughput(others, catalogue=catalogue).calibration)
     return replace(fitted, power_comm_frac=shipped.power_comm_frac, intervals=shipped.intervals)
 
 

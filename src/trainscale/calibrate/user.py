@@ -68,6 +68,7 @@ from trainscale.sim.intervals import CoverageFacts, PredictionIntervals
 
 if TYPE_CHECKING:
     from trainscale.calibrate.pilot import PilotReport
+    from trainscale.calibrate.stored import StoredPilotErrors
     from trainscale.published.measurements import PublishedData
     from trainscale.sim.catalogue import Catalogue
     from trainscale.sim.energy import PowerTerms
@@ -85,12 +86,15 @@ class UserCalibration:
     """The result of :func:`calibrate_user`: the calibration, its rows, what was refitted, the
     :class:`~trainscale.calibrate.pilot.PilotReport`, the refitted parameters left on a bound
     (:func:`~trainscale.calibrate.measurements.refitted_on_bounds`) and the
-    :class:`~trainscale.calibrate.measurements.Measurements` read (None when given a table)."""
+    :class:`~trainscale.calibrate.measurements.Measurements` read (None when given a table) and
+    ``notes`` for the user (the pilot errors measured afresh:
+    :func:`~trainscale.calibrate.stored.pilot_model`)."""
 
     def __init__(self, calibration: Calibration, rows: pd.DataFrame, refitted: list[str],
                  fixed: list[str], report: PilotReport, *, on_bounds: list[str] | None = None,
                  measurements: Measurements | None = None,
-                 power: UserPowerFit | None = None) -> None:  # fmt: skip
+                 power: UserPowerFit | None = None,
+                 notes: list[str] | None = None) -> None:  # fmt: skip
         self.calibration = calibration
         self.power = power
         """The power refit (:mod:`trainscale.calibrate.user_power`); None without measured
@@ -101,6 +105,7 @@ class UserCalibration:
         self.report = report
         self.on_bounds = [] if on_bounds is None else on_bounds
         self.measurements = measurements
+        self.notes = [] if notes is None else notes
 
 
 def calibrate_user(
@@ -108,10 +113,11 @@ def calibrate_user(
     output: Path | None = None,
     *,
     base: Calibration,
-    published: PublishedData,
+    published: PublishedData | Callable[[], PublishedData] | None,
     catalogue: Catalogue,
     table: pd.DataFrame | None = None,
     pilot_errors: pd.DataFrame | None = None,
+    stored: StoredPilotErrors | None = None,
     ingest: RunIngester | None = None,
     base_terms: PowerTerms | None = None,
     node_power_log: Callable[[Path], float] | None = None,
@@ -127,10 +133,11 @@ def calibrate_user(
     measurements already read, a DataFrame with the configuration columns of ``trainscale
     predict`` and :data:`MEASURED`; one row or more.
     ``base``: the calibration to start from and shrink toward (``trainscale calibrate`` passes
-    the shipped ``data/calibration.yaml``). ``published``: the published measurements, from which
-    the pilot interval model is measured (:func:`trainscale.calibrate.pilot_series.pilot_errors`,
-    source-out) unless ``pilot_errors`` (that function's rows) is given. ``catalogue``: what
-    every fit simulates with.
+    the shipped ``data/calibration.yaml``). The pilot interval model: from ``pilot_errors`` (rows
+    of :func:`trainscale.calibrate.pilot_series.pilot_errors`) if given, else from ``stored`` (the
+    base file's block) if measured with ``base``, else measured on ``published`` (the data, or a
+    function loading them) with a note (:func:`trainscale.calibrate.stored.pilot_model`).
+    ``catalogue``: what every fit simulates with.
 
     Returns a :class:`UserCalibration`: ``calibration`` (with an ``intervals`` block whose
     ``pilot`` part widens with the distance from the measured GPU counts), ``rows`` (the measured
@@ -140,8 +147,8 @@ def calibrate_user(
     in-sample error and the base's error on the same rows).
     """
     from trainscale.calibrate.pilot import refit_pilots
-    from trainscale.calibrate.pilot_series import pilot_errors as measure_pilot_errors
     from trainscale.calibrate.pilot_series import pilot_interval_model
+    from trainscale.calibrate.stored import pilot_model
     from trainscale.published.accuracy import throughput_predictions
     from trainscale.published.measurements import PublishedData
 
@@ -157,9 +164,12 @@ def calibrate_user(
             raise InputFileError(path, "no measured row; give at least one measured configuration")
     table = measured_power(table, node_power_log)  # GPU and node power where rows carry them
     fitted, report = refit_pilots(table, base=base, catalogue=catalogue)
-    if pilot_errors is None:
-        pilot_errors = measure_pilot_errors(published, catalogue=catalogue, shipped=base)
-    pilot = pilot_interval_model(pilot_errors, table["num_gpus"])
+    if pilot_errors is not None:
+        pilot, note = pilot_interval_model(pilot_errors, table["num_gpus"]), None
+    else:
+        pilot, note = pilot_model(
+            table["num_gpus"], base=base, stored=stored, published=published, catalogue=catalogue
+        )
     rows = table.assign(
         observed_tokens_per_s_per_gpu=table[MEASURED], citation=str(path),
         csv_row=np.arange(1, len(table) + 1),
@@ -177,11 +187,12 @@ def calibrate_user(
     if output is not None:
         provenance = _provenance(files, paths, table, found, base, report, not_refitted, before,
                                  after)  # fmt: skip
-        dump_calibration(final, output, provenance, power=power and user_power_block(
-            power, ", ".join(map(str, files))))  # fmt: skip
+        blocks = {"power": user_power_block(power, ", ".join(map(str, files)))} if power else None
+        dump_calibration(final, output, provenance, blocks)
     return UserCalibration(
         final, after, list(report.refitted), not_refitted, report,
         on_bounds=refitted_on_bounds(final, report.refitted), measurements=found, power=power,
+        notes=[note] if note else [],
     )  # fmt: skip
 
 
@@ -219,7 +230,7 @@ def _provenance(
     after: pd.DataFrame,
 ) -> dict[str, object]:
     """The written file's provenance: the measurements, the ladder, the errors before and after."""
-    from trainscale.calibrate.fit import _ranges
+    from trainscale.calibrate.fit import line_ranges
 
     def sha(path: Path) -> str:
         return digest(path) if path.exists() else ""
@@ -243,7 +254,7 @@ def _provenance(
         "measurements": {
             **read,
             "rows": len(table),
-            "rows_used": _ranges(range(1, len(table) + 1)),
+            "rows_used": line_ranges(range(1, len(table) + 1)),
         },
         "refitted": list(report.refitted),
         "ladder": [

@@ -134,9 +134,11 @@ def _sensitivity(args: argparse.Namespace, published: PublishedData, catalogue: 
 
 
 def _user(args: argparse.Namespace, catalogue: Catalogue) -> int:
+    from trainscale.calibrate.stored import read_stored
     from trainscale.calibrate.user import calibrate_user
     from trainscale.errors import TrainscaleError
     from trainscale.ingest.runs import ingest_run
+    from trainscale.paths import data_dir
     from trainscale.published.measurements import load_published
     from trainscale.sim.calibration import load_calibration
 
@@ -151,17 +153,22 @@ def _user(args: argparse.Namespace, catalogue: Catalogue) -> int:
     def ingest(run_dir: Path) -> pd.DataFrame:
         return ingest_run(run_dir, hardware=catalogue.hardware, models=catalogue.models)[0]
 
-    shipped = load_published(hardware=catalogue.hardware, models=catalogue.models)
     from trainscale.ingest.node_power_log import node_power_w
     from trainscale.sim.energy import load_power_terms
 
+    def shipped() -> PublishedData:  # read only where the base has no stored pilot errors
+        return load_published(hardware=catalogue.hardware, models=catalogue.models)
+
+    base = data_dir() / "calibration.yaml"
     result = calibrate_user(
-        args.measurements, args.output, base=load_calibration(), published=shipped,
-        catalogue=catalogue, ingest=ingest, node_power_log=lambda p: node_power_w(p).mean_w,
-        base_terms=load_power_terms(),
+        args.measurements, args.output, base=load_calibration(base), published=shipped,
+        catalogue=catalogue, stored=read_stored(base), ingest=ingest,
+        node_power_log=lambda p: node_power_w(p).mean_w, base_terms=load_power_terms(),
     )  # fmt: skip
     for line in result.measurements.warnings if result.measurements else []:
         print(f"trainscale calibrate: warning: {line}", file=sys.stderr)
+    for line in result.notes:
+        print(f"trainscale calibrate: note: {line}", file=sys.stderr)
     values = result.calibration.as_dict()
     files = result.measurements.files if result.measurements else args.measurements
     print(f"calibration_id {result.calibration.calibration_id} -> {args.output}")
@@ -260,7 +267,7 @@ def _check_outputs(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from trainscale.calibrate.fit import calibrate
+    from trainscale.calibrate.shipped import calibrate
     from trainscale.published.measurements import load_published
     from trainscale.sim.calibration import PARAMETERS, parameters_at_bounds
     from trainscale.sim.catalogue import load_catalogue

@@ -56,6 +56,7 @@ from trainscale.commands.predict_options import (
     add_table_options,
     single_configuration,
     table_columns_help,
+    table_defaults,
 )
 from trainscale.errors import InputFileError, TrainscaleError
 from trainscale.io.tables import check_output, read_table, write_table
@@ -172,7 +173,16 @@ def _run_table(args: argparse.Namespace, calibration: Calibration | None) -> Non
     if args.output is None:
         raise TrainscaleError("a configuration table needs -o/--output")
     rejects_path = _rejects_path(args.output)
-    given = read_table(args.configs).reset_index(drop=True)
+    given, defaulted = table_defaults(read_table(args.configs).reset_index(drop=True))
+    if defaulted:
+        values = ", ".join(
+            f"{name} {DEFAULTS[name]}" if name in DEFAULTS else f"{name} dp x micro_batch"
+            for name in defaulted
+        )
+        print(
+            f"trainscale predict: note: {args.configs} leaves out {', '.join(defaulted)}: the "
+            f"one-configuration defaults apply to every row ({values}), written to the output"
+        )
     for warning in unknown_column_warnings(given.columns):
         print(f"trainscale predict: warning: {args.configs}: {warning}", file=sys.stderr)
     # Text that is not a number stays text: the simulator's validation names it with every

@@ -36,6 +36,7 @@ __all__ = [
     "add_table_options",
     "single_configuration",
     "table_columns_help",
+    "table_defaults",
 ]
 
 #: Defaults of the one-configuration options (shown in ``--help``); ``--global-batch`` has none:
@@ -68,11 +69,17 @@ def table_columns_help(width: int = 78) -> str:
         c.name for c in CONFIGURATION_COLUMNS
         if c.name not in (*REQUIRED_COLUMNS, *SHAPE_COLUMNS, "model")
     ]  # fmt: skip
+    required = [name for name in REQUIRED_COLUMNS if name not in (*DEFAULTS, "global_batch")]
+    defaults = ", ".join(
+        f"{name} {value}" for name, value in DEFAULTS.items() if name in REQUIRED_COLUMNS
+    )
     paragraphs = (
-        f"Table columns (CONFIGS): {', '.join(REQUIRED_COLUMNS)} are required; the model as "
+        f"Table columns (CONFIGS): {', '.join(required)} are required; the model as "
         f"model (a catalogue key) or its shape ({', '.join(SHAPE_COLUMNS)}; given with model, "
-        "they override its values); optional, each empty or absent meaning the default the "
-        f"output echoes: {', '.join(optional)}.",
+        "they override its values); a column left out takes the option's default for every "
+        f"row, as one configuration does ({defaults}; global_batch dp x micro_batch), echoed "
+        f"in the output; optional, each empty or absent meaning the default the output echoes: "
+        f"{', '.join(optional)}.",
         "Names and units are the options' (seq_len = --seq-len, power_limit_w in W). Choice "
         "values (sharding, recompute, precision, mlp, framework, ...) are read "
         "case-insensitively and written back as the choice (FSDP -> fsdp); catalogue keys "
@@ -106,7 +113,10 @@ def add_table_options(parser: argparse.ArgumentParser) -> None:
         "node, facility) with 80 %% intervals",
     )
     bill.add_argument(
-        "--usd-per-gpu-hour", type=option_float, metavar="USD", help="price of a GPU-hour: adds cost"
+        "--usd-per-gpu-hour",
+        type=option_float,
+        metavar="USD",
+        help="price of a GPU-hour: adds cost",
     )
     bill.add_argument(
         "--power-caps",
@@ -239,6 +249,38 @@ def _paper_setup(args: argparse.Namespace) -> dict[str, object]:
     if args.gpu in PAPER_SYSTEMS:
         setup["system"] = PAPER_SYSTEMS[args.gpu]
     return setup
+
+
+def _one_step_batch(num_gpus: object, micro_batch: object, tp: object, pp: object,
+                    cp: object) -> int | None:  # fmt: skip
+    """dp x micro-batch (one micro-batch per step, dp = num_gpus / (tp x pp x cp)), or None
+    where a value is not a whole number (the validation names it)."""
+    try:
+        values = [int(v) for v in (num_gpus, micro_batch, tp, pp, cp)]  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return None
+    return values[0] * values[1] // max(model_parallel_degree(*values[2:]), 1)
+
+
+def table_defaults(table: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """``table`` with every required column of :data:`DEFAULTS` it leaves out set to that
+    default, and ``global_batch``, when left out, to one micro-batch per step (dp x micro-batch,
+    as without ``--global-batch``); and the names of the columns so added. (``cp`` and ``vpp``
+    are optional columns: absent, the simulator takes and writes their default.)"""
+    filled = {
+        name: value
+        for name, value in DEFAULTS.items()
+        if name in REQUIRED_COLUMNS and name not in table.columns
+    }
+    table = table.assign(**filled)
+    added = list(filled)
+    if "global_batch" not in table.columns and "num_gpus" in table.columns:
+        columns = [table[name] for name in ("num_gpus", "micro_batch", "tp", "pp")]
+        cp = table["cp"] if "cp" in table.columns else pd.Series(1, index=table.index)
+        batch = [_one_step_batch(*row) for row in zip(*columns, cp.fillna(1), strict=True)]
+        table = table.assign(global_batch=pd.array(batch, dtype="Int64"))
+        added.append("global_batch")
+    return table, added
 
 
 def single_configuration(args: argparse.Namespace) -> pd.DataFrame:

@@ -25,7 +25,12 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from trainscale.calibrate.fit import _round, fit_power, fit_throughput, leave_one_source_out
+from trainscale.calibrate.fit import (
+    fit_power,
+    fit_throughput,
+    leave_one_source_out,
+    round_calibration,
+)
 from trainscale.paper.setup import headline_claims
 from trainscale.paper.values import CLAIMS
 from trainscale.published.accuracy import collective_predictions, throughput_predictions
@@ -61,7 +66,9 @@ def _refit(
     published: PublishedData, catalogue: Catalogue, **kw: object
 ) -> tuple[Calibration, pd.DataFrame]:
     fit = fit_throughput(published, catalogue=catalogue, **kw)  # type: ignore[arg-type]
-    calibration = _round(fit_power(fit.calibration, published.power_anchor, catalogue=catalogue))
+    calibration = round_calibration(
+        fit_power(fit.calibration, published.power_anchor, catalogue=catalogue)
+    )
     rows, _ = throughput_predictions(published, calibration, catalogue)
     return calibration, rows
 

@@ -265,10 +265,11 @@ def load_calibration(path: str | Path | None = None) -> Calibration:
 
 
 def dump_calibration(
-    calibration: Calibration, path: Path, provenance: dict, power: dict | None = None
+    calibration: Calibration, path: Path, provenance: dict, stored: Mapping | None = None
 ) -> None:
     """Write a calibration file with each value, its bounds, meaning and the fit's provenance;
-    ``power``: the node-power block (:mod:`trainscale.sim.energy.terms`), written last."""
+    ``stored``: blocks written after the ``intervals`` block (facts measured with this
+    calibration, :mod:`trainscale.calibrate.stored`)."""
     parameters = {}
     for spec in PARAMETERS:
         parameters[spec.name] = {
@@ -287,7 +288,6 @@ def dump_calibration(
     }
     if calibration.intervals is not None:
         document["intervals"] = calibration.intervals.as_dict()
-    if power is not None:
-        document["power"] = power
+    document.update(stored or {})
     text = yaml.safe_dump(document, sort_keys=False, width=100, allow_unicode=False)
     write_text_atomic(path, text)
