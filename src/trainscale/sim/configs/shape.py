@@ -46,6 +46,32 @@ def check_columns(frame: pd.DataFrame) -> None:
         )  # fmt: skip
 
 
+def _unsupported(
+    models: Mapping[str, ModelShape], by_model, named_known: np.ndarray, problems: Problems
+) -> np.ndarray:
+    """Rows naming a catalogue model the step-time model does not describe (mixture of experts,
+    multi-head latent attention, heads not ``hidden / heads`` wide): a problem each, never a
+    silent dense model."""
+    reasons = {
+        key: (
+            f"{key} is a mixture-of-experts model ({m.moe.num_experts} experts, top-"
+            f"{m.moe.experts_per_token})" if m.moe is not None
+            else f"{key} uses multi-head latent attention" if m.mla is not None
+            else f"{key} has attention heads of {m.head_dim}, not hidden / heads"
+        )
+        for key, m in models.items()
+        if not m.plain
+    }  # fmt: skip
+    reason = by_model(reasons, "")
+    rows = named_known & (reason != "")
+    problems.add_where(
+        rows, "model",
+        lambda r: f"{reason[r]}: the step-time simulator predicts dense transformers with "
+        "hidden / heads-wide heads only; its parameters are listed by 'trainscale list models'",
+    )  # fmt: skip
+    return rows
+
+
 def resolve_shape(
     frame: pd.DataFrame, models: Mapping[str, ModelShape], problems: Problems
 ) -> dict[str, np.ndarray]:
@@ -67,6 +93,7 @@ def resolve_shape(
         lambda r: f"unknown model {uniques[codes[r]]!r}{did_you_mean(uniques[codes[r]], models)}"
         f"; valid: {valid_names}",
     )  # fmt: skip
+    unsupported = _unsupported(models, by_model, named & known, problems)
     shape: dict[str, np.ndarray] = {}
     for name in INT_SHAPE:
         base = by_model({k: float(getattr(m, name)) for k, m in models.items()}, np.nan).astype(
@@ -76,7 +103,7 @@ def resolve_shape(
         given = ~missing_mask(frame, name)
         values = np.where(given, explicit, base)
         fine = _within(values, NUMERIC_BOUNDS[name])
-        bad = ~fine & ~(named & ~known)
+        bad = ~fine & ~(named & ~known) & ~unsupported
         problems.add_where(
             bad, name,
             lambda r, name=name, values=values, given=given: (
