@@ -14,6 +14,8 @@ from trainscale.commands.catalogue import catalogue_table
 from trainscale.errors import ConfigurationError, InputFileError
 from trainscale.paths import data_dir
 from trainscale.sim.catalogue import load_catalogue
+from trainscale.sim.model.counts import model_flops_per_token
+from trainscale.sim.model.flops import model_flops_per_token as dense_flops_per_token
 from trainscale.sim.model.params import total_params
 from trainscale.sim.model.shape import load_models
 
@@ -149,3 +151,34 @@ def test_list_models_shows_experts_top_k_total_and_active() -> None:
     assert v3["active_params_b"] == pytest.approx(37.55, abs=0.01)
     assert pd.isna(table.loc["llama3-8b", "experts"]) and pd.isna(table.loc["qwen3-30b-a3b", "ffn"])
     assert table.loc["llama3-8b", "active_params_b"] == table.loc["llama3-8b", "params_b"]
+    assert v3["gflop_per_token_4k"] == pytest.approx(280.51, abs=0.01)
+
+
+#: FLOPs per token (10^9) at 4,096 tokens (Grok-1: 8,192) computed in data/published/moe-README.md
+#: ("FLOPs per token" table): F with the attention scores counted whole, F_c causal-halved.
+README_FLOPS = {
+    "mixtral-8x7b": (82.93, 79.71), "mixtral-8x22b": (250.65, 242.20),
+    "mixtral-8x22b-g8t8": (149.18, 140.73), "llama3-8x70b": (787.45, 771.35),
+    "qwen2-57b-a14b": (87.12, 84.65), "qwen3-30b-a3b": (27.84, 23.01),
+    "qwen3-235b-a22b": (166.96, 148.03), "gpt-oss-20b": (26.46, 24.05),
+    "gpt-oss-120b": (37.95, 34.33), "grok-1": (541.06, 521.73), "deepseek-v3": (280.51, 249.81),
+    "deepseek-v2": (185.21, 155.01), "kimi-k2": (219.83, 204.48),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("key", sorted(README_FLOPS))
+def test_flops_per_token_under_both_conventions(models, key: str) -> None:
+    """Both MFU conventions against the calibration data's own derivation; Grok-1's there takes
+    the Llama-3 vocabulary (128,256 against its 131,072: 0.02 % apart)."""
+    seq = 8192 if key == "grok-1" else 4096
+    full, causal = README_FLOPS[key]
+    assert model_flops_per_token(models[key], seq) / 1e9 == pytest.approx(full, rel=5e-4)
+    assert model_flops_per_token(models[key], seq, causal=True) / 1e9 == pytest.approx(
+        causal, rel=5e-4
+    )
+
+
+def test_dense_flops_are_the_simulators(models) -> None:
+    for m in models.values():
+        if m.plain:
+            assert model_flops_per_token(m, 4096) == dense_flops_per_token(m.transformer, 4096)

@@ -13,7 +13,10 @@ Columns, by kind (units in the names):
 - ``models``: ``model``, ``label``, ``params_b`` (10^9 parameters, total),
   ``active_params_b`` (10^9 parameters one token passes through; the total for a dense model),
   ``experts`` (routed experts per MoE block; empty for a dense model), ``top_k`` (routed
-  experts per token), ``layers``, ``hidden``, ``heads``, ``kv_heads``, ``ffn`` (empty for an MoE
+  experts per token), ``gflop_per_token_4k`` (model FLOPs per trained token at 4,096 tokens per
+  sequence, 10^9: six per active matmul weight plus attention counted without the causal mask,
+  trainscale's MFU convention, :func:`trainscale.sim.model.counts.model_flops_per_token`),
+  ``layers``, ``hidden``, ``heads``, ``kv_heads``, ``ffn`` (empty for an MoE
   model without dense blocks), ``vocab``, ``mlp``;
 - ``systems``: ``system``, ``gpu``, ``gpus_per_node``, ``nic_gbit_per_s_per_gpu``, ``fabric``,
   ``nvswitch``, ``description``;
@@ -31,6 +34,7 @@ import pandas as pd
 
 from trainscale.names import gpu_label, model_label
 from trainscale.sim.catalogue import Catalogue, load_catalogue
+from trainscale.sim.model.counts import model_flops_per_token
 
 __all__ = ["HELP", "KINDS", "NAME", "add_arguments", "catalogue_table", "run"]
 
@@ -62,6 +66,10 @@ def _gpus(catalogue: Catalogue) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+#: Tokens per sequence of the listed FLOPs per token.
+_FLOP_SEQ_LEN = 4096
+
+
 def _models(catalogue: Catalogue) -> pd.DataFrame:
     rows = [
         {
@@ -71,6 +79,7 @@ def _models(catalogue: Catalogue) -> pd.DataFrame:
             "active_params_b": shape.active_params / 1e9,
             "experts": None if shape.moe is None else shape.moe.num_experts,
             "top_k": None if shape.moe is None else shape.moe.experts_per_token,
+            "gflop_per_token_4k": model_flops_per_token(shape, _FLOP_SEQ_LEN) / 1e9,
         }
         | _attributes(shape, "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "mlp")
         for key, shape in sorted(catalogue.models.items())

@@ -30,7 +30,8 @@ if TYPE_CHECKING:
     from trainscale.sim.model.shape import ModelShape
 
 __all__ = [
-    "active_params", "attention_params", "block_norm_params", "block_params", "total_params_of",
+    "active_matmul_params", "active_params", "attention_params", "block_norm_params",
+    "block_params", "model_flops_per_token", "total_params_of",
 ]  # fmt: skip
 
 
@@ -76,3 +77,36 @@ def total_params_of(m: ModelShape) -> int:
 def active_params(m: ModelShape) -> int:
     """Parameters one token passes through (module docstring): the total for a dense model."""
     return _count(m, active=True)
+
+
+def active_matmul_params(m: ModelShape) -> int:
+    """Weights one token multiplies: every block's attention projections and MLP (its
+    ``experts_per_token`` routed experts and the shared ones in an MoE block) plus the LM head.
+    Norms, the router (``hidden x num_experts``, negligible) and the input embedding (a lookup)
+    are left out, as Megatron-LM's ``num_floating_point_operations`` leaves them out."""
+    dense_blocks = m.moe.dense_layers if m.moe is not None else m.layers
+    moe_blocks = m.layers - dense_blocks
+    dense_mlp = int(mlp_params_per_layer(m.hidden, m.ffn, m.mlp == "swiglu"))
+    moe_mlp = 0
+    if m.moe is not None:
+        moe_mlp = moe_mlp_active_params(m.hidden, m.moe) - m.hidden * m.moe.num_experts
+    return (
+        m.layers * attention_params(m)
+        + dense_blocks * dense_mlp
+        + moe_blocks * moe_mlp
+        + m.vocab * m.hidden
+    )
+
+
+def model_flops_per_token(m: ModelShape, seq_len: int, *, causal: bool = False) -> float:
+    """Model FLOPs per trained token, forward and backward: ``6·N_act`` over the active matmul
+    weights (:func:`active_matmul_params`) plus the attention scores, ``6·layers·seq_len·heads·
+    (d_qk + d_v)`` (``QKᵀ`` and ``AV``; ``d_qk = d_v = head_dim`` for grouped-query attention,
+    ``qk_nope + qk_rope`` and ``v_head_dim`` for MLA). ``causal`` halves the attention term, as
+    Megatron-LM has since 2025-03-06 (commit 8873b55d), NeMo 2, Megatron-Bridge and torchtitan
+    do; without it this is trainscale's convention (:mod:`trainscale.sim.model.flops`, PaLM's),
+    which for a dense model it equals."""
+    # d_qk + d_v per head
+    width = 2 * m.head_dim if m.mla is None else m.mla.qk_head_dim + m.mla.v_head_dim
+    attention = (3.0 if causal else 6.0) * m.layers * seq_len * m.heads * width
+    return 6.0 * active_matmul_params(m) + attention
