@@ -77,6 +77,8 @@ def test_every_published_moe_layout_passes_the_plan_rules() -> None:
         ({"framework": "pytorch", "sharding": "fsdp", "tp": 4, "etp": 2}, "ep", "titan_etp"),
         ({"framework": "pytorch", "sharding": "fsdp", "cp": 16, "pp": 1, "tp": 1, "ep": 8},
          "ep", "titan_borrow"),
+        ({"framework": "pytorch", "sharding": "hsdp", "pp": 1, "ep": 16, "etp": 1, "tp": 1,
+          "model": "mixtral-8x22b-g8t8"}, "ep", "titan_borrow"),
         ({"framework": "deepspeed", "sharding": "zero1", "num_gpus": 64, "ep": 8, "tp": 2,
           "pp": 8, "etp": 2}, "ep", "deepspeed_ep"),
     ],
@@ -85,6 +87,14 @@ def test_each_rule_is_a_named_error(change: dict, column: str, rule: str) -> Non
     rejects = _problems([MIXTRAL | change])
     mine = rejects[rejects["column"] == column]
     assert mine["reason"].str.endswith(RULES[rule]).any(), rejects["reason"].tolist()
+
+
+def test_fsdp2_borrows_from_the_whole_data_parallel_degree() -> None:
+    """The HSDP row above breaks the rule (8 shards per node, ep 16); the same with FSDP does not
+    (128 shards)."""
+    row = MIXTRAL | {"framework": "pytorch", "sharding": "fsdp", "pp": 1, "ep": 16, "etp": 1,
+                     "tp": 1, "model": "mixtral-8x22b-g8t8"}  # fmt: skip
+    assert set(_problems([row])["column"]) == {"model"}
 
 
 @pytest.mark.parametrize(("change", "column"), [({"ep": 2}, "ep"), ({"etp": 1}, "etp")])

@@ -103,7 +103,8 @@ def _checked(
     v["sequence_parallel"] = sequence_parallel(frame, v["tp"], problems)
     v.update(framework_behaviours(frame, v, frameworks, problems))
     plan_rules(v, gpu_names, problems)
-    expert_rules(v, problems)
+    given_gpn = gpu["given_gpus_per_node"]
+    expert_rules(v, np.where(np.isfinite(given_gpn), given_gpn, gpu["gpus_per_node"]), problems)
     refuse_unmodelled(v, problems)
     return v, gpu
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from trainscale.schema import FRAMEWORKS, NUMERIC_BOUNDS
+from trainscale.schema import FRAMEWORKS, NUMERIC_BOUNDS, SHARDINGS
 from trainscale.sim.cells import numeric as _numeric
 from trainscale.sim.cells import value_problem as _value_problem
 from trainscale.sim.cells import within as _within
@@ -34,13 +34,22 @@ def expert_tensor_parallel(frame: pd.DataFrame, tp: np.ndarray, problems: Proble
     return np.where(bad, 1, values).astype(np.int64)
 
 
+def _shard_degree(v: dict[str, np.ndarray], gpus_per_node: np.ndarray) -> np.ndarray:
+    """torchtitan's ``dp_shard``: the data-parallel degree, or for HSDP the data-parallel ranks
+    of one node (:mod:`trainscale.sim.plan.layout`: HSDP shards within a node), less ``cp``."""
+    tp, cp, dp = v["tp"], v["cp"], v["dp"]
+    node = np.minimum(dp * cp, np.maximum(gpus_per_node.astype(np.int64) // tp, 1))
+    return np.where(v["sharding"] == SHARDINGS.index("hsdp"), np.maximum(node // cp, 1), dp)
+
+
 def _add(problems: Problems, rows: np.ndarray, column: str, rule: str, detail) -> None:
     problems.add_where(rows, column, lambda r: f"{detail(r)}: {RULES[rule]}")
 
 
-def expert_rules(v: dict[str, np.ndarray], problems: Problems) -> None:
+def expert_rules(v: dict[str, np.ndarray], gpus_per_node: np.ndarray, problems: Problems) -> None:
     """Check the expert-parallel layout of every row still valid (:mod:`trainscale.sim.plan.experts`
-    for the rules and their sources) and set ``v["edp"]``."""
+    for the rules and their sources) and set ``v["edp"]``. ``gpus_per_node`` (the row's, else its
+    system's) sizes HSDP's shard group, from which FSDP2 + EP borrows."""
     tp, cp, pp, dp, ep, etp = (v[k] for k in ("tp", "cp", "pp", "dp", "ep", "etp"))
     experts, expert_ffn = v["num_experts"], v["expert_ffn"]
     ok = problems.ok_for("model", "tp", "pp", "cp", "num_gpus", "ep", "etp")
@@ -62,7 +71,7 @@ def expert_rules(v: dict[str, np.ndarray], problems: Problems) -> None:
     framework = v["framework"]
     checks = {
         "megatron": megatron_breaks(v["num_gpus"], tp, pp, ep, etp, v["sequence_parallel"]),
-        "pytorch": torchtitan_breaks(tp, cp, dp, ep, etp),
+        "pytorch": torchtitan_breaks(tp, cp, _shard_degree(v, gpus_per_node), ep, etp),
         "deepspeed": deepspeed_breaks(tp, dp, ep, etp),
     }
     for key, breaks in checks.items():

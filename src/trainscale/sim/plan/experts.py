@@ -87,7 +87,8 @@ def torchtitan_breaks(
     tp: np.ndarray, cp: np.ndarray, dp: np.ndarray, ep: np.ndarray, etp: np.ndarray
 ) -> dict[str, np.ndarray]:
     """Rows of a PyTorch FSDP2 + EP plan (torchtitan) that break its rules (:data:`RULES`);
-    ``dp`` is the data-parallel (shard) degree ``num_gpus / (tp·pp·cp)``."""
+    ``dp`` is torchtitan's ``dp_shard``: the data-parallel degree ``num_gpus / (tp·pp·cp)``, or
+    for HSDP the part of it within a node."""
     moe = ep > 1
     with_tp = (ep % cp != 0) | ((dp * cp) % ep != 0)
     without_tp = (ep % (cp * tp) != 0) | ((dp * cp * tp) % ep != 0)
