@@ -12,7 +12,8 @@ from trainscale.errors import ConfigurationError
 from trainscale.paths import data_dir
 from trainscale.sim.catalogue import load_catalogue
 from trainscale.sim.configs import build_configs
-from trainscale.sim.plan.experts import RULES, expert_data_parallel_degree
+from trainscale.sim.configs.expert_layouts import RULES
+from trainscale.sim.degrees import expert_data_parallel_degree
 
 CATALOGUE = load_catalogue()
 #: moe-measurements.csv model names -> catalogue keys.

@@ -10,14 +10,14 @@ from trainscale.sim.cells import numeric as _numeric
 from trainscale.sim.cells import value_problem as _value_problem
 from trainscale.sim.cells import within as _within
 from trainscale.sim.configs.columns import missing_mask
-from trainscale.sim.configs.problems import Problems
-from trainscale.sim.plan.experts import (
+from trainscale.sim.configs.expert_layouts import (
     RULES,
     deepspeed_breaks,
-    expert_data_parallel_degree,
     megatron_breaks,
     torchtitan_breaks,
 )
+from trainscale.sim.configs.problems import Problems
+from trainscale.sim.degrees import expert_data_parallel_degree
 
 __all__ = ["expert_rules", "expert_tensor_parallel"]
 
@@ -47,7 +47,7 @@ def _add(problems: Problems, rows: np.ndarray, column: str, rule: str, detail) -
 
 
 def expert_rules(v: dict[str, np.ndarray], gpus_per_node: np.ndarray, problems: Problems) -> None:
-    """Check the expert-parallel layout of every row still valid (:mod:`trainscale.sim.plan.experts`
+    """Check the expert-parallel layout of every row still valid (:mod:`trainscale.sim.configs.expert_layouts`
     for the rules and their sources) and set ``v["edp"]``. ``gpus_per_node`` (the row's, else its
     system's) sizes HSDP's shard group, from which FSDP2 + EP borrows."""
     tp, cp, pp, dp, ep, etp = (v[k] for k in ("tp", "cp", "pp", "dp", "ep", "etp"))

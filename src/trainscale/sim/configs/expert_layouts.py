@@ -1,5 +1,4 @@
-"""Expert parallelism in the plan: the expert data-parallel degree and the layouts each framework
-accepts.
+"""Expert parallelism in the plan: the layouts each framework accepts.
 
 A mixture-of-experts block runs on two groupings of the same GPUs ("parallel folding", Liu et al.,
 *MoE Parallel Folding*, arXiv 2504.14960, Sec 3): attention and dense blocks on ``tp x cp x dp``
@@ -8,8 +7,9 @@ per pipeline stage, the routed experts on ``etp x ep x edp``, where
 - ``ep`` (expert parallelism) splits the experts: each GPU holds ``num_experts / ep`` of them;
 - ``etp`` (expert tensor parallelism) splits each expert's matrices; Megatron-Core's
   ``--expert-tensor-parallel-size`` defaults to ``--tensor-model-parallel-size``;
-- ``edp = num_gpus / (pp x ep x etp)`` (expert data parallelism) replicates (or, with FSDP,
-  shards) each expert; expert gradients are reduced over it, dense gradients over ``dp``.
+- ``edp = num_gpus / (pp x ep x etp)`` (expert data parallelism,
+  :func:`trainscale.sim.degrees.expert_data_parallel_degree`) replicates (or, with FSDP, shards)
+  each expert; expert gradients are reduced over it, dense gradients over ``dp``.
 
 Every function takes arrays (one element per configuration) and returns arrays; the rules return
 a boolean mask of the rows that break them, and :data:`RULES` names each rule and its source.
@@ -22,7 +22,6 @@ import numpy as np
 __all__ = [
     "RULES",
     "deepspeed_breaks",
-    "expert_data_parallel_degree",
     "megatron_breaks",
     "torchtitan_breaks",
 ]
@@ -57,15 +56,6 @@ RULES = {
         "model-parallel group; deepspeed/utils/groups.py _create_expert_and_data_parallel)"
     ),
 }
-
-
-def expert_data_parallel_degree(
-    num_gpus: np.ndarray, pp: np.ndarray, ep: np.ndarray, etp: np.ndarray
-) -> np.ndarray:
-    """``num_gpus / (pp·ep·etp)`` where that divides evenly, else 0: the replicas (or FSDP
-    shards) of each expert. For a dense plan (``ep`` 1, ``etp`` = ``tp``) this is ``dp·cp``."""
-    degree = np.maximum(pp * ep * etp, 1)
-    return np.where(num_gpus % degree == 0, num_gpus // degree, 0)
 
 
 def megatron_breaks(
