@@ -47,9 +47,9 @@ def _add(problems: Problems, rows: np.ndarray, column: str, rule: str, detail) -
 
 
 def expert_rules(v: dict[str, np.ndarray], gpus_per_node: np.ndarray, problems: Problems) -> None:
-    """Check the expert-parallel layout of every row still valid (:mod:`trainscale.sim.configs.expert_layouts`
-    for the rules and their sources) and set ``v["edp"]``. ``gpus_per_node`` (the row's, else its
-    system's) sizes HSDP's shard group, from which FSDP2 + EP borrows."""
+    """Check the expert-parallel layout of every row still valid (the rules and their sources:
+    :mod:`trainscale.sim.configs.expert_layouts`) and set ``v["edp"]``. ``gpus_per_node`` (the
+    row's, else its system's) sizes HSDP's shard group, from which FSDP2 + EP borrows."""
     tp, cp, pp, dp, ep, etp = (v[k] for k in ("tp", "cp", "pp", "dp", "ep", "etp"))
     experts, expert_ffn = v["num_experts"], v["expert_ffn"]
     ok = problems.ok_for("model", "tp", "pp", "cp", "num_gpus", "ep", "etp")
