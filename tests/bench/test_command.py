@@ -3,8 +3,15 @@ how to install it."""
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
+
+import pytest
+
+from trainscale.bench.config import SHAPE_FIELDS
+from trainscale.bench.options import model_shape
+from trainscale.errors import TrainscaleError
 
 from .conftest import TINY, env_with_source
 
@@ -53,3 +60,11 @@ def test_bench_needs_a_model_shape(tmp_path):
     assert (
         "give --model or the model shape; missing --hidden, --heads, --kv-heads, --ffn, --vocab"
     ) in done.stderr
+
+
+def test_bench_refuses_a_mixture_of_experts_model():
+    """The harness builds dense decoders: an MoE catalogue model is a named error, never a dense
+    model of its attention and vocabulary."""
+    args = argparse.Namespace(model="mixtral-8x7b", **dict.fromkeys(SHAPE_FIELDS))
+    with pytest.raises(TrainscaleError, match="mixtral-8x7b is not a dense decoder"):
+        model_shape(args)

@@ -32,7 +32,11 @@ def _error(**overrides: object) -> ConfigurationError:
             "unknown GPU 'a100' (did you mean 'a100-sxm-80gb'?); valid: a100-sxm-40gb, "
             "a100-sxm-80gb, a800-sxm-80gb, b200",
         ),
-        ({"model": "llama9"}, "model", "unknown model 'llama9'; valid: gpt3-175b"),
+        (
+            {"model": "llama9"},
+            "model",
+            "unknown model 'llama9'; valid: deepseek-v2, deepseek-v3, gpt-oss-120b",
+        ),
         ({"tp": 3}, "tp", "tp 3 does not divide heads 32"),
         ({"num_gpus": 100, "tp": 8}, "num_gpus",
          "num_gpus 100 is not divisible by tp·pp·cp = 8·1·1 = 8"),

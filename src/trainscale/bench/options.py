@@ -106,7 +106,8 @@ def model_shape(args: argparse.Namespace) -> TransformerShape:
     Raises
     ------
     TrainscaleError
-        ``--model`` is not in the catalogue or not a SwiGLU model, or, without it, a shape
+        ``--model`` is not in the catalogue, not dense (mixture of experts, latent attention,
+        ``head_dim``) or not a SwiGLU model, or, without it, a shape
         option is missing (``--kv-heads`` defaults to ``--heads``).
     """
     from trainscale.sim.model.shape import load_models
@@ -119,6 +120,12 @@ def model_shape(args: argparse.Namespace) -> TransformerShape:
                 f"bench: unknown --model {args.model!r}; catalogue: {', '.join(sorted(models))}"
             )
         entry = models[args.model]
+        if not entry.plain:
+            raise TrainscaleError(
+                f"bench: {args.model} is not a dense decoder with hidden / heads-wide heads "
+                "(mixture of experts, latent attention or head_dim); the harness builds dense "
+                "Llama-style SwiGLU decoders only"
+            )
         if entry.mlp != "swiglu":
             raise TrainscaleError(
                 f"bench: {args.model} has a {entry.mlp} MLP; the harness builds Llama-style "

@@ -154,14 +154,7 @@ def calibrate_user(
 
     paths = [Path(measurements)] if isinstance(measurements, (str, Path)) else list(measurements)
     path = paths[0] if len(paths) == 1 else Path(", ".join(map(str, paths)))
-    found = None
-    if table is None:
-        found = read_measurements(paths, catalogue=catalogue, base=base, ingest=ingest)
-        table = found.table
-    else:
-        table = table.reset_index(drop=True)
-        if table.empty:
-            raise InputFileError(path, "no measured row; give at least one measured configuration")
+    found, table = _measured(paths, path, table, base=base, catalogue=catalogue, ingest=ingest)
     table = measured_power(table, node_power_log)  # GPU and node power where rows carry them
     fitted, report = refit_pilots(table, base=base, catalogue=catalogue)
     if pilot_errors is not None:
@@ -194,6 +187,26 @@ def calibrate_user(
         on_bounds=refitted_on_bounds(final, report.refitted), measurements=found, power=power,
         notes=[note] if note else [],
     )  # fmt: skip
+
+
+def _measured(
+    paths: list[Path],
+    path: Path,
+    table: pd.DataFrame | None,
+    *,
+    base: Calibration,
+    catalogue: Catalogue,
+    ingest: RunIngester | None,
+) -> tuple[Measurements | None, pd.DataFrame]:
+    """The measurements read from ``paths`` (:func:`read_measurements`), or the ``table`` given
+    instead (then no :class:`Measurements`); an empty table is an error naming ``path``."""
+    if table is None:
+        found = read_measurements(paths, catalogue=catalogue, base=base, ingest=ingest)
+        return found, found.table
+    table = table.reset_index(drop=True)
+    if table.empty:
+        raise InputFileError(path, "no measured row; give at least one measured configuration")
+    return None, table
 
 
 def _power(

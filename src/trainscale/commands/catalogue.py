@@ -10,8 +10,14 @@ Columns, by kind (units in the names):
 - ``gpus``: ``gpu``, ``label``, ``bf16_tflops`` (dense BF16 peak, 10^12 FLOP/s), ``fp8_tflops``
   (empty where the GPU has no FP8), ``hbm_gib``, ``hbm_tb_per_s``, ``nvlink_gb_per_s`` (per GPU
   per direction), ``tdp_w``, ``default_system``;
-- ``models``: ``model``, ``label``, ``params_b`` (10^9 parameters), ``layers``, ``hidden``,
-  ``heads``, ``kv_heads``, ``ffn``, ``vocab``, ``mlp``;
+- ``models``: ``model``, ``label``, ``params_b`` (10^9 parameters, total),
+  ``active_params_b`` (10^9 parameters one token passes through; the total for a dense model),
+  ``experts`` (routed experts per MoE block; empty for a dense model), ``top_k`` (routed
+  experts per token), ``gflop_per_token_4k`` (model FLOPs per trained token at 4,096 tokens per
+  sequence, 10^9: six per active matmul weight plus attention counted without the causal mask,
+  trainscale's MFU convention, :func:`trainscale.sim.model.counts.model_flops_per_token`),
+  ``layers``, ``hidden``, ``heads``, ``kv_heads``, ``ffn`` (empty for an MoE
+  model without dense blocks), ``vocab``, ``mlp``;
 - ``systems``: ``system``, ``gpu``, ``gpus_per_node``, ``nic_gbit_per_s_per_gpu``, ``fabric``,
   ``nvswitch``, ``description``;
 - ``frameworks``: ``framework``, ``aliases``, ``attention_kernel``, ``fp8_recipe``,
@@ -28,6 +34,7 @@ import pandas as pd
 
 from trainscale.names import gpu_label, model_label
 from trainscale.sim.catalogue import Catalogue, load_catalogue
+from trainscale.sim.model.counts import model_flops_per_token
 
 __all__ = ["HELP", "KINDS", "NAME", "add_arguments", "catalogue_table", "run"]
 
@@ -59,13 +66,28 @@ def _gpus(catalogue: Catalogue) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+#: Tokens per sequence of the listed FLOPs per token.
+_FLOP_SEQ_LEN = 4096
+
+
 def _models(catalogue: Catalogue) -> pd.DataFrame:
     rows = [
-        {"model": key, "label": model_label(key, catalogue.models), "params_b": shape.params / 1e9}
+        {
+            "model": key,
+            "label": model_label(key, catalogue.models),
+            "params_b": shape.params / 1e9,
+            "active_params_b": shape.active_params / 1e9,
+            "experts": None if shape.moe is None else shape.moe.num_experts,
+            "top_k": None if shape.moe is None else shape.moe.experts_per_token,
+            "gflop_per_token_4k": model_flops_per_token(shape, _FLOP_SEQ_LEN) / 1e9,
+        }
         | _attributes(shape, "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "mlp")
         for key, shape in sorted(catalogue.models.items())
     ]
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    # An MoE model without dense blocks has no dense ffn: empty, not 0.
+    table["ffn"] = table["ffn"].where(table["ffn"] > 0)
+    return table.astype({"experts": "Int64", "top_k": "Int64", "ffn": "Int64"})
 
 
 def _systems(catalogue: Catalogue) -> pd.DataFrame:
@@ -132,7 +154,9 @@ def _text(table: pd.DataFrame) -> str:
             else text[: _DESCRIPTION_CHARS - 1] + "…"
         )  # fmt: skip
     for column in shown.columns:
-        if pd.api.types.is_float_dtype(shown[column]):
+        if isinstance(shown[column].dtype, pd.Int64Dtype):
+            shown[column] = shown[column].map(lambda v: "" if pd.isna(v) else str(v))
+        elif pd.api.types.is_float_dtype(shown[column]):
             shown[column] = shown[column].map(lambda v: "" if pd.isna(v) else f"{v:,.4g}")
     return shown.to_string(index=False, na_rep="")
 

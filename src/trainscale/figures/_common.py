@@ -44,21 +44,28 @@ def _first_slots(slots: Mapping[str, int | None]) -> dict[str, int]:
     return kept
 
 
-def _fixed_colors(keys: Iterable[str], slots: dict[str, int]) -> dict:
+def _fixed_colors(keys: Iterable[str], slots: dict[str, int], later: Iterable[str] = ()) -> dict:
     """Key → colour: each key of ``slots`` (the catalogue's ``color_slot``) at its palette
-    position, the other keys at the remaining positions in name order."""
+    position, the other keys at the remaining positions in name order, then the keys of
+    ``later`` in name order (so adding those never moves the colour of another)."""
     palette = sns.color_palette(PALETTE)
     free = [i for i in range(len(palette)) if i not in slots.values()]
     colors = {k: tuple(palette[i]) for k, i in slots.items()}
     others = sorted(set(keys) - set(slots), key=str)
+    others += sorted(set(later) - set(slots) - set(others), key=str)
     colors.update({k: tuple(palette[free[i % len(free)]]) for i, k in enumerate(others)})
     return colors
 
 
 def model_colors(models: Mapping[str, ModelShape]) -> dict:
     """Fixed colour per model key of ``models`` (the model catalogue, ``data/models.yaml``: its
-    ``color_slot``), the same in every figure."""
-    return _fixed_colors(models, _first_slots({k: m.color_slot for k, m in models.items()}))
+    ``color_slot``), the same in every figure; mixture-of-experts models take the free colours
+    after the dense ones."""
+    dense = [k for k, m in models.items() if m.moe is None]
+    moe = [k for k, m in models.items() if m.moe is not None]
+    return _fixed_colors(
+        dense, _first_slots({k: m.color_slot for k, m in models.items()}), later=moe
+    )
 
 
 def gpu_colors(hardware: HardwareCatalog) -> dict:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from trainscale.schema import MODEL_SHAPE_COLUMNS, RECOMPUTE_MODES, names
-from trainscale.sim.degrees import data_parallel_degree
+from trainscale.sim.degrees import data_parallel_degree, expert_data_parallel_degree
 
 if TYPE_CHECKING:
     from trainscale.sim.model.shape import ModelShape
@@ -54,6 +54,16 @@ def flops_per_token(
     from trainscale.sim.model.flops import hardware_flops_per_token, model_flops_per_token
     from trainscale.sim.model.params import TransformerShape
 
+    model = models.get(cfg.get("model", ""))
+    if model is not None and not model.plain:
+        # A mixture-of-experts (or MLA, head_dim) model: model FLOPs over its active weights
+        # (trainscale.sim.model.counts); recomputation in such blocks, and a shape overridden
+        # field by field, are not modelled: no number rather than a dense one.
+        if hardware or "seq_len" not in cfg or any(k in cfg for k in _SHAPE):
+            return None
+        from trainscale.sim.model.counts import model_flops_per_token as active_flops
+
+        return float(active_flops(model, cfg["seq_len"]))
     shape = resolved_shape(cfg, models)
     if any(k not in shape for k in _SHAPE) or "seq_len" not in cfg:
         return None
@@ -97,8 +107,9 @@ def add_derived_metrics(
     logged_mfu: float,
     energy_per_step: float,
 ) -> None:
-    """Set ``mfu``, ``hfu``, ``energy_j_per_token``, ``exposed_comm_frac``, ``dp`` and
-    ``grad_accum`` of ``row`` (which holds the measured rates) where they can be derived.
+    """Set ``mfu``, ``hfu``, ``energy_j_per_token``, ``exposed_comm_frac``, ``dp``, ``ep`` (1
+    unless given), ``etp`` (``tp`` unless given), ``edp`` and ``grad_accum`` of ``row`` (which
+    holds the measured rates) where they can be derived.
 
     ``logged_mfu`` is the log's own median MFU (fraction; NaN without one), ``energy_per_step``
     its median energy per GPU per step (J; NaN without one).
@@ -127,5 +138,7 @@ def add_derived_metrics(
         row["exposed_comm_frac"] = exposed / step_time
     if num_gpus and all(cfg.get(k) for k in ("tp", "pp")):
         row["dp"] = data_parallel_degree(num_gpus, cfg["tp"], cfg["pp"], cfg.get("cp", 1))
+        row["ep"], row["etp"] = cfg.get("ep", 1), cfg.get("etp", cfg["tp"])
+        row["edp"] = int(expert_data_parallel_degree(num_gpus, cfg["pp"], row["ep"], row["etp"]))
         if row["dp"] and "global_batch" in cfg and "micro_batch" in cfg:
             row["grad_accum"] = cfg["global_batch"] // (row["dp"] * cfg["micro_batch"])

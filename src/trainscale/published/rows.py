@@ -36,7 +36,8 @@ __all__ = ["published_rows", "validation_rows"]
 _RESOLVED = (
     "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq_len", "global_batch",
     "micro_batch", "num_gpus", "gpus_per_node", "tp", "pp", "cp", "vpp", "dp", "grad_accum",
-    "sequence_parallel", "mlp", "nic_gbit_per_s_per_gpu", "sharding", "recompute", "precision",
+    "ep", "etp", "edp", "sequence_parallel", "mlp", "nic_gbit_per_s_per_gpu", "sharding",
+    "recompute", "precision",
 )  # fmt: skip
 
 

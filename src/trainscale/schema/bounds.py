@@ -68,6 +68,8 @@ NUMERIC_BOUNDS: dict[str, Bound] = {
     "tp": Bound(low=1, high=MAX_GPUS, integer=True, noun="GPUs", why="at most num_gpus"),
     "pp": Bound(low=1, high=MAX_GPUS, integer=True, noun="GPUs", why="at most num_gpus"),
     "cp": Bound(low=1, high=MAX_GPUS, integer=True, noun="GPUs", why="at most num_gpus"),
+    "ep": Bound(low=1, high=MAX_GPUS, integer=True, noun="GPUs", why="at most num_gpus"),
+    "etp": Bound(low=1, high=MAX_GPUS, integer=True, noun="GPUs", why="at most num_gpus"),
     "vpp": Bound(low=1, high=10_000, integer=True, noun="stages",
                  why="pp * vpp may not exceed layers"),
     "nic_gbit_per_s_per_gpu": Bound(

@@ -92,7 +92,9 @@ def collective_curves(
     gpus : sequence of str
         GPU catalogue keys, each in its default system.
     models : mapping of str to ModelShape
-        The models whose per-layer message (:func:`layer_bytes`) is added to the sweep.
+        The models whose per-layer message (:func:`layer_bytes`) is added to the sweep; only the
+        dense ones (:attr:`~trainscale.sim.model.shape.ModelShape.plain`): FSDP gathers a dense
+        block whole, while an MoE block's experts are sharded by expert parallelism.
     sizes_bytes : numpy.ndarray, default :data:`SIZES_BYTES`
         Message sizes of the sweep (bytes, the whole buffer as nccl-tests counts it).
     node_counts : sequence of int, default :data:`NODE_COUNTS`
@@ -103,6 +105,7 @@ def collective_curves(
         :data:`trainscale.schema.COLLECTIVE_CURVE_COLUMNS`, in the order GPU, collective, term,
         node count, then the sweep's sizes ascending and the models' layers in catalogue order.
     """
+    models = {key: shape for key, shape in models.items() if shape.plain}
     sizes = np.concatenate(
         [np.asarray(sizes_bytes, dtype=float), [layer_bytes(s) for s in models.values()]]
     )

@@ -6,6 +6,8 @@
 - **data-parallel degree** ``dp = num_gpus / (tp·pp·cp)``: the replicas (or shards) of the
   weights; a configuration whose GPU count is not a multiple of the model-parallel degree has
   none (:func:`data_parallel_degree` gives 0 there, and :mod:`trainscale.sim.configs` rejects it).
+- **expert data-parallel degree** ``edp = num_gpus / (pp·ep·etp)``: the replicas (or shards) of
+  each routed expert of a mixture-of-experts block (:mod:`trainscale.sim.configs.expert_layouts`).
 - **local batch** ``global_batch / dp``: the sequences one replica processes per optimizer step.
 
 Every function takes scalars or numpy arrays (element-wise) and returns the same kind.
@@ -17,7 +19,12 @@ from typing import TypeVar
 
 import numpy as np
 
-__all__ = ["data_parallel_degree", "local_batch", "model_parallel_degree"]
+__all__ = [
+    "data_parallel_degree",
+    "expert_data_parallel_degree",
+    "local_batch",
+    "model_parallel_degree",
+]
 
 Count = TypeVar("Count", int, np.ndarray)
 
@@ -37,3 +44,12 @@ def data_parallel_degree(num_gpus: Count, tp: Count, pp: Count, cp: Count | int 
 def local_batch(global_batch: Count, dp: Count) -> Count:
     """Sequences per replica per step, ``global_batch // dp`` (``dp`` below 1 counts as 1)."""
     return global_batch // np.maximum(dp, 1)  # type: ignore[return-value]
+
+
+def expert_data_parallel_degree(
+    num_gpus: np.ndarray, pp: np.ndarray, ep: np.ndarray, etp: np.ndarray
+) -> np.ndarray:
+    """``num_gpus / (pp·ep·etp)`` where that divides evenly, else 0: the replicas (or FSDP
+    shards) of each expert. For a dense plan (``ep`` 1, ``etp`` = ``tp``) this is ``dp·cp``."""
+    degree = np.maximum(pp * ep * etp, 1)
+    return np.where(num_gpus % degree == 0, num_gpus // degree, 0)

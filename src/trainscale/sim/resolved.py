@@ -36,7 +36,7 @@ StringColumn = Callable[[np.ndarray, Sequence[str]], object]
 _FIELDS = (
     "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq_len", "global_batch",
     "micro_batch", "num_gpus", "gpus_per_node", "tp", "pp", "cp", "vpp", "dp", "grad_accum",
-    "sequence_parallel", "power_limit_w", "system", "overlap_grad_reduce",
+    "ep", "etp", "edp", "sequence_parallel", "power_limit_w", "system", "overlap_grad_reduce",
     "overlap_param_gather", "tp_comm_overlap", "fused_kernels", "repeat_kv",
 )  # fmt: skip
 

@@ -94,6 +94,7 @@ def predict_arrays(c: Configs, cal: Calibration, catalogue: Catalogue) -> dict[s
     return {
         "dp": c.plan.dp,
         "grad_accum": c.plan.grad_accum,
+        "edp": c.plan.edp,
         "step_time_s": step,
         "tokens_per_s": tokens_per_s,
         "tokens_per_s_per_gpu": tokens_per_s / c.plan.num_gpus,
@@ -237,10 +238,10 @@ def _strings(codes: np.ndarray, categories: tuple[str, ...] | list[str]) -> pd.S
 #: :data:`_EFFECTIVE`, always): :func:`trainscale.sim.resolved.resolved_columns` gives them.
 _RESOLVED = (
     "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "mlp", "gpus_per_node",
-    "nic_gbit_per_s_per_gpu", "power_limit_w", "cp", "vpp", "sharding", "recompute", "precision",
-    "sequence_parallel", "system", "framework", "overlap_grad_reduce", "overlap_param_gather",
-    "tp_comm_overlap", "fused_kernels", "shard_granularity", "attention_kernel", "fp8_recipe",
-    "repeat_kv", "cp_comm_type",
+    "nic_gbit_per_s_per_gpu", "power_limit_w", "cp", "vpp", "ep", "etp", "sharding", "recompute",
+    "precision", "sequence_parallel", "system", "framework", "overlap_grad_reduce",
+    "overlap_param_gather", "tp_comm_overlap", "fused_kernels", "shard_granularity",
+    "attention_kernel", "fp8_recipe", "repeat_kv", "cp_comm_type",
 )  # fmt: skip
 
 
@@ -328,9 +329,10 @@ def _assemble(
 
 
 #: Optional number columns whose empty cells take a default that the output shows as used: the
-#: GPU's catalogue system, ``cp`` and ``vpp`` 1. (The shape columns of a row naming a ``model``
-#: stay empty: empty means "the model's", and the model is in the row.)
-_ECHO_DEFAULT = ("gpus_per_node", "nic_gbit_per_s_per_gpu", "cp", "vpp")
+#: GPU's catalogue system, ``cp``, ``vpp`` and ``ep`` 1, ``etp`` the row's ``tp``. (The shape
+#: columns of a row naming a ``model`` stay empty: empty means "the model's", and the model is in
+#: the row.)
+_ECHO_DEFAULT = ("gpus_per_node", "nic_gbit_per_s_per_gpu", "cp", "vpp", "ep", "etp")
 #: Of those, the ones where 0, as empty, means "the default" (the GPU's catalogue system).
 _ZERO_DEFAULT = ("gpus_per_node", "nic_gbit_per_s_per_gpu")
 

@@ -2,8 +2,10 @@
 
 One row per model of ``data/models.yaml``, smallest first. Parameter counts are derived from the
 shape (:mod:`trainscale.sim.model.shape`), never stored: ``params_b`` counts every weight (blocks,
-final norm, embeddings), ``layer_params_m`` one transformer block's matrices — what FSDP gathers
-per layer.
+final norm, embeddings), ``active_params_b`` those one token passes through (the total for a dense
+model), ``layer_params_m`` one transformer block's matrices — what FSDP gathers per layer; for an
+MoE model, one MoE block with every expert. ``num_experts`` and ``experts_per_token`` are 0 for a
+dense model.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from trainscale.schema import MODEL_COLUMNS, names
+from trainscale.sim.model.counts import block_norm_params, block_params
 from trainscale.sim.model.params import matrix_params_per_layer
 from trainscale.sim.model.shape import ModelShape
 
@@ -27,7 +30,10 @@ def models_table(models: Mapping[str, ModelShape]) -> pd.DataFrame:
     billions, ``layer_params_m`` in millions."""
     rows = []
     for key, m in models.items():
-        layer = matrix_params_per_layer(m.transformer)
+        if m.plain:
+            layer = float(matrix_params_per_layer(m.transformer))
+        else:  # the block's matrices: its parameters less its norms
+            layer = float(block_params(m, moe_block=m.moe is not None) - block_norm_params(m))
         rows.append(
             {
                 "model": key,
@@ -40,7 +46,10 @@ def models_table(models: Mapping[str, ModelShape]) -> pd.DataFrame:
                 "mlp": m.mlp,
                 "tied_embeddings": m.tied_embeddings,
                 "params_b": m.params / 1e9,
-                "layer_params_m": float(layer) / 1e6,
+                "active_params_b": m.active_params / 1e9,
+                "num_experts": 0 if m.moe is None else m.moe.num_experts,
+                "experts_per_token": 0 if m.moe is None else m.moe.experts_per_token,
+                "layer_params_m": layer / 1e6,
             }
         )
     table = pd.DataFrame(rows, columns=names(MODEL_COLUMNS))
@@ -57,5 +66,5 @@ def render(stem: str | os.PathLike[str], *, models: Mapping[str, ModelShape]) ->
         label="tab:models",
         caption="Model shapes (data/models.yaml, with sources) and parameter counts derived "
         "from them.",
-        float_format={"params_b": ".2f", "layer_params_m": ".1f"},
+        float_format={"params_b": ".2f", "active_params_b": ".2f", "layer_params_m": ".1f"},
     )

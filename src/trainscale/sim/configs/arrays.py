@@ -58,6 +58,12 @@ class PlanArrays:
     vpp: np.ndarray
     dp: np.ndarray
     grad_accum: np.ndarray
+    ep: np.ndarray
+    """Expert-parallel degree (1 for a dense model)."""
+    etp: np.ndarray
+    """Expert tensor-parallel degree (``tp`` unless the row gives another)."""
+    edp: np.ndarray
+    """Expert data-parallel degree, ``num_gpus / (pp·ep·etp)``."""
     sharding: np.ndarray
     """Index into :data:`~trainscale.schema.SHARDINGS`."""
     recompute: np.ndarray

@@ -26,10 +26,11 @@ from trainscale.sim.configs.columns import (
     optional_positive,
     positive_ints,
 )
+from trainscale.sim.configs.experts import expert_rules, expert_tensor_parallel
 from trainscale.sim.configs.gpus import gpu_attributes, power_limits
 from trainscale.sim.configs.plan import plan_rules, sequence_parallel
 from trainscale.sim.configs.problems import INT_SHAPE, Problems
-from trainscale.sim.configs.shape import check_columns, resolve_shape
+from trainscale.sim.configs.shape import check_columns, refuse_unmodelled, resolve_shape
 from trainscale.sim.frameworks import (
     TRITON_ATTENTION_RELATIVE_SPEED,
     FrameworkProfile,
@@ -95,7 +96,8 @@ def _checked(
             frame, ("seq_len", "global_batch", "micro_batch", "num_gpus", "tp", "pp"), problems
         )
     )
-    v.update(positive_ints(frame, ("cp", "vpp"), problems, default=1))
+    v.update(positive_ints(frame, ("cp", "vpp", "ep"), problems, default=1))
+    v["etp"] = expert_tensor_parallel(frame, v["tp"], problems)
     gpu_names, gpu = gpu_attributes(frame, hardware, problems)
     gpu["given_gpus_per_node"] = optional_positive(frame, "gpus_per_node", problems)
     gpu["given_nic_gbit_per_s"] = optional_positive(frame, "nic_gbit_per_s_per_gpu", problems)
@@ -110,6 +112,9 @@ def _checked(
     v["lora_rank"] = lora_ranks(frame, problems)
     v.update(framework_behaviours(frame, v, frameworks, problems))
     plan_rules(v, gpu_names, problems)
+    given_gpn = gpu["given_gpus_per_node"]
+    expert_rules(v, np.where(np.isfinite(given_gpn), given_gpn, gpu["gpus_per_node"]), problems)
+    refuse_unmodelled(v, problems)
     return v, gpu
 
 
@@ -128,6 +133,7 @@ def _columns(v: dict[str, np.ndarray], gpu: dict[str, np.ndarray]) -> dict[str, 
         **{name: v[name] for name in ("seq_len", "global_batch", "micro_batch", "num_gpus")},
         "gpus_per_node": np.minimum(gpn, v["num_gpus"]).astype(np.int64),
         **{name: v[name] for name in ("tp", "pp", "cp", "vpp", "dp", "grad_accum")},
+        **{name: v[name] for name in ("ep", "etp", "edp")},
         "sharding": v["sharding"],
         "recompute": v["recompute"],
         "fp8": fp8,

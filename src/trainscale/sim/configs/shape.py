@@ -20,7 +20,7 @@ from trainscale.sim.configs.columns import coded_text, missing_mask, per_row
 from trainscale.sim.configs.problems import INT_SHAPE, Problems
 from trainscale.sim.model.shape import ModelShape
 
-__all__ = ["check_columns", "resolve_shape"]
+__all__ = ["check_columns", "refuse_unmodelled", "resolve_shape"]
 
 
 _SHAPE_NAMES = tuple(c.name for c in MODEL_SHAPE_COLUMNS)
@@ -46,6 +46,44 @@ def check_columns(frame: pd.DataFrame) -> None:
         )  # fmt: skip
 
 
+def _unmodelled(models: Mapping[str, ModelShape], by_model) -> np.ndarray:
+    """Per row, why the step-time model does not describe its catalogue model (mixture of
+    experts, multi-head latent attention, heads not ``hidden / heads`` wide), or ""."""
+    reasons = {
+        key: (
+            f"{key} is a mixture-of-experts model ({m.moe.num_experts} experts, top-"
+            f"{m.moe.experts_per_token})" if m.moe is not None
+            else f"{key} uses multi-head latent attention" if m.mla is not None
+            else f"{key} has attention heads of {m.head_dim}, not hidden / heads"
+        )
+        for key, m in models.items()
+        if not m.plain
+    }  # fmt: skip
+    return by_model(reasons, "").astype(object)
+
+
+def _experts(models: Mapping[str, ModelShape], by_model) -> dict[str, np.ndarray]:
+    """The routed experts and their width of each row's catalogue model (0: dense), what the
+    plan's expert rules read."""
+    return {
+        name: by_model(
+            {k: getattr(m.moe, name) if m.moe is not None else 0 for k, m in models.items()}, 0
+        ).astype(np.int64)
+        for name in ("num_experts", "expert_ffn")
+    }
+
+
+def refuse_unmodelled(v: dict[str, np.ndarray], problems: Problems) -> None:
+    """A problem for each row whose model the step-time model does not describe (checked last,
+    so that the row's plan is checked too): never a silent dense model."""
+    reason = v["unmodelled"]
+    problems.add_where(
+        reason != "", "model",
+        lambda r: f"{reason[r]}: the step-time simulator predicts dense transformers with "
+        "hidden / heads-wide heads only; its parameters are listed by 'trainscale list models'",
+    )  # fmt: skip
+
+
 def resolve_shape(
     frame: pd.DataFrame, models: Mapping[str, ModelShape], problems: Problems
 ) -> dict[str, np.ndarray]:
@@ -67,6 +105,8 @@ def resolve_shape(
         lambda r: f"unknown model {uniques[codes[r]]!r}{did_you_mean(uniques[codes[r]], models)}"
         f"; valid: {valid_names}",
     )  # fmt: skip
+    unmodelled = _unmodelled(models, by_model)
+    unsupported = named & known & (unmodelled != "")
     shape: dict[str, np.ndarray] = {}
     for name in INT_SHAPE:
         base = by_model({k: float(getattr(m, name)) for k, m in models.items()}, np.nan).astype(
@@ -76,7 +116,7 @@ def resolve_shape(
         given = ~missing_mask(frame, name)
         values = np.where(given, explicit, base)
         fine = _within(values, NUMERIC_BOUNDS[name])
-        bad = ~fine & ~(named & ~known)
+        bad = ~fine & ~(named & ~known) & ~unsupported
         problems.add_where(
             bad, name,
             lambda r, name=name, values=values, given=given: (
@@ -104,6 +144,8 @@ def resolve_shape(
         "allowed; allowed: swiglu, gelu",
     )  # fmt: skip
     shape["swiglu"] = mlp_is(("swiglu",))
+    shape.update(_experts(models, by_model))
+    shape["unmodelled"] = np.where(unsupported, unmodelled, "")
     shape["tied_embeddings"] = by_model(
         {k: m.tied_embeddings for k, m in models.items()}, False
     ).astype(bool)
