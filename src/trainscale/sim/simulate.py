@@ -64,7 +64,7 @@ def predict_arrays(c: Configs, cal: Calibration, catalogue: Catalogue) -> dict[s
     """Predict every metric for validated configurations (built from ``catalogue``, see
     :func:`_configs`); arrays of shape ``(len(c),)``."""
     work = block_work(c)
-    place = layout(c)
+    place = layout(c.plan.tp, c.plan.cp, c.plan.dp, c.plan.sharding, c.system.gpus_per_node)
     t = step_times(c, work, place, calibrated_network(c.system, cal, catalogue.nccl), cal)
     step = t.step_time_s
     tokens_per_step = (c.plan.global_batch * c.plan.seq_len).astype(np.float64)

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from trainscale.sim.configs import Configs
 from trainscale.sim.plan.block_compute import BlockCompute
 from trainscale.sim.plan.context_parallel import ContextParallel
 from trainscale.sim.plan.data_parallel import DataParallel
@@ -52,7 +51,9 @@ class BlockPath:
 
 
 def block_path(
-    c: Configs,
+    tp_degree: np.ndarray,
+    tp_comm_overlap: np.ndarray,
+    host_overhead_s: np.ndarray,
     comp: BlockCompute,
     tp: TensorParallel,
     cp: ContextParallel,
@@ -63,11 +64,12 @@ def block_path(
     exchange; ``slow`` is the overlap slowdown (compute overlapped by a collective runs that
     much slower). The host launches kernels ahead of the GPU: when a block's GPU time is shorter
     than the CPU time to launch it (``host_overhead_s``, a third in forward) the GPU waits."""
-    tp_fwd, tp_fwd_hidden = tensor_parallel_exposed(c, tp.busy_fwd_s, comp.gemm_fwd_s)
-    tp_bwd, tp_bwd_hidden = tensor_parallel_exposed(c, tp.busy_bwd_s, comp.gemm_bwd_s)
+    overlap = (tp_degree, tp_comm_overlap)
+    tp_fwd, tp_fwd_hidden = tensor_parallel_exposed(*overlap, tp.busy_fwd_s, comp.gemm_fwd_s)
+    tp_bwd, tp_bwd_hidden = tensor_parallel_exposed(*overlap, tp.busy_bwd_s, comp.gemm_bwd_s)
     f_comp = comp.fwd_dense_s + comp.fwd_memory_s
     b_comp = comp.bwd_dense_s + comp.bwd_memory_s
-    host = c.stack.host_overhead_s
+    host = host_overhead_s
     f_gpu = np.maximum(f_comp, host / 3.0)
     b_gpu = np.maximum(b_comp, 2.0 * host / 3.0)
     f_slow = slow * (np.minimum(dp.comm_fwd_s, f_comp) + tp_fwd_hidden)

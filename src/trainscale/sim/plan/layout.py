@@ -16,7 +16,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from trainscale.schema import Sharding
-from trainscale.sim.configs import Configs
 
 __all__ = ["Layout", "layout"]
 
@@ -39,15 +38,19 @@ class Layout:
     """Adjacent pipeline stages share a node."""
 
 
-def layout(c: Configs) -> Layout:
-    """Place each configuration's groups on its nodes."""
-    gpn = c.system.gpus_per_node
-    tp_per_node = np.minimum(c.plan.tp, gpn)
-    ranks_per_node_beyond_tp = np.maximum(gpn // c.plan.tp, 1)
-    cp_per_node = np.minimum(c.plan.cp, ranks_per_node_beyond_tp)
-    data_size = c.plan.dp * c.plan.cp
+def layout(
+    tp: np.ndarray, cp: np.ndarray, dp: np.ndarray, sharding: np.ndarray, gpus_per_node: np.ndarray
+) -> Layout:
+    """Place each configuration's groups on its nodes: tensor-parallel ranks innermost, then
+    context-parallel, then data-parallel (Megatron-LM's rank order; ``sharding`` as codes of
+    :class:`~trainscale.schema.Sharding`)."""
+    gpn = gpus_per_node
+    tp_per_node = np.minimum(tp, gpn)
+    ranks_per_node_beyond_tp = np.maximum(gpn // tp, 1)
+    cp_per_node = np.minimum(cp, ranks_per_node_beyond_tp)
+    data_size = dp * cp
     data_per_node = np.minimum(data_size, ranks_per_node_beyond_tp)
-    hsdp = c.plan.sharding == Sharding.HSDP
+    hsdp = sharding == Sharding.HSDP
     shard_size = np.where(hsdp, data_per_node, data_size)
     return Layout(
         tp_per_node=tp_per_node,
@@ -57,5 +60,5 @@ def layout(c: Configs) -> Layout:
         shard_size=shard_size,
         shard_per_node=np.minimum(shard_size, data_per_node),
         replicas=data_size // shard_size,
-        pp_same_node=c.plan.tp * c.plan.cp * c.plan.dp < gpn,
+        pp_same_node=tp * cp * dp < gpn,
     )

@@ -271,7 +271,7 @@ def step_times(
     eff = efficiencies(c, cal)
     slow = eff.overlap_slowdown
     comp = block_compute(c, w, cal, eff)
-    tp = tensor_parallel(c, w, place, net)
+    tp = tensor_parallel(c.plan, c.model.hidden, w, place, net)
     cp = context_parallel(
         c.plan.cp,
         c.stack.cp_comm_type,
@@ -283,7 +283,9 @@ def step_times(
         comp.attention_fwd_s,
     )
     dp = data_parallel(c, w, place, net)
-    path = block_path(c, comp, tp, cp, dp, slow)
+    path = block_path(
+        c.plan.tp, c.stack.tp_comm_overlap, c.stack.host_overhead_s, comp, tp, cp, dp, slow
+    )
     layers = (
         np.ceil(c.model.layers / (c.plan.pp * c.plan.vpp)) * c.plan.vpp
     )  # blocks on the slowest stage

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from trainscale.schema import Recompute
-from trainscale.sim.configs import Configs
+from trainscale.sim.configs.arrays import PlanArrays
 from trainscale.sim.model.work import BlockWork
 from trainscale.sim.plan.layout import Layout
 from trainscale.sim.plan.streams import only_where
@@ -47,8 +47,11 @@ class TensorParallel:
         return self.allgather_bwd_s + self.reducescatter_bwd_s + self.allreduce_bwd_s
 
 
-def tensor_parallel(c: Configs, w: BlockWork, place: Layout, net: Network) -> TensorParallel:
-    """Per block per micro-batch TP collective times (forward, backward) by kind.
+def tensor_parallel(
+    plan: PlanArrays, hidden: np.ndarray, w: BlockWork, place: Layout, net: Network
+) -> TensorParallel:
+    """Per block per micro-batch TP collective times (forward, backward) by kind, from the plan's
+    ``tp``, ``sequence_parallel``, ``fp8`` and ``recompute`` and the model's ``hidden``.
 
     Under FP8 the sequence-parallel AllGathers move the FP8 cast of their tensor, 1 byte per
     element: Transformer Engine gathers the FP8 output of the norm (forward) and of the output
@@ -56,17 +59,17 @@ def tensor_parallel(c: Configs, w: BlockWork, place: Layout, net: Network) -> Te
     (torchtitan's TP under Float8) cast before the all-gather ("all-gather in float8"). The
     ReduceScatters sum GEMM outputs in bf16, 2 bytes.
     """
-    size = 2.0 * w.tokens * c.model.hidden
-    on = c.plan.tp > 1
-    sp = c.plan.sequence_parallel & on
-    group = (size, c.plan.tp, place.tp_per_node, net)
-    gathered = np.where(c.plan.fp8, 0.5, 1.0) * size
-    ag = only_where(sp, allgather_time, gathered, c.plan.tp, place.tp_per_node, net)
+    size = 2.0 * w.tokens * hidden
+    on = plan.tp > 1
+    sp = plan.sequence_parallel & on
+    group = (size, plan.tp, place.tp_per_node, net)
+    gathered = np.where(plan.fp8, 0.5, 1.0) * size
+    ag = only_where(sp, allgather_time, gathered, plan.tp, place.tp_per_node, net)
     # A ring ReduceScatter of a buffer costs the AllGather of the same buffer (reducescatter_time).
     rs = only_where(sp, allgather_time, *group)
     ar = only_where(on & ~sp, allreduce_time, *group)
     passes_bwd = np.where(
-        c.plan.recompute == Recompute.FULL, 2.0, 1.0
+        plan.recompute == Recompute.FULL, 2.0, 1.0
     )  # the recomputed forward repeats them
     return TensorParallel(
         allgather_fwd_s=np.where(sp, 2.0 * ag, 0.0),
@@ -79,7 +82,7 @@ def tensor_parallel(c: Configs, w: BlockWork, place: Layout, net: Network) -> Te
 
 
 def tensor_parallel_exposed(
-    c: Configs, busy: np.ndarray, gemm: np.ndarray
+    tp: np.ndarray, tp_comm_overlap: np.ndarray, busy: np.ndarray, gemm: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exposed TP communication of one block pass and the GEMM time it overlaps.
 
@@ -88,8 +91,8 @@ def tensor_parallel_exposed(
     into ``tp`` chunks exchanged while the GEMM runs on the chunks already received: only the first
     chunk, ``busy / tp``, and whatever the GEMMs cannot cover stay exposed.
     """
-    tp = c.plan.tp.astype(np.float64)
-    overlapped = np.minimum(busy * (1.0 - 1.0 / tp), gemm)
+    degree = tp.astype(np.float64)
+    overlapped = np.minimum(busy * (1.0 - 1.0 / degree), gemm)
     exposed = busy - overlapped
-    on = c.stack.tp_comm_overlap & (c.plan.tp > 1)
+    on = tp_comm_overlap & (tp > 1)
     return np.where(on, exposed, busy), np.where(on, overlapped, 0.0)
