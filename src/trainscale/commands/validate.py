@@ -21,7 +21,11 @@ GPU holds), and the source-out coverage of the 80 % pilot intervals. ``-o`` then
 per-row table (:data:`trainscale.calibrate.pilot_series.PILOT_TABLE_COLUMNS`, as
 ``results/pilots.parquet``).
 
-Without ``--pilots``, both then summarise the nccl-tests bus-bandwidth rows (all sizes, and the
+Without ``--pilots``, both then compare the predicted peak memory per GPU with the published
+memory figures (``data/published/memory.csv``, :mod:`trainscale.published.memory`) per source
+and table, count the published throughput configurations that fit, that are flagged within the
+memory margin (:mod:`trainscale.sim.memory_margin`) and that are rejected, then summarise the
+nccl-tests bus-bandwidth rows (all sizes, and the
 rows of 16 MiB and more: smaller messages are read from plots to about ±5 GB/s, too coarse to
 score) and count every row that could not be predicted, with its reason. ``-o`` writes the
 per-row table (CSV or Parquet), with the held-out prediction and error beside each row under
@@ -183,6 +187,33 @@ def _collectives(collectives: pd.DataFrame) -> None:
         print(format_table(healthy.tail(1)))
 
 
+def _memory(throughput: pd.DataFrame) -> None:
+    from trainscale.published.memory import load_memory_figures, memory_accuracy, memory_summary
+    from trainscale.sim.memory_margin import MEMORY_REJECT_FRACTION
+
+    accuracy = memory_accuracy(throughput, load_memory_figures())
+    summary = memory_summary(accuracy)
+    left_out = accuracy.attrs["left_out"]
+    print(
+        "\npeak memory per GPU, predicted vs published (data/published/memory.csv"
+        + (f"; {left_out} figures whose rows were not predicted left out" if left_out else "")
+        + "):"
+    )
+    print(f"  {'source':<48} {'table':<28} {'rows':>4} {'MAPE %':>7} {'min %':>7} {'max %':>7}")
+    for r in summary.itertuples(index=False):
+        print(
+            f"  {r.source[:48]:<48} {r.table_or_figure[:28]:<28} {r.rows:>4d} "
+            f"{r.mape_pct:>7.1f} {r.min_error_pct:>+7.1f} {r.max_error_pct:>+7.1f}"
+        )
+    fits = throughput["fits_memory"].astype(bool)
+    flagged = throughput["extrapolation"].fillna("").str.contains("memory:")
+    print(
+        f"published throughput configurations: {int((fits & ~flagged).sum())} fit, "
+        f"{int((fits & flagged).sum())} flagged within the memory margin (rejected beyond "
+        f"{MEMORY_REJECT_FRACTION:g} x HBM), {int((~fits).sum())} rejected"
+    )
+
+
 def format_pilots(table: pd.DataFrame) -> str:
     """Aligned text of :func:`trainscale.calibrate.pilot_series.summary`."""
     first = table.columns[0]
@@ -283,6 +314,7 @@ def run(args: argparse.Namespace) -> int:
             "on a source left out of the fit)"
         )
         print(format_table(in_sample))
+    _memory(throughput)
     _collectives(tables["collectives"])
     rejects = tables["rejects"]
     print(f"\n{len(rejects)} published rows could not be predicted:")

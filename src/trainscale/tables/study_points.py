@@ -22,7 +22,9 @@ Columns (:func:`study_points`), in order:
   :data:`~trainscale.sim.memory_margin.NEAR_MEMORY_FRACTION` of the capacity);
 - ``runner_up_plan``, ``runner_up_tokens_per_s`` and ``runner_up_margin_pct`` (how much faster
   the winner is, % of the runner-up's global tokens/s): the fastest row of the same point that
-  fits in memory with a different plan; empty where no other plan fits;
+  fits in memory with a different plan (preferring, as the winner does, plans predicted within
+  the usable memory over those flagged within the memory margin); empty where no other plan
+  fits;
 - ``source`` ("simulated") and ``calibration_id``.
 """
 
@@ -37,7 +39,13 @@ import numpy as np
 import pandas as pd
 
 from trainscale.sim.memory_margin import NEAR_MEMORY_FRACTION
-from trainscale.study.report import METRICS, PLAN_COLUMNS, ReportSpec, format_value
+from trainscale.study.report import (
+    METRICS,
+    PLAN_COLUMNS,
+    ReportSpec,
+    format_value,
+    over_memory,
+)
 
 __all__ = ["NEAR_MEMORY_FRACTION", "PLAN_COLUMNS", "plan_text", "render_points", "study_points"]
 
@@ -61,7 +69,10 @@ def plan_text(row: Mapping[str, Any]) -> str:
 
 def _plan_key(frame: pd.DataFrame) -> pd.Series:
     columns = [c for c in PLAN_COLUMNS if c in frame.columns]
-    return frame[columns].astype(str).agg("|".join, axis=1)
+    key = pd.Series("", index=frame.index, dtype=object)
+    for i, column in enumerate(columns):
+        key = key + ("|" if i else "") + frame[column].astype(str)
+    return key
 
 
 def _runner_up(simulated: pd.DataFrame, points: pd.DataFrame, group: Sequence[str]) -> pd.DataFrame:
@@ -75,8 +86,11 @@ def _runner_up(simulated: pd.DataFrame, points: pd.DataFrame, group: Sequence[st
     winners = points[group].assign(_winner=_plan_key(points))
     candidates = rows.merge(winners, on=list(group), how="inner")
     candidates = candidates[candidates["_plan"] != candidates["_winner"]]
-    candidates = candidates.assign(_neg=-pd.to_numeric(candidates["tokens_per_s"]))
-    best = candidates.sort_values([*group, "_neg", "_pos"], kind="stable").drop_duplicates(group)
+    candidates = candidates.assign(
+        _over=over_memory(candidates), _neg=-pd.to_numeric(candidates["tokens_per_s"])
+    )
+    best = candidates.sort_values([*group, "_over", "_neg", "_pos"], kind="stable")
+    best = best.drop_duplicates(group)
     best = best.assign(
         runner_up_plan=[plan_text(r) for r in best.to_dict("records")],
         runner_up_tokens_per_s=pd.to_numeric(best["tokens_per_s"]),
