@@ -29,7 +29,14 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-__all__ = ["KNEE_COLUMNS", "KNEE_FRACTION", "KNEE_MARGINAL", "knee", "knee_of_series"]
+__all__ = [
+    "KNEE_COLUMNS",
+    "KNEE_FRACTION",
+    "KNEE_MARGINAL",
+    "knee",
+    "knee_of_series",
+    "marginal_cliffs",
+]
 
 #: Per-GPU throughput this far below its best marks the knee (a fraction).
 KNEE_FRACTION = 0.10
@@ -128,3 +135,17 @@ def knee(
         found = knee_of_series(group, x=x, fraction=fraction, marginal=marginal)
         records.append({**dict(zip(keys, values, strict=True)), **found})
     return pd.DataFrame(records, columns=[*keys, *KNEE_COLUMNS])
+
+
+def marginal_cliffs(
+    n: np.ndarray, tokens_per_s: np.ndarray, *, marginal: float = KNEE_MARGINAL
+) -> list[tuple[float, float, float]]:
+    """The steps of a series (``n`` increasing) whose marginal tokens/s per added GPU is below
+    ``marginal`` of the per-GPU throughput before them: ``(n_from, n_to, share)`` with ``share``
+    the marginal over that per-GPU throughput (a fraction). These are the steps a smooth fit
+    (the USL's ``dX/dN``) draws through; a figure marks them instead."""
+    n = np.asarray(n, dtype=float)
+    total = np.asarray(tokens_per_s, dtype=float)
+    secant = np.diff(total) / np.diff(n)
+    share = secant / (total[:-1] / n[:-1])
+    return [(n[i], n[i + 1], float(share[i])) for i in np.flatnonzero(share < marginal)]
