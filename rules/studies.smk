@@ -56,6 +56,8 @@ rule study_figure:
         unpack(study_figure_inputs),
         **catalogue_inputs("hardware", "models"),
         simulated="results/sim/{study}.parquet",
+        # the points table its caption and note name (built with the figure, not only by all)
+        points="reports/studies/{study}/points.csv",
         study="config/studies/{study}.yaml",
         schema=STUDY_SCHEMA,
         calibration=lambda wildcards: study_own_calibration(wildcards.study),
@@ -93,6 +95,7 @@ rule study_points:
     input:
         **catalogue_inputs("hardware", "models"),
         simulated="results/sim/{study}.parquet",
+        rejects="results/studies/{study}/rejects.parquet",
         study="config/studies/{study}.yaml",
         schema=STUDY_SCHEMA,
         calibration=lambda wildcards: study_own_calibration(wildcards.study),

@@ -1,8 +1,12 @@
 """Rule study_points: the plotted points of one study with their winning plans
-(trainscale.tables.study_points.render_points)."""
+(trainscale.tables.study_points.render_points), and in points.md the points the study asked for
+that have no plan, with the reason (trainscale.figures.study_scaling.unplanned_points)."""
+
+import pandas as pd
 
 from trainscale.commands.rule_script import rule_script
 from trainscale.dataset import read_study_results
+from trainscale.figures.study_scaling import unplanned_points
 from trainscale.study.report import select_rows
 from trainscale.tables.study_points import render_points
 
@@ -12,5 +16,9 @@ with rule_script(snakemake) as rule:
     loaded = rule.study_outputs()
     frame = read_study_results(snakemake.input.simulated, name)
     hbm = {key: gpu.hbm_bytes for key, gpu in loaded.hardware.gpus.items()}
-    written = render_points(stem, select_rows(frame, loaded.spec), frame, loaded.spec, hbm)
+    rejects = pd.read_parquet(snakemake.input.rejects)
+    unplanned = unplanned_points(frame, loaded.spec, loaded.hardware, rejects)
+    written = render_points(
+        stem, select_rows(frame, loaded.spec), frame, loaded.spec, hbm, not_plotted=unplanned
+    )
     rule.wrote(written)

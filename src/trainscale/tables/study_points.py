@@ -171,13 +171,17 @@ def render_points(
     simulated: pd.DataFrame,
     spec: ReportSpec,
     hbm_bytes: Mapping[str, float],
+    not_plotted: Sequence[str] = (),
 ) -> tuple[Path, Path, Path]:
     """Write ``stem.csv`` (full precision), ``stem.md`` and ``stem.tex`` of
-    :func:`study_points`."""
+    :func:`study_points`; ``stem.md`` ends with a "Not plotted" list of ``not_plotted`` (the
+    points the study asked for that have no plan, with the reason,
+    :func:`trainscale.figures.study_scaling.unplanned_points`) where there are any."""
+    from trainscale.io.atomic import write_text_atomic
     from trainscale.report import write_table
 
     table = study_points(selected, simulated, spec, hbm_bytes)
-    return write_table(
+    written = write_table(
         table,
         stem,
         label="tab:study_points",
@@ -187,3 +191,13 @@ def render_points(
             "mem_headroom_gib": ".1f",
         },
     )  # fmt: skip
+    if not_plotted:
+        md = written[1]
+        lines = "\n".join(f"- {text}" for text in not_plotted)
+        write_text_atomic(
+            md,
+            md.read_text()
+            + "\n\n**Not plotted** (points the study asked for that no configuration of theirs "
+            f"could plan):\n\n{lines}\n",
+        )
+    return written
