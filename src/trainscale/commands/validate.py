@@ -121,12 +121,20 @@ def _held_out(
     """Print the held-out block; return the held-out rows and the overall held-out MAPE."""
     from trainscale.calibrate.fit import held_out_predictions
     from trainscale.published.holdout import accuracy
+    from trainscale.published.scale import in_band_order, scale_band
 
     start = time.perf_counter()
     held = held_out_predictions(published, catalogue=catalogue)
     seconds = time.perf_counter() - start
     sources = accuracy(held, throughput)
     frameworks = accuracy(held, throughput, by="framework")
+    bands = in_band_order(
+        accuracy(
+            held.assign(scale_band=scale_band(held["num_gpus"])),
+            throughput.assign(scale_band=scale_band(throughput["num_gpus"])),
+            by="scale_band",
+        )
+    )
     print(
         "tokens/s per GPU, held out: each source predicted by a fit to all the other sources "
         f"({held['citation'].nunique()} fits, {seconds:.0f} s); in sample: the shipped "
@@ -135,6 +143,8 @@ def _held_out(
     print(format_table(sources.iloc[:-1]))
     print("\nper framework")
     print(format_table(frameworks.iloc[:-1]))
+    print("\nper scale band")
+    print(format_table(bands))
     print("\noverall")
     print(format_table(sources.iloc[-1:], label="source"))
     _coverage(held)
@@ -143,6 +153,7 @@ def _held_out(
 
 def _coverage(held: pd.DataFrame) -> None:
     """The 80 % intervals' source-out coverage (trainscale.sim.intervals), per framework and all."""
+    from trainscale.published.scale import SCALE_BANDS, scale_band
     from trainscale.sim.intervals import source_out_coverage
 
     rows = source_out_coverage(held)
@@ -150,7 +161,12 @@ def _coverage(held: pd.DataFrame) -> None:
         "\n80 % prediction intervals, source-out (each source against intervals computed "
         "without it): rows covered, median width (hi - lo) / predicted"
     )
-    groups = [*rows.groupby("framework", sort=True), ("all", rows)]
+    band = scale_band(rows["num_gpus"])
+    groups = [
+        *rows.groupby("framework", sort=True),
+        *((label, rows[band == label]) for label in SCALE_BANDS if (band == label).any()),
+        ("all", rows),
+    ]
     width = max(len(str(name)) for name, _ in groups)
     for name, part in groups:
         print(
@@ -238,6 +254,7 @@ def _pilots(args: argparse.Namespace, published: PublishedData, catalogue: Catal
     from trainscale import __version__
     from trainscale.calibrate.pilot_series import pilot_errors, pilot_table
     from trainscale.commands.predict import write_table
+    from trainscale.published.scale import in_band_order, scale_band
     from trainscale.sim.calibration import load_calibration
     from trainscale.tables.pilots import summary
 
@@ -261,6 +278,11 @@ def _pilots(args: argparse.Namespace, published: PublishedData, catalogue: Catal
     print(format_pilots(table.iloc[:-1]))
     print("\nper source")
     print(format_pilots(summary(errors, by="citation").iloc[:-1]))
+    banded = errors.assign(scale_band=scale_band(errors["num_gpus"]))
+    print("\nper scale band (of the predicted row)")
+    print(format_pilots(in_band_order(summary(banded, by="scale_band"))))
+    print("\nper framework")
+    print(format_pilots(summary(errors, by="framework").iloc[:-1]))
     print("\noverall")
     print(format_pilots(table.iloc[-1:]))
     beats = overall["pilot_mape_pct"] < min(
