@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 NAME = "calibrate"
 HELP = "fit the simulator's free parameters to data/published/measurements.csv (-o FILE)"
 
-__all__ = ["HELP", "NAME", "add_arguments", "error_table", "run"]
+__all__ = ["HELP", "NAME", "add_arguments", "error_table", "moved_table", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -123,6 +123,7 @@ def _sensitivity(args: argparse.Namespace, published: PublishedData, catalogue: 
 
 
 def _user(args: argparse.Namespace, catalogue: Catalogue) -> int:
+    from trainscale.calibrate.moved import level_changes
     from trainscale.calibrate.user import calibrate_user
     from trainscale.errors import TrainscaleError
     from trainscale.ingest.runs import ingest_run
@@ -141,8 +142,9 @@ def _user(args: argparse.Namespace, catalogue: Catalogue) -> int:
         return ingest_run(run_dir, hardware=catalogue.hardware, models=catalogue.models)[0]
 
     shipped = load_published(hardware=catalogue.hardware, models=catalogue.models)
+    base = load_calibration()
     result = calibrate_user(
-        args.measurements, args.output, base=load_calibration(), published=shipped,
+        args.measurements, args.output, base=base, published=shipped,
         catalogue=catalogue, ingest=ingest,
     )  # fmt: skip
     for line in result.measurements.warnings if result.measurements else []:
@@ -156,6 +158,7 @@ def _user(args: argparse.Namespace, catalogue: Catalogue) -> int:
     if result.not_refitted:
         print(f"not refitted (no row responds to them): {', '.join(result.not_refitted)}")
     print(error_table(result.report))
+    print(moved_table(level_changes(result.rows, base, result.calibration, catalogue)))
     for bound in result.on_bounds:
         print(
             f"trainscale calibrate: warning: refitted parameter {bound} sits on its bound: the "
@@ -164,6 +167,27 @@ def _user(args: argparse.Namespace, catalogue: Catalogue) -> int:
             file=sys.stderr,
         )
     return 0
+
+
+def moved_table(changes: pd.DataFrame) -> str:
+    """What the calibration moved (:func:`trainscale.calibrate.moved.level_changes`), the pairs
+    it moves by 0.1 % or more or that a measured row ran, as lines of text."""
+    import pandas as pd
+
+    shown = changes[(changes["moved_pct"].abs() >= 0.1) | changes["measured"]]
+    lines = [
+        "what it moves: tokens/s per GPU of the measured configurations run on each stack and "
+        "GPU, median change (measured: a measured row ran that stack on that GPU; otherwise the "
+        "change is carried over from the rows that did)"
+    ]
+    for r in shown.itertuples(index=False):
+        where = "measured" if r.measured else "carried over, no row measured it"
+        moved = "—" if pd.isna(r.moved_pct) else f"{r.moved_pct:+.1f} %"
+        lines.append(f"  {r.framework:<10} {r.gpu:<16} {moved:>8}  {where}")
+    unmoved = len(changes) - len(shown)
+    if unmoved:
+        lines.append(f"  ({unmoved} other stack and GPU pairs: unchanged)")
+    return "\n".join(lines)
 
 
 def error_table(report: PilotReport) -> str:
