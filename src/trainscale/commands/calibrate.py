@@ -177,11 +177,12 @@ def moved_table(changes: pd.DataFrame) -> str:
     shown = changes[(changes["moved_pct"].abs() >= 0.1) | changes["measured"]]
     lines = [
         "what it moves: tokens/s per GPU of the measured configurations run on each stack and "
-        "GPU, median change (measured: a measured row ran that stack on that GPU; otherwise the "
-        "change is carried over from the rows that did)"
+        "GPU, median change (measured: a measured row ran that stack on that GPU; a pair no row "
+        "ran keeps the shipped level, flagged unmeasured_level in predictions, and moves only "
+        "by refitted cluster-wide terms such as the network)"
     ]
     for r in shown.itertuples(index=False):
-        where = "measured" if r.measured else "carried over, no row measured it"
+        where = "measured" if r.measured else "not measured: cluster-wide terms only"
         moved = "—" if pd.isna(r.moved_pct) else f"{r.moved_pct:+.1f} %"
         lines.append(f"  {r.framework:<10} {r.gpu:<16} {moved:>8}  {where}")
     unmoved = len(changes) - len(shown)

@@ -92,35 +92,12 @@ def plot(sim: pd.DataFrame, *, models: Mapping[str, ModelShape]) -> Figure:
         color = colors[model]
         for key, point_col, curve_col, label in _PANELS:
             a = ax[f"{model}|{key}"]
-            if np.isfinite(fit.x1):
-                a.plot(curve["n"], curve[curve_col], color=color, lw=1.2)
-                a.fill_between(
-                    curve["n"],
-                    np.maximum(curve[f"{curve_col}_ci_low"], 0.0),
-                    curve[f"{curve_col}_ci_high"],
-                    color=color,
-                    alpha=0.2,
-                    lw=0,
-                )
-            a.scatter(mid, pts[point_col], color=color, s=18, zorder=3)
-            for n_from, n_to, share in cliffs:
-                _mark_cliff(a, n_from, n_to, share)
-            if len(pts):
-                a.axhline(pts[point_col].iloc[0], color="0.5", ls=":", lw=0.9)
-            a.axhline(0, color="0.3", lw=0.6)
+            _panel(a, curve, curve_col, pts, mid, point_col, color, fit, cliffs, n)
             a.set_ylabel(label)
-            doubling_axis(a, n)
-            star = f"N* = {fit.n_star:,.0f}" if np.isfinite(fit.n_star) else "no peak (κ = 0)"
             a.set_title(
                 f"{model_label(model, models)}, per added {'GPU' if key == 'gpu' else 'kW'}",
                 fontsize=8,
             )
-            # the fit behind both panels of the model, in the empty lower left of each
-            a.text(
-                0.03, 0.05, f"USL fit: σ = {fit.sigma:.3g}, κ = {fit.kappa:.2g}\n{star}",
-                transform=a.transAxes, ha="left", va="bottom", fontsize=6.5, color="0.25",
-                bbox={"boxstyle": "round,pad=0.25", "fc": "white", "ec": "0.8", "lw": 0.5},
-            )  # fmt: skip
     # each swatch shows every model's colour, as the panels draw them
     shown = [colors[m] for m in order] or ["0.3"]
     handles = [
@@ -150,6 +127,31 @@ def plot(sim: pd.DataFrame, *, models: Mapping[str, ModelShape]) -> Figure:
 
 
 _CLIFF = "#c0392b"
+
+
+def _panel(a, curve, curve_col, pts, mid, point_col, color, fit, cliffs, n) -> None:
+    """One panel: the USL curve and band (up to the first cliff), the secants, the cliffs
+    shaded, the first step's level, the x axis and the fit's box."""
+    if np.isfinite(fit.x1):
+        a.plot(curve["n"], curve[curve_col], color=color, lw=1.2)
+        a.fill_between(
+            curve["n"], np.maximum(curve[f"{curve_col}_ci_low"], 0.0),
+            curve[f"{curve_col}_ci_high"], color=color, alpha=0.2, lw=0,
+        )  # fmt: skip
+    a.scatter(mid, pts[point_col], color=color, s=18, zorder=3)
+    for n_from, n_to, share in cliffs:
+        _mark_cliff(a, n_from, n_to, share)
+    if len(pts):
+        a.axhline(pts[point_col].iloc[0], color="0.5", ls=":", lw=0.9)
+    a.axhline(0, color="0.3", lw=0.6)
+    doubling_axis(a, n)
+    star = f"N* = {fit.n_star:,.0f}" if np.isfinite(fit.n_star) else "no peak (κ = 0)"
+    # the fit behind both panels of the model, in the empty lower left of each
+    a.text(
+        0.03, 0.05, f"USL fit: σ = {fit.sigma:.3g}, κ = {fit.kappa:.2g}\n{star}",
+        transform=a.transAxes, ha="left", va="bottom", fontsize=6.5, color="0.25",
+        bbox={"boxstyle": "round,pad=0.25", "fc": "white", "ec": "0.8", "lw": 0.5},
+    )  # fmt: skip
 
 
 def _mark_cliff(a, n_from: float, n_to: float, share: float) -> None:

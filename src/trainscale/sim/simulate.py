@@ -44,6 +44,7 @@ from trainscale.sim.calibration import Calibration, load_calibration
 from trainscale.sim.catalogue import Catalogue, load_catalogue
 from trainscale.sim.configs import Configs, build_configs
 from trainscale.sim.configs.arrays import SystemArrays
+from trainscale.sim.levels import merge_by_level, split_by_level
 from trainscale.sim.memory_margin import MEMORY_REJECT_FRACTION
 from trainscale.sim.model.flops import hardware_flops_per_token, model_flops_per_token
 from trainscale.sim.model.memory import memory_bytes_per_gpu
@@ -79,7 +80,22 @@ def _network(links: Links | SystemArrays, cal: Calibration, nccl: NcclConstants)
 
 def predict_arrays(c: Configs, cal: Calibration, catalogue: Catalogue) -> dict[str, np.ndarray]:
     """Predict every metric for validated configurations (built from ``catalogue``, see
-    :func:`_configs`); arrays of shape ``(len(c),)``."""
+    :func:`_configs`); arrays of shape ``(len(c),)``. Under a user calibration that records the
+    levels its measurements ran, the other (framework, GPU) pairs keep the shipped level
+    (:mod:`trainscale.sim.levels`)."""
+    split = split_by_level(c, cal, catalogue.gpu_keys)
+    if split is None:
+        return _predict_arrays(c, cal, catalogue)
+    unmeasured, shipped_level = split
+    return merge_by_level(
+        c, unmeasured, cal, shipped_level,
+        lambda part, calibration: _predict_arrays(part, calibration, catalogue),
+        catalogue.gpu_keys,
+    )  # fmt: skip
+
+
+def _predict_arrays(c: Configs, cal: Calibration, catalogue: Catalogue) -> dict[str, np.ndarray]:
+    """:func:`predict_arrays` with one calibration for every configuration."""
     work = block_work(c)
     place = layout(c)
     t = step_times(c, work, place, _network(c.system, cal, catalogue.nccl), cal)
