@@ -50,6 +50,8 @@ rule study_fits:
 rule study_figure:
     input:
         unpack(study_figure_inputs),
+        # the points table its caption and note name (built with the figure, not only by all)
+        points="reports/studies/{study}/points.csv",
     output:
         pdf="reports/studies/{study}/{figure}.pdf",
         png=report(
@@ -84,6 +86,7 @@ rule study_points:
     input:
         unpack(study_output_inputs),
         shipped_calibration=CALIBRATION,
+        rejects="results/studies/{study}/rejects.parquet",
     output:
         csv=report(
             "reports/studies/{study}/points.csv",

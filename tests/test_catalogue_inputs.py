@@ -54,6 +54,8 @@ ALLOWED = {
     "calibration's power block",
     ("published/measurements.py", "load_published"): "the loader's default: the shipped "
     "measurements CSV (the catalogues it is read with are the caller's)",
+    ("published/memory.py", "load_memory_figures"): "the loader's default: the shipped "
+    "published memory figures CSV",
     ("sim/simulate.py", "_given_or_shipped"): "trainscale.predict and predict_with_rejects: the "
     "public entry point loads the shipped files for a user who gives none",
     ("calibrate/fit.py", "calibrate"): "where `trainscale calibrate` writes by default",

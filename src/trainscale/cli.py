@@ -24,6 +24,7 @@ __all__ = ["COMMANDS", "main"]
 #: Command modules, in the order ``--help`` lists them.
 COMMANDS: tuple[str, ...] = (
     "predict",
+    "plan",
     "validate",
     "calibrate",
     "trace",

@@ -215,3 +215,51 @@ def test_worked_example_torchtitan_8_gpus_predict_its_largest_runs(
     assert summary["pilot_mape_pct"] < summary["shipped_mape_pct"]
     assert ((rows["pilot_lo"] < rows["pilot_predicted"]) &
             (rows["pilot_predicted"] < rows["pilot_hi"])).all()  # fmt: skip
+
+
+def test_unmeasured_levels_keep_the_shipped_level_and_interval_and_say_so(
+    tmp_path: Path, shipped_pilot_errors: pd.DataFrame
+) -> None:
+    # PyTorch pilots on H100, about 15 % slower than the shipped prediction; the refit is the
+    # PyTorch level alone (no cluster-wide term, which would move every pair)
+    pilots = tmp_path / "pilots.csv"
+    pd.DataFrame([
+        {"model": "llama3-8b", "num_gpus": 8, "global_batch": 32, "recompute": "none",
+         MEASURED: 6350.0},
+        {"model": "llama3-8b", "num_gpus": 16, "global_batch": 64, "recompute": "none",
+         MEASURED: 6050.0},
+        {"model": "llama3-70b", "num_gpus": 32, "global_batch": 64, "recompute": "full",
+         MEASURED: 690.0},
+    ]).assign(
+        seq_len=8192, micro_batch=1, gpu="h100-sxm-80gb", tp=1, pp=1, sharding="fsdp",
+        precision="bf16", framework="pytorch",
+    ).to_csv(pilots, index=False)  # fmt: skip
+    mine = tmp_path / "mine.yaml"
+    result = calibrate_user(pilots, mine, **SHIPPED, pilot_errors=shipped_pilot_errors)
+    assert result.refitted == ["gemm_efficiency_offset_pytorch"]
+    assert yaml.safe_load(mine.read_text())["intervals"]["pilot"]["levels"]["measured"] == [
+        ["pytorch", "h100-sxm-80gb"]
+    ]
+    big = {"model": "llama3-70b", "seq_len": 8192, "global_batch": 512, "micro_batch": 1,
+           "num_gpus": 1024, "tp": 4, "pp": 1, "sharding": "fsdp", "precision": "bf16"}  # fmt: skip
+    rows = pd.DataFrame([
+        {**big, "framework": "megatron", "gpu": "h100-sxm-80gb", "recompute": "none"},
+        {**big, "framework": "pytorch", "gpu": "b200", "recompute": "full"},
+        {**big, "framework": "pytorch", "gpu": "h100-sxm-80gb", "recompute": "full"},
+    ])  # fmt: skip
+    shipped = main_predict(rows, None)
+    calibrated = main_predict(rows, load_calibration(mine))
+    width = lambda t: t["tokens_per_s_per_gpu_hi"] / t["tokens_per_s_per_gpu_lo"]  # noqa: E731
+    for i, pair in ((0, "megatron/h100-sxm-80gb"), (1, "pytorch/b200")):
+        assert f"unmeasured_level:{pair}" in calibrated["extrapolation"].iloc[i]
+        assert calibrated["tokens_per_s_per_gpu"].iloc[i] == shipped["tokens_per_s_per_gpu"].iloc[i]
+        assert width(calibrated).iloc[i] <= 1.25 * width(shipped).iloc[i]
+    # the pilots' own framework and GPU move, unflagged
+    assert calibrated["tokens_per_s_per_gpu"].iloc[2] < shipped["tokens_per_s_per_gpu"].iloc[2]
+    assert "unmeasured_level" not in calibrated["extrapolation"].iloc[2]
+
+
+def main_predict(rows: pd.DataFrame, calibration) -> pd.DataFrame:
+    from trainscale import predict
+
+    return predict(rows, calibration=calibration)

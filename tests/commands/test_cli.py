@@ -174,6 +174,7 @@ def test_held_out_predictions_on_three_sources_leave_each_source_out(
     assert main(["validate", "--holdout"]) == 0
     text = capsys.readouterr().out
     assert "3 fits" in text and "Shoeybi" in text
+    assert "\nper scale band\n" in text and "≤ 256 GPUs" in text
 
 
 def test_console_script_is_installed() -> None:

@@ -54,6 +54,10 @@ def test_validate_pilots_prints_series_sources_overall_and_gates(
         "pilot-calibrated 102.50 % vs base 10.00 % and weak scaling 20.00 %: does not beat" in text
     )
     assert "exceeds --max-mape 50.00 %" in text
+    # per scale band of the predicted row: 16-256 GPUs (5 per series) and 512 (1 per series)
+    band = text[text.index("\nper scale band") : text.index("\nper framework")]
+    assert "≤ 256 GPUs        20" in band and "257–1,024 GPUs     4" in band
+    assert "> 1,024 GPUs" not in band
     rows = pd.read_csv(out)
     # b's 3x errors are outside an interval fitted on a's rows alone, and a's are inside b's
     assert not rows.loc[rows["citation"] == "b", "covered"].any()

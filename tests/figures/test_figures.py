@@ -94,8 +94,8 @@ SPECS = {
         },
         {
             "between consecutive GPU counts (data)",
-            "USL fit: dX/dN",
-            "95 % band of the fit (delta method)",
+            "USL fit: dX/dN (up to a cliff)",
+            "95 % band of the fit (delta method, cut at 0)",
         },
         {"Simulated: trainscale"},
     ),

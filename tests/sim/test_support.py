@@ -108,10 +108,12 @@ def test_the_column_is_documented_and_a_string() -> None:
 
 
 def test_a_user_calibration_that_covers_the_configuration_clears_the_flag() -> None:
-    target = pd.DataFrame([_config(sharding="zero2", num_gpus=256, seq_len=16384)])
+    # tp 2 keeps the 16K-token micro-batch inside the GPU's usable memory, so no memory flag
+    # joins the coverage flags
+    target = pd.DataFrame([_config(sharding="zero2", num_gpus=256, seq_len=16384, tp=2)])
     before = predict(target, calibration=_calibration())
     assert before["extrapolation"].iloc[0] == "zero2_ranks:256>64;seq_len:16384>8192"
-    measured = predict(pd.DataFrame([_config(sharding="zero2", num_gpus=256, seq_len=16384)]))
+    measured = predict(pd.DataFrame([_config(sharding="zero2", num_gpus=256, seq_len=16384, tp=2)]))
     calibrated = _calibration()
     # the facts as a user calibration extends them (pilot=None: the shipped quantiles, so the
     # narrowing is the cleared flags' alone, not a pilot interval model)

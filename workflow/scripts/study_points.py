@@ -1,7 +1,11 @@
 """Rule study_points: the plotted points of one study with their winning plans
-(trainscale.tables.study_points.render_points)."""
+(trainscale.tables.study_points.render_points), and in points.md the points the study asked for
+that have no plan, with the reason (trainscale.figures.study_scaling.unplanned_points)."""
+
+import pandas as pd
 
 from trainscale.dataset import read_study_results
+from trainscale.figures.study_scaling import unplanned_points
 from trainscale.sim.energy import load_power_terms
 from trainscale.study.report import select_rows
 from trainscale.tables.study_points import bill_columns, render_points
@@ -19,5 +23,9 @@ with rule_script(snakemake) as rule:
         own = snakemake.input.get("calibration")
         terms = load_power_terms(own or snakemake.input.shipped_calibration)
         bill = bill_columns(selected, loaded.study.bill, loaded.hardware, terms)
-    written = render_points(stem, selected, frame, loaded.spec, hbm, bill)
+    rejects = pd.read_parquet(snakemake.input.rejects)
+    unplanned = unplanned_points(frame, loaded.spec, loaded.hardware, rejects)
+    written = render_points(
+        stem, selected, frame, loaded.spec, hbm, bill, not_plotted=unplanned
+    )
     rule.wrote(written)

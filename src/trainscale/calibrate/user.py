@@ -171,6 +171,7 @@ def calibrate_user(
         throughput=rows, collectives=pd.DataFrame(), rejects=pd.DataFrame(columns=["csv_row"])
     )
     before, _ = throughput_predictions(data, base, catalogue)
+    pilot = _with_levels(pilot, before, base)
     after, _ = throughput_predictions(data, fitted, catalogue)
     final = replace(fitted, intervals=_user_intervals(base.intervals, after, pilot))
     final, power = _power(table, final, base, base_terms, catalogue)
@@ -290,6 +291,21 @@ def _provenance(
         },
     }
     return provenance
+
+
+def _with_levels(pilot: PilotIntervals, rows: pd.DataFrame, base: Calibration) -> PilotIntervals:
+    """``pilot`` with the (framework, GPU) pairs of the measured ``rows`` (predicted, so
+    resolved) and ``base``'s framework offsets, the shipped level of every other pair
+    (:mod:`trainscale.sim.levels`)."""
+    pairs = zip(rows["framework"].astype(str), rows["gpu"].astype(str), strict=True)
+    return replace(
+        pilot,
+        measured_levels=tuple(sorted(set(pairs))),
+        shipped_offsets=tuple(
+            (fw, b, value) for fw, by_base in base.framework_offsets.items()
+            for b, value in by_base.items()
+        ),
+    )  # fmt: skip
 
 
 def _user_intervals(

@@ -47,7 +47,15 @@ if TYPE_CHECKING:
 NAME = "calibrate"
 HELP = "fit the simulator's free parameters to data/published/measurements.csv (-o FILE)"
 
-__all__ = ["HELP", "NAME", "add_arguments", "error_table", "power_error_table", "run"]
+__all__ = [
+    "HELP",
+    "NAME",
+    "add_arguments",
+    "error_table",
+    "moved_table",
+    "power_error_table",
+    "run",
+]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -134,6 +142,7 @@ def _sensitivity(args: argparse.Namespace, published: PublishedData, catalogue: 
 
 
 def _user(args: argparse.Namespace, catalogue: Catalogue) -> int:
+    from trainscale.calibrate.moved import level_changes
     from trainscale.calibrate.stored import read_stored
     from trainscale.calibrate.user import calibrate_user
     from trainscale.errors import TrainscaleError
@@ -159,10 +168,11 @@ def _user(args: argparse.Namespace, catalogue: Catalogue) -> int:
     def shipped() -> PublishedData:  # read only where the base has no stored pilot errors
         return load_published(hardware=catalogue.hardware, models=catalogue.models)
 
-    base = data_dir() / "calibration.yaml"
+    base_path = data_dir() / "calibration.yaml"
+    base = load_calibration(base_path)
     result = calibrate_user(
-        args.measurements, args.output, base=load_calibration(base), published=shipped,
-        catalogue=catalogue, stored=read_stored(base), ingest=ingest,
+        args.measurements, args.output, base=base, published=shipped,
+        catalogue=catalogue, stored=read_stored(base_path), ingest=ingest,
         node_power_log=lambda p: node_power_w(p).mean_w, base_terms=load_power_terms(),
     )  # fmt: skip
     for line in result.measurements.warnings if result.measurements else []:
@@ -178,6 +188,7 @@ def _user(args: argparse.Namespace, catalogue: Catalogue) -> int:
     if result.not_refitted:
         print(f"not refitted (no row responds to them): {', '.join(result.not_refitted)}")
     print(error_table(result.report))
+    print(moved_table(level_changes(result.rows, base, result.calibration, catalogue)))
     if result.power is not None:
         print(power_error_table(result.power))
     for bound in result.on_bounds:
@@ -188,6 +199,28 @@ def _user(args: argparse.Namespace, catalogue: Catalogue) -> int:
             file=sys.stderr,
         )
     return 0
+
+
+def moved_table(changes: pd.DataFrame) -> str:
+    """What the calibration moved (:func:`trainscale.calibrate.moved.level_changes`), the pairs
+    it moves by 0.1 % or more or that a measured row ran, as lines of text."""
+    import pandas as pd
+
+    shown = changes[(changes["moved_pct"].abs() >= 0.1) | changes["measured"]]
+    lines = [
+        "what it moves: tokens/s per GPU of the measured configurations run on each stack and "
+        "GPU, median change (measured: a measured row ran that stack on that GPU; a pair no row "
+        "ran keeps the shipped level, flagged unmeasured_level in predictions, and moves only "
+        "by refitted cluster-wide terms such as the network)"
+    ]
+    for r in shown.itertuples(index=False):
+        where = "measured" if r.measured else "not measured: cluster-wide terms only"
+        moved = "—" if pd.isna(r.moved_pct) else f"{r.moved_pct:+.1f} %"
+        lines.append(f"  {r.framework:<10} {r.gpu:<16} {moved:>8}  {where}")
+    unmoved = len(changes) - len(shown)
+    if unmoved:
+        lines.append(f"  ({unmoved} other stack and GPU pairs: unchanged)")
+    return "\n".join(lines)
 
 
 def error_table(report: PilotReport) -> str:

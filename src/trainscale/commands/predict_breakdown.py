@@ -148,6 +148,12 @@ def _memory_words(result: pd.Series, hbm_gib: float | None) -> str:
 
     if not result["fits_memory"]:
         return "does NOT fit"
+    if hbm_gib is not None and float(result["mem_gib_per_gpu"]) > hbm_gib:
+        return (
+            f"predicted above the GPU's {hbm_gib:g} GiB, but within the memory model's error "
+            "on published runs (flagged in extrapolation; docs/accuracy.md, Memory): it may or "
+            "may not fit"
+        )
     if hbm_gib is not None and near_memory_limit(float(result["mem_gib_per_gpu"]), hbm_gib):
         return (
             f"fits, but uses more than {100 * NEAR_MEMORY_FRACTION:.0f} % of the GPU's "

@@ -21,7 +21,11 @@ GPU holds), and the source-out coverage of the 80 % pilot intervals. ``-o`` then
 per-row table (:data:`trainscale.calibrate.pilot_series.PILOT_TABLE_COLUMNS`, as
 ``results/pilots.parquet``).
 
-Without ``--pilots``, both then summarise the nccl-tests bus-bandwidth rows (all sizes, and the
+Without ``--pilots``, both then compare the predicted peak memory per GPU with the published
+memory figures (``data/published/memory.csv``, :mod:`trainscale.published.memory`) per source
+and table, count the published throughput configurations that fit, that are flagged within the
+memory margin (:mod:`trainscale.sim.memory_margin`) and that are rejected, then summarise the
+nccl-tests bus-bandwidth rows (all sizes, and the
 rows of 16 MiB and more: smaller messages are read from plots to about ±5 GB/s, too coarse to
 score) and count every row that could not be predicted, with its reason. ``-o`` writes the
 per-row table (CSV or Parquet), with the held-out prediction and error beside each row under
@@ -118,12 +122,20 @@ def _held_out(
     """Print the held-out block; return the held-out rows and the overall held-out MAPE."""
     from trainscale.calibrate.fit import held_out_predictions
     from trainscale.published.holdout import accuracy
+    from trainscale.published.scale import in_band_order, scale_band
 
     start = time.perf_counter()
     held = held_out_predictions(published, catalogue=catalogue)
     seconds = time.perf_counter() - start
     sources = accuracy(held, throughput)
     frameworks = accuracy(held, throughput, by="framework")
+    bands = in_band_order(
+        accuracy(
+            held.assign(scale_band=scale_band(held["num_gpus"])),
+            throughput.assign(scale_band=scale_band(throughput["num_gpus"])),
+            by="scale_band",
+        )
+    )
     print(
         "tokens/s per GPU, held out: each source predicted by a fit to all the other sources "
         f"({held['citation'].nunique()} fits, {seconds:.0f} s); in sample: the shipped "
@@ -132,6 +144,8 @@ def _held_out(
     print(format_table(sources.iloc[:-1]))
     print("\nper framework")
     print(format_table(frameworks.iloc[:-1]))
+    print("\nper scale band")
+    print(format_table(bands))
     print("\noverall")
     print(format_table(sources.iloc[-1:], label="source"))
     _coverage(held)
@@ -140,6 +154,7 @@ def _held_out(
 
 def _coverage(held: pd.DataFrame) -> None:
     """The 80 % intervals' source-out coverage (trainscale.sim.intervals), per framework and all."""
+    from trainscale.published.scale import SCALE_BANDS, scale_band
     from trainscale.sim.intervals import source_out_coverage
 
     rows = source_out_coverage(held)
@@ -147,7 +162,12 @@ def _coverage(held: pd.DataFrame) -> None:
         "\n80 % prediction intervals, source-out (each source against intervals computed "
         "without it): rows covered, median width (hi - lo) / predicted"
     )
-    groups = [*rows.groupby("framework", sort=True), ("all", rows)]
+    band = scale_band(rows["num_gpus"])
+    groups = [
+        *rows.groupby("framework", sort=True),
+        *((label, rows[band == label]) for label in SCALE_BANDS if (band == label).any()),
+        ("all", rows),
+    ]
     width = max(len(str(name)) for name, _ in groups)
     for name, part in groups:
         print(
@@ -184,6 +204,33 @@ def _collectives(collectives: pd.DataFrame) -> None:
         print(format_table(healthy.tail(1)))
 
 
+def _memory(throughput: pd.DataFrame) -> None:
+    from trainscale.published.memory import load_memory_figures, memory_accuracy, memory_summary
+    from trainscale.sim.memory_margin import MEMORY_REJECT_FRACTION
+
+    accuracy = memory_accuracy(throughput, load_memory_figures())
+    summary = memory_summary(accuracy)
+    left_out = accuracy.attrs["left_out"]
+    print(
+        "\npeak memory per GPU, predicted vs published (data/published/memory.csv"
+        + (f"; {left_out} figures whose rows were not predicted left out" if left_out else "")
+        + "):"
+    )
+    print(f"  {'source':<48} {'table':<28} {'rows':>4} {'MAPE %':>7} {'min %':>7} {'max %':>7}")
+    for r in summary.itertuples(index=False):
+        print(
+            f"  {r.source[:48]:<48} {r.table_or_figure[:28]:<28} {r.rows:>4d} "
+            f"{r.mape_pct:>7.1f} {r.min_error_pct:>+7.1f} {r.max_error_pct:>+7.1f}"
+        )
+    fits = throughput["fits_memory"].astype(bool)
+    flagged = throughput["extrapolation"].fillna("").str.contains("memory:")
+    print(
+        f"published throughput configurations: {int((fits & ~flagged).sum())} fit, "
+        f"{int((fits & flagged).sum())} flagged within the memory margin (rejected beyond "
+        f"{MEMORY_REJECT_FRACTION:g} x HBM), {int((~fits).sum())} rejected"
+    )
+
+
 def format_pilots(table: pd.DataFrame) -> str:
     """Aligned text of :func:`trainscale.calibrate.pilot_series.summary`."""
     first = table.columns[0]
@@ -208,6 +255,7 @@ def _pilots(args: argparse.Namespace, published: PublishedData, catalogue: Catal
     from trainscale import __version__
     from trainscale.calibrate.pilot_series import pilot_errors, pilot_table
     from trainscale.commands.predict import write_table
+    from trainscale.published.scale import in_band_order, scale_band
     from trainscale.sim.calibration import load_calibration
     from trainscale.tables.pilots import summary
 
@@ -231,6 +279,11 @@ def _pilots(args: argparse.Namespace, published: PublishedData, catalogue: Catal
     print(format_pilots(table.iloc[:-1]))
     print("\nper source")
     print(format_pilots(summary(errors, by="citation").iloc[:-1]))
+    banded = errors.assign(scale_band=scale_band(errors["num_gpus"]))
+    print("\nper scale band (of the predicted row)")
+    print(format_pilots(in_band_order(summary(banded, by="scale_band"))))
+    print("\nper framework")
+    print(format_pilots(summary(errors, by="framework").iloc[:-1]))
     print("\noverall")
     print(format_pilots(table.iloc[-1:]))
     beats = overall["pilot_mape_pct"] < min(
@@ -290,6 +343,7 @@ def run(args: argparse.Namespace) -> int:
             "on a source left out of the fit)"
         )
         print(format_table(in_sample))
+    _memory(throughput)
     _collectives(tables["collectives"])
     rejects = tables["rejects"]
     print(f"\n{len(rejects)} published rows could not be predicted:")

@@ -36,6 +36,7 @@ from trainscale.figures._common import (
 )
 from trainscale.names import model_label
 from trainscale.report.select import fastest_recompute, model_order, paper_micro_batch, require
+from trainscale.study.report import within_usable_memory
 
 if TYPE_CHECKING:
     from trainscale.sim.model.shape import ModelShape
@@ -118,7 +119,7 @@ def missing_lengths(
             there = sim[
                 (sim["model"] == model) & (sim["num_gpus"] == n) & (sim["seq_len"] == length)
             ]
-            there = there[there["fits_memory"].astype(bool)]
+            there = there[within_usable_memory(there)]
             where = f"{model_label(model, models)} ({int(n):,} GPUs) at {int(length):,} tokens"
             if there.empty:
                 notes.append(f"{where}: nothing fits in memory, even with full recomputation")

@@ -37,6 +37,7 @@ from trainscale.paper.values import (
     PAPER_THROUGHPUT_DROP_PCT,
 )
 from trainscale.report.select import paper_micro_batch, require
+from trainscale.study.report import within_usable_memory
 
 __all__ = [
     "TOLERANCE_POINTS",
@@ -61,7 +62,7 @@ def drop_by_batch(sim: pd.DataFrame) -> pd.DataFrame:
         ``drop_pct`` (%); only batches simulated (and fitting in memory) at both counts.
     """
     require(sim, _COLUMNS, where="global_batch_inference")
-    fits = paper_micro_batch(sim[sim["fits_memory"].astype(bool)])
+    fits = paper_micro_batch(sim[within_usable_memory(sim)])
     wide = fits.pivot_table(
         index=["seq_len", "global_batch"],
         columns="num_gpus",
@@ -81,7 +82,7 @@ def missing_batches(sim: pd.DataFrame, drops: pd.DataFrame) -> list[str]:
     whose rows all miss the paper's micro-batch rule (the local batch does not split into
     micro-batches of 2), or one with no row that fits in memory."""
     shown = set(zip(drops["seq_len"], drops["global_batch"], strict=True))
-    fits = sim[sim["fits_memory"].astype(bool)]
+    fits = sim[within_usable_memory(sim)]
     kept = paper_micro_batch(fits)
     notes = []
     for (seq, batch), _ in fits.groupby(["seq_len", "global_batch"], sort=True):

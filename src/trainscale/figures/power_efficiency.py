@@ -33,6 +33,7 @@ from trainscale.figures._common import (
 )
 from trainscale.names import model_label
 from trainscale.report.select import fastest_recompute, model_order, paper_micro_batch, require
+from trainscale.study.report import within_usable_memory
 
 if TYPE_CHECKING:
     from trainscale.sim.model.shape import ModelShape
@@ -117,7 +118,7 @@ def recompute_notes(
         counts = [
             int(n)
             for n in rows["num_gpus"]
-            if not plain[(plain["num_gpus"] == n) & plain["fits_memory"].astype(bool)].size
+            if not plain[(plain["num_gpus"] == n) & within_usable_memory(plain)].size
         ]
         if counts:
             where = ", ".join(f"{n:,}" for n in sorted(counts))

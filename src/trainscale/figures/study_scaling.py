@@ -238,11 +238,15 @@ def _draw_series(
     return banded, switched
 
 
-def _format_axes(ax, rows: pd.DataFrame, spec: ReportSpec, facets: list[str]) -> None:
+def _format_axes(
+    ax, rows: pd.DataFrame, spec: ReportSpec, facets: list[str], pilots: pd.DataFrame | None
+) -> None:
     """Labels and scales of every panel: the x axis linear at the study's values
-    (:data:`LINEAR_X`) or base-2 log, a log y axis where the metric is drawn on one, else from
-    zero."""
+    (:data:`LINEAR_X`) or base-2 log, ranging over the pilots' x values too (their crosses are
+    drawn wherever they ran), a log y axis where the metric is drawn on one, else from zero."""
     xs = pd.to_numeric(rows[spec.x]).to_numpy(dtype=float) if len(rows) else np.array([1.0])
+    if pilots is not None and len(pilots) and spec.x in pilots.columns:
+        xs = np.concatenate([xs, pd.to_numeric(pilots[spec.x]).to_numpy(dtype=float)])
     for f, facet in enumerate(facets):
         for metric in spec.metrics:
             axis = ax[f"{f}:{metric}"]
@@ -287,13 +291,23 @@ def _legend_handles(
     return handles
 
 
+#: Most points without a plan the figure's note names one by one; beyond it the note counts them
+#: and ``points.md`` lists them (:func:`trainscale.tables.study_points.render_points`).
+MAX_NOTE_POINTS = 3
+
+
 def _notes(
     rows: pd.DataFrame, note: str, *, pilots: int, switched: list[str], unplanned: list[str]
 ) -> list[str]:
     """The lines under the panels: source, setup, the points not plotted, the pilots'
     calibration, the switch key."""
     notes = [sim_source(rows) + ".", note]
-    if unplanned:
+    if len(unplanned) > MAX_NOTE_POINTS:
+        notes.append(
+            f"Not plotted: {len(unplanned)} points the study asked for have no plan; each, with "
+            "its reason, is in points.md beside this figure."
+        )
+    elif unplanned:
         notes.append("Not plotted: " + "; ".join(unplanned) + ".")
     if pilots:
         ids = sorted({str(v) for v in rows.get("calibration_id", pd.Series(dtype=str))})
@@ -357,7 +371,7 @@ def plot_scaling(
     layout = _layout(metrics, facets, texts)
     fig, ax = subplot_mosaic(*layout.size, layout.mosaic, height_ratios=layout.heights)
     banded, switched = _draw_series(ax, rows, spec, facets, colors, markers)
-    _format_axes(ax, rows, spec, facets)
+    _format_axes(ax, rows, spec, facets, pilots)
     drawn_pilots = _draw_pilots(ax, facets, metrics, spec, pilots)
     handles = _legend_handles(
         rows, spec, colors, markers, texts, banded=banded, pilots=drawn_pilots

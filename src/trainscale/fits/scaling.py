@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from trainscale.fits.cliff import find_cliff, loglog_per_gpu, usl_per_gpu
 from trainscale.fits.loglog import fit_loglog
 from trainscale.fits.usl_table import fit_usl_table
 
@@ -73,7 +74,9 @@ def fit_scaling_series(
     """
     out: list[dict[str, Any]] = []
     metrics = [m for m in loglog if m in series.columns and series[m].notna().sum() >= min_points]
+    cliffs = _cliff_notes(series, x, usl)
     for fit in fit_loglog(series, y=metrics, x=x, level=level).itertuples() if metrics else []:
+        cliff = cliffs.get("loglog", "") if fit.metric == _PER_GPU else ""
         for parameter, column in _LOGLOG_PARAMETERS:
             out.append(
                 {
@@ -85,7 +88,7 @@ def fit_scaling_series(
                     "ci_high": getattr(fit, f"{column}_ci_high"),
                     "r2": fit.r2,
                     "n": fit.n,
-                    "note": fit.note,
+                    "note": "; ".join(text for text in (fit.note, cliff) if text),
                 }
             )
     if usl is not None and usl in series.columns:
@@ -102,10 +105,38 @@ def fit_scaling_series(
                     "ci_high": row[f"{parameter}_ci_high"],
                     "r2": row["r2"],
                     "n": row["n"],
-                    "note": "; ".join(text for text in (row["note"], extra) if text),
+                    "note": "; ".join(
+                        text for text in (row["note"], extra, cliffs.get("usl", "")) if text
+                    ),
                 }
             )
     return out
+
+
+_PER_GPU = "tokens_per_s_per_gpu"
+
+
+def _cliff_notes(series: pd.DataFrame, x: str, usl: str | None) -> dict[str, str]:
+    """``{"loglog": note, "usl": note}`` for the fits of tokens/s per GPU and of whole-job
+    tokens/s whose residuals show a cliff (:func:`trainscale.fits.cliff.find_cliff`); empty
+    notes where they do not, or where the series has fewer than three counts."""
+    if _PER_GPU not in series.columns or x not in series.columns:
+        return {}
+    means = series.groupby(x)[_PER_GPU].mean().dropna()
+    means = means[means > 0]
+    n = means.index.to_numpy(dtype=float)
+    per_gpu = means.to_numpy(dtype=float)
+    if len(n) < 3:
+        return {}
+    notes = {}
+    cliff = find_cliff(n, per_gpu, loglog_per_gpu(n, per_gpu))
+    if cliff is not None:
+        notes["loglog"] = cliff.describe("log-log fit")
+    if usl is not None:
+        cliff = find_cliff(n, per_gpu, usl_per_gpu(n, per_gpu * n))
+        if cliff is not None:
+            notes["usl"] = cliff.describe("USL fit")
+    return notes
 
 
 def _n_star_note(row: pd.Series) -> str:

@@ -55,6 +55,7 @@ from trainscale.sim.catalogue import Catalogue
 from trainscale.sim.degrees import data_parallel_degree
 from trainscale.sim.simulate import predict
 from trainscale.study.micro_batch import resolve_micro_batch
+from trainscale.study.report import within_usable_memory
 
 __all__ = [
     "best_model_parallel",
@@ -170,7 +171,7 @@ def best_model_parallel(
                 if not config.empty:
                     frames.append(predict(config, catalogue=catalogue, calibration=calibration))
     table = pd.concat(frames, ignore_index=True)
-    table = table[table["fits_memory"]].copy()
+    table = table[within_usable_memory(table)].copy()
     table["model_parallel"] = table["tp"] * table["pp"]
     return table.sort_values("tokens_per_s", ascending=False, kind="stable").reset_index(drop=True)
 

@@ -17,6 +17,7 @@ import pandas as pd
 
 from trainscale.report.select import model_order, require
 from trainscale.schema import BEST_PLAN_COLUMNS, names
+from trainscale.study.report import within_usable_memory
 
 if TYPE_CHECKING:
     from trainscale.sim.model.shape import ModelShape
@@ -64,7 +65,7 @@ def best_plans(sim: pd.DataFrame, *, models: Mapping[str, ModelShape]) -> pd.Dat
         dp = 1. Model/count pairs where nothing fits are left out.
     """
     require(sim, _INPUT, where="best_plans")
-    fits = sim[sim["fits_memory"].astype(bool)]
+    fits = sim[within_usable_memory(sim)]
     keys = ["model", "gpu", "num_gpus"]
     counts = fits.groupby(keys).size().rename("plans_fitting")
     best = fits.sort_values("tokens_per_s", ascending=False, kind="stable").drop_duplicates(keys)

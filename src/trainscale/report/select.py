@@ -17,6 +17,7 @@ import pandas as pd
 
 from trainscale.errors import TrainscaleError
 from trainscale.paper.values import PAPER_MICRO_BATCH
+from trainscale.study.report import within_usable_memory
 
 if TYPE_CHECKING:
     from trainscale.sim.model.shape import ModelShape
@@ -86,7 +87,7 @@ def fastest_recompute(df: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
         [*by, "recompute", "fits_memory", "num_gpus", "tokens_per_s"],
         where="fastest_recompute",
     )
-    fits = df[df["fits_memory"].astype(bool)].copy()
+    fits = df[within_usable_memory(df)].copy()
     order = {"none": 0, "selective": 1, "full": 2}
     fits["_order"] = fits["recompute"].map(order).fillna(9)
     fits["_neg"] = -fits["tokens_per_s"]
@@ -97,7 +98,7 @@ def fastest_recompute(df: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
 
 def best_rows(df: pd.DataFrame, by: Sequence[str], metric: str = "tokens_per_s") -> pd.DataFrame:
     """The row with the highest ``metric`` per group ``by`` among rows that fit memory."""
-    fits = df[df["fits_memory"].astype(bool)] if "fits_memory" in df.columns else df
+    fits = df[within_usable_memory(df)] if "fits_memory" in df.columns else df
     if fits.empty:
         return fits
     ordered = fits.sort_values(metric, ascending=False, kind="stable")

@@ -72,7 +72,8 @@ _CAST_BYTES = {"delayed": 3.0, "current": 5.0, "tensorwise": 5.0, "rowwise": 5.0
 _PROFILE_KEYS = (
     "description", "aliases", *BOOLEAN_BEHAVIOURS, *CHOICE_BEHAVIOURS,
     "pipeline_defers_grad_sync", "pipeline_schedules", "pipeline_shardings", "ddp_bucket_params",
-    "ddp_bucket_params_per_dp_rank", "host_overhead_per_layer_s", "sources",
+    "ddp_bucket_params_per_dp_rank", "host_overhead_per_layer_s", "distributed_optimizer",
+    "sources",
 )  # fmt: skip
 
 
@@ -94,11 +95,17 @@ ZERO3_PERSISTENCE_THRESHOLD = 1e5
 #: before its backward, so a tensor is gathered a third time when the submodules between its
 #: recomputed forward and its backward (those after it, twice) hold this many elements or more.
 ZERO3_MAX_REUSE_DISTANCE = 1e9
+#: ZeRO-3 keeps at most this many gathered parameter elements resident on a GPU
+#: ("stage3_max_live_parameters: The maximum number of parameters resident per GPU before
+#: releasing", default 1e9, https://www.deepspeed.ai/docs/config-json/; ``max_live_parameters``
+#: in deepspeed/runtime/zero/stage3.py at v0.3.14): the bound on its gathered bf16 weights.
+ZERO3_MAX_LIVE_PARAMETERS = 1e9
 
 #: Behaviours whose source ``data/frameworks.yaml`` must give.
 _DOCUMENTED = (
     *BOOLEAN_BEHAVIOURS, *CHOICE_BEHAVIOURS,
     "pipeline_defers_grad_sync", "pipeline_schedules", "pipeline_shardings", "ddp_bucket_params",
+    "distributed_optimizer",
 )  # fmt: skip
 
 
@@ -155,6 +162,10 @@ class FrameworkProfile:
     """Bucket growth with the data-parallel degree: bucket = max(min, this × dp), parameters."""
     host_overhead_per_layer_s: float
     """CPU time to launch one block's kernels for forward and backward of one micro-batch, s."""
+    distributed_optimizer: bool
+    """Unsharded (``ddp``) and ``zero1`` rows run Megatron-Core's distributed optimizer: bf16
+    parameters, fp32 main gradients and the fp32 optimizer states sharded over the data-parallel
+    ranks (memory only: :mod:`trainscale.sim.model.memory`)."""
     sources: dict[str, str]
     """Where each behaviour is documented."""
 
@@ -239,6 +250,9 @@ def _parse(path: Path, key: str, entry: dict) -> FrameworkProfile:
         ),
         host_overhead_per_layer_s=_number(
             path, f"{where}.host_overhead_per_layer_s", entry["host_overhead_per_layer_s"]
+        ),
+        distributed_optimizer=_bool(
+            path, f"{where}.distributed_optimizer", entry["distributed_optimizer"]
         ),
         sources={str(k): str(v) for k, v in sources.items()},
     )

@@ -305,19 +305,26 @@ class PredictionIntervals:
         widening: np.ndarray | float = 1.0,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Lower and upper log factors of tokens/s per GPU per configuration (vectorised):
-        those of the ``pilot`` block when set, else ``-/+ q_framework * sigma(x)``; both times
+        those of the ``pilot`` block when set (for the (framework, GPU) pairs its measurements
+        ran, where it records them), else ``-/+ q_framework * sigma(x)``; both times
         ``widening`` (``s_support`` of :mod:`trainscale.sim.support`: what no calibration row
         covers widens a pilot-calibrated interval as it widens the shipped one). ``gpu_index``
         indexes ``gpu_keys``, the sorted GPU keys of the hardware catalogue the configurations
         were built with."""
-        if self.pilot is not None:  # a pilot-calibrated calibration (trainscale.calibrate.pilot)
-            lower, upper = self.pilot.log_factors(num_gpus)
-            return lower * widening, upper * widening
         base, log2_most, gpus = _tables(self, gpu_keys)
         excess = np.log2(num_gpus) - log2_most[framework]
         scale = 1.0 + PER_DOUBLING * np.maximum(excess, 0.0)
         half = base[framework * gpus + gpu_index] * scale * widening
-        return -half, half
+        if self.pilot is None:
+            return -half, half
+        # a pilot-calibrated calibration (trainscale.calibrate.pilot): the pilot block for the
+        # (framework, GPU) pairs its measurements ran, the conformal interval for the others
+        lower, upper = self.pilot.log_factors(num_gpus)
+        measured = self.pilot.measured(framework, gpu_index, gpu_keys)
+        return (
+            np.where(measured, lower * widening, -half),
+            np.where(measured, upper * widening, half),
+        )
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {

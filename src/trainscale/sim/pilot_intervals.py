@@ -119,6 +119,26 @@ class PilotIntervals:
     pilots_covered: str = "one GPU count per published series"
     coverage: dict[str, Any] | None = field(default=None, compare=False)
     """Source-out coverage as measured, for the record."""
+    measured_levels: tuple[tuple[str, str], ...] = ()
+    """The (framework, GPU) pairs the measurements ran: the levels they pinned. A configuration
+    of another pair keeps the shipped level (:attr:`shipped_offsets`) and the shipped conformal
+    interval, and says so in ``extrapolation`` (:mod:`trainscale.sim.simulate`). Empty: every
+    configuration takes the calibration as it is (files written before levels were recorded)."""
+    shipped_offsets: tuple[tuple[str, str, float], ...] = ()
+    """(framework, efficiency base, log offset) of the base calibration: the shipped level."""
+
+    def measured(self, framework: np.ndarray, gpu_index: np.ndarray, gpu_keys: tuple[str, ...]
+                 ) -> np.ndarray:  # fmt: skip
+        """Whether each configuration's (framework, GPU) pair is one the measurements ran (all
+        True without recorded levels); ``framework`` indexes FRAMEWORKS, ``gpu_index``
+        ``gpu_keys``."""
+        from trainscale.schema import FRAMEWORKS
+
+        if not self.measured_levels:
+            return np.ones(len(framework), dtype=bool)
+        pairs = set(self.measured_levels)
+        table = np.array([[(fw, g) in pairs for g in gpu_keys] for fw in FRAMEWORKS])
+        return table[np.asarray(framework), np.asarray(gpu_index)]
 
     def log_factors(self, num_gpus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Lower and upper log factors of tokens/s per GPU per configuration (vectorised):
@@ -154,6 +174,17 @@ class PilotIntervals:
         }
         if self.coverage is not None:
             out["source_out_coverage"] = self.coverage
+        if self.measured_levels:
+            offsets: dict[str, dict[str, float]] = {}
+            for framework, base, value in self.shipped_offsets:
+                offsets.setdefault(framework, {})[base] = value
+            out["levels"] = {
+                "rule": "a configuration whose (framework, GPU) no measured row ran keeps the "
+                "shipped level (these offsets) and the shipped interval, flagged "
+                "unmeasured_level:FRAMEWORK/GPU in extrapolation",
+                "measured": [list(pair) for pair in self.measured_levels],
+                "shipped_offsets": offsets,
+            }
         return out
 
     @classmethod
@@ -169,4 +200,12 @@ class PilotIntervals:
             max_distance=float(data["max_log2_distance_measured"]),
             pilots_covered=str(data.get("pilots_covered", "")),
             coverage=data.get("source_out_coverage"),
+            measured_levels=tuple(
+                (str(fw), str(gpu)) for fw, gpu in data.get("levels", {}).get("measured", [])
+            ),
+            shipped_offsets=tuple(
+                (str(fw), str(base), float(value))
+                for fw, by_base in data.get("levels", {}).get("shipped_offsets", {}).items()
+                for base, value in by_base.items()
+            ),
         )

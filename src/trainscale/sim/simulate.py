@@ -43,6 +43,8 @@ from trainscale.schema import (
 from trainscale.sim.calibration import Calibration, load_calibration
 from trainscale.sim.catalogue import Catalogue, load_catalogue
 from trainscale.sim.configs import Configs, build_configs
+from trainscale.sim.levels import merge_by_level, split_by_level
+from trainscale.sim.memory_margin import MEMORY_REJECT_FRACTION
 from trainscale.sim.model.flops import hardware_flops_per_token, model_flops_per_token
 from trainscale.sim.model.memory import memory_bytes_per_gpu
 from trainscale.sim.model.params import TransformerShape, block_params_b
@@ -62,7 +64,22 @@ _GIB = 2.0**30
 
 def predict_arrays(c: Configs, cal: Calibration, catalogue: Catalogue) -> dict[str, np.ndarray]:
     """Predict every metric for validated configurations (built from ``catalogue``, see
-    :func:`_configs`); arrays of shape ``(len(c),)``."""
+    :func:`_configs`); arrays of shape ``(len(c),)``. Under a user calibration that records the
+    levels its measurements ran, the other (framework, GPU) pairs keep the shipped level
+    (:mod:`trainscale.sim.levels`)."""
+    split = split_by_level(c, cal, catalogue.gpu_keys)
+    if split is None:
+        return _predict_arrays(c, cal, catalogue)
+    unmeasured, shipped_level = split
+    return merge_by_level(
+        c, unmeasured, cal, shipped_level,
+        lambda part, calibration: _predict_arrays(part, calibration, catalogue),
+        catalogue.gpu_keys,
+    )  # fmt: skip
+
+
+def _predict_arrays(c: Configs, cal: Calibration, catalogue: Catalogue) -> dict[str, np.ndarray]:
+    """:func:`predict_arrays` with one calibration for every configuration."""
     work = block_work(c)
     place = layout(c.plan.tp, c.plan.cp, c.plan.dp, c.plan.sharding, c.system.gpus_per_node)
     t = step_times(c, work, place, calibrated_network(c.system, cal, catalogue.nccl), cal)
@@ -112,14 +129,18 @@ def predict_arrays(c: Configs, cal: Calibration, catalogue: Catalogue) -> dict[s
         "bubble_s": t.bubble_s,
         "host_stall_s": t.host_stall_s,
         "mem_gib_per_gpu": memory / _GIB,
-        "fits_memory": memory <= cal.memory_usable_fraction * c.system.hbm_bytes,
+        "fits_memory": memory <= MEMORY_REJECT_FRACTION * c.system.hbm_bytes,
         "power_w_per_gpu": power,
         "energy_j_per_token": power * c.plan.num_gpus / tokens_per_s,
         "tokens_per_s_per_gpu_lo": tokens_per_s / c.plan.num_gpus * lo,
         "tokens_per_s_per_gpu_hi": tokens_per_s / c.plan.num_gpus * hi,
         "step_time_s_lo": step / hi,
         "step_time_s_hi": step / lo,
-        "extrapolation": _utilisation_flags(extrapolation, mfu, hfu),
+        "extrapolation": _memory_flags(
+            _utilisation_flags(extrapolation, mfu, hfu),
+            memory / c.system.hbm_bytes,
+            cal.memory_usable_fraction,
+        ),
     }
 
 
@@ -135,6 +156,19 @@ def _utilisation_flags(extrapolation: pd.Series, mfu: np.ndarray, hfu: np.ndarra
         flags = [f"{name}:{value:.3g}>1" for name, value in (("mfu", mfu[i]), ("hfu", hfu[i]))
                  if value > 1]  # fmt: skip
         out[i] = ";".join([*([out[i]] if out[i] else []), *flags])
+    return pd.Series(pd.array(out, dtype=extrapolation.dtype), index=extrapolation.index)
+
+
+def _memory_flags(extrapolation: pd.Series, ratio: np.ndarray, usable: float) -> pd.Series:
+    """``extrapolation`` with ``memory:R>U`` appended where the predicted bytes over HBM ``R``
+    exceed the usable fraction ``U`` but not :data:`MEMORY_REJECT_FRACTION`
+    (:mod:`trainscale.sim.memory_margin`); these flags do not widen the interval."""
+    flagged = np.flatnonzero((ratio > usable) & (ratio <= MEMORY_REJECT_FRACTION))
+    if not len(flagged):
+        return extrapolation
+    out = extrapolation.astype(object).to_numpy(copy=True)
+    for i in flagged:
+        out[i] = ";".join([*([out[i]] if out[i] else []), f"memory:{ratio[i]:.3g}>{usable:g}"])
     return pd.Series(pd.array(out, dtype=extrapolation.dtype), index=extrapolation.index)
 
 

@@ -17,9 +17,10 @@ def resolve_micro_batch(
     configurations: pd.DataFrame, *, catalogue: Catalogue, calibration: Calibration
 ) -> pd.DataFrame:
     """Replace ``micro_batch`` = ``"auto"`` by the largest divisor of the local batch
-    (``global_batch / dp``) that fits in memory (predicted under ``catalogue`` and
-    ``calibration``); 1 when none fits (the row is then kept and flagged by the simulator's
-    ``fits_memory``). Other rows are returned unchanged.
+    (``global_batch / dp``) whose predicted memory (under ``catalogue`` and ``calibration``) is
+    within the calibration's usable fraction of HBM, not merely within the rejection margin of
+    :mod:`trainscale.sim.memory_margin`; 1 when none is (the row is then kept and flagged by the
+    simulator). Other rows are returned unchanged.
 
     ``dp`` is derived as ``num_gpus / (tp·pp·cp)``; rows where that or the local batch is not an
     integer keep ``micro_batch = 1`` and are rejected later by validation with a clear message.
@@ -30,28 +31,34 @@ def resolve_micro_batch(
     auto = frame["micro_batch"].astype(str).str.strip().str.lower() == "auto"
     if not auto.any():
         return frame
-    cp = frame["cp"] if "cp" in frame.columns else pd.Series(1, index=frame.index)
-    candidates = []
-    for position in np.flatnonzero(auto.to_numpy()):
-        row = frame.iloc[position]
-        dp = data_parallel_degree(int(row["num_gpus"]), int(row["tp"]), int(row["pp"]),
-                                  int(cp.iloc[position]))  # fmt: skip
-        local = local_batch(int(row["global_batch"]), dp)
-        whole = dp > 0 and int(row["global_batch"]) % dp == 0
-        divisors = [d for d in range(local, 0, -1) if local % d == 0] if whole else []
-        for divisor in divisors or [1]:
-            candidates.append({**row.to_dict(), "micro_batch": divisor, "_position": position})
-    trial = pd.DataFrame(candidates)
-    results, rejects = predict_with_rejects(
-        trial.drop(columns="_position"), catalogue=catalogue, calibration=calibration
+    positions = np.flatnonzero(auto.to_numpy())
+    rows = frame.iloc[positions]
+    cp = rows["cp"] if "cp" in rows.columns else pd.Series(1, index=rows.index)
+    columns = (rows["num_gpus"], rows["tp"], rows["pp"], cp, rows["global_batch"])
+    ints = [pd.to_numeric(c).to_numpy(dtype=np.int64) for c in columns]
+    dp = data_parallel_degree(*ints[:4])
+    local = local_batch(ints[4], dp)
+    whole = (dp > 0) & (ints[4] % np.maximum(dp, 1) == 0)
+    divisors = [
+        [d for d in range(int(n), 0, -1) if n % d == 0] if ok else [] for n, ok in
+        zip(local, whole, strict=True)
+    ]  # fmt: skip
+    candidates = [d or [1] for d in divisors]
+    owner = np.repeat(np.arange(len(positions)), [len(d) for d in candidates])
+    trial = rows.iloc[owner].reset_index(drop=True).astype({"micro_batch": object})
+    trial["micro_batch"] = [d for ds in candidates for d in ds]
+    results, rejects = predict_with_rejects(trial, catalogue=catalogue, calibration=calibration)
+    valid = np.setdiff1d(np.arange(len(trial)), rejects["row"].to_numpy(dtype=np.int64))
+    fits = np.zeros(len(trial), dtype=bool)
+    usable = calibration.memory_usable_fraction * results["gpu"].map(
+        lambda gpu: catalogue.hardware.gpus[str(gpu)].hbm_bytes
     )
-    rejected = set(rejects["row"]) if not rejects.empty else set()
-    valid = [i for i in range(len(trial)) if i not in rejected]  # results keep this order
-    trial["_fits"] = False
-    trial.loc[valid, "_fits"] = results["fits_memory"].to_numpy()
+    fits[valid] = (results["mem_gib_per_gpu"] * 2**30 <= usable).to_numpy()
+    # the first (largest) fitting divisor of each row, else 1
+    chosen = np.ones(len(positions), dtype=np.int64)
+    picked = pd.Series(trial["micro_batch"].to_numpy()[fits]).groupby(owner[fits]).first()
+    chosen[picked.index.to_numpy()] = picked.to_numpy(dtype=np.int64)
     frame["micro_batch"] = frame["micro_batch"].astype(object)
-    for position, group in trial.groupby("_position", sort=False):
-        fitting = group.loc[group["_fits"], "micro_batch"]
-        frame.loc[int(position), "micro_batch"] = int(fitting.iloc[0]) if not fitting.empty else 1
+    frame.loc[positions, "micro_batch"] = chosen
     frame["micro_batch"] = pd.to_numeric(frame["micro_batch"])
     return frame

@@ -45,10 +45,12 @@ __all__ = [
     "ReportSpec",
     "column_value_label",
     "format_value",
+    "over_memory",
     "plan_switches",
     "report_spec",
     "select_rows",
     "series_label",
+    "within_usable_memory",
 ]
 
 #: Metric column → (axis label, log scale?, factor to the plotted unit, interval columns or None).
@@ -268,11 +270,29 @@ def plan_switches(rows: pd.DataFrame, spec: ReportSpec) -> pd.Series:
     return out
 
 
+def over_memory(rows: pd.DataFrame) -> pd.Series:
+    """Rows kept within the memory margin but predicted above the usable memory (flagged
+    ``memory:`` in ``extrapolation``, :mod:`trainscale.sim.memory_margin`); False without the
+    column."""
+    if "extrapolation" not in rows.columns:
+        return pd.Series(False, index=rows.index)
+    return rows["extrapolation"].fillna("").astype(str).str.contains("memory:", regex=False)
+
+
+def within_usable_memory(rows: pd.DataFrame) -> pd.Series:
+    """Rows that fit within the usable memory: ``fits_memory`` and not flagged by
+    :func:`over_memory` (what the paper's reproduction and the shipped tables count as fitting:
+    a plan kept only within the memory margin is not offered as a best plan there)."""
+    fits = rows["fits_memory"].fillna(False).astype(bool)
+    return fits & ~over_memory(rows)
+
+
 def select_rows(frame: pd.DataFrame, spec: ReportSpec) -> pd.DataFrame:
     """The rows a study's figure and fits show: simulated rows that fit in memory, one per
-    facet, series and x value (the fastest, by ``tokens_per_s``, over the ``best_of`` columns;
-    ties go to the first in grid order), with ``facet_label`` and ``series_label`` added and
-    sorted by facet, series and x.
+    facet, series and x value (the fastest, by ``tokens_per_s``, over the ``best_of`` columns,
+    among the plans predicted within the usable memory where any is, else among those flagged
+    within the memory margin; ties go to the first in grid order), with ``facet_label`` and
+    ``series_label`` added and sorted by facet, series and x.
 
     Parameters
     ----------
@@ -298,9 +318,13 @@ def select_rows(frame: pd.DataFrame, spec: ReportSpec) -> pd.DataFrame:
     group = [*([spec.facet] if spec.facet else []), *spec.series, spec.x]
     group = [k for k in group if k in rows.columns]
     if spec.best_of and len(rows):
-        order = rows.assign(_neg=-pd.to_numeric(rows["tokens_per_s"]), _pos=range(len(rows)))
-        order = order.sort_values([*group, "_neg", "_pos"], kind="stable")
-        rows = order.drop_duplicates(group).drop(columns=["_neg", "_pos"])
+        order = rows.assign(
+            _over=over_memory(rows),
+            _neg=-pd.to_numeric(rows["tokens_per_s"]),
+            _pos=range(len(rows)),
+        )
+        order = order.sort_values([*group, "_over", "_neg", "_pos"], kind="stable")
+        rows = order.drop_duplicates(group).drop(columns=["_over", "_neg", "_pos"])
     rows = rows.copy()
     rows["facet_label"] = (
         [column_value_label(spec.facet, v, spec.names) for v in rows[spec.facet]]

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from trainscale.report.best_plans import NO_DATA_PARALLEL, best_plans
+from trainscale.study.report import within_usable_memory
 
 if TYPE_CHECKING:
     from trainscale.sim.model.shape import ModelShape
@@ -38,7 +39,7 @@ def render(
     from trainscale.report import write_table
 
     table = best_plans(sim, models=models)
-    fits = sim[sim["fits_memory"].astype(bool)]
+    fits = sim[within_usable_memory(sim)]
     ids = ", ".join(sorted({str(i) for i in fits["calibration_id"].dropna()})) or "unknown"
     return write_table(
         table,

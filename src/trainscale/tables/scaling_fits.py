@@ -41,6 +41,7 @@ from trainscale.schema import (
     SCALING_SERIES_COLUMNS,
     names,
 )
+from trainscale.study.report import within_usable_memory
 
 if TYPE_CHECKING:
     from trainscale.sim.model.shape import ModelShape
@@ -109,7 +110,7 @@ def scaling_series(
     if "study" in sim.columns:
         sim = sim[sim["study"].isin(list(studies))]
     if "fits_memory" in sim.columns:
-        sim = sim[sim["fits_memory"].fillna(False).astype(bool)]
+        sim = sim[within_usable_memory(sim)]
     rows = pd.concat([paper_micro_batch(sim), frame[frame["source"] != "sim"]], ignore_index=True)
     config = [c for c in _CONFIG if c in rows.columns]
     rows = rows.drop_duplicates([*config, "source"]).copy()

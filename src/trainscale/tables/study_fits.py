@@ -16,11 +16,50 @@ from pathlib import Path
 
 import pandas as pd
 
+from trainscale.fits.knee import KNEE_FRACTION, KNEE_MARGINAL, knee_of_series
 from trainscale.fits.scaling import fit_scaling_series
 from trainscale.schema import STUDY_FIT_COLUMNS, names
 from trainscale.study.report import ReportSpec, format_value
+from trainscale.tables.study_points import plan_text
 
-__all__ = ["render_fits", "study_fits"]
+__all__ = ["knee_rows", "render_fits", "study_fits"]
+
+
+def knee_rows(series: pd.DataFrame) -> list[dict[str, object]]:
+    """The knee of one series (:func:`trainscale.fits.knee.knee_of_series`) as two fit rows of
+    tokens/s per GPU, ``fit`` = ``knee``: ``knee_gpus`` (the GPU count; NaN when the series has
+    none) and ``per_gpu_drop_pct`` (% below the best before it), the note naming the criterion,
+    the plan and batch at the knee and its cause."""
+    found = knee_of_series(series)
+    base = {
+        "metric": "tokens_per_s_per_gpu", "fit": "knee", "ci_low": float("nan"),
+        "ci_high": float("nan"), "r2": float("nan"), "n": int(series["num_gpus"].nunique()),
+    }  # fmt: skip
+    if pd.isna(found["knee_x"]):
+        note = (
+            f"no knee: tokens/s per GPU stays within {100 * KNEE_FRACTION:.0f} % of its best and "
+            f"every step adds at least {100 * KNEE_MARGINAL:.0f} % of a GPU's worth per added GPU"
+        )
+        return [{**base, "parameter": "knee_gpus", "estimate": float("nan"), "note": note}]
+    at = series[pd.to_numeric(series["num_gpus"]) == found["knee_x"]].iloc[0]
+    why = (
+        f"tokens/s per GPU {found['per_gpu_drop_pct']:.1f} % below its best at "
+        f"{found['best_x']:,.0f} GPUs" if found["knee_criterion"] == "per_gpu"
+        else f"the step to it adds {found['marginal_pct']:.0f} % of a GPU's worth per added GPU"
+    )  # fmt: skip
+    note = (
+        f"{why}; plan {plan_text(at.to_dict())}, global batch {int(at['global_batch']):,} "
+        f"sequences, {found['knee_local_batch']:g} per data-parallel rank (best: "
+        f"{found['best_local_batch']:g}); exposed communication "
+        f"{found['best_exposed_comm_pct']:.1f} -> {found['knee_exposed_comm_pct']:.1f} % and "
+        f"bubble {found['best_bubble_pct']:.1f} -> {found['knee_bubble_pct']:.1f} % of the step: "
+        f"cause {found['knee_cause']}"
+    )
+    return [
+        {**base, "parameter": "knee_gpus", "estimate": float(found["knee_x"]), "note": note},
+        {**base, "parameter": "per_gpu_drop_pct",
+         "estimate": float(found["per_gpu_drop_pct"]), "note": ""},
+    ]  # fmt: skip
 
 
 def study_fits(rows: pd.DataFrame, spec: ReportSpec, *, level: float = 0.95) -> pd.DataFrame:
@@ -46,7 +85,10 @@ def study_fits(rows: pd.DataFrame, spec: ReportSpec, *, level: float = 0.95) -> 
         ids = sorted({str(v) for v in series.get("calibration_id", pd.Series(dtype=str))})
         x = pd.to_numeric(series[spec.x])
         extent = {"x_min": float(x.min()), "x_max": float(x.max())}
-        for fit in fit_scaling_series(series, x=spec.x, usl=usl, level=level):
+        fits = fit_scaling_series(series, x=spec.x, usl=usl, level=level)
+        if spec.x == "num_gpus":
+            fits += knee_rows(series)
+        for fit in fits:
             note = fit.pop("note")
             out.append(
                 {

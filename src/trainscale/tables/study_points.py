@@ -22,7 +22,9 @@ Columns (:func:`study_points`), in order:
   :data:`~trainscale.sim.memory_margin.NEAR_MEMORY_FRACTION` of the capacity);
 - ``runner_up_plan``, ``runner_up_tokens_per_s`` and ``runner_up_margin_pct`` (how much faster
   the winner is, % of the runner-up's global tokens/s): the fastest row of the same point that
-  fits in memory with a different plan; empty where no other plan fits;
+  fits in memory with a different plan (preferring, as the winner does, plans predicted within
+  the usable memory over those flagged within the memory margin); empty where no other plan
+  fits;
 - ``source`` ("simulated") and ``calibration_id``;
 - with a ``bill:`` block in the study (:func:`bill_columns`): :data:`BILL_POINT_COLUMNS`, node
   and facility power and energy per token, and the time, energy per scope and cost to train its
@@ -44,7 +46,13 @@ from trainscale.sim.energy import PowerTerms, with_node_power
 from trainscale.sim.energy.bill import parse_tokens, with_training_bill
 from trainscale.sim.memory_margin import NEAR_MEMORY_FRACTION
 from trainscale.sim.system.hardware import HardwareCatalog
-from trainscale.study.report import METRICS, PLAN_COLUMNS, ReportSpec, format_value
+from trainscale.study.report import (
+    METRICS,
+    PLAN_COLUMNS,
+    ReportSpec,
+    format_value,
+    over_memory,
+)
 
 __all__ = [
     "BILL_POINT_COLUMNS",
@@ -84,7 +92,10 @@ def plan_text(row: Mapping[str, Any]) -> str:
 
 def _plan_key(frame: pd.DataFrame) -> pd.Series:
     columns = [c for c in PLAN_COLUMNS if c in frame.columns]
-    return frame[columns].astype(str).agg("|".join, axis=1)
+    key = pd.Series("", index=frame.index, dtype=object)
+    for i, column in enumerate(columns):
+        key = key + ("|" if i else "") + frame[column].astype(str)
+    return key
 
 
 def _runner_up(simulated: pd.DataFrame, points: pd.DataFrame, group: Sequence[str]) -> pd.DataFrame:
@@ -98,8 +109,11 @@ def _runner_up(simulated: pd.DataFrame, points: pd.DataFrame, group: Sequence[st
     winners = points[group].assign(_winner=_plan_key(points))
     candidates = rows.merge(winners, on=list(group), how="inner")
     candidates = candidates[candidates["_plan"] != candidates["_winner"]]
-    candidates = candidates.assign(_neg=-pd.to_numeric(candidates["tokens_per_s"]))
-    best = candidates.sort_values([*group, "_neg", "_pos"], kind="stable").drop_duplicates(group)
+    candidates = candidates.assign(
+        _over=over_memory(candidates), _neg=-pd.to_numeric(candidates["tokens_per_s"])
+    )
+    best = candidates.sort_values([*group, "_over", "_neg", "_pos"], kind="stable")
+    best = best.drop_duplicates(group)
     best = best.assign(
         runner_up_plan=[plan_text(r) for r in best.to_dict("records")],
         runner_up_tokens_per_s=pd.to_numeric(best["tokens_per_s"]),
@@ -198,15 +212,20 @@ def render_points(
     spec: ReportSpec,
     hbm_bytes: Mapping[str, float],
     bill: pd.DataFrame | None = None,
+    not_plotted: Sequence[str] = (),
 ) -> tuple[Path, Path, Path]:
     """Write ``stem.csv`` (full precision), ``stem.md`` and ``stem.tex`` of
-    :func:`study_points`, with the columns of :func:`bill_columns` (``bill``) appended."""
+    :func:`study_points`, with the columns of :func:`bill_columns` (``bill``) appended;
+    ``stem.md`` ends with a "Not plotted" list of ``not_plotted`` (the points the study asked for
+    that have no plan, with the reason, :func:`trainscale.figures.study_scaling.unplanned_points`)
+    where there are any."""
+    from trainscale.io.atomic import write_text_atomic
     from trainscale.report import write_table
 
     table = study_points(selected, simulated, spec, hbm_bytes)
     if bill is not None:
         table = pd.concat([table, bill.reset_index(drop=True)], axis=1)
-    return write_table(
+    written = write_table(
         table,
         stem,
         label="tab:study_points",
@@ -216,3 +235,13 @@ def render_points(
             "mem_headroom_gib": ".1f",
         },
     )  # fmt: skip
+    if not_plotted:
+        md = written[1]
+        lines = "\n".join(f"- {text}" for text in not_plotted)
+        write_text_atomic(
+            md,
+            md.read_text()
+            + "\n\n**Not plotted** (points the study asked for that no configuration of theirs "
+            f"could plan):\n\n{lines}\n",
+        )
+    return written

@@ -104,6 +104,9 @@ class StackArrays:
     """Sharded data parallelism (ZeRO-2, FSDP, HSDP) under pipeline parallelism whose profile
     defers its gradient sync and resharding to the last micro-batch (``pipeline_defers_grad_sync``,
     PyTorch's pipeline stages)."""
+    distributed_optimizer: np.ndarray
+    """Unsharded and ZeRO-1 rows hold bf16 parameters, fp32 main gradients and fp32 optimizer
+    states sharded over the data-parallel ranks (the profile's ``distributed_optimizer``)."""
     fp8_cast_bytes: np.ndarray
     """HBM bytes per FP8 GEMM input element spent on quantisation (the FP8 recipe)."""
     ddp_bucket_params: np.ndarray

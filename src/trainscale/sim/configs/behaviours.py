@@ -115,6 +115,7 @@ def _behaviours(
     gathered = np.isin(sharding, (Sharding.ZERO2, Sharding.FSDP, Sharding.HSDP))
     defers = np.array([p.pipeline_defers_grad_sync for p in ordered])[framework]
     out["deferred_grad_sync"] = defers & gathered & (v["pp"] > 1)
+    out["distributed_optimizer"] = np.array([p.distributed_optimizer for p in ordered])[framework]
     dp = np.maximum(data_parallel_degree(v["num_gpus"], v["tp"], v["pp"], v["cp"]), 1)
     bucket_min = np.array([p.ddp_bucket_params for p in ordered])[framework]
     bucket_per_dp = np.array([p.ddp_bucket_params_per_dp_rank for p in ordered])[framework]
@@ -185,7 +186,7 @@ def _refused_plans(
 
 FRAMEWORK_FIELDS = (
     "framework", *BOOLEAN_BEHAVIOURS, "attention_kernel", "fused_attention", "per_tensor_gather",
-    "fp8_recipe", "cp_comm_type", "deferred_grad_sync",
+    "fp8_recipe", "cp_comm_type", "deferred_grad_sync", "distributed_optimizer",
     "fp8_cast_bytes",
     "ddp_bucket_params", "host_overhead_s",
 )  # fmt: skip

@@ -1,46 +1,63 @@
-"""Peak memory per GPU, to reject configurations that do not fit.
+"""Peak memory per GPU, term by term, to flag or reject configurations that do not fit.
 
-- **Model states** (mixed-precision AdamW, ZeRO's accounting, 16 bytes per parameter: bf16 weights
-  2, bf16 gradients 2, fp32 master weights, momentum and variance 12) for the parameters this GPU
-  holds after tensor and pipeline parallelism, Ψ': ``ddp`` 16Ψ', ``zero1`` (4 + 12/d)Ψ',
-  ``zero2`` (2 + 14/d)Ψ', ``fsdp`` 16Ψ'/d, ``hsdp`` 16Ψ'/g with d the sharding group and g its
-  ranks on one node. FSDP and HSDP add two gathered blocks of bf16 weights and gradients
-  (the one computing and the one prefetched). Under PyTorch's pipelining
-  (``Configs.stack.deferred_grad_sync``) ZeRO-2, FSDP and HSDP keep the stage's gradients unsharded
-  until the last micro-batch and its parameters unsharded after each backward (PyTorch's
-  pipeline stages defer FSDP's gradient sync and resharding: :mod:`trainscale.sim.plan.schedule`),
-  so they hold (4 + 12/d)Ψ', as ZeRO-1 does, and no separately gathered blocks.
-- **Activations** per block per token, in bf16, counted for FlashAttention (no s² softmax is
-  stored): layer-norm inputs and outputs (4h), Q (h), K and V (2·kv_dim), attention output (h),
-  MLP intermediates (3·ffn SwiGLU, 2·ffn GELU). Without sequence parallelism the 4h of the norms
-  is replicated on every TP rank; everything else is split by TP (Korthikanti et al. 2022).
-  Where the GPU has no FlashAttention (V100) the s×s scores are stored as well, 5 bytes each
+Each term is its own function of what it reads, and :class:`MemoryTerms` holds them, so that a
+new kind of state (for example experts) is one more function and one more field:
+
+- **Model states** (:func:`model_state_bytes`) for the parameters this GPU holds after tensor and
+  pipeline parallelism, Ψ'. Mixed-precision AdamW under ZeRO's accounting (Rajbhandari et al.
+  2019, arXiv 1910.02054, 16 bytes per parameter: bf16 weights 2, bf16 gradients 2, fp32 master
+  weights, momentum and variance 12): ``ddp`` 16Ψ', ``zero1`` (4 + 12/d)Ψ', ``zero2``
+  (2 + 14/d)Ψ', ``fsdp`` 16Ψ'/d, ``hsdp`` 16Ψ'/g with d the sharding group (dp·cp) and g its ranks
+  on one node. A stack with Megatron-Core's distributed optimizer (the profile's
+  ``distributed_optimizer``) keeps bf16 parameters, fp32 main gradients and the optimizer states
+  sharded over d for ``ddp`` and ``zero1`` rows: (6 + 12/d)Ψ' (Megatron-Core
+  docs/source/api-guide/dist_optimizer.md, the bytes-per-parameter table, "bf16 param, fp32
+  grads"). FSDP and HSDP add two gathered blocks of bf16 weights and gradients
+  (:func:`gathered_bytes`: the one computing and the one prefetched; DeepSpeed's ZeRO-3 at most
+  its ``stage3_max_live_parameters`` and one reduce bucket). Under PyTorch's pipelining
+  (``Configs.stack.deferred_grad_sync``) ZeRO-2, FSDP and HSDP keep the stage's gradients
+  unsharded until the last micro-batch and its parameters unsharded after each backward
+  (:mod:`trainscale.sim.plan.schedule`), so they hold (4 + 12/d)Ψ', as ZeRO-1 does, and no
+  separately gathered blocks.
+- **Activations** per block per token (:func:`block_activation_bytes`), in bf16, counted for
+  FlashAttention (no s² softmax is stored): layer-norm inputs and outputs (4h), Q (h), K and V
+  (2·kv_dim), attention output (h), MLP intermediates (3·ffn SwiGLU, 2·ffn GELU): Korthikanti
+  et al. 2022 (arXiv 2205.05198) Table 2's 34·s·b·h without the dropout masks. Without sequence
+  parallelism the 4h of the norms is replicated on every TP rank; everything else is split by
+  TP. Where the GPU has no FlashAttention (V100) the s×s scores are stored as well, 5 bytes each
   (Korthikanti et al.'s 5·a·s²·b per block); ``selective`` recomputation drops them from every
   stored block (with FlashAttention it stores the same as ``none``) and holds one block's scores
-  again while that block's attention core is recomputed in its backward;
-  ``full`` stores only each block's input (h) plus one block's full activations while it is
-  recomputed. So on every GPU selective needs at least what full needs whenever the stage holds
-  two or more blocks' activations (layers × micro-batches in flight ≥ 2): per block it keeps
-  34·s·b·h/t against full's 2·s·b·h, and both hold one block's scores at the peak. (With a
-  single block held, full counts that block's input twice, once stored and once in the
-  recomputed block, and comes out 2·s·b·h/t bytes above selective.) Context parallelism divides
-  the tokens.
-- **In flight**: one micro-batch without pipelining; with 1F1B the first stage holds
-  ``min(pp, grad_accum)`` micro-batches of its layers, times ``1 + (pp−1)/(pp·vpp)`` when
-  interleaved.
-- The LM head's fp32 logits and their bf16 copy (6 bytes per logit), and a fixed runtime overhead
-  (CUDA context, NCCL buffers, allocator slack; ``memory_overhead_gib``).
+  again while that block's attention core is recomputed in its backward; ``full`` stores only
+  each block's input (h) plus one block's full activations while it is recomputed. Context
+  parallelism divides the tokens.
+- **Blocks in flight per pipeline stage** (:func:`layers_in_flight`): Megatron-Core's schedules
+  (megatron/core/pipeline_parallel/schedules.py) run ``(pp − rank − 1)·2 + (vpp − 1)·pp``
+  warm-up model chunks on pipeline rank ``rank`` before its first backward, plus the one in
+  steady state (``forward_backward_pipelining_with_interleaving``): the first stage holds
+  ``vpp·pp + pp − 1`` chunks of ``layers/(pp·vpp)`` blocks, the last ``(vpp − 1)·pp + 1``.
+  Without interleaving, 1F1B's ``pp − rank − 1`` warm-up micro-batches plus one (Narayanan et al.
+  2021, arXiv 2104.04473, §2.2): pp micro-batches of the stage's blocks on the first stage, one on
+  the last. With fewer micro-batches than stages, their number takes pp's place.
+- **The LM head's logits** (:func:`logits_bytes`), fp32 and their bf16 copy (6 bytes per logit),
+  exist on the last pipeline stage only, which holds the fewest micro-batches: the peak is the
+  larger of the first stage (most activations) and the last (activations plus logits).
+  "Different PP ranks can have different peak memory usages" (torchtitan
+  benchmarks/llama3_h100_202412_torchtitan.md, footnote 1).
+- A fixed runtime overhead (CUDA context, NCCL buffers, allocator slack;
+  ``memory_overhead_gib``).
 
 Returns bytes, shape ``(n,)``.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from trainscale.schema import Recompute, Sharding
+from trainscale.sim.frameworks import ZERO3_MAX_LIVE_PARAMETERS
 from trainscale.sim.model.finetune import lora_mask, trainable_share
 from trainscale.sim.model.work import BlockWork
 
@@ -49,7 +66,37 @@ if TYPE_CHECKING:
     from trainscale.sim.configs import Configs
     from trainscale.sim.plan.layout import Layout
 
-__all__ = ["memory_bytes_per_gpu"]
+__all__ = [
+    "MemoryTerms",
+    "block_activation_bytes",
+    "gathered_bytes",
+    "layers_in_flight",
+    "logits_bytes",
+    "memory_bytes_per_gpu",
+    "memory_terms",
+    "model_state_bytes",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryTerms:
+    """Bytes per GPU of each term at the peak stage; arrays of shape ``(n,)``."""
+
+    states: np.ndarray
+    """Weights, gradients and optimizer states."""
+    gathered: np.ndarray
+    """FSDP/HSDP working copies of gathered blocks."""
+    activations: np.ndarray
+    """Stored activations (plus one block recomputed) on the peak stage."""
+    logits: np.ndarray
+    """LM-head logits, where the peak stage holds them (the last stage, or the only one)."""
+    overhead: np.ndarray
+    """CUDA context, NCCL buffers, allocator slack."""
+
+    @property
+    def total(self) -> np.ndarray:
+        """Peak bytes per GPU."""
+        return self.states + self.gathered + self.activations + self.logits + self.overhead
 
 
 def _layers_per_stage(c: Configs) -> np.ndarray:
@@ -57,42 +104,63 @@ def _layers_per_stage(c: Configs) -> np.ndarray:
     return np.ceil(c.model.layers / chunks) * c.plan.vpp
 
 
-def memory_bytes_per_gpu(
-    c: Configs, work: BlockWork, place: Layout, cal: Calibration
-) -> np.ndarray:
-    """Peak bytes per GPU of every configuration."""
-    stage_layers = _layers_per_stage(c)
-    embed_on_stage = np.where(
-        c.plan.pp > 1, 0.5, 1.0
-    )  # input embedding and head on different stages
+def model_state_bytes(c: Configs, work: BlockWork, place: Layout) -> np.ndarray:
+    """Weights, gradients and optimizer states of the parameters this GPU holds (module
+    docstring), bytes."""
+    embed_on_stage = np.where(c.plan.pp > 1, 0.5, 1.0)  # input embedding and head apart
     params = (
-        stage_layers * work.layer_param_bytes + embed_on_stage * work.embedding_param_bytes
+        _layers_per_stage(c) * work.layer_param_bytes + embed_on_stage * work.embedding_param_bytes
     ) / 2.0
     d = place.shard_size.astype(np.float64)
-    sharded = (c.plan.sharding == Sharding.FSDP) | (c.plan.sharding == Sharding.HSDP)
-    pipelined = c.stack.deferred_grad_sync
+    sharding = c.plan.sharding
+    unsharded = (sharding == Sharding.DDP) | (sharding == Sharding.ZERO1)
     states = np.select(
         [
-            pipelined | (c.plan.sharding == Sharding.ZERO1),
-            c.plan.sharding == Sharding.DDP,
-            c.plan.sharding == Sharding.ZERO2,
+            c.stack.distributed_optimizer & unsharded,
+            c.stack.deferred_grad_sync | (sharding == Sharding.ZERO1),
+            sharding == Sharding.DDP,
+            sharding == Sharding.ZERO2,
         ],
-        [(4.0 + 12.0 / d) * params, 16.0 * params, (2.0 + 14.0 / d) * params],
+        [
+            (6.0 + 12.0 / d) * params,
+            (4.0 + 12.0 / d) * params,
+            16.0 * params,
+            (2.0 + 14.0 / d) * params,
+        ],
         default=16.0 * params / d,
     )
     # LoRA: frozen weights in bf16 (sharded as the plan shards them), no gradient or Adam state;
     # the adapters' full training state (16 bytes per parameter) on top.
+    sharded = (sharding == Sharding.FSDP) | (sharding == Sharding.HSDP)
     frozen = np.where(sharded, 2.0 / d, 2.0) * params
-    states = np.where(lora_mask(c), frozen + 16.0 * trainable_share(c, work) * params, states)
-    gathered = np.where(sharded & ~pipelined, 2.0 * 2.0 * work.layer_param_bytes, 0.0)
+    return np.where(lora_mask(c), frozen + 16.0 * trainable_share(c, work) * params, states)
 
+
+def gathered_bytes(c: Configs, work: BlockWork) -> np.ndarray:
+    """FSDP/HSDP: two gathered blocks of bf16 weights and two of gradients, bytes. A stack that
+    gathers tensor by tensor (DeepSpeed ZeRO-3, ``per_tensor_gather``) holds at most
+    :data:`~trainscale.sim.frameworks.ZERO3_MAX_LIVE_PARAMETERS` gathered weight elements and one
+    gradient bucket (``ddp_bucket_params``, its ``reduce_bucket_size``) in bf16."""
+    sharded = (c.plan.sharding == Sharding.FSDP) | (c.plan.sharding == Sharding.HSDP)
+    blocks = 2.0 * work.layer_param_bytes
+    weights = np.where(
+        c.stack.per_tensor_gather, np.minimum(blocks, 2.0 * ZERO3_MAX_LIVE_PARAMETERS), blocks
+    )
+    grads = np.where(
+        c.stack.per_tensor_gather, np.minimum(blocks, 2.0 * c.stack.ddp_bucket_params), blocks
+    )
+    return np.where(sharded & ~c.stack.deferred_grad_sync, weights + grads, 0.0)
+
+
+def block_activation_bytes(c: Configs, work: BlockWork) -> tuple[np.ndarray, np.ndarray]:
+    """``(stored, recomputing)``: bytes one block stores per micro-batch under the row's
+    recomputation, and the bytes one block's backward holds again while it recomputes."""
     h = c.model.hidden.astype(np.float64)
     tp = c.plan.tp.astype(np.float64)
     kv_dim = c.model.kv_heads * (c.model.hidden // c.model.heads)
     split = np.where(c.plan.sequence_parallel, tp, 1.0)
     mlp = np.where(c.model.swiglu, 3.0, 2.0) * c.model.ffn
     per_token = 2.0 * (4.0 * h / split + (2.0 * h + 2.0 * kv_dim + mlp) / tp)
-    block_input = 2.0 * h / split
     tokens = work.tokens
     # Without FlashAttention the s×s scores are stored too: 5 bytes per score (softmax input and
     # output, dropout mask), 5·a·s²·b per block (Korthikanti et al.); selective recomputation
@@ -103,23 +171,54 @@ def memory_bytes_per_gpu(
         5.0 * np.maximum(c.model.heads // c.plan.tp, 1) * tokens * c.plan.seq_len,
     )
     full_block = per_token * tokens + scores
-    kept = np.select(
-        [c.plan.recompute == Recompute.FULL, c.plan.recompute == Recompute.SELECTIVE],
-        [block_input * tokens, per_token * tokens],
-        default=full_block,
+    full, selective = c.plan.recompute == Recompute.FULL, c.plan.recompute == Recompute.SELECTIVE
+    stored = np.select(
+        [full, selective], [2.0 * h / split * tokens, per_token * tokens], default=full_block
     )
-    stored_per_layer = kept
     # While one block's backward recomputes what was not stored, that part exists once more:
     # under full recomputation the whole block, under selective its attention core, whose s×s
     # scores are all it adds (zero with FlashAttention, which never stores them).
-    recompute_buffer = np.select(
-        [c.plan.recompute == Recompute.FULL, c.plan.recompute == Recompute.SELECTIVE],
-        [full_block, scores],
-        default=0.0,
+    recomputing = np.select([full, selective], [full_block, scores], default=0.0)
+    return stored, recomputing
+
+
+def layers_in_flight(c: Configs) -> tuple[np.ndarray, np.ndarray]:
+    """``(first, last)``: block-micro-batches whose activations the first and the last pipeline
+    stage hold at their peak (module docstring; one stage: its blocks, once)."""
+    chunk_layers = _layers_per_stage(c) / c.plan.vpp
+    m = np.where(c.plan.pp > 1, np.minimum(c.plan.pp, c.plan.grad_accum), 1).astype(np.float64)
+    vpp = c.plan.vpp.astype(np.float64)
+    first = chunk_layers * (vpp * m + np.where(vpp > 1, m - 1.0, 0.0))
+    last = chunk_layers * ((vpp - 1.0) * m + 1.0)
+    return first, last
+
+
+def logits_bytes(c: Configs, work: BlockWork) -> np.ndarray:
+    """The LM head's fp32 logits and their bf16 copy, 6 bytes per logit, bytes."""
+    return 6.0 * work.tokens * c.model.vocab / c.plan.tp.astype(np.float64)
+
+
+def memory_terms(c: Configs, work: BlockWork, place: Layout, cal: Calibration) -> MemoryTerms:
+    """Every term of the peak stage of every configuration."""
+    stored, recomputing = block_activation_bytes(c, work)
+    first, last = layers_in_flight(c)
+    logits = logits_bytes(c, work)
+    single = c.plan.pp == 1
+    at_first = stored * first + recomputing + np.where(single, logits, 0.0)
+    at_last = stored * last + recomputing + logits
+    last_peaks = at_last > at_first
+    n = len(stored)
+    return MemoryTerms(
+        states=model_state_bytes(c, work, place),
+        gathered=gathered_bytes(c, work),
+        activations=np.where(last_peaks, at_last - logits, at_first - np.where(single, logits, 0)),
+        logits=np.where(last_peaks | single, logits, 0.0),
+        overhead=np.full(n, cal.memory_overhead_gib * 2**30),
     )
-    in_flight = np.where(c.plan.pp > 1, np.minimum(c.plan.pp, c.plan.grad_accum), 1.0)
-    interleave = np.where(c.plan.vpp > 1, 1.0 + (c.plan.pp - 1) / (c.plan.pp * c.plan.vpp), 1.0)
-    activations = stored_per_layer * stage_layers * in_flight * interleave + recompute_buffer
-    logits = 6.0 * tokens * c.model.vocab / tp
-    overhead = cal.memory_overhead_gib * 2**30
-    return states + gathered + activations + logits + overhead
+
+
+def memory_bytes_per_gpu(
+    c: Configs, work: BlockWork, place: Layout, cal: Calibration
+) -> np.ndarray:
+    """Peak bytes per GPU of every configuration."""
+    return memory_terms(c, work, place, cal).total

@@ -1,0 +1,81 @@
+"""Levels a user calibration measured, and the shipped level everywhere else.
+
+A calibration refitted on a user's measured rows (:mod:`trainscale.calibrate.user`) records in its
+pilot block which (framework, GPU) pairs those rows ran
+(:attr:`trainscale.sim.pilot_intervals.PilotIntervals.measured_levels`) and the base
+calibration's framework offsets (the shipped level). A configuration of another pair was not
+measured: the refitted framework level is not evidence for it (the offset of a stack measured on
+H100 is not that stack's on B200, and a stack none of the rows ran has nothing of them), so it
+keeps the shipped level, takes the shipped conformal interval
+(:meth:`trainscale.sim.intervals.PredictionIntervals.log_factors`) and carries
+``unmeasured_level:FRAMEWORK/GPU`` in ``extrapolation``. Cluster-wide terms the calibration
+refitted (the network) apply to every configuration.
+
+:func:`split_by_level` says which configurations are unmeasured and with which calibration they
+are predicted; :func:`merge_by_level` predicts both parts and puts the rows back in order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+
+from trainscale.schema import FRAMEWORKS
+from trainscale.sim.calibration import Calibration
+from trainscale.sim.configs import Configs
+from trainscale.sim.parameters import offset_name
+
+__all__ = ["merge_by_level", "split_by_level"]
+
+
+def split_by_level(
+    c: Configs, cal: Calibration, gpu_keys: tuple[str, ...]
+) -> tuple[np.ndarray, Calibration] | None:
+    """``(unmeasured, shipped_level)``: the configurations whose (framework, GPU) pair no
+    measured row ran and the calibration they are predicted with (``cal`` with the shipped
+    framework offsets); None when ``cal`` records no levels or every configuration is measured."""
+    pilot = cal.intervals.pilot if cal.intervals is not None else None
+    if pilot is None or not pilot.measured_levels:
+        return None
+    unmeasured = ~pilot.measured(c.stack.framework, c.system.gpu_index, gpu_keys)
+    if not unmeasured.any():
+        return None
+    values = cal.as_dict()
+    values.update({offset_name(base, fw): value for fw, base, value in pilot.shipped_offsets})
+    return unmeasured, Calibration(**values, intervals=cal.intervals)
+
+
+def merge_by_level(
+    c: Configs,
+    unmeasured: np.ndarray,
+    cal: Calibration,
+    shipped_level: Calibration,
+    predict_part: Callable[[Configs, Calibration], dict[str, np.ndarray]],
+    gpu_keys: tuple[str, ...],
+) -> dict[str, np.ndarray]:
+    """``predict_part`` the measured configurations with ``cal`` and the others with
+    ``shipped_level``, flagged; every metric in the configurations' order."""
+    parts = [(np.flatnonzero(~unmeasured), cal), (np.flatnonzero(unmeasured), shipped_level)]
+    results = [(index, predict_part(c.take(index), calibration)) for index, calibration in parts]
+    out: dict[str, object] = {}
+    for name in results[0][1]:
+        values = [r[name] for _, r in results]
+        if isinstance(values[0], pd.Series):
+            merged = np.empty(len(c), dtype=object)
+            for (index, _), part in zip(results, values, strict=True):
+                merged[index] = part.to_numpy(dtype=object)
+            out[name] = pd.Series(pd.array(merged, dtype=values[0].dtype))
+        else:
+            merged = np.empty(len(c), dtype=np.result_type(*values))
+            for (index, _), part in zip(results, values, strict=True):
+                merged[index] = part
+            out[name] = merged
+    flags = out["extrapolation"].astype(object).to_numpy(copy=True)
+    framework, gpu = c.stack.framework, c.system.gpu_index
+    for i in np.flatnonzero(unmeasured):
+        flag = f"unmeasured_level:{FRAMEWORKS[framework[i]]}/{gpu_keys[gpu[i]]}"
+        flags[i] = ";".join([*([flags[i]] if flags[i] else []), flag])
+    out["extrapolation"] = pd.Series(pd.array(flags, dtype=out["extrapolation"].dtype))
+    return out  # type: ignore[return-value]
