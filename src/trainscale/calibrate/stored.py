@@ -27,9 +27,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from trainscale.errors import InputFileError
 from trainscale.io.yaml import load_yaml
-from trainscale.sim.pilot_intervals import BIN_EDGES, PilotIntervals
+from trainscale.sim.calibration import MALFORMED, malformed_block
+from trainscale.sim.pilot_intervals import (
+    PilotIntervals,
+    bins_as_dicts,
+    bins_from_dicts,
+)
 
 if TYPE_CHECKING:
     from trainscale.published.measurements import PublishedData
@@ -79,7 +83,6 @@ class StoredPilotErrors:
         )  # fmt: skip
 
     def as_dict(self) -> dict[str, Any]:
-        edges = (0.0, *BIN_EDGES)
         return {
             "calibration_id": self.calibration_id,
             "what": "the pilot interval table of every user calibration on this calibration "
@@ -89,29 +92,18 @@ class StoredPilotErrors:
             "is the base calibration's",
             "series": self.series,
             "rows": self.series_rows,
-            "bins": [
-                {
-                    "log2_distance_from": float(lo),
-                    "log2_distance_to": None if k == len(BIN_EDGES) else float(BIN_EDGES[k]),
-                    "lower_log_factor": self.lower[k],
-                    "upper_log_factor": self.upper[k],
-                    "rows": self.rows[k],
-                }
-                for k, lo in enumerate(edges)
-            ],
+            "bins": bins_as_dicts(self.lower, self.upper, self.rows),
             "max_log2_distance_measured": self.max_distance,
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> StoredPilotErrors:
-        bins = data["bins"]
-        if len(bins) != len(BIN_EDGES) + 1:
-            raise ValueError(f"{len(bins)} bins, expected {len(BIN_EDGES) + 1}")
+        lower, upper, rows = bins_from_dicts(data["bins"])
         return cls(
             calibration_id=str(data["calibration_id"]),
-            lower=tuple(float(b["lower_log_factor"]) for b in bins),
-            upper=tuple(float(b["upper_log_factor"]) for b in bins),
-            rows=tuple(int(b["rows"]) for b in bins),
+            lower=lower,
+            upper=upper,
+            rows=rows,
             max_distance=float(data["max_log2_distance_measured"]),
             series=int(data["series"]),
             series_rows=int(data["rows"]),
@@ -130,12 +122,8 @@ def read_stored(path: str | Path) -> StoredPilotErrors | None:
         return None
     try:
         return StoredPilotErrors.from_dict(block)
-    except (KeyError, TypeError, ValueError, AttributeError) as error:
-        raise InputFileError(
-            path,
-            f"{BLOCK}: malformed block ({type(error).__name__}: {error}); regenerate it with "
-            "trainscale calibrate",
-        ) from None
+    except MALFORMED as error:
+        raise malformed_block(path, BLOCK, error) from None
 
 
 def pilot_model(

@@ -13,10 +13,16 @@ import pandas as pd
 __all__ = ["bill_lines", "cap_lines", "power_lines"]
 
 
-def _interval(result: pd.Series, name: str, fmt: str) -> str:
+def _interval(
+    result: pd.Series,
+    name: str,
+    fmt: str,
+    missing: str = "(no interval: the calibration file has no power block)",
+) -> str:
+    """``(80 % interval lo .. hi)`` of column ``name`` of ``result``, or ``missing``."""
     lo, hi = result.get(f"{name}_lo"), result.get(f"{name}_hi")
     if lo is None or hi is None or pd.isna(lo) or pd.isna(hi):
-        return "(no interval: the calibration file has no power block)"
+        return missing
     return f"(80 % interval {lo:{fmt}} .. {hi:{fmt}})"
 
 
@@ -52,10 +58,7 @@ def power_lines(result: pd.Series) -> list[str]:
 
 
 def _range(result: pd.Series, name: str, fmt: str) -> str:
-    lo, hi = result.get(f"{name}_lo"), result.get(f"{name}_hi")
-    if lo is None or hi is None or pd.isna(lo) or pd.isna(hi):
-        return "(no interval)"
-    return f"(80 % interval {lo:{fmt}} .. {hi:{fmt}})"
+    return _interval(result, name, fmt, "(no interval)")
 
 
 def bill_lines(result: pd.Series) -> list[str]:

@@ -85,10 +85,20 @@ _MIN_TIMED_STEPS = 3
 TDP_TOLERANCE = 0.25
 
 
-def _first_above(values: pd.Series, limit: float) -> int | None:
-    """Position of the first value above ``limit`` (NaN is not), or None."""
-    high = np.flatnonzero((values > limit).to_numpy(dtype=bool))
-    return int(high[0]) if high.size else None
+def _refuse_above(
+    rows: pd.DataFrame, column: str, limit: float, path: str | Path, what: str, unit: str
+) -> None:
+    """Raise on the first value of ``rows[column]`` above ``limit`` (NaN is not), naming its line:
+    ``<what-start> <value> <unit> <what-rest>; allowed: 0 to <limit> <unit>``, where ``what``
+    holds ``{value}`` for the value."""
+    high = np.flatnonzero((rows[column] > limit).to_numpy(dtype=bool))
+    if not high.size:
+        return
+    k = int(high[0])
+    value = f"{rows[column].iloc[k]:g} {unit}"
+    raise InputFileError(
+        path, f"{what.format(value=value)}; allowed: 0 to {limit:g} {unit}", line=_line(rows, k)
+    )
 
 
 def check_power_ceiling(
@@ -98,17 +108,11 @@ def check_power_ceiling(
     nothing to check without a catalogue GPU. ``samples`` as for :func:`check_power_samples`."""
     if gpu is None:
         return
-    limit = gpu.tdp_w * (1 + TDP_TOLERANCE)
-    k = _first_above(samples["power_w"], limit)
-    if k is not None:
-        raise InputFileError(
-            path,
-            f"power {samples['power_w'].iloc[k]:g} W is above what a {gpu_name} can "
-            f"draw (TDP {gpu.tdp_w:g} W + {TDP_TOLERANCE:.0%}, data/hardware.yaml); "
-            "allowed: 0 to "
-            f"{limit:g} W",
-            line=int(samples["line"].iloc[k]),
-        )
+    what = (
+        f"power {{value}} is above what a {gpu_name} can draw (TDP {gpu.tdp_w:g} W + "
+        f"{TDP_TOLERANCE:.0%}, data/hardware.yaml)"
+    )
+    _refuse_above(samples, "power_w", gpu.tdp_w * (1 + TDP_TOLERANCE), path, what, "W")
 
 
 def check_power_samples(
@@ -220,15 +224,11 @@ def check_steps(
     check_logged_peaks(steps, path, cfg, gpu)
     if gpu is not None and "mem_gib" in steps:
         limit = gpu.hbm_bytes / 2**30 * (1 + HBM_TOLERANCE)
-        k = _first_above(steps["mem_gib"], limit)
-        if k is not None:
-            raise InputFileError(
-                path,
-                f"memory {steps['mem_gib'].iloc[k]:g} GiB is more than a {cfg.get('gpu')} holds "
-                f"(HBM {gpu.hbm_bytes / 2**30:g} GiB, data/hardware.yaml); allowed: 0 to "
-                f"{limit:g} GiB",
-                line=_line(steps, k),
-            )
+        what = (
+            f"memory {{value}} is more than a {cfg.get('gpu')} holds "
+            f"(HBM {gpu.hbm_bytes / 2**30:g} GiB, data/hardware.yaml)"
+        )
+        _refuse_above(steps, "mem_gib", limit, path, what, "GiB")
     steady = steps.iloc[warmup:]
     _check_stamps(steady, path)
     _check_throughput(steady, path, cfg, manifest)

@@ -43,6 +43,7 @@ __all__ = [
     "as_pandas_reads",
     "config_ids",
     "conform",
+    "conform_by_csv_row",
     "corrupt_parquet_error",
     "fill_config_ids",
     "is_missing",
@@ -81,6 +82,15 @@ def typed_column(values: pd.Series, col: Column) -> pd.Series:
         return values.astype("string")
     # str() of every value, missing ones (None, NaN, pd.NA) null: vectorised by pandas
     return values.astype(object).astype("string")
+
+
+def conform_by_csv_row(
+    frame: pd.DataFrame, columns: Sequence[Column], **constants: object
+) -> pd.DataFrame:
+    """:func:`conform`, then the rows in the order of their ``csv_row`` (stable): the tables of
+    published rows, one row per line of ``data/published/measurements.csv``."""
+    frame = conform(frame, columns, **constants)
+    return frame.sort_values("csv_row", kind="mergesort").reset_index(drop=True)
 
 
 def conform(

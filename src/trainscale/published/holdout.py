@@ -77,16 +77,15 @@ def holdout_rows(
         :data:`HOLDOUT_COLUMNS`, typed as :func:`trainscale.io.parquet.conform` types them, sorted
         by ``csv_row``.
     """
-    from trainscale.io.parquet import conform
+    from trainscale.io.parquet import conform_by_csv_row
 
     _require(held_out, names(HOLDOUT_COLUMNS[:-2]), "holdout_rows")
-    frame = conform(
+    return conform_by_csv_row(
         held_out,
         HOLDOUT_COLUMNS,
         calibration_id=calibration_id,
         simulator_version=simulator_version,
     )
-    return frame.sort_values("csv_row", kind="mergesort").reset_index(drop=True)
 
 
 def in_sample_throughput(validation: pd.DataFrame) -> pd.DataFrame:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from trainscale.io.parquet import conform
+from trainscale.io.parquet import conform, conform_by_csv_row
 from trainscale.published.measurements import PublishedData
 from trainscale.schema import (
     DATASET_COLUMNS,
@@ -130,10 +130,9 @@ def validation_rows(
     if not rejects.empty:
         parts.append(rejects.assign(status="rejected"))
     frame = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
-    frame = conform(
+    return conform_by_csv_row(
         frame,
         VALIDATION_COLUMNS,
         simulator_version=simulator_version,
         calibration_id=calibration_id,
     )
-    return frame.sort_values("csv_row", kind="mergesort").reset_index(drop=True)

@@ -46,11 +46,13 @@ from trainscale.sim.parameters import (
 
 __all__ = [
     "FRAMEWORK_OFFSET_PRIOR_SD",
+    "MALFORMED",
     "OFFSET_BASES",
     "PARAMETERS",
     "Calibration",
     "ParameterSpec",
     "load_calibration",
+    "malformed_block",
     "parameters_at_bounds",
 ]
 
@@ -231,12 +233,22 @@ def _parse_intervals(path: Path, block: object) -> PredictionIntervals | None:
         )
     try:
         return PredictionIntervals.from_dict(block)  # type: ignore[arg-type]
-    except (KeyError, TypeError, ValueError, AttributeError) as error:
-        raise InputFileError(
-            path,
-            f"intervals: malformed block ({type(error).__name__}: {error}); regenerate it "
-            "with trainscale calibrate",
-        ) from None
+    except MALFORMED as error:
+        raise malformed_block(path, "intervals", error) from None
+
+
+#: What reading a malformed block of a calibration file raises (a key missing, a wrong type).
+MALFORMED = (KeyError, TypeError, ValueError, AttributeError)
+
+
+def malformed_block(path: Path, block: str, error: Exception) -> InputFileError:
+    """The error for block ``block`` of the calibration file ``path`` that could not be read
+    (``error``, one of :data:`MALFORMED`): it names the file, the block and the cause."""
+    return InputFileError(
+        path,
+        f"{block}: malformed block ({type(error).__name__}: {error}); regenerate it with "
+        "trainscale calibrate",
+    )
 
 
 def parameters_at_bounds(calibration: Calibration) -> list[str]:

@@ -44,6 +44,8 @@ __all__ = [
     "BIN_EDGES",
     "MIN_ROWS",
     "PilotIntervals",
+    "bins_as_dicts",
+    "bins_from_dicts",
     "distance",
     "fit_pilot_quantiles",
 ]
@@ -149,7 +151,6 @@ class PilotIntervals:
         return np.asarray(self.lower)[bins] * widen, np.asarray(self.upper)[bins] * widen
 
     def as_dict(self) -> dict[str, Any]:
-        edges = (0.0, *BIN_EDGES)
         out: dict[str, Any] = {
             "method": "errors of pilot-calibrated predictions on published scaling series "
             "(trainscale.calibrate.pilot_series, each series' base fitted without its source), "
@@ -159,16 +160,7 @@ class PilotIntervals:
             "command": "trainscale calibrate --measurements FILE -o OUT",
             "pilot_gpus": list(self.pilot_gpus),
             "pilots_covered": self.pilots_covered,
-            "bins": [
-                {
-                    "log2_distance_from": float(lo),
-                    "log2_distance_to": None if k == len(BIN_EDGES) else float(BIN_EDGES[k]),
-                    "lower_log_factor": self.lower[k],
-                    "upper_log_factor": self.upper[k],
-                    "rows": self.rows[k],
-                }
-                for k, lo in enumerate(edges)
-            ],
+            "bins": bins_as_dicts(self.lower, self.upper, self.rows),
             "max_log2_distance_measured": self.max_distance,
             "widening_per_doubling_beyond": PER_DOUBLING,
         }
@@ -189,14 +181,12 @@ class PilotIntervals:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PilotIntervals:
-        bins = data["bins"]
-        if len(bins) != len(BIN_EDGES) + 1:
-            raise ValueError(f"pilot: {len(bins)} bins, expected {len(BIN_EDGES) + 1}")
+        lower, upper, rows = bins_from_dicts(data["bins"], "pilot: ")
         return cls(
             pilot_gpus=tuple(int(g) for g in data["pilot_gpus"]),
-            lower=tuple(float(b["lower_log_factor"]) for b in bins),
-            upper=tuple(float(b["upper_log_factor"]) for b in bins),
-            rows=tuple(int(b["rows"]) for b in bins),
+            lower=lower,
+            upper=upper,
+            rows=rows,
             max_distance=float(data["max_log2_distance_measured"]),
             pilots_covered=str(data.get("pilots_covered", "")),
             coverage=data.get("source_out_coverage"),
@@ -209,3 +199,35 @@ class PilotIntervals:
                 for base, value in by_base.items()
             ),
         )
+
+
+def bins_as_dicts(
+    lower: tuple[float, ...], upper: tuple[float, ...], rows: tuple[int, ...]
+) -> list[dict[str, Any]]:
+    """The per-bin quantiles as a calibration file writes them: one mapping per bin of
+    :data:`BIN_EDGES` (its log2 distance range, lower and upper log factors, rows)."""
+    edges = (0.0, *BIN_EDGES)
+    return [
+        {
+            "log2_distance_from": float(lo),
+            "log2_distance_to": None if k == len(BIN_EDGES) else float(BIN_EDGES[k]),
+            "lower_log_factor": lower[k],
+            "upper_log_factor": upper[k],
+            "rows": rows[k],
+        }
+        for k, lo in enumerate(edges)
+    ]
+
+
+def bins_from_dicts(
+    bins: list[dict[str, Any]], where: str = ""
+) -> tuple[tuple[float, ...], tuple[float, ...], tuple[int, ...]]:
+    """``(lower, upper, rows)`` of the bins :func:`bins_as_dicts` wrote; a wrong bin count is a
+    ``ValueError`` (prefixed ``where``)."""
+    if len(bins) != len(BIN_EDGES) + 1:
+        raise ValueError(f"{where}{len(bins)} bins, expected {len(BIN_EDGES) + 1}")
+    return (
+        tuple(float(b["lower_log_factor"]) for b in bins),
+        tuple(float(b["upper_log_factor"]) for b in bins),
+        tuple(int(b["rows"]) for b in bins),
+    )
