@@ -58,8 +58,9 @@ ALLOWED = {
     "published memory figures CSV",
     ("sim/simulate.py", "_given_or_shipped"): "trainscale.predict and predict_with_rejects: the "
     "public entry point loads the shipped files for a user who gives none",
-    ("calibrate/fit.py", "calibrate"): "where `trainscale calibrate` writes by default",
-    ("calibrate/user.py", "<module>"): "python -m trainscale.calibrate.user: a top-level caller",
+    ("calibrate/shipped.py", "calibrate"): "where `trainscale calibrate` writes by default",
+    ("calibrate/pilot_examples.py", "<module>"): "python -m trainscale.calibrate.pilot_examples: "
+    "a top-level caller",
 }  # fmt: skip
 
 

@@ -11,11 +11,13 @@ the study points table (:mod:`trainscale.tables.study_points`: the same columns,
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 import pandas as pd
 
 from trainscale.commands.output import add_output_option
+from trainscale.io.numbers import option_int
 from trainscale.study.plan import DEFAULT_SEARCH
 
 NAME = "plan"
@@ -25,19 +27,28 @@ __all__ = ["HELP", "NAME", "add_arguments", "format_plan", "run"]
 
 
 def _values(text: str) -> int | str:
-    return int(text) if text.isdigit() else text
+    """A searched value: a whole number read as strictly as any numeric option
+    (:func:`~trainscale.io.numbers.option_int`), or a word (a sharding, a recompute mode,
+    ``auto``); anything that looks like a number but is not a plain one (``nan``, ``1_000``,
+    ``2.5``) is a usage error."""
+    word = re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]*", text)
+    if word and text.lower() not in ("nan", "inf", "infinity"):
+        return text
+    return option_int(text)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, help="model key (trainscale list models)")
     parser.add_argument("--gpu", nargs="+", required=True, help="GPU catalogue key(s)")
-    parser.add_argument("--num-gpus", nargs="+", type=int, required=True, help="GPU counts")
+    parser.add_argument("--num-gpus", nargs="+", type=option_int, required=True, help="GPU counts")
     batch = parser.add_mutually_exclusive_group(required=True)
     batch.add_argument(
         "--global-batch-tokens", help="global batch in tokens; K, M, G are powers of 1024 (4M)"
     )
-    batch.add_argument("--global-batch", type=int, help="global batch in sequences")
-    parser.add_argument("--seq-len", type=int, default=8192, help="tokens per sequence (8192)")
+    batch.add_argument("--global-batch", type=option_int, help="global batch in sequences")
+    parser.add_argument(
+        "--seq-len", type=option_int, default=8192, help="tokens per sequence (8192)"
+    )
     parser.add_argument("--framework", default="megatron", help="framework profile (megatron)")
     parser.add_argument("--precision", default="bf16", help="bf16 (default) or fp8")
     for key, values in DEFAULT_SEARCH.items():
