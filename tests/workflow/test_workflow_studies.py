@@ -49,7 +49,10 @@ def test_a_new_study_gets_its_scaling_figure_and_fits(user_studies_run) -> None:
     assert len(slope) == 1 and slope["n"].item() == 7
     assert slope["ci_low"].item() <= slope["estimate"].item() <= slope["ci_high"].item()
     assert {"sigma", "kappa", "n_star"} <= set(fits.loc[fits["fit"] == "usl", "parameter"])
-    assert (workdir / out / "fits.md").read_text().count("| Llama-2 13B, A100 80GB |") == 7
+    knee = fits[fits["fit"] == "knee"]  # the knee: one row, or two where the series has one
+    assert len(knee) in (1, 2) and knee["parameter"].iloc[0] == "knee_gpus"
+    md_rows = (workdir / out / "fits.md").read_text().count("| Llama-2 13B, A100 80GB |")
+    assert md_rows == 7 + len(knee)
     assert "2048.0" not in (workdir / out / "fits.md").read_text()
 
 
