@@ -4,6 +4,8 @@
 # then results/bench/<sweep>.parquet with their measured rows. Run with
 #   snakemake results/bench/<sweep>.parquet --profile profiles/slurm-bench
 # Copy a run folder to data/runs/ to put it into the dataset of the default target.
+from pathlib import Path
+
 from trainscale.bench.sweep import point_of, sweep_run_dirs
 from trainscale.paths import data_dir, schema_file
 
@@ -23,6 +25,13 @@ localrules:
 # One point: workflow/scripts/bench_run.sh runs `srun torchrun` on every node of the SLURM job
 # (torchrun --standalone outside SLURM). The harness reads the model (shape) and hardware (peak
 # for MFU) catalogues through TRAINSCALE_DATA, which points at the files declared here.
+#: The point's shell script, found from this file (not the main Snakefile), so a site's bench-only
+#: Snakefile that includes rules/bench.smk by path runs it too.
+BENCH_RUN_SCRIPT = str(
+    Path(workflow.current_basedir).parent / "workflow" / "scripts" / "bench_run.sh"
+)
+
+
 rule bench_run:
     input:
         **BENCH_CATALOGUES,
@@ -49,7 +58,7 @@ rule bench_run:
     params:
         nproc=lambda wildcards: point_of(wildcards).procs_per_node,
         bench=lambda wildcards: point_of(wildcards).args,
-        script=f"{workflow.basedir}/workflow/scripts/bench_run.sh",
+        script=BENCH_RUN_SCRIPT,
     shell:
         "bash {params.script:q} {params.nproc} {resources.cpus_per_task} {output.run_dir:q} {log:q}"
         " {params.bench}"
