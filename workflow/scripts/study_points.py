@@ -25,7 +25,5 @@ with rule_script(snakemake) as rule:
         bill = bill_columns(selected, loaded.study.bill, loaded.hardware, terms)
     rejects = pd.read_parquet(snakemake.input.rejects)
     unplanned = unplanned_points(frame, loaded.spec, loaded.hardware, rejects)
-    written = render_points(
-        stem, selected, frame, loaded.spec, hbm, bill, not_plotted=unplanned
-    )
+    written = render_points(stem, selected, frame, loaded.spec, hbm, bill, not_plotted=unplanned)
     rule.wrote(written)
