@@ -47,6 +47,14 @@ def _manifest(run: Path, edit) -> None:
     (run / "run.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
 
 
+def _damage_step(run: Path, step: int, old: str, new: str) -> None:
+    """Replace ``old`` by ``new`` in line ``step`` of the run's step log."""
+    log = run / "logs" / "steps.log"
+    lines = log.read_text().splitlines()
+    lines[step - 1] = lines[step - 1].replace(old, new)
+    log.write_text("\n".join(lines) + "\n")
+
+
 @_SETTINGS
 @given(spec=_titan_spec(), data=st.data())
 def test_logged_mfu_above_100_percent_is_an_error(spec: dict, data: st.DataObject) -> None:
@@ -54,10 +62,7 @@ def test_logged_mfu_above_100_percent_is_an_error(spec: dict, data: st.DataObjec
     step = data.draw(st.integers(1, spec["steps"]))
     with tempfile.TemporaryDirectory() as tmp:
         run = _generated_run(Path(tmp), spec)
-        log = run / "logs" / "steps.log"
-        lines = log.read_text().splitlines()
-        lines[step - 1] = lines[step - 1].replace("mfu: 10.00%", f"mfu: {value:.2f}%")
-        log.write_text("\n".join(lines) + "\n")
+        _damage_step(run, step, "mfu: 10.00%", f"mfu: {value:.2f}%")
         with pytest.raises(InputFileError, match=rf"steps\.log:{step}: logged MFU .* impossible"):
             ingest_run(run, **SHIPPED)
 
@@ -70,10 +75,7 @@ def test_logged_tflops_above_the_gpus_peak_is_an_error(spec: dict, data: st.Data
     step = data.draw(st.integers(1, spec["steps"]))
     with tempfile.TemporaryDirectory() as tmp:
         run = _generated_run(Path(tmp), spec)
-        log = run / "logs" / "steps.log"
-        lines = log.read_text().splitlines()
-        lines[step - 1] = lines[step - 1].replace("tflops: 100.00", f"tflops: {value:.2f}")
-        log.write_text("\n".join(lines) + "\n")
+        _damage_step(run, step, "tflops: 100.00", f"tflops: {value:.2f}")
         with pytest.raises(InputFileError, match=rf"steps\.log:{step}: logged TFLOP/s"):
             ingest_run(run, **SHIPPED)
 
