@@ -360,7 +360,8 @@ def get_study_targets():
 def study_figure_inputs(wildcards):
     """The files per-study figure {figure} reads: every per-study output's (study_output_inputs)
     and its entry's inputs in trainscale.figures.per_study.STUDY_FIGURES, by name: the fits table
-    (so the fits job runs first), the unplanned grid points, the pilot runs ([] without any)."""
+    (so the fits job runs first), the unplanned grid points, the pilot runs ([] without any).
+    """
     study = wildcards.study
     paths = {
         "fits": f"reports/studies/{study}/fits.csv",
