@@ -17,7 +17,7 @@ from trainscale.sim.calibration import load_calibration
 from trainscale.sim.catalogue import load_catalogue
 from trainscale.study.expand import expand_study
 from trainscale.study.load import load_study
-from trainscale.study.plan import PlanRequest, parse_tokens
+from trainscale.study.plan import PlanRequest, parse_batch_tokens
 from trainscale.study.report import report_spec, select_rows
 from trainscale.study.simulate import simulate_configurations
 from trainscale.tables.study_points import study_points
@@ -34,12 +34,12 @@ REQUEST = PlanRequest(
 )  # fmt: skip
 
 
-def test_parse_tokens_reads_binary_suffixes() -> None:
-    assert parse_tokens("4M") == 4 * 2**20 == 512 * 8192
-    assert parse_tokens("16m") == 2048 * 8192
-    assert parse_tokens("1536") == 1536
+def test_parse_batch_tokens_reads_binary_suffixes() -> None:
+    assert parse_batch_tokens("4M") == 4 * 2**20 == 512 * 8192
+    assert parse_batch_tokens("16m") == 2048 * 8192
+    assert parse_batch_tokens("1536") == 1536
     with pytest.raises(TrainscaleError, match="K, M or G"):
-        parse_tokens("4X")
+        parse_batch_tokens("4X")
 
 
 def test_plan_rows_equal_the_study_points_of_the_same_grid(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from trainscale.cli import main
 from trainscale.errors import TrainscaleError
 from trainscale.sim.catalogue import Catalogue
 from trainscale.sim.energy import load_power_terms, with_node_power
-from trainscale.sim.energy.bill import parse_tokens, with_training_bill
+from trainscale.sim.energy.bill import parse_train_tokens, with_training_bill
 from trainscale.sim.simulate import predict
 
 _ONE = (
@@ -38,13 +38,13 @@ def result(catalogue: Catalogue) -> pd.DataFrame:
     [("1T", 1e12), ("300B", 3e11), ("15m", 1.5e7), ("2.5e12", 2.5e12), ("4096", 4096.0)],
 )
 def test_token_counts_take_si_suffixes(text, tokens):
-    assert parse_tokens(text) == tokens
+    assert parse_train_tokens(text) == tokens
 
 
 @pytest.mark.parametrize("text", ["", "1X", "-1T", "0", "T"])
 def test_a_bad_token_count_is_named(text):
     with pytest.raises(TrainscaleError, match="train tokens"):
-        parse_tokens(text)
+        parse_train_tokens(text)
 
 
 def test_bill_is_time_gpu_hours_energy_and_cost(result):

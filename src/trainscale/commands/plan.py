@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
     from trainscale.io.tables import check_output, write_table
     from trainscale.sim.calibration import load_calibration
     from trainscale.sim.catalogue import load_catalogue
-    from trainscale.study.plan import PlanRequest, parse_tokens
+    from trainscale.study.plan import PlanRequest, parse_batch_tokens
 
     if args.output:
         check_output(args.output)
@@ -133,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
         model=args.model, gpus=tuple(args.gpu), num_gpus=tuple(args.num_gpus),
         seq_len=args.seq_len, framework=args.framework, precision=args.precision,
         global_batch_tokens=(
-            parse_tokens(args.global_batch_tokens) if args.global_batch_tokens else None
+            parse_batch_tokens(args.global_batch_tokens) if args.global_batch_tokens else None
         ),
         global_batch=args.global_batch, search=search,
     )  # fmt: skip

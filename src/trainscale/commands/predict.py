@@ -241,7 +241,7 @@ def _with_energy(result: pd.DataFrame, args: argparse.Namespace) -> pd.DataFrame
     and cost to train them (``--pue`` fills the rows without a ``pue``)."""
     from trainscale.sim.catalogue import load_catalogue
     from trainscale.sim.energy import load_power_terms, with_node_power
-    from trainscale.sim.energy.bill import parse_tokens, with_training_bill
+    from trainscale.sim.energy.bill import parse_train_tokens, with_training_bill
 
     if args.pue is not None:
         given = result["pue"] if "pue" in result.columns else pd.Series(float("nan"), result.index)
@@ -249,7 +249,9 @@ def _with_energy(result: pd.DataFrame, args: argparse.Namespace) -> pd.DataFrame
     terms = load_power_terms(args.calibration) if args.calibration else load_power_terms()
     result = with_node_power(result, load_catalogue().hardware, terms)
     if args.train_tokens is not None:
-        result = with_training_bill(result, parse_tokens(args.train_tokens), args.usd_per_gpu_hour)
+        result = with_training_bill(
+            result, parse_train_tokens(args.train_tokens), args.usd_per_gpu_hour
+        )
     elif args.usd_per_gpu_hour is not None:
         raise TrainscaleError("--usd-per-gpu-hour needs --train-tokens (the tokens to price)")
     return result

@@ -18,7 +18,7 @@ from typing import Any
 from trainscale.errors import TrainscaleError
 from trainscale.study.spec import AUTO, Filters, Study
 
-__all__ = ["DEFAULT_SEARCH", "PlanRequest", "parse_tokens", "plan_study"]
+__all__ = ["DEFAULT_SEARCH", "PlanRequest", "parse_batch_tokens", "plan_study"]
 
 #: The plan space searched by default, per configuration column (every combination; the
 #: simulator's validator drops the layouts that do not divide the model or the GPUs).
@@ -35,7 +35,7 @@ DEFAULT_SEARCH: Mapping[str, tuple[Any, ...]] = {
 _SUFFIX = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30}
 
 
-def parse_tokens(text: str) -> int:
+def parse_batch_tokens(text: str) -> int:
     """A token count: an integer, or one with a binary suffix ``K`` (2^10), ``M`` (2^20) or ``G``
     (2^30), as batches are quoted (``4M`` = 4,194,304 = 512 sequences of 8,192)."""
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kKmMgG]?)\s*", str(text))

@@ -43,7 +43,7 @@ import pandas as pd
 
 from trainscale.schema import TRAINING_BILL_COLUMNS, names
 from trainscale.sim.energy import PowerTerms, with_node_power
-from trainscale.sim.energy.bill import parse_tokens, with_training_bill
+from trainscale.sim.energy.bill import parse_train_tokens, with_training_bill
 from trainscale.sim.memory_margin import NEAR_MEMORY_FRACTION
 from trainscale.sim.system.hardware import HardwareCatalog
 from trainscale.study.report import (
@@ -200,7 +200,9 @@ def bill_columns(
     price = bill.get("usd_per_gpu_hour")
     with_power = with_node_power(rows, hardware, terms)
     billed = with_training_bill(
-        with_power, parse_tokens(str(bill["train_tokens"])), None if price is None else float(price)
+        with_power,
+        parse_train_tokens(str(bill["train_tokens"])),
+        None if price is None else float(price),
     )
     return billed[list(BILL_POINT_COLUMNS)]
 

@@ -19,7 +19,7 @@ import pandas as pd
 from trainscale.errors import TrainscaleError
 from trainscale.schema import TRAINING_BILL_COLUMNS, names
 
-__all__ = ["BILL_COLUMNS", "parse_tokens", "with_training_bill"]
+__all__ = ["BILL_COLUMNS", "parse_train_tokens", "with_training_bill"]
 
 #: The columns :func:`with_training_bill` adds, in order (``schema/columns.yaml``).
 BILL_COLUMNS = names(TRAINING_BILL_COLUMNS)
@@ -28,7 +28,7 @@ _J_PER_MWH = 3.6e9
 _S_PER_DAY = 86_400.0
 
 
-def parse_tokens(text: str) -> float:
+def parse_train_tokens(text: str) -> float:
     """``1T``, ``300B``, ``2.5e12``, ``15000000`` -> tokens (SI suffixes K, M, B or G, T);
     anything else, or a count not above 0, is an error naming the value."""
     match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmbgt]?)\s*", str(text), re.I)
