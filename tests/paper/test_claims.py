@@ -4,8 +4,9 @@ Fernandez et al. (arXiv 2411.13055): from 128 to 2,048 H100 GPUs (Llama-2 7B, FS
 batch) per-GPU throughput falls 37.22 % and power per GPU 5.87 %; MFU is 59.67 % on A100 and
 40.77 % on H100; at 2,048 GPUs tensor/pipeline parallelism of degree 2-4 beats pure FSDP.
 Tolerances are the issue's: ±5 points (throughput drop, MFU), ±2 points (power drop).
-The setup is fixed by rule in trainscale.paper.setup, not fitted to these numbers; only
-power_comm_frac is fitted to the power claim, as data/calibration.yaml states.
+The setup is fixed by rule in trainscale.paper.setup, not fitted to these numbers, and no
+parameter is fitted to any of them: the power drop is a prediction from the sourced GPU-board
+power fractions (exposed communication at idle power), checked against the paper.
 
 The throughput drop was a strict xfail until the calibration set held the paper's own network:
 fitted to its nccl-tests all-reduce scan (4 to 512 nodes), NCCL's latency scale is measured rather
@@ -45,8 +46,27 @@ def test_throughput_drop_is_diminishing_returns_from_communication(
     assert frame.loc[2048, "exposed_comm_frac"] > 2 * frame.loc[128, "exposed_comm_frac"]
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="prediction, not a target: with exposed communication at idle power (sourced) the "
+    "simulated drop is about 25 %, the paper measured 5.87 % (docs/accuracy.md, power section)",
+)
 def test_power_per_gpu_drop_128_to_2048(calibration: Calibration) -> None:
     assert ss.power_drop_pct(calibration, **SHIPPED) == pytest.approx(PAPER_POWER_DROP_PCT, abs=2.0)
+
+
+def test_power_claim_is_predicted_from_the_sourced_fraction(calibration: Calibration) -> None:
+    """No power parameter is fitted: power_comm_frac is its sourced default, and the predicted
+    drop moves with it (exposed communication drawing more power shrinks the drop)."""
+    from dataclasses import replace
+
+    from trainscale.sim.calibration import PARAMETERS
+
+    spec = next(p for p in PARAMETERS if p.name == "power_comm_frac")
+    assert not spec.fitted and calibration.power_comm_frac == spec.default
+    predicted = ss.power_drop_pct(calibration, **SHIPPED)
+    hotter = ss.power_drop_pct(replace(calibration, power_comm_frac=0.5), **SHIPPED)
+    assert predicted > hotter > 0.0
 
 
 @pytest.mark.parametrize(("gpu", "study_mfu"), [("a100-sxm-80gb", 59.67), ("h100-sxm-80gb", 40.77)])

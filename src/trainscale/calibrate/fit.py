@@ -18,11 +18,12 @@ throughput rows
    centres each parameter on its sourced or estimated default (standard deviation: half its bound
    range; 0.1 for the per-framework offsets, so a framework with few rows stays near the shared
    value), which decides only what the data barely constrain.
-3. Fit ``power_comm_frac`` — the only fitted power parameter — so that the published power
-   anchor (``power_anchor`` in ``data/published/sources.yaml``: Fernandez et al.'s power per GPU
-   falling 5.87 % from 128 to 2,048 GPUs, Llama-2 7B with FSDP on H100) is reproduced
-   (:func:`fit_power`); the other published power figures are node-level or name no
-   configuration, and are rejected, not fitted (see the rejects).
+3. Fit no power parameter: the GPU-board phase fractions are set from their sources
+   (:data:`trainscale.sim.calibration.PARAMETERS`), so the published power anchor
+   (``power_anchor`` in ``data/published/sources.yaml``: Fernandez et al.'s power per GPU falling
+   5.87 % from 128 to 2,048 GPUs) is a prediction checked against the paper
+   (:func:`power_drop_pct`, the claims table), not a target; node power is the separate power
+   stage (:mod:`trainscale.calibrate.power`).
 4. Fit the 80 % prediction intervals (:mod:`trainscale.sim.intervals`): split conformal prediction
    on the leave-one-source-out residuals (:func:`held_out_predictions`, one refit per source),
    with their source-out coverage, into the file's ``intervals`` block (not a parameter: it does
@@ -44,7 +45,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import brentq, least_squares
+from scipy.optimize import least_squares
 
 from trainscale.errors import TrainscaleError
 from trainscale.published.accuracy import (
@@ -62,7 +63,6 @@ from trainscale.sim.simulate import predict, predict_arrays
 
 __all__ = [
     "FittedCalibration",
-    "fit_power",
     "fit_throughput",
     "held_out_predictions",
     "leave_one_source_out",
@@ -216,37 +216,6 @@ def power_drop_pct(calibration: Calibration, anchor: PowerAnchor, *, catalogue: 
     frame = predict(anchor.configurations(), catalogue=catalogue, calibration=calibration)
     by_n = frame.set_index("num_gpus")["power_w_per_gpu"]
     return float(100.0 * (1.0 - by_n[anchor.to_gpus] / by_n[anchor.from_gpus]))
-
-
-def fit_power(
-    calibration: Calibration, anchor: PowerAnchor | None, *, catalogue: Catalogue
-) -> Calibration:
-    """Set ``power_comm_frac`` so the anchor's configuration loses ``anchor.drop_pct`` percent
-    of its power per GPU from ``anchor.from_gpus`` to ``anchor.to_gpus`` GPUs (simulated under
-    ``catalogue``); bounded by the parameter's range.
-
-    ``anchor``: the published power figure of ``data/published/sources.yaml``
-    (:class:`~trainscale.published.sources.PowerAnchor`, read with the measurements into
-    :attr:`PublishedData.power_anchor`), a data row like every other observation. Raises
-    :class:`~trainscale.errors.TrainscaleError` where there is none.
-    """
-    if anchor is None:
-        raise TrainscaleError(
-            "no power anchor: power_comm_frac is fitted on the power_anchor of the published "
-            "sources file (data/published/sources.yaml); load the measurements with it"
-        )
-    spec = next(p for p in PARAMETERS if p.name == "power_comm_frac")
-
-    def gap(value: float) -> float:
-        changed = replace(calibration, power_comm_frac=value)
-        return power_drop_pct(changed, anchor, catalogue=catalogue) - anchor.drop_pct
-
-    low, high = gap(spec.lower), gap(spec.upper)
-    if low * high > 0:  # the figure is out of reach: take the bound that comes closest
-        value = spec.lower if abs(low) < abs(high) else spec.upper
-    else:
-        value = brentq(gap, spec.lower, spec.upper, xtol=1e-6)
-    return replace(calibration, power_comm_frac=float(value))
 
 
 def line_ranges(rows: object) -> str:

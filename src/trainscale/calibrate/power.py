@@ -32,6 +32,7 @@ from trainscale.published.power_rows import PowerRows
 from trainscale.sim.calibration import Calibration
 from trainscale.sim.catalogue import Catalogue
 from trainscale.sim.energy.node import with_node_power
+from trainscale.sim.energy.run import MLPERF_EVALUATIONS, forward_share, run_tokens_per_s
 from trainscale.sim.energy.terms import (
     HOST_POWER_SCALE_BOUNDS,
     HOST_POWER_SCALE_PRIOR_SD,
@@ -39,13 +40,14 @@ from trainscale.sim.energy.terms import (
 )
 from trainscale.sim.simulate import predict
 
-__all__ = ["RESIDUAL_SCALE", "PowerFit", "calibrate_power", "power_predictions"]
+__all__ = ["RESIDUAL_SCALE", "PowerFit", "calibrate_power", "power_predictions", "run_throughput"]
 
 #: Scale of a log residual in the fit (the throughput fit's soft-L1 scale): a 10 % miss weighs
 #: as much as the prior one standard deviation away.
 RESIDUAL_SCALE = 0.1
 _CONFIG_DROP = (
     "citation", "csv_row", "metric", "observed", "measured_tokens_per_s_per_gpu", "workload",
+    "benchmark", "run_samples",
 )  # fmt: skip
 
 
@@ -60,12 +62,36 @@ class PowerFit:
     rejects: pd.DataFrame
 
 
+def run_throughput(rows: pd.DataFrame, result: pd.DataFrame) -> np.ndarray:
+    """Predicted tokens/s of each row's whole timed run (:mod:`trainscale.sim.energy.run`):
+    its training steps plus the evaluations its benchmark's rules put in the window
+    (:data:`~trainscale.sim.energy.run.MLPERF_EVALUATIONS`), for the rows naming such a
+    benchmark and the samples a run trained; the steady-state ``tokens_per_s`` elsewhere."""
+    out = result["tokens_per_s"].to_numpy(np.float64).copy()
+    lora = rows.get("finetune", pd.Series(None, index=rows.index)).eq("lora").to_numpy()
+    full = result["recompute"].eq("full").to_numpy()
+    none = pd.Series(np.nan, index=rows.index)
+    pairs = zip(rows.get("benchmark", none), rows.get("run_samples", none), strict=True)
+    for i, (bench, samples) in enumerate(pairs):
+        rule = MLPERF_EVALUATIONS.get(str(bench))
+        if rule is None or not np.isfinite(samples):
+            continue
+        out[i] = run_tokens_per_s(
+            step_time_s=result["step_time_s"].iloc[i], global_batch=result["global_batch"].iloc[i],
+            seq_len=result["seq_len"].iloc[i], run_samples=samples, rule=rule,
+            share=forward_share(lora[i], full[i]),
+        )  # fmt: skip
+    return out
+
+
 def power_predictions(
     rows: pd.DataFrame, calibration: Calibration, catalogue: Catalogue, terms: PowerTerms
 ) -> pd.DataFrame:
     """``rows`` (:class:`PowerRows` rows) with the prediction of each: ``predicted``,
     ``host_part`` (the share linear in ``host_power_scale``, already scaled), ``error_pct``
-    (``100·(predicted/observed − 1)``), ``log_error`` and the simulator's columns."""
+    (``100·(predicted/observed − 1)``), ``log_error``, ``run_tokens_per_s_per_gpu`` (the whole
+    timed run's, :func:`run_throughput`) and the simulator's columns. Node power is the training
+    step's; energy per token is node power over the whole run's throughput, as metered."""
     configs = rows.drop(columns=[c for c in _CONFIG_DROP if c in rows.columns])
     result = with_node_power(
         predict(configs, catalogue=catalogue, calibration=calibration, origin="power rows"),
@@ -73,10 +99,13 @@ def power_predictions(
     )  # fmt: skip
     node = rows["metric"].eq("node_power_w_avg").to_numpy()
     nodes = np.ceil(result["num_gpus"] / result["gpus_per_node"]).to_numpy(np.float64)
-    per_token = nodes / result["tokens_per_s"].to_numpy(np.float64)
-    predicted = np.where(node, result["node_power_w"], result["energy_j_per_token_node"])
+    run = run_throughput(rows.reset_index(drop=True), result)
+    per_token = nodes / run
+    result = result.assign(run_tokens_per_s_per_gpu=run / result["num_gpus"].to_numpy(np.float64))
+    energy = result["node_power_w"].to_numpy(np.float64) * per_token
+    predicted = np.where(node, result["node_power_w"], energy)
     host = np.where(node, 1.0, per_token) * result["host_power_w"].to_numpy(np.float64)
-    out = pd.concat([rows[list(_CONFIG_DROP)].reset_index(drop=True),
+    out = pd.concat([rows[[c for c in _CONFIG_DROP if c in rows.columns]].reset_index(drop=True),
                      result.drop(columns=[c for c in _CONFIG_DROP if c in result.columns])],
                     axis=1)  # fmt: skip
     return out.assign(

@@ -1,8 +1,8 @@
 """The shipped calibration, every stage: ``trainscale calibrate -o data/calibration.yaml``.
 
 :func:`calibrate` fits the throughput parameters
-(:func:`~trainscale.calibrate.fit.fit_throughput`), solves the power anchor
-(:func:`~trainscale.calibrate.fit.fit_power`), fits the prediction intervals on the
+(:func:`~trainscale.calibrate.fit.fit_throughput`; the GPU-board power fractions are set from
+their sources, not fitted), fits the prediction intervals on the
 leave-one-source-out predictions (:func:`~trainscale.calibrate.fit.held_out_predictions`), fits
 the node-power terms in a separate stage (:mod:`trainscale.calibrate.power`), measures the pilot
 errors every user calibration on this file needs (:mod:`trainscale.calibrate.stored`) and writes
@@ -18,7 +18,6 @@ import pandas as pd
 
 from trainscale.calibrate.fit import (
     FittedCalibration,
-    fit_power,
     fit_throughput,
     held_out_predictions,
     line_ranges,
@@ -67,7 +66,7 @@ def calibrate(
     if held_out is None:
         held_out = held_out_predictions(published, catalogue=catalogue)
     final = replace(
-        round_calibration(fit_power(fit.calibration, published.power_anchor, catalogue=catalogue)),
+        round_calibration(fit.calibration),
         intervals=fit_intervals(held_out),
     )
     throughput, sim_rejects = throughput_predictions(published, final, catalogue)
@@ -81,9 +80,9 @@ def calibrate(
         "0.1) on log(predicted/observed) of tokens/s per GPU and of nccl-tests bus bandwidth, "
         "every source weighted the same whatever its row count, with a Gaussian prior on each "
         "parameter (its default; standard deviation half its bound range, 0.1 for the "
-        "per-framework offsets); power_comm_frac solved so the "
-        "paper setup reproduces the paper's 5.87 % power-per-GPU drop (128 -> 2,048 GPUs); the "
-        "published power figures are node-level and were not fitted (see not_represented)",
+        "per-framework offsets); the GPU-board power fractions are set from their sources, not "
+        "fitted (the paper's 5.87 % power-per-GPU drop is a prediction checked against it); the "
+        "metered node-power rows calibrate the power block (a separate stage)",
         "command": "trainscale calibrate -o data/calibration.yaml",
         "data": "data/published/measurements.csv",
         "fitted_on": {

@@ -7,8 +7,9 @@ power terms) and its interval. Metered rows: each LLM run of
 ``data/published/power-measurements.csv`` at its own GPU count and workload (another model and
 plan than the paper setup, so a level to compare with, not a point of the curve), with its
 measured node energy per token and whole-run throughput, and the simulator's prediction of the
-same run beside it. Cost per million tokens prices GPU-hours only: ``usd_per_gpu_hour`` divided by
-tokens per GPU-hour, times 10^6.
+same run beside it (its whole timed window, evaluations included where the benchmark's rules are
+known: :func:`trainscale.calibrate.power.run_throughput`). Cost per million tokens prices
+GPU-hours only: ``usd_per_gpu_hour`` divided by tokens per GPU-hour, times 10^6.
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ def _metered(rows: PowerRows, calibration: Calibration, terms: PowerTerms,
         "usd_per_million_tokens_lo": nan, "usd_per_million_tokens_hi": nan,
         "predicted_energy_j_per_token_node": predicted["predicted"],
         "predicted_usd_per_million_tokens": usd_per_million_tokens(
-            usd, predicted["tokens_per_s_per_gpu"]),
+            usd, predicted["run_tokens_per_s_per_gpu"]),
     })  # fmt: skip
 
 

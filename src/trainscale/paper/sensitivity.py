@@ -26,7 +26,6 @@ from collections.abc import Sequence
 import pandas as pd
 
 from trainscale.calibrate.fit import (
-    fit_power,
     fit_throughput,
     leave_one_source_out,
     round_calibration,
@@ -66,9 +65,7 @@ def _refit(
     published: PublishedData, catalogue: Catalogue, **kw: object
 ) -> tuple[Calibration, pd.DataFrame]:
     fit = fit_throughput(published, catalogue=catalogue, **kw)  # type: ignore[arg-type]
-    calibration = round_calibration(
-        fit_power(fit.calibration, published.power_anchor, catalogue=catalogue)
-    )
+    calibration = round_calibration(fit.calibration)
     rows, _ = throughput_predictions(published, calibration, catalogue)
     return calibration, rows
 
@@ -84,10 +81,10 @@ def profile(
 
     Returns one row per value with :data:`trainscale.schema.PROFILE_COLUMNS`: the fit's MAPE and
     median absolute percentage error of tokens/s per GPU over the published rows, the MAPE of
-    nccl-tests bus bandwidth, the paper setup's claims (percent; ``power_comm_frac`` is re-solved to
-    the study's power drop at every point, as ``trainscale calibrate`` does) and the refitted
-    calibration's id. Raises :class:`~trainscale.errors.TrainscaleError` for a parameter that is not
-    fitted or a value outside its bounds. Costs one fit (a few seconds) per value.
+    nccl-tests bus bandwidth, the paper setup's claims (percent; the power drop is predicted, no
+    power parameter is refitted) and the refitted calibration's id. Raises
+    :class:`~trainscale.errors.TrainscaleError` for a parameter that is not fitted or a value
+    outside its bounds. Costs one fit (a few seconds) per value.
 
     Every fit simulates under ``catalogue``.
     """

@@ -78,7 +78,7 @@ class PublishedData:
     rejects: pd.DataFrame
     """``csv_row``, provenance, ``published_metric``, ``published_value_text``, ``reason``."""
     power_anchor: PowerAnchor | None = None
-    """The published power drop ``power_comm_frac`` is calibrated on (``sources.yaml``); None
+    """The published power drop the power prediction is checked against (``sources.yaml``); None
     for data built without one (a fit of the throughput parameters only)."""
 
 

@@ -62,7 +62,9 @@ _REQUIRED = ("source", "url", "model", "layers", "hidden", "heads", "ffn", "seq_
 class PowerRows:
     """``rows``: one configuration per fitted row (configuration columns) plus ``citation``,
     ``csv_row`` (CSV line), ``metric``, ``observed`` (W per node or J/token) and
-    ``measured_tokens_per_s_per_gpu``, ``workload`` (the model text, up to its parenthesis);
+    ``measured_tokens_per_s_per_gpu``, ``workload`` (the model text, up to its parenthesis),
+    ``benchmark`` (the MLPerf benchmark the model text names, or None) and ``run_samples``
+    (samples one run trained, from the run's notes; NaN where they say none);
     ``rejects``: ``csv_row``, ``citation``, ``metric``,
     ``reason``."""
 
@@ -151,6 +153,26 @@ def _configuration(fields: dict[str, str], path: Path, line: int, catalogue: Cat
     return config
 
 
+def _benchmark(model: str) -> str | None:
+    """The MLPerf benchmark the model text names (``(MLPerf llama2_70b_lora; ...``), or None."""
+    match = re.search(r"\(MLPerf (\w+)", model)
+    return match.group(1) if match else None
+
+
+def _run_samples(notes: str, seq_len: float) -> float:
+    """Samples one run trained, from the run's notes: ``total tokens T over R runs`` (T / R /
+    seq_len), ``tokens per run = ... = N`` (N / seq_len) or ``samples per run A-B`` (their
+    midpoint); NaN where they say none of these."""
+    total = re.search(r"total tokens (\d+) over (\d+) runs", notes)
+    if total and seq_len > 0:
+        return float(total.group(1)) / float(total.group(2)) / seq_len
+    per_run = re.search(r"tokens per run = [^=;]*= (\d+)", notes)
+    if per_run and seq_len > 0:
+        return float(per_run.group(1)) / seq_len
+    span = re.search(r"samples per run (\d+)-(\d+)", notes)
+    return (float(span.group(1)) + float(span.group(2))) / 2.0 if span else float("nan")
+
+
 def load_power_rows(path: Path, catalogue: Catalogue, sources: Sources) -> PowerRows:
     """Read ``path`` (the metered power CSV) into :class:`PowerRows`. A row naming a GPU or
     system the catalogue lacks, or a missing column, is an
@@ -189,5 +211,7 @@ def load_power_rows(path: Path, catalogue: Catalogue, sources: Sources) -> Power
             "csv_row": line, "metric": metric, "observed": observed,
             "workload": _strip(fields["model"]).split(" (")[0],
             "measured_tokens_per_s_per_gpu": _number(fields["throughput_tokens_per_s_per_gpu"]),
+            "benchmark": _benchmark(fields["model"]),
+            "run_samples": _run_samples(fields["notes"], _number(fields["seq_len"]) or 0.0),
         })  # fmt: skip
     return PowerRows(pd.DataFrame(rows), pd.DataFrame(rejects))

@@ -7,8 +7,9 @@ published data is a data change, as a new GPU's wording is (its ``aliases`` in
 ``data/hardware.yaml``). A CSV row belongs to the :class:`SourceRules` whose ``match`` is part
 of its ``source`` text (at most one entry matches a source; a source no entry matches has no
 rules). The file is checked against ``workflow/schemas/sources.schema.yaml`` when read; the rules
-are applied by :mod:`trainscale.published.normalise` (throughput and collective rows), the anchor
-by :func:`trainscale.calibrate.fit.fit_power`.
+are applied by :mod:`trainscale.published.normalise` (throughput and collective rows); the anchor
+is the paper's power figure the prediction is checked against
+(:func:`trainscale.calibrate.fit.power_drop_pct`).
 """
 
 from __future__ import annotations

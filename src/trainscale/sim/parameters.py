@@ -41,7 +41,8 @@ class ParameterSpec:
     fitted: bool
     """Fitted by ``trainscale calibrate`` (True) or fixed at its sourced/estimated value."""
     group: str
-    """``throughput`` parameters are fitted to throughput rows, ``power`` ones to power claims."""
+    """``throughput`` parameters are fitted to throughput rows; ``power`` ones are set from their
+    sources (a user's power logs refit them: ``trainscale calibrate --measurements``)."""
     description: str
     prior_sd: float | None = None
     """Standard deviation of the fit's Gaussian prior; None: half the bound range."""
@@ -327,14 +328,19 @@ SHARED_PARAMETERS: tuple[ParameterSpec, ...] = (
     ),
     ParameterSpec(
         name="power_comm_frac",
-        default=0.4,
+        default=0.0,
         lower=0.0,
         upper=1.0,
         unit="1",
-        fitted=True,
+        fitted=False,
         group="power",
         description="power above idle while only communication runs (exposed collectives), "
-        "fraction of (TDP - idle); fitted to the paper's power claim",
+        "fraction of (TDP - idle): 0, the phase draws the idle power with a context held "
+        "(idle_w). Production telemetry of DGX-H100 racks shows GPUs near TDP while computing "
+        "and near idle in the communication-heavy phase (Choukse et al. 2025, Power "
+        "Stabilization for AI Training Datacenters, arXiv 2508.14318, section 2 and figure 1; "
+        "reference notes [S63, S64]); NCCL kernels use no tensor cores and a few SMs. Set, not "
+        "fitted: the paper's power claim is checked against it, not fitted to it",
     ),
 )
 """The parameters every framework shares (the hardware physics and the shared efficiencies)."""

@@ -40,8 +40,8 @@ def render(stem: str | os.PathLike[str], claims: pd.DataFrame) -> tuple[Path, ..
         label="tab:claims",
         caption="The paper's claims (Fernandez et al. 2024) against the simulator "
         f"(trainscale calibration {calibrations}) with the paper setup. "
-        "The power drop is a calibration target (power\\_comm\\_frac is fitted to it), not a "
-        "reproduction: node power is validated on metered runs instead (docs/accuracy.md); the "
+        "The power drop is a prediction from sourced power fractions (no parameter is fitted "
+        "to it); node power is validated on metered runs (docs/accuracy.md); the "
         "model-parallel claims compare FSDP plans only. Column assumptions "
         "names what each value rests on; reproduced\\_min/max its range over the alternatives "
         "simulated (range\\_over).",
