@@ -91,3 +91,14 @@ def test_validate_prints_held_out_power_error_per_source(fit):
     for row in fit.held_out.itertuples():
         (line,) = [x for x in text.splitlines() if x.startswith(row.citation) and row.metric in x]
         assert f"{row.error_pct:+.2f}%" in line
+
+
+def test_validate_prints_each_runs_throughput_steady_and_over_the_run(fit):
+    from trainscale.commands.validate_power import format_throughput_lines
+
+    text = format_throughput_lines(fit)
+    dell = next(x for x in text.splitlines() if x.startswith("MLPerf Training v4.1 Dell"))
+    steady, run, metered, error = dell.split()[-4:]
+    # the LoRA run's evaluations slow the whole run below the steady state
+    assert float(run) < float(steady) and float(metered) == 1341.0
+    assert float(error.rstrip("%")) == pytest.approx(100 * (float(run) / 1341.0 - 1), abs=0.01)

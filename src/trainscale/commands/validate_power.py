@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from trainscale.sim.calibration import Calibration
     from trainscale.sim.catalogue import Catalogue
 
-__all__ = ["format_power_table", "power_fit", "print_power_holdout"]
+__all__ = ["format_power_table", "format_throughput_lines", "power_fit", "print_power_holdout"]
 
 
 def power_fit(calibration: Calibration, catalogue: Catalogue) -> PowerFit | None:
@@ -54,6 +54,21 @@ def format_power_table(fit: PowerFit) -> str:
     return "\n".join(lines)
 
 
+def format_throughput_lines(fit: PowerFit) -> str:
+    """One line per metered run: its tokens/s per GPU predicted in steady state and over the
+    whole timed run (evaluations included where its benchmark's rules are known), and metered."""
+    runs = fit.in_sample.drop_duplicates("citation").sort_values("citation")
+    lines = [f"{'tokens/s per GPU':<40} {'steady':>9} {'run':>9} {'metered':>9} {'error':>8}"]
+    for row in runs.itertuples():
+        error = 100.0 * (row.run_tokens_per_s_per_gpu / row.measured_tokens_per_s_per_gpu - 1.0)
+        lines.append(
+            f"{row.citation:<40} {row.tokens_per_s_per_gpu:>9.1f} "
+            f"{row.run_tokens_per_s_per_gpu:>9.1f} {row.measured_tokens_per_s_per_gpu:>9.1f} "
+            f"{error:>+7.2f}%"
+        )
+    return "\n".join(lines)
+
+
 def print_power_holdout(calibration: Calibration, catalogue: Catalogue) -> pd.DataFrame | None:
     """Print the power section; return the held-out rows (None without metered rows)."""
     fit = power_fit(calibration, catalogue)
@@ -65,6 +80,7 @@ def print_power_holdout(calibration: Calibration, catalogue: Catalogue) -> pd.Da
         "fit without the row's source"
     )
     print(format_power_table(fit))
+    print(format_throughput_lines(fit))
     terms = fit.terms
     print(
         f"host_power_scale {terms.host_power_scale:g} (fitted on all sources); 80 % interval "
