@@ -22,8 +22,9 @@ from scipy.optimize import least_squares
 
 from trainscale.published.accuracy import collective_predictions
 from trainscale.published.measurements import load_published
-from trainscale.sim.calibration import PARAMETERS, Calibration, load_calibration
+from trainscale.sim.calibration import Calibration, load_calibration
 from trainscale.sim.catalogue import Catalogue, load_catalogue
+from trainscale.sim.parameters import PARAMETERS
 
 NETWORK = (
     "nvlink_efficiency",

@@ -31,19 +31,17 @@ from workflow_scale import study
 from trainscale.io.parquet import read_frame
 from trainscale.sim.calibration import load_calibration
 from trainscale.sim.catalogue import load_catalogue
-from trainscale.study.sweep import (
-    load_study,
-    simulate_configurations,
-    write_study_configurations,
-)
+from trainscale.study.chunks import write_study_configurations
+from trainscale.study.load import load_study
+from trainscale.study.simulate import simulate_configurations
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow" / "schemas" / "study.schema.yaml"
 JOB_START = (
-    "from trainscale.dataset import config_ids, read_frame, write_parquet\n"
+    "from trainscale.io.parquet import config_ids, read_frame, write_parquet\n"
     "from trainscale.sim.calibration import load_calibration\n"
     "from trainscale.sim.catalogue import load_catalogue\n"
-    "from trainscale.study.sweep import simulate_configurations\n"
+    "from trainscale.study.simulate import simulate_configurations\n"
     "load_catalogue(); load_calibration()\n"
 )
 

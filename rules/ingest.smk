@@ -2,7 +2,7 @@
 # job, dataset schema) and results/measured/<run>_steps.parquet (one row per logged step).
 # get_measured_results() (rules/common.smk) lists one target per run folder with a run.yaml;
 # a folder whose name cannot be a {run} wildcard (RUN_NAME) stops the workflow at start-up.
-from trainscale.ingest.runs import run_input_files
+from trainscale.ingest.manifest import run_input_files
 
 
 # Parse every log the manifest lists (src/trainscale/ingest/runs.py); a bad manifest or log fails

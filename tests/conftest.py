@@ -279,6 +279,74 @@ def finished_smoke_run(smoke_run: Path, tmp_path: Path) -> Callable[[str], Path]
     return make
 
 
+# --- Parallel runs ----------------------------------------------------------------------------
+#
+# The suite runs in two worker processes (pytest-xdist: ``-n 2 --dist loadgroup
+# --no-loadscope-reorder`` in pyproject's addopts; ``-n 0`` runs it in this one process). Each
+# worker has its own session: a session fixture runs once in every worker that runs a test using
+# it, each in that worker's own temporary folder (tmp_path_factory), so no two workers share a
+# file. What keeps the expensive ones from running twice is the grouping below: pytest-xdist
+# runs a group whole in one worker, and hands the groups out in the order of the collection.
+
+#: The session fixtures of this file that start Snakemake or SLURM jobs (tens of seconds to
+#: minutes each), longest first. A module using one (directly or through another fixture) joins
+#: its group, and these groups run first, so that the other worker takes the modules meanwhile.
+ONE_WORKER = ("report_run", "smoke_run", "user_studies_run", "slurm_smoke_run")
+
+
+def _shared_fixtures(item: pytest.Item) -> list[str]:
+    """The fixtures of ``item`` that its group must share: those of :data:`ONE_WORKER` and every
+    session fixture of a conftest.py below this folder (the simulated studies of the figures, the
+    torchrun launches of the harness, the refits of the calibration tests, …)."""
+    shared = []
+    for name in item.fixturenames:
+        definitions = item._fixtureinfo.name2fixturedefs.get(name)  # the ones in force: last
+        if name in ONE_WORKER or (
+            definitions
+            and definitions[-1].scope == "session"
+            and definitions[-1].baseid.startswith("tests/")
+        ):
+            shared.append(name)
+    return shared
+
+
+def _rank(key: str) -> tuple[int, str]:
+    """A group's place: :data:`ONE_WORKER` in order, then other shared fixtures, then modules."""
+    if key in ONE_WORKER:
+        return (ONE_WORKER.index(key), "")
+    return (len(ONE_WORKER), key) if key.startswith("fixture:") else (len(ONE_WORKER) + 1, key)
+
+
+def xdist_groups(items: Sequence[pytest.Item]) -> dict[str, str]:
+    """Module (the node id before ``::``) -> its group: modules that share a fixture
+    (:func:`_shared_fixtures`) form one group, named after the first such fixture
+    (:func:`_rank`); any other module is a group of its own."""
+    parent: dict[str, str] = {}
+
+    def root(key: str) -> str:
+        while parent.setdefault(key, key) != key:
+            key = parent[key]
+        return key
+
+    for item in items:
+        module = item.nodeid.split("::")[0]
+        for name in _shared_fixtures(item):
+            fixture = name if name in ONE_WORKER else f"fixture:{name}"
+            first, second = sorted((root(module), root(fixture)), key=_rank)
+            parent[second] = first  # itself where they are one group already
+    return {module: root(module) for module in (item.nodeid.split("::")[0] for item in items)}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test with its ``xdist_group`` (:func:`xdist_groups`) and sort the groups by
+    :func:`_rank`, stably: within a group, tests keep their collection order."""
+    groups = xdist_groups(items)
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(groups[item.nodeid.split("::")[0]]))
+    items.sort(key=lambda item: _rank(groups[item.nodeid.split("::")[0]])[0])
+
+
 # --- SLURM --------------------------------------------------------------------------------------
 #
 # The session runs with SLURM_CONF=/dev/null (:func:`pytest_configure`): on a machine with a SLURM

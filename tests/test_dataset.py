@@ -12,24 +12,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from trainscale import __version__
-from trainscale.dataset import (
-    VALIDATION_COLUMNS,
-    config_ids,
-    conform,
-    dataset_frame,
-    published_rows,
-    read_dataset,
-    read_parquet,
-    sort_rows,
-    validation_rows,
-    write_dataset,
-    write_dataset_parts,
-    write_parquet,
-)
+from trainscale.dataset import dataset_frame, read_dataset, write_dataset, write_dataset_parts
+from trainscale.io.parquet import config_ids, conform, read_parquet, sort_rows, write_parquet
 from trainscale.paths import data_dir
 from trainscale.published.accuracy import validate_published
 from trainscale.published.measurements import load_published
+from trainscale.published.rows import published_rows, validation_rows
 from trainscale.schema import DATASET_COLUMNS, RESULT_COLUMNS, column, names
+from trainscale.schema.results import VALIDATION_COLUMNS
 from trainscale.sim.calibration import load_calibration
 from trainscale.sim.catalogue import load_catalogue
 from trainscale.sim.simulate import predict

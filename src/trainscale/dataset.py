@@ -9,12 +9,11 @@
   calibration id) in each file's metadata; :func:`write_dataset_parts` writes the same files
   one partition at a time, a study streamed batch by batch (the workflow's ``dataset`` rule),
   so memory holds one batch, not one study; :func:`read_dataset` reads it back sorted;
-- :func:`read_study_results` reads one study's simulated table as its partition reads;
-- :func:`published_rows` and :func:`validation_rows` turn the published measurements and their
-  predictions into tables.
+- :func:`read_study_results` reads one study's simulated table as its partition reads.
 
-Single tables are written and read by :mod:`trainscale.io.parquet`, whose names this module
-re-exports for the workflow's scripts (``conform``, ``read_parquet``, ``write_parquet`` …).
+Single tables are written and read by :mod:`trainscale.io.parquet` (``conform``,
+``read_parquet``, ``write_parquet`` …); :mod:`trainscale.published.rows` turns the published
+measurements and their predictions into tables.
 """
 
 from __future__ import annotations
@@ -32,48 +31,29 @@ import pyarrow.parquet as pq
 from trainscale.io.atomic import atomic_directory, is_temporary_of
 from trainscale.io.parquet import (
     COMPRESSION,
-    ParquetStream,
     as_pandas_reads,
     config_ids,
     conform,
     corrupt_parquet_error,
     fill_config_ids,
     is_missing,
-    open_parquet,
     read_frame,
-    read_parquet,
-    read_table,
     sort_rows,
-    write_parquet,
 )
-from trainscale.published.rows import published_rows, validation_rows
 from trainscale.schema import (
     DATASET_COLUMNS,
-    VALIDATION_COLUMNS,
     arrow_schema,
 )
 from trainscale.version import __version__
 
 __all__ = [
     "PARTITION_COLUMNS",
-    "VALIDATION_COLUMNS",
-    "ParquetStream",
-    "config_ids",
-    "conform",
     "dataset_frame",
-    "open_parquet",
-    "published_rows",
     "read_dataset",
-    "read_frame",
-    "read_parquet",
     "read_study_results",
-    "read_table",
     "remove_stale_temporaries",
-    "sort_rows",
-    "validation_rows",
     "write_dataset",
     "write_dataset_parts",
-    "write_parquet",
 ]
 
 #: Hive partition columns of ``results/dataset``, outermost first.

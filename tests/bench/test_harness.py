@@ -23,7 +23,8 @@ import yaml
 from trainscale.bench.logging import format_step
 from trainscale.errors import InputFileError
 from trainscale.ingest.kineto import load_traces
-from trainscale.ingest.runs import ingest_run, load_manifest
+from trainscale.ingest.manifest import load_manifest
+from trainscale.ingest.runs import ingest_run
 from trainscale.ingest.steplog import parse_step_log
 from trainscale.sim.catalogue import load_catalogue
 

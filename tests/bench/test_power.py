@@ -16,7 +16,8 @@ import pandas as pd
 import pytest
 
 from trainscale.bench.power import CSV_HEADER, GpuSample, PowerSampler, open_nvml
-from trainscale.ingest.power import align_power_to_steps, parse_nvidia_smi_csv
+from trainscale.ingest.power import align_power_to_steps
+from trainscale.ingest.power_smi import parse_nvidia_smi_csv
 
 
 class FakeReader:

@@ -11,7 +11,7 @@ import os
 import pandas as pd
 import pytest
 
-from trainscale.ingest.runs import load_manifest
+from trainscale.ingest.manifest import load_manifest
 from trainscale.sim.catalogue import load_catalogue
 
 pytestmark = [pytest.mark.slurm, pytest.mark.bench]

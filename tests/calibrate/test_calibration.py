@@ -14,7 +14,8 @@ from trainscale.errors import InputFileError
 from trainscale.paths import data_dir
 from trainscale.published.power_rows import load_power_rows
 from trainscale.published.sources import load_sources
-from trainscale.sim.calibration import PARAMETERS, Calibration, load_calibration
+from trainscale.sim.calibration import Calibration, load_calibration
+from trainscale.sim.parameters import PARAMETERS
 
 
 def test_stored_values_are_within_bounds_and_hash_matches() -> None:

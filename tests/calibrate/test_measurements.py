@@ -22,9 +22,10 @@ from trainscale.errors import ConfigurationError, InputFileError, TrainscaleErro
 from trainscale.ingest.runs import ingest_run, write_ingested
 from trainscale.paths import data_dir
 from trainscale.published.measurements import load_published
-from trainscale.sim.calibration import PARAMETERS, load_calibration
+from trainscale.sim.calibration import load_calibration
 from trainscale.sim.catalogue import load_catalogue
 from trainscale.sim.configs import build_configs
+from trainscale.sim.parameters import PARAMETERS
 from trainscale.sim.simulate import predict_arrays
 
 CATALOGUE = load_catalogue()

@@ -9,9 +9,10 @@ import pandas as pd
 import pytest
 import yaml
 
+from trainscale.calibrate.measurements import MEASURED
 from trainscale.calibrate.pilot_examples import scale_check
 from trainscale.calibrate.stored import read_stored
-from trainscale.calibrate.user import MEASURED, calibrate_user
+from trainscale.calibrate.user import calibrate_user
 from trainscale.cli import main
 from trainscale.errors import InputFileError, TrainscaleError
 from trainscale.paths import data_dir

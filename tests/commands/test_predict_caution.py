@@ -73,7 +73,7 @@ def test_a_plan_that_fits_only_within_the_memory_margin_is_flagged_in_the_breakd
     """user-trial-3 item 5: of GPT-3 175B plans on 256 A100 80GB (tp 8, micro-batch 2, longer
     sequences use more), one that fits but uses more than NEAR_MEMORY_FRACTION of the 80 GiB says
     so; one with room says only 'fits'."""
-    from trainscale.commands.predict import breakdown
+    from trainscale.commands.predict_breakdown import breakdown
     from trainscale.sim.memory_margin import NEAR_MEMORY_FRACTION
     from trainscale.sim.simulate import predict
 

@@ -281,7 +281,7 @@ def test_paper_setup_reproduces_the_claims_tables_configuration(tmp_path, capsys
 
 
 def test_paper_setup_help_states_the_paper_setup_values(capsys):
-    from trainscale.paper.setup import (
+    from trainscale.paper.values import (
         PAPER_FRAMEWORK,
         PAPER_GLOBAL_BATCH,
         PAPER_MICRO_BATCH,

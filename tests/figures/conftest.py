@@ -25,7 +25,7 @@ import pytest
 
 from tests.conftest import run_process, with_source
 from trainscale import predict
-from trainscale.dataset import conform
+from trainscale.io.parquet import conform
 from trainscale.paper.values import PAPER_MICRO_BATCH
 from trainscale.schema import DATASET_COLUMNS
 

@@ -137,7 +137,7 @@ def test_model_parallel_rates_start_at_zero_and_label_only_the_mixed_plans(
 def test_fsdp_scaleout_power_axis_from_zero_and_micro_batch_switch_marked(scaleout_sim, catalogue):
     import matplotlib.pyplot as plt
 
-    from trainscale.figures.fsdp_scaleout import micro_batch_switch
+    from trainscale.figures._marks import micro_batch_switch
 
     frame = pd.DataFrame({"num_gpus": [128, 1024, 2048], "micro_batch": [2, 2, 1]})
     assert micro_batch_switch(frame) == 2048

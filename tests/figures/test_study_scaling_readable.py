@@ -63,7 +63,7 @@ def test_overlapping_bands_stay_apart_and_the_legend_says_what_a_band_is(catalog
 
 
 def test_points_that_no_plan_fits_are_named_in_the_note(catalogue):
-    from trainscale.figures.study_scaling import unplanned_points
+    from trainscale.figures._study_text import unplanned_points
 
     # Llama-2 70B, FSDP with full recomputation: nothing fits on 8 H100s, 64 and 256 GPUs do
     sim = simulate(model=["llama2-70b"], num_gpus=[8, 64, 256], recompute=["full"])
@@ -85,7 +85,7 @@ def test_points_that_no_plan_fits_are_named_in_the_note(catalogue):
 
 
 def test_unplanned_points_keep_facet_and_series_apart(catalogue):
-    from trainscale.figures.study_scaling import unplanned_points
+    from trainscale.figures._study_text import unplanned_points
 
     # facet recompute, series model: 70B fits on 8 GPUs with neither; on 64 only with full
     sim = simulate(model=["llama2-7b", "llama2-70b"], num_gpus=[8, 64], recompute=["none", "full"])
@@ -103,7 +103,7 @@ def test_unplanned_points_keep_facet_and_series_apart(catalogue):
 
 
 def test_points_the_expansion_dropped_are_named_from_its_rejects(catalogue):
-    from trainscale.figures.study_scaling import unplanned_points
+    from trainscale.figures._study_text import unplanned_points
 
     # a study with filters.fits_memory: the rows that do not fit never reach the results, the
     # expansion's rejects table (results/studies/<study>/rejects.parquet) holds them

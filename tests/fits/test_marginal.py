@@ -8,7 +8,8 @@ import pytest
 
 from trainscale.errors import TrainscaleError
 from trainscale.fits.marginal import _grad_dx_dn, marginal_returns, usl_marginal
-from trainscale.fits.usl import fit_usl, usl_model
+from trainscale.fits.usl_fit import fit_usl
+from trainscale.fits.usl_law import usl_model
 from trainscale.schema import MARGINAL_COLUMNS, USL_MARGINAL_COLUMNS, names
 
 GPUS = np.array([8, 16, 32, 64, 128, 256, 512, 1024, 2048], dtype=float)

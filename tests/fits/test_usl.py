@@ -12,7 +12,9 @@ from scipy import optimize
 
 import trainscale.fits.usl_fit as usl_fit_module
 from trainscale.errors import TrainscaleError
-from trainscale.fits.usl import UslFit, fit_usl, fit_usl_table, usl_curve, usl_model
+from trainscale.fits.usl_fit import UslFit, fit_usl
+from trainscale.fits.usl_law import usl_model
+from trainscale.fits.usl_table import fit_usl_table, usl_curve
 from trainscale.schema import USL_COLUMNS, names
 
 GPUS = np.array([8, 16, 32, 64, 128, 256, 512, 1024, 2048], dtype=float)

@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from trainscale import predict
-from trainscale.dataset import conform
 from trainscale.ingest.accuracy import _CONFIG, _reason, predict_measured
+from trainscale.io.parquet import conform
 from trainscale.schema import DATASET_COLUMNS, SIM_VS_MEASURED_COLUMNS, names
 from trainscale.sim.calibration import load_calibration
 from trainscale.sim.catalogue import load_catalogue

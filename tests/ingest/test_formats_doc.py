@@ -73,7 +73,8 @@ def _example(heading: str) -> str:
 
 def test_the_example_lines_are_read_by_their_parsers(tmp_path: Path) -> None:
     from trainscale.ingest.nccltests import parse_nccl_tests
-    from trainscale.ingest.power import parse_dcgmi_dmon, parse_nvidia_smi_csv
+    from trainscale.ingest.power_dcgmi import parse_dcgmi_dmon
+    from trainscale.ingest.power_smi import parse_nvidia_smi_csv
     from trainscale.ingest.steplog import parse_step_log
 
     def write(name: str, heading: str) -> Path:

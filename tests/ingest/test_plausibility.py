@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from trainscale.errors import TrainscaleError
-from trainscale.ingest.power import parse_nvidia_smi_csv
+from trainscale.ingest.power_smi import parse_nvidia_smi_csv
 from trainscale.ingest.runs import ingest_run
 
 from .test_runs import SHIPPED, _synthetic_run

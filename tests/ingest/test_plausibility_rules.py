@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from tests.ingest.test_damage import CATALOGUE, SHIPPED
 from tests.ingest.test_run_properties import _generated_run, _run_spec
 from trainscale.errors import InputFileError
-from trainscale.ingest.plausibility import MIN_AGREEMENT, PEAK_TOLERANCE, agreement
-from trainscale.ingest.runs import TDP_TOLERANCE, ingest_run
+from trainscale.ingest.plausibility import MIN_AGREEMENT, PEAK_TOLERANCE, TDP_TOLERANCE, agreement
+from trainscale.ingest.runs import ingest_run
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 

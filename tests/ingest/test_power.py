@@ -19,12 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from trainscale.errors import InputFileError
-from trainscale.ingest.power import (
-    align_power_to_steps,
-    parse_dcgmi_dmon,
-    parse_nvidia_smi_csv,
-    parse_power_log,
-)
+from trainscale.ingest.power import align_power_to_steps, parse_power_log
+from trainscale.ingest.power_dcgmi import parse_dcgmi_dmon
+from trainscale.ingest.power_smi import parse_nvidia_smi_csv
 
 HEADER = "timestamp, index, power.draw [W], utilization.gpu [%], memory.used [MiB]"
 

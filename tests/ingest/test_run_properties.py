@@ -36,8 +36,8 @@ from hypothesis import strategies as st
 
 from tests.ingest.test_damage import CATALOGUE, SHIPPED, STEPS, make_run
 from trainscale.errors import TrainscaleError
-from trainscale.ingest.plausibility import HBM_TOLERANCE, IDLE_FLOOR_FRACTION
-from trainscale.ingest.runs import TDP_TOLERANCE, ingest_run
+from trainscale.ingest.plausibility import HBM_TOLERANCE, IDLE_FLOOR_FRACTION, TDP_TOLERANCE
+from trainscale.ingest.runs import ingest_run
 from trainscale.sim.model.flops import model_flops_per_token
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")

@@ -21,13 +21,8 @@ import pytest
 import yaml
 
 from trainscale.errors import InputFileError
-from trainscale.ingest.runs import (
-    ingest_run,
-    load_manifest,
-    run_input_files,
-    schema_path,
-    write_ingested,
-)
+from trainscale.ingest.manifest import load_manifest, run_input_files, schema_path
+from trainscale.ingest.runs import ingest_run, write_ingested
 from trainscale.schema import CONFIGURATION_COLUMNS, DATASET_COLUMNS, STEP_TABLE_COLUMNS, names
 from trainscale.sim.catalogue import load_catalogue
 

@@ -7,7 +7,8 @@ import pytest
 import yaml
 
 from trainscale.paths import data_dir
-from trainscale.published.accuracy import summarise, validate_published
+from trainscale.published.accuracy import validate_published
+from trainscale.published.summary import summarise
 
 
 @pytest.fixture(scope="module")

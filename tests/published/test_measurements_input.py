@@ -20,12 +20,8 @@ from hypothesis import strategies as st
 
 from trainscale.errors import InputFileError
 from trainscale.paths import data_dir
-from trainscale.published.measurements import (
-    FRAMEWORK_PROFILES,
-    PublishedData,
-    framework_mapping,
-    framework_profile,
-)
+from trainscale.published.matching import FRAMEWORK_PROFILES, framework_profile
+from trainscale.published.measurements import PublishedData, framework_mapping
 from trainscale.published.measurements import load_published as _load_published
 from trainscale.published.sources import load_sources
 from trainscale.sim.catalogue import load_catalogue

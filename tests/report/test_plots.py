@@ -6,7 +6,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from trainscale.fits.usl import fit_usl, usl_model
+from trainscale.fits.usl_fit import fit_usl
+from trainscale.fits.usl_law import usl_model
 from trainscale.report.plots import plot_usl
 
 GPUS = np.array([8, 16, 32, 64, 128, 256, 512, 1024, 2048], dtype=float)

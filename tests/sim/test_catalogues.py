@@ -234,8 +234,8 @@ def test_every_list_of_framework_names_is_the_catalogues() -> None:
     the JSON-Schema enums of run manifests and studies, the published-text matching and the
     calibration's offsets name exactly those."""
     from trainscale.published.matching import FRAMEWORK_PROFILES
-    from trainscale.sim.calibration import OFFSET_BASES, PARAMETERS
-    from trainscale.sim.frameworks import DEFAULT_FRAMEWORK
+    from trainscale.schema.choices import DEFAULT_FRAMEWORK
+    from trainscale.sim.parameters import OFFSET_BASES, PARAMETERS
 
     shipped = yaml.safe_load((data_dir() / "frameworks.yaml").read_text())["profiles"]
     assert tuple(shipped) == schema.FRAMEWORKS == ("megatron", "deepspeed", "pytorch")

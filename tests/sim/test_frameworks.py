@@ -13,10 +13,11 @@ import pytest
 from trainscale import predict
 from trainscale.errors import ConfigurationError
 from trainscale.schema import FRAMEWORKS
+from trainscale.schema.choices import DEFAULT_FRAMEWORK
 from trainscale.sim.calibration import Calibration
 from trainscale.sim.catalogue import load_catalogue
 from trainscale.sim.configs import build_configs
-from trainscale.sim.frameworks import DEFAULT_FRAMEWORK, OVERRIDE_COLUMNS, load_frameworks
+from trainscale.sim.frameworks import OVERRIDE_COLUMNS, load_frameworks
 from trainscale.sim.network import calibrated_network
 from trainscale.sim.system.collectives import allgather_time
 

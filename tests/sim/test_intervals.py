@@ -19,8 +19,8 @@ from trainscale.sim.intervals import (
     difficulty,
     fit_intervals,
     source_out_coverage,
-    weighted_quantile,
 )
+from trainscale.sim.quantile import weighted_quantile
 
 FACTS = CoverageFacts(
     framework_rows=(("megatron", 40), ("deepspeed", 4), ("pytorch", 250)),

@@ -111,7 +111,8 @@ def test_every_profile_documents_its_pipeline_behaviours() -> None:
 
 
 def test_a_study_offers_no_deepspeed_plan_with_interleaving(shipped_calibration: object) -> None:
-    from trainscale.study.sweep import Study, expand_study
+    from trainscale.study.expand import expand_study
+    from trainscale.study.spec import Study
 
     fixed = {k: v for k, v in PLAN.items() if k not in ("vpp", "sharding")}
     sweep = {"framework": ["megatron", "deepspeed"], "vpp": [1, 2], "sharding": ["zero1", "zero2"]}

@@ -8,11 +8,11 @@ import pytest
 import yaml
 
 from trainscale.errors import InputFileError
-from trainscale.figures.study_scaling import setup_note
+from trainscale.figures._study_text import setup_note
 from trainscale.names import Names
 from trainscale.sim.catalogue import load_catalogue
+from trainscale.study.load import load_study
 from trainscale.study.report import report_spec
-from trainscale.study.sweep import load_study
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = REPO / "workflow" / "schemas" / "study.schema.yaml"

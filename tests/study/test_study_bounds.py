@@ -13,7 +13,8 @@ import trainscale
 from trainscale.errors import InputFileError
 from trainscale.sim.calibration import Calibration
 from trainscale.sim.catalogue import load_catalogue
-from trainscale.study.sweep import expand_study, load_study
+from trainscale.study.expand import expand_study
+from trainscale.study.load import load_study
 
 #: The schema beside the package under test (so an older checkout is tested with its own).
 SCHEMA = Path(trainscale.__file__).resolve().parents[2] / "workflow/schemas/study.schema.yaml"

@@ -12,7 +12,7 @@ import yaml
 from trainscale.errors import InputFileError
 from trainscale.paths import schema_file
 from trainscale.sim.catalogue import load_catalogue
-from trainscale.study.sweep import load_study
+from trainscale.study.load import load_study
 
 CATALOGUE = load_catalogue()
 STUDY = {

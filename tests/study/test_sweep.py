@@ -17,18 +17,13 @@ from trainscale.schema import CONFIGURATION_COLUMNS, PRECISIONS, RECOMPUTE_MODES
 from trainscale.sim.calibration import load_calibration
 from trainscale.sim.catalogue import load_catalogue
 from trainscale.sim.simulate import predict
+from trainscale.study.chunks import chunk_count, write_study_configurations
+from trainscale.study.expand import ExpansionSummary, expand_study
+from trainscale.study.grid import grid_blocks
+from trainscale.study.load import load_study
 from trainscale.study.micro_batch import resolve_micro_batch
-from trainscale.study.sweep import (
-    ExpansionSummary,
-    Filters,
-    Study,
-    chunk_count,
-    expand_study,
-    grid_blocks,
-    load_study,
-    simulate_configurations,
-    write_study_configurations,
-)
+from trainscale.study.simulate import simulate_configurations
+from trainscale.study.spec import Filters, Study
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = REPO / "workflow" / "schemas" / "study.schema.yaml"
@@ -660,7 +655,8 @@ def test_a_study_may_name_its_calibration_file(tmp_path: Path) -> None:
     import shutil
 
     from trainscale.paths import data_dir
-    from trainscale.study.sweep import expand_study, simulate_configurations
+    from trainscale.study.expand import expand_study
+    from trainscale.study.simulate import simulate_configurations
 
     mine = tmp_path / "mine.yaml"
     shutil.copy(data_dir() / "calibration.yaml", mine)

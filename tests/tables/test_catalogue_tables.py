@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from trainscale.errors import TrainscaleError
+from trainscale.report.best_plans import NO_DATA_PARALLEL, best_plans
 from trainscale.schema import (
     BEST_PLAN_COLUMNS,
     CLAIMS_TABLE_COLUMNS,
@@ -15,7 +16,6 @@ from trainscale.schema import (
 )
 from trainscale.study.report import within_usable_memory
 from trainscale.tables import TABLES, render_table
-from trainscale.tables.best_plans import NO_DATA_PARALLEL, best_plans
 from trainscale.tables.hardware import hardware_table
 from trainscale.tables.models import models_table
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from trainscale.sim.memory_margin import NEAR_MEMORY_FRACTION
 from trainscale.study.report import ReportSpec, select_rows
-from trainscale.tables.study_points import NEAR_MEMORY_FRACTION, plan_text, study_points
+from trainscale.tables.study_points import plan_text, study_points
 
 _GIB = 2**30
 SPEC = ReportSpec(

@@ -12,7 +12,7 @@ import pytest
 
 from trainscale.commands.trace import trace_table
 from trainscale.fits import fit_loglog, fit_usl, fit_usl_table, marginal_returns, usl_marginal
-from trainscale.fits.usl import UslFit
+from trainscale.fits.usl_fit import UslFit
 from trainscale.ingest.nccltests import parse_nccl_tests
 from trainscale.ingest.runs import ingest_run, write_ingested
 from trainscale.ingest.steplog import parse_step_log
@@ -20,6 +20,7 @@ from trainscale.io.parquet import write_parquet
 from trainscale.paper.claims import claims_table
 from trainscale.paper.values import CLAIMS
 from trainscale.published.holdout import accuracy, collective_accuracy
+from trainscale.report.best_plans import best_plans
 from trainscale.schema import (
     ACCURACY_COLUMNS,
     BEST_PLAN_COLUMNS,
@@ -46,13 +47,12 @@ from trainscale.schema import (
     Column,
     names,
 )
+from trainscale.schema.presentation import PILOTS_TABLE_COLUMNS
 from trainscale.sim.simulate import predict_with_rejects
 from trainscale.study.report import ReportSpec, select_rows
 from trainscale.tables import TABLES, render_table
-from trainscale.tables.best_plans import best_plans
 from trainscale.tables.hardware import hardware_table
 from trainscale.tables.models import models_table
-from trainscale.tables.pilots import PILOTS_TABLE_COLUMNS
 from trainscale.tables.scaling_fits import scaling_fits
 from trainscale.tables.study_fits import study_fits
 from trainscale.tables.validation import validation_table

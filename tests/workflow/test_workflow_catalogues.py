@@ -13,9 +13,12 @@ files upstream of them are then finished files) to show whether the file itself 
 
 The run is the finished smoke run (one study, no figure or table) with the sample runs of
 data/runs ingested, so that every rule of the default target but the figures and tables (being
-replaced by one wildcard rule each) has a job. Each test edits one value (Snakemake also compares
-an input's content: a file touched with its bytes unchanged reruns nothing), dry-runs, and puts
-the file back with its old modification time.
+replaced by one wildcard rule each) has a job. Every file is edited at once, by one value each
+(Snakemake also compares an input's content: a file touched with its bytes unchanged reruns
+nothing), in one copy of that run, and the dry runs are done once: Snakemake names every updated
+input file a job reads ("Updated input files: a, b"), so which file reruns which job reads off
+the one plan, file by file. A last test edits one file alone, to show that a rule which does not
+read it is not planned at all.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import re
 import shutil
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -124,25 +128,77 @@ def finished_with_runs(
     return workdir
 
 
+def _edit(workdir: Path, name: str, old: str, new: str, after: str) -> Path:
+    """Change one value of the catalogue file ``name`` (relative to the run's data/): the first
+    ``old`` after the line ``after`` becomes ``new``; return the file's path."""
+    path = (workdir / "data" / name).resolve()
+    text = path.read_text()
+    start = text.index(after)
+    assert old in text[start:], f"{old!r} not in {name}"
+    path.write_text(text[:start] + text[start:].replace(old, new, 1))
+    return path
+
+
 @pytest.fixture
 def edit(finished_with_runs: Path) -> Iterator:
     """``edit(name, old, new, after)``: change one catalogue file of the run (``name`` relative
-    to its data/); put back after."""
+    to its data/, :func:`_edit`); put back after, with its old modification time."""
     saved: list[tuple[Path, bytes, os.stat_result]] = []
 
     def change(name: str, old: str, new: str, after: str) -> Path:
         path = (finished_with_runs / "data" / name).resolve()
         saved.append((path, path.read_bytes(), path.stat()))
-        text = path.read_text()
-        start = text.index(after)
-        assert old in text[start:], f"{old!r} not in {name}"
-        path.write_text(text[:start] + text[start:].replace(old, new, 1))
-        return path
+        return _edit(finished_with_runs, name, old, new, after)
 
     yield change
     for path, content, stat in saved:
         path.write_bytes(content)
         os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+
+@dataclass(frozen=True)
+class EditedPlans:
+    """The dry runs of the finished run with every file of :data:`EDITS` edited."""
+
+    #: file name of EDITS -> its edited path
+    paths: dict[str, Path]
+    #: the dry run of the default target: ``(rule, wildcards) -> {reason: files}``
+    jobs: dict[tuple[str, str], dict[str, str]]
+    #: the dry runs of :data:`ON_THEIR_OWN`, in its order
+    alone: list[dict[tuple[str, str], dict[str, str]]]
+
+    def updated(self) -> dict[tuple[str, str], set[str]]:
+        """Job -> the edited files it reruns for ("Updated input files"), over every plan."""
+        found: dict[tuple[str, str], set[str]] = {}
+        for plan in (self.jobs, *self.alone):
+            for job, reasons in plan.items():
+                if "Updated input files" in reasons:
+                    files = set(reasons["Updated input files"].split(", "))
+                    found.setdefault(job, set()).update(files)
+        return found
+
+
+@pytest.fixture(scope="module")
+def edited_plans(
+    finished_with_runs: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    copy_finished,
+    run_snakemake,
+) -> EditedPlans:
+    """A copy of the finished run with every file of :data:`EDITS` edited, and its dry runs: the
+    default target and each group of :data:`ON_THEIR_OWN` (five Snakemake starts in all, side by
+    side: they read the run and write nothing but their logs)."""
+    workdir = copy_finished(finished_with_runs, tmp_path_factory.mktemp("edited") / "run")
+    paths = {name: _edit(workdir, name, *EDITS[name][0]) for name in EDITS}
+    commands = [("--dry-run",)] + [
+        ("--dry-run", *targets, "--allowed-rules", *rules) for rules, targets in ON_THEIR_OWN
+    ]
+    with ThreadPoolExecutor(len(commands)) as pool:
+        runs = list(pool.map(lambda args: run_snakemake(workdir, *args), commands))
+    for run in runs:
+        assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
+    done, *groups = [_jobs_with_reasons(run.stdout + run.stderr) for run in runs]
+    return EditedPlans(paths, done, groups)
 
 
 def test_the_finished_run_is_complete(finished_with_runs: Path, run_snakemake) -> None:
@@ -151,38 +207,30 @@ def test_the_finished_run_is_complete(finished_with_runs: Path, run_snakemake) -
     assert "Nothing to be done" in done.stdout + done.stderr
 
 
+def test_the_edits_rerun_the_readers_and_what_is_downstream_of_them_only(
+    edited_plans: EditedPlans,
+) -> None:
+    readers = {job for _, jobs in EDITS.values() for job in jobs}
+    assert set(edited_plans.jobs) == readers | set(DOWNSTREAM_OF_STUDY)
+    for (rules, _), plan in zip(ON_THEIR_OWN, edited_plans.alone, strict=True):
+        assert {rule for rule, _ in plan} <= set(rules)
+    edited = {str(path) for path in edited_plans.paths.values()}
+    for plan in (edited_plans.jobs, *edited_plans.alone):
+        for job, reasons in plan.items():
+            # rerun because they read a file, or only because a job upstream of them reruns
+            assert set(reasons) <= {"Updated input files", "Input files updated by another job"}
+            updated = reasons.get("Updated input files")
+            assert updated is None or set(updated.split(", ")) <= edited, (job, reasons)
+
+
 @pytest.mark.parametrize("name", list(EDITS))
 def test_editing_a_catalogue_reruns_exactly_the_jobs_that_read_it(
-    name: str, finished_with_runs: Path, edit, run_snakemake
+    name: str, edited_plans: EditedPlans
 ) -> None:
-    (old, new, after), readers = EDITS[name]
-    path = edit(name, old, new, after)
-
-    # The four dry runs read the run and write nothing but their logs: run them side by side.
-    commands = [("--dry-run",)] + [
-        ("--dry-run", *targets, "--allowed-rules", *rules) for rules, targets in ON_THEIR_OWN
-    ]
-    with ThreadPoolExecutor(len(commands)) as pool:
-        done, *groups = pool.map(lambda args: run_snakemake(finished_with_runs, *args), commands)
-
-    for run in (done, *groups):
-        assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
-    jobs = _jobs_with_reasons(done.stdout + done.stderr)
-    assert set(jobs) == set(readers) | set(DOWNSTREAM_OF_STUDY), f"planned after editing {name}"
-    alone = [_jobs_with_reasons(run.stdout + run.stderr) for run in groups]
-    for (rules, _), plan in zip(ON_THEIR_OWN, alone, strict=True):
-        assert {rule for rule, _ in plan} <= set(rules)
-    direct = {
-        job
-        for plan in (jobs, *alone)
-        for job, reasons in plan.items()
-        if "Updated input files" in reasons
-    }
+    _, readers = EDITS[name]
+    path = str(edited_plans.paths[name])
+    direct = {job for job, files in edited_plans.updated().items() if path in files}
     assert direct == set(readers), f"jobs rerun for {name} itself"
-    for job, reasons in [item for plan in (jobs, *alone) for item in plan.items()]:
-        # rerun because they read the file, or only because a job upstream of them reruns
-        assert reasons.get("Updated input files", str(path)) == str(path), (job, reasons)
-        assert set(reasons) <= {"Updated input files", "Input files updated by another job"}
 
 
 def test_a_rule_that_does_not_read_the_file_is_not_planned(

@@ -12,11 +12,15 @@ import pyarrow.parquet as pq
 import pytest
 
 from trainscale import __version__
-from trainscale.dataset import VALIDATION_COLUMNS, conform, read_dataset, read_parquet
+from trainscale.dataset import read_dataset
+from trainscale.io.parquet import conform, read_parquet
 from trainscale.schema import DATASET_COLUMNS, RESULT_COLUMNS, names
+from trainscale.schema.results import VALIDATION_COLUMNS
 from trainscale.sim.calibration import load_calibration
 from trainscale.sim.catalogue import load_catalogue
-from trainscale.study.sweep import expand_study, load_study, simulate_configurations
+from trainscale.study.expand import expand_study
+from trainscale.study.load import load_study
+from trainscale.study.simulate import simulate_configurations
 
 pytestmark = pytest.mark.workflow
 

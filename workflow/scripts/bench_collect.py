@@ -6,8 +6,8 @@ import warnings
 
 import pandas as pd
 
-from trainscale.dataset import write_parquet
 from trainscale.ingest.runs import ingest_run
+from trainscale.io.parquet import write_parquet
 from trainscale.schema import DATASET_COLUMNS
 from trainscale.workflow import rule_script
 

@@ -8,12 +8,8 @@ memory holds one batch, not the study; the small published and measured tables a
 import sys
 from pathlib import Path
 
-from trainscale.dataset import (
-    DATASET_ROW_GROUP_ROWS,
-    open_parquet,
-    read_parquet,
-    write_dataset_parts,
-)
+from trainscale.dataset import DATASET_ROW_GROUP_ROWS, write_dataset_parts
+from trainscale.io.parquet import open_parquet, read_parquet
 from trainscale.schema import DATASET_COLUMNS
 from trainscale.workflow import rule_script
 

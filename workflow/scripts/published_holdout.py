@@ -5,8 +5,9 @@ import sys
 
 from trainscale import __version__
 from trainscale.calibrate.fit import held_out_predictions
-from trainscale.dataset import write_parquet
-from trainscale.published.holdout import HOLDOUT_COLUMNS, holdout_rows
+from trainscale.io.parquet import write_parquet
+from trainscale.published.holdout import holdout_rows
+from trainscale.schema.results import HOLDOUT_COLUMNS
 from trainscale.workflow import rule_script
 
 with rule_script(snakemake) as rule:

@@ -3,8 +3,9 @@ resolved with the hardware, models and frameworks catalogues the rule declares).
 
 import sys
 
-from trainscale.dataset import published_rows, write_parquet
+from trainscale.io.parquet import write_parquet
 from trainscale.published.measurements import load_published
+from trainscale.published.rows import published_rows
 from trainscale.schema import DATASET_COLUMNS
 from trainscale.sim.frameworks import load_frameworks
 from trainscale.sim.model.shape import load_models

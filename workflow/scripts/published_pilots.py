@@ -4,8 +4,9 @@ predicts its larger counts (with the catalogue files and calibration the rule de
 import sys
 
 from trainscale import __version__
-from trainscale.calibrate.pilot_series import PILOT_TABLE_COLUMNS, pilot_errors, pilot_table
-from trainscale.dataset import write_parquet
+from trainscale.calibrate.pilot_series import pilot_errors, pilot_table
+from trainscale.io.parquet import write_parquet
+from trainscale.schema.calibration import PILOT_TABLE_COLUMNS
 from trainscale.workflow import rule_script
 
 with rule_script(snakemake) as rule:

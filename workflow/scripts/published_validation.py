@@ -4,8 +4,10 @@ the catalogue files and calibration the rule declares)."""
 import sys
 
 from trainscale import __version__
-from trainscale.dataset import VALIDATION_COLUMNS, validation_rows, write_parquet
+from trainscale.io.parquet import write_parquet
 from trainscale.published.accuracy import validate_published
+from trainscale.published.rows import validation_rows
+from trainscale.schema.results import VALIDATION_COLUMNS
 from trainscale.workflow import rule_script
 
 with rule_script(snakemake) as rule:

@@ -5,7 +5,7 @@ import sys
 
 from trainscale.dataset import read_dataset
 from trainscale.ingest.accuracy import predict_measured
-from trainscale.ingest.runs import load_manifest
+from trainscale.ingest.manifest import load_manifest
 from trainscale.io.parquet import write_parquet
 from trainscale.schema import SIM_VS_MEASURED_COLUMNS
 from trainscale.workflow import rule_script

@@ -3,9 +3,9 @@ catalogue files and calibration the rule declares as inputs."""
 
 import sys
 
-from trainscale.dataset import config_ids, read_frame, write_parquet
+from trainscale.io.parquet import config_ids, read_frame, write_parquet
 from trainscale.schema import RESULT_COLUMNS
-from trainscale.study.sweep import simulate_configurations
+from trainscale.study.simulate import simulate_configurations
 from trainscale.workflow import rule_script
 
 with rule_script(snakemake) as rule:

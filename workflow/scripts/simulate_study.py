@@ -3,7 +3,7 @@ one chunk in memory at a time, one row group per chunk)."""
 
 import sys
 
-from trainscale.dataset import ParquetStream, read_table
+from trainscale.io.parquet import ParquetStream, read_table
 from trainscale.schema import RESULT_COLUMNS
 from trainscale.workflow import rule_script
 

@@ -4,8 +4,9 @@ catalogue files and calibration the rule declares as inputs."""
 
 import sys
 
+from trainscale.study.chunks import write_study_configurations
+from trainscale.study.load import load_study
 from trainscale.study.scale import size_note
-from trainscale.study.sweep import load_study, write_study_configurations
 from trainscale.workflow import rule_script
 
 with rule_script(snakemake, echo_errors=True) as rule:

@@ -5,7 +5,7 @@ that have no plan, with the reason (trainscale.figures.study_scaling.unplanned_p
 import pandas as pd
 
 from trainscale.dataset import read_study_results
-from trainscale.figures.study_scaling import unplanned_points
+from trainscale.figures._study_text import unplanned_points
 from trainscale.sim.energy import load_power_terms
 from trainscale.study.report import select_rows
 from trainscale.tables.study_points import bill_columns, render_points

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from trainscale.ingest.runs import MANIFEST_NAME, validate_manifest
+from trainscale.ingest.manifest import MANIFEST_NAME, validate_manifest
 from trainscale.io.atomic import write_text_atomic
 
 __all__ = ["harness_purpose", "write_manifest"]

@@ -7,7 +7,7 @@ memory.used --format=csv,nounits -lms <interval>`` output (log-formats.md §2.1)
     2025/01/01 12:00:00.100, 0, 412.37, 98, 60211
 
 one row per GPU per poll, ``index`` being NVML's device index (what ``nvidia-smi`` prints) and
-the timestamp local time, like the step lines, so :func:`trainscale.ingest.power.
+the timestamp local time, like the step lines, so :func:`trainscale.ingest.power_smi.
 parse_nvidia_smi_csv` and :func:`~trainscale.ingest.power.align_power_to_steps` read it as is.
 
 ``power.draw`` is ``nvmlDeviceGetPowerUsage`` (mW → W). Where NVML is missing (no

@@ -302,8 +302,9 @@ def _check_outputs(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     from trainscale.calibrate.shipped import calibrate
     from trainscale.published.measurements import load_published
-    from trainscale.sim.calibration import PARAMETERS, parameters_at_bounds
+    from trainscale.sim.calibration import parameters_at_bounds
     from trainscale.sim.catalogue import load_catalogue
+    from trainscale.sim.parameters import PARAMETERS
 
     _check_outputs(args)
     catalogue = load_catalogue()  # the shipped catalogues, loaded once for the whole command

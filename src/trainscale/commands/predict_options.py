@@ -25,9 +25,10 @@ from trainscale.schema import (
     RECOMPUTE_MODES,
     SHARDINGS,
 )
+from trainscale.schema.bounds import MAX_GPUS
+from trainscale.schema.choices import DEFAULT_FRAMEWORK
 from trainscale.sim.degrees import model_parallel_degree
-from trainscale.sim.frameworks import DEFAULT_FRAMEWORK
-from trainscale.sim.inputs import MAX_GPUS, REQUIRED_COLUMNS, SHAPE_COLUMNS
+from trainscale.sim.inputs import REQUIRED_COLUMNS, SHAPE_COLUMNS
 
 __all__ = [
     "DEFAULTS",
@@ -230,7 +231,7 @@ def _add_system_options(one: argparse._ArgumentGroup) -> None:
 
 def _paper_setup(args: argparse.Namespace) -> dict[str, object]:
     """The paper setup's value of every one-configuration option (``--paper-setup``)."""
-    from trainscale.paper.setup import (
+    from trainscale.paper.values import (
         PAPER_FRAMEWORK,
         PAPER_GLOBAL_BATCH,
         PAPER_MICRO_BATCH,

@@ -254,7 +254,7 @@ def _pilots(args: argparse.Namespace, published: PublishedData, catalogue: Catal
     """``--pilots``: print the pilot validation; -o writes its rows; --max-mape gates its MAPE."""
     from trainscale import __version__
     from trainscale.calibrate.pilot_series import pilot_errors, pilot_table
-    from trainscale.commands.predict import write_table
+    from trainscale.io.tables import write_table
     from trainscale.published.scale import in_band_order, scale_band
     from trainscale.sim.calibration import load_calibration
     from trainscale.tables.pilots import summary
@@ -308,10 +308,10 @@ def _pilots(args: argparse.Namespace, published: PublishedData, catalogue: Catal
 
 
 def run(args: argparse.Namespace) -> int:
-    from trainscale.commands.predict import write_table
-    from trainscale.io.tables import check_output
-    from trainscale.published.accuracy import summarise, validate_published
+    from trainscale.io.tables import check_output, write_table
+    from trainscale.published.accuracy import validate_published
     from trainscale.published.measurements import load_published
+    from trainscale.published.summary import summarise
     from trainscale.sim.calibration import load_calibration
     from trainscale.sim.catalogue import load_catalogue
 

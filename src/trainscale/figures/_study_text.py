@@ -118,7 +118,7 @@ def _system_words(hardware: HardwareCatalog, gpu: str, system: str | None) -> st
     return words + (", the GPU's default system)" if default else ")")
 
 
-#: How the expansion's memory filter words a reject (:func:`trainscale.study.sweep.expand_block`):
+#: How the expansion's memory filter words a reject (:func:`trainscale.study.rules.expand_block`):
 #: the memory it predicted, GiB per GPU.
 _REJECT_MEMORY = re.compile(r"predicted ([0-9][0-9,]*(?:\.[0-9]+)?) GiB per GPU")
 

@@ -38,7 +38,7 @@ from trainscale.figures._common import (
     sim_source,
     subplot_mosaic,
 )
-from trainscale.figures._marks import mark_micro_batch_switch, micro_batch_switch
+from trainscale.figures._marks import mark_micro_batch_switch
 from trainscale.figures._text import seq_and_batch
 from trainscale.names import model_label
 from trainscale.paper.doubling import steepest_doubling
@@ -54,10 +54,7 @@ if TYPE_CHECKING:
     from trainscale.sim.model.shape import ModelShape
 
 __all__ = [
-    "PAPER_POWER_DROP_PCT",
-    "PAPER_THROUGHPUT_DROP_PCT",
     "drop_pct",
-    "micro_batch_switch",
     "plot",
     "render",
 ]

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from trainscale.sim.system.hardware import HardwareCatalog
     from trainscale.study.inputs import StudyOutputInputs
     from trainscale.study.report import ReportSpec
-    from trainscale.study.sweep import Study
+    from trainscale.study.spec import Study
 
 __all__ = [
     "STUDY_FIGURES",

@@ -42,7 +42,7 @@ from trainscale.figures._common import (
 )
 from trainscale.figures._study_text import setup_note, unplanned_points
 from trainscale.report.style import PALETTE, log2_gpu_axis
-from trainscale.sim.frameworks import DEFAULT_FRAMEWORK
+from trainscale.schema.choices import DEFAULT_FRAMEWORK
 from trainscale.sim.system.hardware import HardwareCatalog
 from trainscale.study.report import (
     COLUMN_NAMES,
@@ -58,9 +58,11 @@ if TYPE_CHECKING:
     from trainscale.sim.model.shape import ModelShape
 
 __all__ = [
-    "BAND_ALPHA", "SERIES_MARKERS", "plot_scaling", "plot_study_scaling", "setup_note",
-    "unplanned_points",
-]  # fmt: skip
+    "BAND_ALPHA",
+    "SERIES_MARKERS",
+    "plot_scaling",
+    "plot_study_scaling",
+]
 
 _X_LABELS = {
     "num_gpus": "GPUs (count)",

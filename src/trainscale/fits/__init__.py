@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from trainscale.fits.loglog import fit_loglog
 from trainscale.fits.marginal import marginal_returns, usl_marginal
-from trainscale.fits.usl import UslFit, fit_usl, fit_usl_table, usl_curve, usl_model
+from trainscale.fits.usl_fit import UslFit, fit_usl
+from trainscale.fits.usl_law import usl_model
+from trainscale.fits.usl_table import fit_usl_table, usl_curve
 
 __all__ = [
     "UslFit",

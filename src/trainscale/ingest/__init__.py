@@ -25,13 +25,10 @@ from trainscale.ingest.hta import (
 )
 from trainscale.ingest.kineto import KinetoTrace, load_traces, read_trace
 from trainscale.ingest.nccltests import NcclTestsLog, parse_nccl_tests
-from trainscale.ingest.power import (
-    PowerLog,
-    align_power_to_steps,
-    parse_dcgmi_dmon,
-    parse_nvidia_smi_csv,
-    parse_power_log,
-)
+from trainscale.ingest.power import align_power_to_steps, parse_power_log
+from trainscale.ingest.power_dcgmi import parse_dcgmi_dmon
+from trainscale.ingest.power_samples import PowerLog
+from trainscale.ingest.power_smi import parse_nvidia_smi_csv
 from trainscale.ingest.steady import SteadyState, steady_state, steady_trace_steps
 from trainscale.ingest.steplog import StepLog, parse_step_log
 

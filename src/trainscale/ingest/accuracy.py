@@ -30,7 +30,7 @@ from trainscale.sim.catalogue import Catalogue
 from trainscale.sim.simulate import predict_with_rejects
 
 if TYPE_CHECKING:
-    from trainscale.ingest.runs import RunManifest
+    from trainscale.ingest.manifest import RunManifest
 
 __all__ = ["INTERVAL_METRICS", "METRICS", "predict_measured"]
 
@@ -102,7 +102,7 @@ def _power_log(row: pd.Series, manifest: RunManifest | None) -> str:
     used = [f for f in str(row.get("log_file") or "").split(";") if f]
     if manifest is None:
         return ";".join(used)
-    from trainscale.ingest.runs import POWER_KINDS
+    from trainscale.ingest.manifest import POWER_KINDS
 
     kinds = {entry.relpath: entry.kind for entry in manifest.logs}
     logs = [f for f in used if kinds.get(f) in POWER_KINDS]

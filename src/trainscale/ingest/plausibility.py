@@ -120,7 +120,7 @@ def check_power_samples(
 ) -> list[str]:
     """Check one power log's samples; raise on an impossible value, return warnings.
 
-    ``samples`` has the columns of :attr:`trainscale.ingest.power.PowerLog.samples`
+    ``samples`` has the columns of :attr:`trainscale.ingest.power_samples.PowerLog.samples`
     (``sample``, ``timestamp``, ``gpu_index``, ``power_w`` in W, ``line``).
     """
     notes: list[str] = []

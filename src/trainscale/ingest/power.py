@@ -32,16 +32,11 @@ import pandas as pd
 from trainscale.errors import InputFileError
 from trainscale.ingest._text import iter_lines
 from trainscale.ingest.power_dcgmi import DCGM_HEADER_RE, parse_dcgmi_dmon
-from trainscale.ingest.power_samples import GAP_FACTOR, PowerFormat, PowerLog
+from trainscale.ingest.power_samples import PowerFormat, PowerLog
 from trainscale.ingest.power_smi import parse_nvidia_smi_csv
 
 __all__ = [
-    "GAP_FACTOR",
-    "PowerFormat",
-    "PowerLog",
     "align_power_to_steps",
-    "parse_dcgmi_dmon",
-    "parse_nvidia_smi_csv",
     "parse_power_log",
 ]
 

@@ -1,7 +1,7 @@
 """The samples table both power-log formats produce, and the checks every power log gets.
 
-:class:`PowerLog` is what :func:`trainscale.ingest.power.parse_nvidia_smi_csv` and
-:func:`~trainscale.ingest.power.parse_dcgmi_dmon` return; :func:`power_log` builds it from a
+:class:`PowerLog` is what :func:`trainscale.ingest.power_smi.parse_nvidia_smi_csv` and
+:func:`~trainscale.ingest.power_dcgmi.parse_dcgmi_dmon` return; :func:`power_log` builds it from a
 format's parsed rows: fixed leading columns, the ``power_w`` fallback to instant or average
 power, and the checks (module docstring of :mod:`trainscale.ingest.power`): a negative reading or
 a clock going back is an :class:`~trainscale.errors.InputFileError` naming the file and line;

@@ -60,18 +60,12 @@ from trainscale.ingest.job_logs import (
     trace_summary,
 )
 from trainscale.ingest.manifest import (
-    LOG_KINDS,
-    MANIFEST_NAME,
     POWER_KINDS,
     STEP_KINDS,
     LogEntry,
     RunManifest,
     load_manifest,
-    run_input_files,
-    schema_path,
-    validate_manifest,
 )
-from trainscale.ingest.plausibility import TDP_TOLERANCE
 from trainscale.schema import (
     CONFIGURATION_COLUMNS,
     DATASET_COLUMNS,
@@ -88,18 +82,7 @@ if TYPE_CHECKING:
     _Catalogues = tuple[HardwareCatalog, Mapping[str, ModelShape]]
 
 __all__ = [
-    "LOG_KINDS",
-    "MANIFEST_NAME",
-    "POWER_KINDS",
-    "STEP_KINDS",
-    "TDP_TOLERANCE",
-    "LogEntry",
-    "RunManifest",
     "ingest_run",
-    "load_manifest",
-    "run_input_files",
-    "schema_path",
-    "validate_manifest",
     "write_ingested",
 ]
 

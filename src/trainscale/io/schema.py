@@ -1,7 +1,7 @@
 """JSON Schema checks of the YAML inputs, with messages that name the file, line, key and what is
 allowed.
 
-A study file (:func:`trainscale.study.sweep.load_study`) and each catalogue
+A study file (:func:`trainscale.study.load.load_study`) and each catalogue
 (``data/hardware.yaml``, ``models.yaml``, ``frameworks.yaml``, ``nccl.yaml``, loaded by
 :mod:`trainscale.sim.catalogue`) are checked against their schema in ``workflow/schemas/``
 (JSON Schema 2020-12). :func:`schema_problems` turns every violation into ``(key, message)``:

@@ -9,7 +9,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
 
-from trainscale.fits.usl import UslFit, usl_curve
+from trainscale.fits.usl_fit import UslFit
+from trainscale.fits.usl_table import usl_curve
 from trainscale.report.style import log2_gpu_axis
 
 __all__ = ["plot_usl"]

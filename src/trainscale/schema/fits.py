@@ -10,9 +10,9 @@ LOGLOG_COLUMNS: tuple[Column, ...] = table("LOGLOG_COLUMNS")
 law ``log2(y) = intercept + slope * log2(x)`` of each series and metric."""
 
 USL_COLUMNS: tuple[Column, ...] = table("USL_COLUMNS")
-"""Columns of :func:`trainscale.fits.usl.fit_usl_table` after the series (``by``) columns: the
+"""Columns of :func:`trainscale.fits.usl_table.fit_usl_table` after the series (``by``) columns: the
 Universal Scalability Law ``X(N) = x1 N / (1 + sigma (N - 1) + kappa N (N - 1))`` of each series;
-the fields of :class:`trainscale.fits.usl.UslFit` but its covariance."""
+the fields of :class:`trainscale.fits.usl_fit.UslFit` but its covariance."""
 
 MARGINAL_COLUMNS: tuple[Column, ...] = table("MARGINAL_COLUMNS")
 """Columns of :func:`trainscale.fits.marginal.marginal_returns` after the series (``by``) columns:

@@ -23,13 +23,15 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from trainscale.report.best_plans import NO_DATA_PARALLEL, best_plans
+from trainscale.report.best_plans import best_plans
 from trainscale.study.report import within_usable_memory
 
 if TYPE_CHECKING:
     from trainscale.sim.model.shape import ModelShape
 
-__all__ = ["NO_DATA_PARALLEL", "best_plans", "render"]
+__all__ = [
+    "render",
+]
 
 
 def render(

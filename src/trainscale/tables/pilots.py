@@ -19,7 +19,11 @@ import pandas as pd
 from trainscale.report.select import require
 from trainscale.schema import PILOTS_TABLE_COLUMNS, names
 
-__all__ = ["PILOTS_TABLE_COLUMNS", "SUMMARY_COLUMNS", "render", "summary"]
+__all__ = [
+    "SUMMARY_COLUMNS",
+    "render",
+    "summary",
+]
 
 #: The columns of :func:`summary` after the group column.
 SUMMARY_COLUMNS = (

@@ -179,7 +179,7 @@ def scaling_fits(
         ``pct_per_doubling``), or ``tokens_per_s`` (``fit`` = ``usl``; ``parameter`` =
         ``sigma``, ``kappa`` or ``n_star``); ``estimate``, ``ci_low``, ``ci_high`` (95 %);
         ``r2`` of the fit (log per-GPU scale, for the USL too: see
-        :attr:`trainscale.fits.usl.UslFit.r2`); ``n`` points; ``gpus_min``, ``gpus_max``;
+        :attr:`trainscale.fits.usl_fit.UslFit.r2`); ``n`` points; ``gpus_min``, ``gpus_max``;
         ``note`` from the fit.
     """
     rows = scaling_series(frame, studies, models=models)

@@ -56,8 +56,6 @@ from trainscale.study.report import (
 
 __all__ = [
     "BILL_POINT_COLUMNS",
-    "NEAR_MEMORY_FRACTION",
-    "PLAN_COLUMNS",
     "bill_columns",
     "plan_text",
     "render_points",

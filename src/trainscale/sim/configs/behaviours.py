@@ -16,6 +16,7 @@ from trainscale.schema import (
     SHARDINGS,
     Sharding,
 )
+from trainscale.schema.choices import DEFAULT_FRAMEWORK
 from trainscale.sim.cells import raw as _raw
 from trainscale.sim.configs.columns import optional_bool, optional_choice, text_lookup
 from trainscale.sim.configs.problems import Problems
@@ -23,7 +24,6 @@ from trainscale.sim.degrees import data_parallel_degree
 from trainscale.sim.frameworks import (
     BOOLEAN_BEHAVIOURS,
     CHOICE_BEHAVIOURS,
-    DEFAULT_FRAMEWORK,
     FrameworkProfile,
     fp8_cast_bytes_per_element,
 )
