@@ -55,7 +55,7 @@ from trainscale.bench.timing import StepClock, StepRates, harness_timing
 from trainscale.errors import TrainscaleError
 from trainscale.sim.model.flops import model_flops_per_token
 
-__all__ = ["STEP_LOG", "BenchResult", "DistEnv", "run_bench"]
+__all__ = ["BenchResult", "run_bench"]
 
 #: Python's cyclic GC runs every this many steps (generation 1), never in between.
 _GC_EVERY = 50

@@ -48,7 +48,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MIN_COUNTS",
-    "SCALING_STUDIES",
     "SOURCE_LABELS",
     "render",
     "scaling_fits",
