@@ -42,6 +42,7 @@ from trainscale.sim.plan.block_compute import ATTENTION_BACKWARD_RATIO, BlockCom
 from trainscale.sim.plan.data_parallel import DataParallel
 from trainscale.sim.plan.efficiency import Efficiencies
 from trainscale.sim.plan.routing import routing_load
+from trainscale.sim.plan.streams import only_where
 from trainscale.sim.system.alltoall import dispatch_time
 from trainscale.sim.system.collectives import (
     Network,
@@ -147,8 +148,8 @@ def _expert_gathers(
     sharded = (s == Sharding.FSDP) | (s == Sharding.HSDP)
     gathers = sharded | (s == Sharding.ZERO2)
     size = mw.expert_param_bytes
-    ag = np.where(gathers & (size > 0), allgather_time(size, n, g, net), 0.0)
-    rs = np.where(gathers & (size > 0), reducescatter_time(size, n, g, net), 0.0)
+    ag = only_where(gathers & (size > 0), allgather_time, size, n, g, net)
+    rs = only_where(gathers & (size > 0), reducescatter_time, size, n, g, net)
     prefetch, overlap = stack.overlap_param_gather[i], stack.overlap_grad_reduce[i]
     add = {
         "gather_fwd_s": ag,
@@ -181,9 +182,9 @@ def _step_sync(
     ddp, zero1 = s == Sharding.DDP, s == Sharding.ZERO1
     size = layers[i] * mw.expert_param_bytes
     some = (size > 0) & (n > 1)
-    ar = np.where(ddp & some, allreduce_time(size, n, g, net), 0.0)
-    rs = np.where(zero1 & some, reducescatter_time(size, n, g, net), 0.0)
-    ag = np.where(zero1 & some, allgather_time(size, n, g, net), 0.0)
+    ar = only_where(ddp & some, allreduce_time, size, n, g, net)
+    rs = only_where(zero1 & some, reducescatter_time, size, n, g, net)
+    ag = only_where(zero1 & some, allgather_time, size, n, g, net)
     bwd = layers[i] * (comp.bwd_dense_s[i] + comp.bwd_memory_s[i])
     fwd = layers[i] * (comp.fwd_dense_s[i] + comp.fwd_memory_s[i])
     reduce_window = np.where(stack.overlap_grad_reduce[i], bwd, 0.0)
