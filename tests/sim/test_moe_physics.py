@@ -148,3 +148,17 @@ def test_the_average_block_holds_the_catalogue_counts(key: str) -> None:
     expected = (dense * block_params(m, moe_block=False)
                 + (m.layers - dense) * block_params(m, moe_block=True)) / m.layers  # fmt: skip
     assert per_block == pytest.approx(expected, rel=1e-9)
+
+
+def test_a2a_overlap_hides_the_exchange_behind_another_micro_batch() -> None:
+    """Megatron-LM --overlap-moe-expert-parallel-comm: with more than one micro-batch only what
+    exceeds the block's compute stays exposed; with one there is nothing to overlap with."""
+    qwen = FOLDING | {"model": "qwen3-235b-a22b", "num_gpus": 256, "ep": 32, "pp": 8,
+                      "global_batch": 2048, "recompute": "selective"}  # fmt: skip
+    rows = [qwen, qwen | {"moe_a2a_overlap": True},
+            qwen | {"global_batch": 16}, qwen | {"global_batch": 16, "moe_a2a_overlap": True}]
+    off, on, one_off, one_on = (r for _, r in predict(pd.DataFrame(rows)).iterrows())
+    assert on["alltoall_s"] == pytest.approx(off["alltoall_s"])
+    assert on["exposed_alltoall_s"] < 0.5 * off["exposed_alltoall_s"]
+    assert on["step_time_s"] < off["step_time_s"]
+    assert one_on["exposed_alltoall_s"] == one_off["exposed_alltoall_s"] == one_off["alltoall_s"]
