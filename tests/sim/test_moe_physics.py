@@ -155,8 +155,12 @@ def test_a2a_overlap_hides_the_exchange_behind_another_micro_batch() -> None:
     exceeds the block's compute stays exposed; with one there is nothing to overlap with."""
     qwen = FOLDING | {"model": "qwen3-235b-a22b", "num_gpus": 256, "ep": 32, "pp": 8,
                       "global_batch": 2048, "recompute": "selective"}  # fmt: skip
-    rows = [qwen, qwen | {"moe_a2a_overlap": True},
-            qwen | {"global_batch": 16}, qwen | {"global_batch": 16, "moe_a2a_overlap": True}]
+    rows = [
+        qwen,
+        qwen | {"moe_a2a_overlap": True},
+        qwen | {"global_batch": 16},
+        qwen | {"global_batch": 16, "moe_a2a_overlap": True},
+    ]
     off, on, one_off, one_on = (r for _, r in predict(pd.DataFrame(rows)).iterrows())
     assert on["alltoall_s"] == pytest.approx(off["alltoall_s"])
     assert on["exposed_alltoall_s"] < 0.5 * off["exposed_alltoall_s"]
