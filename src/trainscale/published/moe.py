@@ -153,12 +153,16 @@ def moe_columns_from_notes(notes: str) -> tuple[dict[str, object], list[str]]:
         raise ValueError("an MoE row without an 'EP n' entry in its notes")
     columns: dict[str, object] = {
         "ep": int(ep.group(1)),
-        "etp": None,
+        "etp": 1,
         "moe_dispatcher": None,
         "moe_a2a_overlap": None,
     }
-    assumptions = ["etp = tp (Megatron-Core's default; not printed)",
-                   "token dispatcher not printed: the framework profile's default"]  # fmt: skip
+    assumptions = [
+        "expert tensor parallelism not printed: etp 1, the only value the table's Qwen3-235B "
+        "mapping (tp 2, ep 32, pp 8 on 256 GPUs: pp·ep·etp divides the GPUs) admits, taken for "
+        "every MoE row of the table",
+        "token dispatcher not printed: the framework profile's default",
+    ]
     if re.search(r"tokendrop", notes):
         columns.update(moe_routing="capacity", capacity_factor=1.0)
         assumptions.append(
