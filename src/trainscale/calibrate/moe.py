@@ -115,7 +115,7 @@ def fit_moe(
         rows, hardware=catalogue.hardware, models=catalogue.models,
         frameworks=catalogue.frameworks, skip_invalid=True,
     )  # fmt: skip
-    kept = rows[valid]
+    kept = rows.reset_index(drop=True).iloc[np.asarray(valid)]
     observed = kept["observed_tokens_per_s_per_gpu"].to_numpy(np.float64)
     weights = source_weights(kept["citation"].reset_index(drop=True))
     prior = np.array([p.default for p in free])
