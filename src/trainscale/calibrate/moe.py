@@ -180,12 +180,18 @@ def moe_block(fit: MoEFit, held_out: pd.DataFrame) -> dict:
         "fitted_on_csv_lines": lines,
         "in_sample_mape_pct": _per_source(fit.rows) if len(fit.rows) else {},
         "held_out_mape_pct": _per_source(held_out) if len(held_out) else {},
-        "not_predicted": [
-            {"csv_row": int(r.row), "reason": str(r.reason)} for r in fit.rejects.itertuples()
-        ]
-        if "reason" in fit.rejects
-        else [],
+        "not_predicted": _not_predicted(fit.rejects),
     }
+
+
+def _not_predicted(rejects: pd.DataFrame) -> list[dict]:
+    """The MoE rows the simulator refused: file, CSV line and reason (one entry per row)."""
+    if "reason" not in rejects:
+        return []
+    return [
+        {"data_file": str(r.data_file), "csv_row": int(r.csv_row), "reason": str(r.reason)}
+        for r in rejects.drop_duplicates("row").itertuples()
+    ]
 
 
 def calibrate_moe(
