@@ -349,7 +349,7 @@ def run(args: argparse.Namespace) -> int:
         print(format_table(in_sample))
     from trainscale.commands.validate_moe import print_moe
 
-    print_moe(published, calibration, catalogue, holdout=args.holdout)
+    print_moe(published, calibration, catalogue, holdout=args.holdout, format_table=format_table)
     _memory(throughput)
     _collectives(tables["collectives"])
     rejects = tables["rejects"]

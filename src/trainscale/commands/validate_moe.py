@@ -11,6 +11,7 @@ intervals' source-out coverage of the held-out MoE rows follows.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -55,12 +56,13 @@ def _coverage(held: pd.DataFrame) -> None:
 
 
 def print_moe(
-    published: PublishedData, calibration: Calibration, catalogue: Catalogue, *, holdout: bool
-) -> float | None:
-    """Print the MoE section; return the pooled held-out MAPE of :data:`MOE_FILE` (None
-    without ``holdout`` or without MoE rows)."""
+    published: PublishedData, calibration: Calibration, catalogue: Catalogue, *, holdout: bool,
+    format_table: Callable[[pd.DataFrame], str],
+) -> float | None:  # fmt: skip
+    """Print the MoE section, its tables as ``format_table`` writes them (``trainscale
+    validate``'s); return the pooled held-out MAPE of :data:`MOE_FILE` (None without
+    ``holdout`` or without MoE rows)."""
     from trainscale.calibrate.moe import held_out_moe, moe_predictions
-    from trainscale.commands.validate import format_table
     from trainscale.published.summary import summarise
 
     rows = published.moe
