@@ -5,6 +5,9 @@ one of the three framework profiles and a random share of behaviour overrides, b
 no file I/O), predicts them once to warm up, then times `repeats` calls and prints
 the best and median rate. Every call computes the 80 % intervals and the `extrapolation`
 column (out-of-support flags, trainscale.sim.support); the share of rows with a flag is printed.
+A second table of as many mixture-of-experts rows (:func:`moe_configurations`: MoE, MLA and
+wide-head catalogue models with expert parallelism, routing and dispatcher choices) is timed the
+same way, and the ratio of its rate to the dense rate is printed (the target: at least 60 %).
 Run: `python benchmarks/predict_speed.py [--rows N] [--repeats R]`.
 Pin to one core with `taskset -c 0` to measure "one core".
 """
@@ -21,6 +24,7 @@ import pandas as pd
 
 from trainscale import predict
 from trainscale.sim.calibration import load_calibration
+from trainscale.sim.catalogue import load_catalogue
 
 
 def configurations(rows: int, seed: int = 0) -> pd.DataFrame:
@@ -60,29 +64,76 @@ def configurations(rows: int, seed: int = 0) -> pd.DataFrame:
     )  # fmt: skip
 
 
+def moe_configurations(rows: int, seed: int = 0) -> pd.DataFrame:
+    """`rows` valid mixture-of-experts configurations (Megatron-Core's layout rules: num_gpus
+    divisible by pp·ep·etp), sampled reproducibly: seven catalogue models with dense leading
+    blocks, shared experts, MLA and wide heads among them, three GPUs, ep 1 to 8, etp 1 or tp,
+    the three routings and dispatchers."""
+    models = ["mixtral-8x7b", "mixtral-8x22b", "qwen2-57b-a14b", "qwen3-30b-a3b",
+              "qwen3-235b-a22b", "deepseek-v3", "gpt-oss-120b"]  # fmt: skip
+    heads = {key: shape.heads for key, shape in load_catalogue().models.items()}
+    grid = []
+    for model, gpu, dp, tp, pp, ep, same_etp, recompute in itertools.product(
+        models, ["h100-sxm-80gb", "h200-sxm-141gb", "b200"], [1, 2, 4, 8, 16, 32, 64, 128],
+        [1, 2, 4, 8], [1, 2, 4], [1, 2, 4, 8], [False, True], ["none", "selective", "full"],
+    ):  # fmt: skip
+        etp = tp if same_etp else 1
+        if (dp * tp) % (ep * etp) == 0 and heads[model] % tp == 0:
+            grid.append((model, gpu, dp * tp * pp, tp, pp, ep, etp, recompute, dp))
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, len(grid), size=rows)
+    columns = list(zip(*[grid[i] for i in picks], strict=True))
+    micro = rng.choice([1, 2, 4], size=rows)
+    routing = rng.choice(["dropless", "balanced", "capacity"], size=rows)
+    return pd.DataFrame(
+        {
+            "model": columns[0], "gpu": columns[1], "num_gpus": columns[2], "tp": columns[3],
+            "pp": columns[4], "ep": columns[5], "etp": columns[6], "recompute": columns[7],
+            "sharding": rng.choice(["zero1", "ddp"], size=rows),
+            "seq_len": rng.choice([2048, 4096, 8192], size=rows), "micro_batch": micro,
+            "global_batch": np.array(columns[8]) * micro * rng.choice([1, 2, 4, 8], size=rows),
+            "precision": "bf16", "framework": "megatron", "moe_routing": routing,
+            "capacity_factor": np.where(routing == "capacity", 1.25, np.nan),
+            "moe_dispatcher": rng.choice(["alltoall", "allgather", "deepep"], size=rows),
+        }
+    )  # fmt: skip
+
+
+def _rate(frame: pd.DataFrame, repeats: int, calibration) -> tuple[float, float, pd.DataFrame]:
+    """Best and median seconds of ``repeats`` predictions of ``frame`` (after one warm-up)."""
+    predict(frame.head(1000), calibration=calibration)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        result = predict(frame, calibration=calibration)
+        times.append(time.perf_counter() - start)
+    assert len(result) == len(frame)
+    assert result["tokens_per_s_per_gpu_lo"].notna().all(), "intervals were not computed"
+    return min(times), statistics.median(times), result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
-    frame = configurations(args.rows)
     calibration = load_calibration()
-    predict(frame.head(1000), calibration=calibration)
-    times = []
-    for _ in range(args.repeats):
-        start = time.perf_counter()
-        result = predict(frame, calibration=calibration)
-        times.append(time.perf_counter() - start)
-    assert len(result) == args.rows
-    assert result["tokens_per_s_per_gpu_lo"].notna().all(), "intervals were not computed"
+    best, median, result = _rate(configurations(args.rows), args.repeats, calibration)
     flagged = float((result["extrapolation"] != "").mean())
-    best, median = min(times), statistics.median(times)
     print(f"rows                 {args.rows}")
     print(f"best                 {best:.3f} s  ->  {args.rows / best:,.0f} configurations/s")
     rate = args.rows / median
     print(f"median of {args.repeats:<2}         {median:.3f} s  ->  {rate:,.0f} configurations/s")
     print(f"per configuration    {1e6 * best / args.rows:.2f} us")
     print(f"flagged rows         {100 * flagged:.1f} % (extrapolation column not empty)")
+    moe_best, moe_median, moe = _rate(moe_configurations(args.rows), args.repeats, calibration)
+    assert (moe["alltoall_s"] > 0).any(), "no MoE row exchanged tokens"
+    moe_rate = args.rows / moe_median
+    print(
+        f"MoE rows best        {moe_best:.3f} s  ->  {args.rows / moe_best:,.0f} configurations/s"
+    )
+    print(f"MoE median of {args.repeats:<2}     {moe_median:.3f} s  ->  {moe_rate:,.0f} "
+          f"configurations/s, {100 * moe_rate / rate:.0f} % of the dense rate")  # fmt: skip
 
 
 if __name__ == "__main__":

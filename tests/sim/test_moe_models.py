@@ -11,7 +11,7 @@ import yaml
 
 from trainscale import predict
 from trainscale.commands.catalogue import catalogue_table
-from trainscale.errors import ConfigurationError, InputFileError
+from trainscale.errors import InputFileError
 from trainscale.paths import data_dir
 from trainscale.sim.catalogue import load_catalogue
 from trainscale.sim.model.counts import model_flops_per_token
@@ -135,12 +135,18 @@ def test_unknown_or_inconsistent_moe_keys_are_errors(
     assert message in str(error.value)
 
 
-def test_a_moe_model_is_never_predicted_as_dense() -> None:
-    row = {"model": "mixtral-8x7b", "gpu": "h100-sxm-80gb", "num_gpus": 64, "tp": 1, "pp": 1,
-           "seq_len": 4096, "global_batch": 256, "micro_batch": 1, "sharding": "zero1",
-           "recompute": "none", "precision": "bf16"}  # fmt: skip
-    with pytest.raises(ConfigurationError, match="mixtral-8x7b is a mixture-of-experts model"):
-        predict(pd.DataFrame([row]))
+@pytest.mark.parametrize("key", sorted(PUBLISHED))
+def test_every_moe_model_is_predicted_with_its_active_weights(models, key: str) -> None:
+    """Each catalogue MoE model is predicted (never as a dense model): the FLOPs per token behind
+    its MFU are its active weights' (:func:`model_flops_per_token`), and its experts are
+    exchanged (``alltoall_s`` > 0 with ``ep`` 8)."""
+    row = {"model": key, "gpu": "h100-sxm-80gb", "num_gpus": 64, "tp": 1, "pp": 1, "ep": 8,
+           "seq_len": 4096, "global_batch": 128, "micro_batch": 1, "sharding": "fsdp",
+           "recompute": "full", "precision": "bf16", "framework": "pytorch"}  # fmt: skip
+    result = predict(pd.DataFrame([row])).iloc[0]
+    flops = result["mfu"] * 64 * 989.4e12 / result["tokens_per_s"]
+    assert flops == pytest.approx(model_flops_per_token(models[key], 4096), rel=1e-3)
+    assert result["alltoall_s"] > 0 and result["tokens_per_s_per_gpu"] > 0
 
 
 def test_list_models_shows_experts_top_k_total_and_active() -> None:

@@ -98,6 +98,7 @@ def breakdown(result: pd.Series, caution: str | None = None, hbm_gib: float | No
         f"  compute            {result['compute_s']:12.4f} s  {_pct(result['compute_s'], step)}",
         f"  exposed comm       {result['exposed_comm_s']:12.4f} s  "
         f"{_pct(result['exposed_comm_s'], step)}",
+        *_expert_lines(result, step),
         f"  pipeline bubble    {result['bubble_s']:12.4f} s  {_pct(result['bubble_s'], step)}",
         f"  host stall         {result['host_stall_s']:12.4f} s  "
         f"{_pct(result['host_stall_s'], step)}",
@@ -132,6 +133,23 @@ def breakdown(result: pd.Series, caution: str | None = None, hbm_gib: float | No
         f"calibration {result['calibration_id']})",
     ]
     return "\n".join(lines)
+
+
+def _expert_lines(result: pd.Series, step: float) -> list[str]:
+    """Under exposed comm, for a mixture-of-experts plan with an exchange (``alltoall_s`` > 0):
+    the expert layout and routing, and the all-to-all's exposed and busy time; nothing for a
+    dense plan."""
+    busy = float(result.get("alltoall_s", 0.0) or 0.0)
+    if busy <= 0:
+        return []
+    exposed = float(result["exposed_alltoall_s"])
+    routing = result.get("moe_routing") or "dropless"
+    dispatcher = result.get("moe_dispatcher") or "the framework's"
+    return [
+        f"    of which all-to-all {exposed:9.4f} s  {_pct(exposed, step)}  (busy {busy:.4f} s: "
+        f"ep {result['ep']}, etp {result['etp']}, edp {result['edp']}; {routing} routing, "
+        f"{dispatcher} dispatcher)",
+    ]
 
 
 def _finetune_words(result: pd.Series) -> str:

@@ -21,6 +21,8 @@ from trainscale.schema import (
     CONFIGURATION_COLUMNS,
     FINETUNE_MODES,
     FRAMEWORKS,
+    MOE_DISPATCHERS,
+    MOE_ROUTINGS,
     PRECISIONS,
     RECOMPUTE_MODES,
     SHARDINGS,
@@ -197,6 +199,33 @@ def _add_plan_options(one: argparse._ArgumentGroup) -> None:
         "base weights, rank --lora-rank adapters on the attention projections; default none)",
     )
     one.add_argument("--lora-rank", type=option_int, help="rank of the LoRA adapters (default 16)")
+    _add_expert_options(one)
+
+
+def _add_expert_options(one: argparse._ArgumentGroup) -> None:
+    """Expert parallelism and routing of a mixture-of-experts model."""
+    one.add_argument(
+        "--ep", type=option_int, help="expert-parallel degree (mixture-of-experts models; "
+        "default 1)",
+    )  # fmt: skip
+    one.add_argument(
+        "--etp", type=option_int, help="expert tensor-parallel degree (default: tp, as "
+        "Megatron-Core's --expert-tensor-parallel-size)",
+    )  # fmt: skip
+    one.add_argument(
+        "--moe-routing", choices=MOE_ROUTINGS, help="dropless (a trained router; the busiest "
+        "expert-parallel rank sets the pace; default), balanced (forced uniform) or capacity "
+        "(--capacity-factor per expert, tokens above it dropped, experts padded to it)",
+    )  # fmt: skip
+    one.add_argument(
+        "--capacity-factor", type=option_float, help="tokens an expert may take over its "
+        "uniform share, with --moe-routing capacity (default 1)",
+    )  # fmt: skip
+    one.add_argument(
+        "--moe-dispatcher", choices=MOE_DISPATCHERS, help="how tokens reach their experts: "
+        "alltoall, allgather (Megatron-LM --moe-token-dispatcher-type) or deepep (default: "
+        "the framework profile's)",
+    )  # fmt: skip
 
 
 def _add_system_options(one: argparse._ArgumentGroup) -> None:
@@ -316,6 +345,11 @@ def single_configuration(args: argparse.Namespace) -> pd.DataFrame:
             "framework",
             "finetune",
             "lora_rank",
+            "ep",
+            "etp",
+            "moe_routing",
+            "capacity_factor",
+            "moe_dispatcher",
         )
         if values.get(name)
     }

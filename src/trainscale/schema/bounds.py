@@ -43,6 +43,13 @@ def format_number(value: float) -> str:
 #: tokens per step, stays below 2^54; ``layers * params_per_layer`` below 2^58): no value
 #: allowed here can overflow. ``gpus_per_node``, ``nic_gbit_per_s_per_gpu`` and ``power_limit_w``
 #: also accept 0 or empty for "the default" (the GPU's catalogue system, its TDP).
+#: Plausible range of ``capacity_factor`` (mixture-of-experts rows with capacity routing only,
+#: so not a column every result carries like those of :data:`NUMERIC_BOUNDS`).
+CAPACITY_FACTOR_BOUND = Bound(
+    low=0.01, high=1_000, integer=False, noun="",
+    why="published runs use 1 to 2; above num_experts / top-k nothing is ever dropped",
+)  # fmt: skip
+
 NUMERIC_BOUNDS: dict[str, Bound] = {
     "layers": Bound(low=1, high=10_000, integer=True, noun="layers",
                     why="the deepest published models have about 200 blocks"),

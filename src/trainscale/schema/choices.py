@@ -52,6 +52,15 @@ SHARD_GRANULARITIES = ("layer", "tensor")
 FP8_RECIPES = ("delayed", "current", "tensorwise", "rowwise")
 ATTENTION_KERNELS = ("flash2", "fused", "triton")
 CP_COMM_TYPES = ("p2p", "all_gather")
+MOE_ROUTINGS = ("dropless", "balanced", "capacity")
+"""How a mixture-of-experts router spreads tokens over the experts
+(:mod:`trainscale.sim.model.routing`): a trained router without dropping (the default; the
+busiest expert-parallel rank sets the pace), forced uniform, or a capacity per expert (tokens
+above it dropped, every expert padded to it)."""
+MOE_DISPATCHERS = ("alltoall", "allgather", "deepep")
+"""How tokens reach their experts and come back (:mod:`trainscale.sim.system.alltoall`):
+Megatron-Core's ``--moe-token-dispatcher-type`` alltoall and allgather, or DeepEP's normal
+kernels (``flex`` with DeepEP in Megatron-Core; torchtitan's DeepEP integration)."""
 FINETUNE_MODES = ("none", "lora", "full")
 """Training mode: pretraining or full fine-tuning (every weight trained: the same work), or LoRA
 (frozen base weights, trained low-rank adapters; :mod:`trainscale.sim.model.finetune`)."""

@@ -59,6 +59,8 @@ __all__ = [
 
 _SPECS = {spec.name: spec for spec in PARAMETERS}
 _SHARED_NAMES = frozenset(spec.name for spec in SHARED_PARAMETERS)
+_MOE_SPECS = tuple(spec for spec in SHARED_PARAMETERS if spec.group == "moe")
+_MOE_NAMES = frozenset(spec.name for spec in _MOE_SPECS)
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -91,6 +93,9 @@ class Calibration:
     power_memory_frac: float
     power_comm_frac: float
     fp8_gemm_scale: float
+    moe_gemm_half_rows: float
+    alltoall_efficiency: float
+    expert_load_cv: float
     framework_offsets: Mapping[str, Mapping[str, float]] = field(hash=False)
     """Framework (FRAMEWORKS, in that order) -> efficiency base (:data:`OFFSET_BASES`, in that
     order) -> log offset; ``exp(offset)`` multiplies the shared efficiency. Read-only."""
@@ -176,9 +181,15 @@ class Calibration:
 
     @property
     def calibration_id(self) -> str:
-        """Content hash of the parameter values (12 hex digits)."""
+        """Content hash of the parameter values (12 hex digits). The mixture-of-experts
+        parameters (group ``moe``) enter it once one of them leaves its prior: they change no
+        dense prediction, so a calibration whose MoE parameters sit at their priors keeps the id
+        of the same dense parameters."""
+        values = self.as_dict()
+        if all(values[spec.name] == spec.default for spec in _MOE_SPECS):
+            values = {k: v for k, v in values.items() if k not in _MOE_NAMES}
         payload = json.dumps(
-            {k: float(f"{v:.12g}") for k, v in sorted(self.as_dict().items())}, sort_keys=True
+            {k: float(f"{v:.12g}") for k, v in sorted(values.items())}, sort_keys=True
         )
         return hashlib.sha256(payload.encode()).hexdigest()[:12]
 
@@ -283,7 +294,10 @@ def dump_calibration(
     ``stored``: blocks written after the ``intervals`` block (facts measured with this
     calibration, :mod:`trainscale.calibrate.stored`)."""
     parameters = {}
+    at_priors = all(calibration.value(spec.name) == spec.default for spec in _MOE_SPECS)
     for spec in PARAMETERS:
+        if at_priors and spec.name in _MOE_NAMES:
+            continue  # as in calibration_id: written once fitted (missing ones read as priors)
         parameters[spec.name] = {
             "value": float(f"{calibration.value(spec.name):.6g}"),
             "lower": spec.lower,

@@ -29,6 +29,7 @@ from trainscale.schema import (
     CP_COMM_TYPES,
     FP8_RECIPES,
     FRAMEWORKS,
+    MOE_DISPATCHERS,
     SHARD_GRANULARITIES,
     SHARDINGS,
 )
@@ -53,12 +54,14 @@ __all__ = [
 
 BOOLEAN_BEHAVIOURS = (
     "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap", "fused_kernels", "repeat_kv",
+    "moe_a2a_overlap",
 )  # fmt: skip
 CHOICE_BEHAVIOURS: dict[str, tuple[str, ...]] = {
     "shard_granularity": SHARD_GRANULARITIES,
     "attention_kernel": ATTENTION_KERNELS,
     "fp8_recipe": FP8_RECIPES,
     "cp_comm_type": CP_COMM_TYPES,
+    "moe_dispatcher": MOE_DISPATCHERS,
 }
 """The categorical behaviours, each with the values it may take (in the order of its codes)."""
 OVERRIDE_COLUMNS = (*BOOLEAN_BEHAVIOURS, *CHOICE_BEHAVIOURS)
@@ -146,6 +149,11 @@ class FrameworkProfile:
     then moves), else the kernel takes the ``kv_heads`` heads as they are (GQA)."""
     cp_comm_type: str
     """One of :data:`~trainscale.schema.CP_COMM_TYPES`: how context parallelism exchanges K/V."""
+    moe_dispatcher: str
+    """One of :data:`~trainscale.schema.MOE_DISPATCHERS`: how tokens reach their experts."""
+    moe_a2a_overlap: dict[str, bool]
+    """The expert-parallel all-to-all of one micro-batch runs beside another's compute (1F1B
+    steady state), else on the critical path."""
     pipeline_defers_grad_sync: bool
     """Under pipeline parallelism, sharded data parallelism (ZeRO-2, FSDP, HSDP) reduces its
     gradients once per step after the last micro-batch and keeps the stage's parameters gathered

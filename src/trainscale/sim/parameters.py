@@ -284,6 +284,49 @@ SHARED_PARAMETERS: tuple[ParameterSpec, ...] = (
         "m, v read and written, gradient read, bf16 copy written, norm for clipping)",
     ),
     ParameterSpec(
+        name="moe_gemm_half_rows",
+        default=128.0,
+        lower=8.0,
+        upper=4096.0,
+        unit="rows",
+        fitted=True,
+        group="moe",
+        description="rows per expert at which a grouped expert GEMM runs at half the efficiency "
+        "of a dense GEMM of its shape: efficiency x r / (r + r_half) for r rows per expert "
+        "(each expert's rows are padded to the kernel's M tile and its weights are read for "
+        "few rows); prior one M tile, 128 rows, of the Hopper grouped-GEMM kernels (CUTLASS "
+        "grouped GEMM in Transformer Engine GroupedLinear and Megatron-Core --moe-grouped-gemm)",
+    ),
+    ParameterSpec(
+        name="alltoall_efficiency",
+        default=1.0,
+        lower=0.25,
+        upper=1.5,
+        unit="1",
+        fitted=True,
+        group="moe",
+        description="bandwidth of expert-parallel token dispatch and combine relative to what "
+        "the ring collectives achieve on the same links (NVLink, NICs); prior 1: DeepEP's normal "
+        "kernels reach 153-158 GB/s of H800 NVLink's ~160 GB/s and 43-58 GB/s of a CX7 NIC's "
+        "~50 GB/s (https://github.com/deepseek-ai/DeepEP README, normal kernels), ring-class "
+        "efficiency",
+    ),
+    ParameterSpec(
+        name="expert_load_cv",
+        default=0.2,
+        lower=0.0,
+        upper=2.0,
+        unit="1",
+        fitted=True,
+        group="moe",
+        description="coefficient of variation of the tokens a trained router sends to each "
+        "expert in one micro-batch (dropless routing): an expert-parallel rank holding E/ep "
+        "experts carries cv/sqrt(E/ep) of relative spread, and the busiest of ep ranks sets the "
+        "pace, 1 + spread x E[max of ep standard normals] (Blom); [E] estimate of the load "
+        "violations under auxiliary-loss balancing (Wang et al. 2024, arXiv 2408.15664, "
+        "MaxVio), fitted by the MoE stage",
+    ),
+    ParameterSpec(
         name="memory_overhead_gib",
         default=4.0,
         lower=1.0,

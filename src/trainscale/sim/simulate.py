@@ -45,16 +45,15 @@ from trainscale.sim.catalogue import Catalogue, load_catalogue
 from trainscale.sim.configs import Configs, build_configs
 from trainscale.sim.levels import merge_by_level, split_by_level
 from trainscale.sim.memory_margin import MEMORY_REJECT_FRACTION
-from trainscale.sim.model.flops import hardware_flops_per_token, model_flops_per_token
 from trainscale.sim.model.memory import memory_bytes_per_gpu
 from trainscale.sim.model.params import TransformerShape, block_params_b
-from trainscale.sim.model.work import block_work
 from trainscale.sim.network import calibrated_network
 from trainscale.sim.plan.layout import layout
 from trainscale.sim.plan.schedule import step_times
 from trainscale.sim.resolved import resolved_columns
 from trainscale.sim.support import support
 from trainscale.sim.system.power import power_per_gpu
+from trainscale.sim.workload import flops_per_token, workload
 from trainscale.version import __version__
 
 __all__ = ["output_problems", "predict", "predict_arrays", "predict_with_rejects"]
@@ -80,7 +79,7 @@ def predict_arrays(c: Configs, cal: Calibration, catalogue: Catalogue) -> dict[s
 
 def _predict_arrays(c: Configs, cal: Calibration, catalogue: Catalogue) -> dict[str, np.ndarray]:
     """:func:`predict_arrays` with one calibration for every configuration."""
-    work = block_work(c)
+    work = workload(c)
     place = layout(c.plan.tp, c.plan.cp, c.plan.dp, c.plan.sharding, c.system.gpus_per_node)
     t = step_times(c, work, place, calibrated_network(c.system, cal, catalogue.nccl), cal)
     step = t.step_time_s
@@ -95,8 +94,7 @@ def _predict_arrays(c: Configs, cal: Calibration, catalogue: Catalogue) -> dict[
         c.model.vocab,
         c.model.swiglu,
     )
-    model_flops = model_flops_per_token(shape, c.plan.seq_len)
-    hardware_flops = hardware_flops_per_token(shape, c.plan.seq_len, c.plan.recompute)
+    model_flops, hardware_flops = flops_per_token(c, shape, work.moe)
     peak_total = c.plan.num_gpus * c.system.peak_flops_per_s
     memory = memory_bytes_per_gpu(c, work, place, cal)
     power = power_per_gpu(
@@ -124,7 +122,9 @@ def _predict_arrays(c: Configs, cal: Calibration, catalogue: Catalogue) -> dict[
         "allreduce_s": t.allreduce_s,
         "p2p_s": t.p2p_s,
         "straggler_s": t.straggler_s,
+        "alltoall_s": t.alltoall_s,
         "exposed_comm_s": t.exposed_comm_s,
+        "exposed_alltoall_s": t.exposed_alltoall_s,
         "exposed_comm_frac": t.exposed_comm_s / step,
         "bubble_s": t.bubble_s,
         "host_stall_s": t.host_stall_s,
@@ -175,8 +175,8 @@ def _memory_flags(extrapolation: pd.Series, ratio: np.ndarray, usable: float) ->
 #: Metric columns that must be finite and not negative in every returned row.
 _NOT_NEGATIVE = (
     "compute_s", "comm_s", "allgather_s", "reducescatter_s", "allreduce_s", "p2p_s",
-    "straggler_s", "exposed_comm_s", "exposed_comm_frac", "bubble_s", "host_stall_s",
-    "power_w_per_gpu", "mfu", "hfu",
+    "straggler_s", "alltoall_s", "exposed_alltoall_s", "exposed_comm_s", "exposed_comm_frac",
+    "bubble_s", "host_stall_s", "power_w_per_gpu", "mfu", "hfu",
 )  # fmt: skip
 #: Metric columns that must be finite and positive.
 _POSITIVE = (

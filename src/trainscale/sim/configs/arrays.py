@@ -41,6 +41,34 @@ class ModelArrays:
     vocab: np.ndarray
     swiglu: np.ndarray
     tied_embeddings: np.ndarray
+    head_dim: np.ndarray
+    """Width of one attention head (``hidden / heads`` unless the catalogue gives another)."""
+    kv_lora_rank: np.ndarray
+    """Multi-head latent attention's key/value latent rank; 0: grouped-query attention."""
+    q_lora_rank: np.ndarray
+    """Its query latent rank; 0: queries projected directly."""
+    qk_head_dim: np.ndarray
+    """Query/key width per head of MLA (no-rope plus rope part); 0 without MLA."""
+    qk_rope_dim: np.ndarray
+    """The rotary part of it (one rotary key shared by all heads); 0 without MLA."""
+    v_head_dim: np.ndarray
+    """Value width per head of MLA; 0 without MLA."""
+    num_experts: np.ndarray
+    """Routed experts per mixture-of-experts block; 0: a dense model."""
+    experts_per_token: np.ndarray
+    """Routed experts each token goes to (top-k); 0: a dense model."""
+    expert_ffn: np.ndarray
+    """Inner width of one routed expert; 0: a dense model."""
+    shared_ffn: np.ndarray
+    """Inner width of the shared experts together (``shared_experts · shared_expert_ffn``)."""
+    moe_layers: np.ndarray
+    """Blocks whose MLP is a mixture of experts (the others have the dense ``ffn``)."""
+    active_matmul_params: np.ndarray
+    """Weights one token multiplies (:func:`trainscale.sim.model.counts.active_matmul_params`)
+    of a mixture-of-experts, MLA or wide-head catalogue model; 0 for a dense one."""
+    score_width: np.ndarray
+    """``heads·(d_qk + d_v)`` of such a model (the attention scores' FLOPs per token and layer
+    are ``2·seq_len`` times it, forward); 0 for a dense one."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -73,6 +101,10 @@ class PlanArrays:
     finetune: np.ndarray
     """Index into :data:`~trainscale.schema.FINETUNE_MODES`."""
     lora_rank: np.ndarray
+    moe_routing: np.ndarray
+    """Index into :data:`~trainscale.schema.MOE_ROUTINGS`."""
+    capacity_factor: np.ndarray
+    """Tokens an expert may take over the uniform share (``moe_routing`` capacity)."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -100,6 +132,10 @@ class StackArrays:
     ``heads`` heads of K/V, not ``kv_heads``)."""
     cp_comm_type: np.ndarray
     """Index into :data:`~trainscale.schema.CP_COMM_TYPES`."""
+    moe_dispatcher: np.ndarray
+    """Index into :data:`~trainscale.schema.MOE_DISPATCHERS`."""
+    moe_a2a_overlap: np.ndarray
+    """The expert-parallel all-to-all overlaps another micro-batch's compute."""
     deferred_grad_sync: np.ndarray
     """Sharded data parallelism (ZeRO-2, FSDP, HSDP) under pipeline parallelism whose profile
     defers its gradient sync and resharding to the last micro-batch (``pipeline_defers_grad_sync``,

@@ -186,7 +186,7 @@ def _refused_plans(
 
 FRAMEWORK_FIELDS = (
     "framework", *BOOLEAN_BEHAVIOURS, "attention_kernel", "fused_attention", "per_tensor_gather",
-    "fp8_recipe", "cp_comm_type", "deferred_grad_sync", "distributed_optimizer",
+    "fp8_recipe", "cp_comm_type", "moe_dispatcher", "deferred_grad_sync", "distributed_optimizer",
     "fp8_cast_bytes",
     "ddp_bucket_params", "host_overhead_s",
 )  # fmt: skip

@@ -11,6 +11,7 @@ from trainscale.errors import ConfigurationError
 from trainscale.schema import (
     ATTENTION_KERNELS,
     FINETUNE_MODES,
+    MOE_ROUTINGS,
     PRECISIONS,
     RECOMPUTE_MODES,
     REJECT_COLUMNS,
@@ -20,6 +21,7 @@ from trainscale.schema import (
 from trainscale.sim.configs.arrays import FIELD_NAMES, Configs, compose
 from trainscale.sim.configs.behaviours import FRAMEWORK_FIELDS, framework_behaviours
 from trainscale.sim.configs.columns import (
+    capacity_factors,
     choice_codes,
     lora_ranks,
     optional_choice_codes,
@@ -30,7 +32,7 @@ from trainscale.sim.configs.experts import expert_rules, expert_tensor_parallel
 from trainscale.sim.configs.gpus import gpu_attributes, power_limits
 from trainscale.sim.configs.plan import plan_rules, sequence_parallel
 from trainscale.sim.configs.problems import INT_SHAPE, Problems
-from trainscale.sim.configs.shape import check_columns, refuse_unmodelled, resolve_shape
+from trainscale.sim.configs.shape import MOE_SHAPE, check_columns, resolve_shape
 from trainscale.sim.frameworks import (
     TRITON_ATTENTION_RELATIVE_SPEED,
     FrameworkProfile,
@@ -110,11 +112,12 @@ def _checked(
     v["sequence_parallel"] = sequence_parallel(frame, v["tp"], problems)
     v["finetune"] = optional_choice_codes(frame, "finetune", FINETUNE_MODES, problems)
     v["lora_rank"] = lora_ranks(frame, problems)
+    v["moe_routing"] = optional_choice_codes(frame, "moe_routing", MOE_ROUTINGS, problems)
+    v["capacity_factor"] = capacity_factors(frame, v["moe_routing"], problems)
     v.update(framework_behaviours(frame, v, frameworks, problems))
     plan_rules(v, gpu_names, problems)
     given_gpn = gpu["given_gpus_per_node"]
     expert_rules(v, np.where(np.isfinite(given_gpn), given_gpn, gpu["gpus_per_node"]), problems)
-    refuse_unmodelled(v, problems)
     return v, gpu
 
 
@@ -129,7 +132,7 @@ def _columns(v: dict[str, np.ndarray], gpu: dict[str, np.ndarray]) -> dict[str, 
     nic_gbit_per_s = gpu["given_nic_gbit_per_s"]
     power_limit = gpu["given_power_limit_w"]
     return {
-        **{name: v[name] for name in (*INT_SHAPE, "swiglu", "tied_embeddings")},
+        **{name: v[name] for name in (*INT_SHAPE, "swiglu", "tied_embeddings", *MOE_SHAPE)},
         **{name: v[name] for name in ("seq_len", "global_batch", "micro_batch", "num_gpus")},
         "gpus_per_node": np.minimum(gpn, v["num_gpus"]).astype(np.int64),
         **{name: v[name] for name in ("tp", "pp", "cp", "vpp", "dp", "grad_accum")},
@@ -140,6 +143,8 @@ def _columns(v: dict[str, np.ndarray], gpu: dict[str, np.ndarray]) -> dict[str, 
         "sequence_parallel": v["sequence_parallel"],
         "finetune": v["finetune"],
         "lora_rank": v["lora_rank"],
+        "moe_routing": v["moe_routing"],
+        "capacity_factor": v["capacity_factor"],
         **{name: v[name] for name in FRAMEWORK_FIELDS},
         "gpu_index": gpu["gpu_index"],
         "system": gpu["system"],

@@ -12,8 +12,10 @@ import numpy as np
 import pandas as pd
 
 from trainscale.schema import (
+    MOE_ROUTINGS,
     NUMERIC_BOUNDS,
 )
+from trainscale.schema.bounds import CAPACITY_FACTOR_BOUND
 from trainscale.sim.cells import numeric as _numeric
 from trainscale.sim.cells import raw as _raw
 from trainscale.sim.cells import value_problem as _value_problem
@@ -162,6 +164,27 @@ def optional_number(frame: pd.DataFrame, name: str, problems: Problems, note: st
     bad = ~missing & ~_within(values, NUMERIC_BOUNDS[name])
     problems.add_where(bad, name, lambda r: _value_problem(frame, name, r, values[r], note))
     return np.where(missing | bad, np.nan, values)
+
+
+def capacity_factors(frame: pd.DataFrame, routing: np.ndarray, problems: Problems) -> np.ndarray:
+    """The ``capacity_factor`` column: the row's value (1 where empty), within
+    :data:`~trainscale.schema.bounds.CAPACITY_FACTOR_BOUND`, for ``moe_routing`` capacity only;
+    anything else is a problem."""
+    values = _numeric(frame, "capacity_factor")
+    given = ~missing_mask(frame, "capacity_factor")
+    bad = given & ~_within(values, CAPACITY_FACTOR_BOUND)
+    problems.add_where(
+        bad, "capacity_factor",
+        lambda r: f"{_raw(frame, 'capacity_factor', r)!r} is not allowed; allowed: "
+        f"{CAPACITY_FACTOR_BOUND.allowed()} (empty: 1)",
+    )  # fmt: skip
+    capacity = MOE_ROUTINGS.index("capacity")
+    problems.add_where(
+        given & ~bad & (routing != capacity), "capacity_factor",
+        lambda r: f"capacity_factor {values[r]:g} applies to moe_routing capacity only; "
+        f"moe_routing is {MOE_ROUTINGS[routing[r]]}",
+    )  # fmt: skip
+    return np.where(given & ~bad, values, 1.0)
 
 
 def optional_positive(frame: pd.DataFrame, name: str, problems: Problems) -> np.ndarray:

@@ -18,9 +18,10 @@ from trainscale.sim.cells import value_problem as _value_problem
 from trainscale.sim.cells import within as _within
 from trainscale.sim.configs.columns import coded_text, missing_mask, per_row
 from trainscale.sim.configs.problems import INT_SHAPE, Problems
+from trainscale.sim.model.counts import active_matmul_params
 from trainscale.sim.model.shape import ModelShape
 
-__all__ = ["check_columns", "refuse_unmodelled", "resolve_shape"]
+__all__ = ["MOE_SHAPE", "check_columns", "resolve_shape"]
 
 
 _SHAPE_NAMES = tuple(c.name for c in MODEL_SHAPE_COLUMNS)
@@ -46,41 +47,54 @@ def check_columns(frame: pd.DataFrame) -> None:
         )  # fmt: skip
 
 
-def _unmodelled(models: Mapping[str, ModelShape], by_model) -> np.ndarray:
-    """Per row, why the step-time model does not describe its catalogue model (mixture of
-    experts, multi-head latent attention, heads not ``hidden / heads`` wide), or ""."""
-    reasons = {
-        key: (
-            f"{key} is a mixture-of-experts model ({m.moe.num_experts} experts, top-"
-            f"{m.moe.experts_per_token})" if m.moe is not None
-            else f"{key} uses multi-head latent attention" if m.mla is not None
-            else f"{key} has attention heads of {m.head_dim}, not hidden / heads"
-        )
-        for key, m in models.items()
-        if not m.plain
-    }  # fmt: skip
-    return by_model(reasons, "").astype(object)
+#: The catalogue-only fields of a model (mixture of experts, multi-head latent attention, head
+#: width), by ModelArrays name: their value for a catalogue model, 0 for a dense one or a row
+#: without ``model`` (``head_dim`` 0 is then ``hidden / heads`` of the row).
+_CATALOGUE_ONLY = {
+    "head_dim": lambda m: 0 if m.plain else m.head_dim,
+    "kv_lora_rank": lambda m: m.mla.kv_lora_rank if m.mla else 0,
+    "q_lora_rank": lambda m: (m.mla.q_lora_rank or 0) if m.mla else 0,
+    "qk_head_dim": lambda m: m.mla.qk_head_dim if m.mla else 0,
+    "qk_rope_dim": lambda m: m.mla.qk_rope_head_dim if m.mla else 0,
+    "v_head_dim": lambda m: m.mla.v_head_dim if m.mla else 0,
+    "num_experts": lambda m: m.moe.num_experts if m.moe else 0,
+    "experts_per_token": lambda m: m.moe.experts_per_token if m.moe else 0,
+    "expert_ffn": lambda m: m.moe.expert_ffn if m.moe else 0,
+    "shared_ffn": lambda m: m.moe.shared_experts * m.moe.shared_expert_ffn if m.moe else 0,
+    "moe_layers": lambda m: m.moe.moe_layers(m.layers) if m.moe else 0,
+    "active_matmul_params": lambda m: 0 if m.plain else active_matmul_params(m),
+    "score_width": lambda m: (
+        0
+        if m.plain
+        else m.heads * (2 * m.head_dim if m.mla is None else m.mla.qk_head_dim + m.mla.v_head_dim)
+    ),
+}
+
+MOE_SHAPE = tuple(_CATALOGUE_ONLY)
+"""The model fields that come from the catalogue only (not from shape columns)."""
 
 
-def _experts(models: Mapping[str, ModelShape], by_model) -> dict[str, np.ndarray]:
-    """The routed experts and their width of each row's catalogue model (0: dense), what the
-    plan's expert rules read."""
+def _catalogue_only(models: Mapping[str, ModelShape], by_model) -> dict[str, np.ndarray]:
+    """The mixture-of-experts, latent-attention and head-width fields of each row's catalogue
+    model (:data:`_CATALOGUE_ONLY`), what the plan's expert rules and the step-time model read."""
     return {
-        name: by_model(
-            {k: getattr(m.moe, name) if m.moe is not None else 0 for k, m in models.items()}, 0
-        ).astype(np.int64)
-        for name in ("num_experts", "expert_ffn")
+        name: by_model({k: int(get(m)) for k, m in models.items()}, 0).astype(np.int64)
+        for name, get in _CATALOGUE_ONLY.items()
     }
 
 
-def refuse_unmodelled(v: dict[str, np.ndarray], problems: Problems) -> None:
-    """A problem for each row whose model the step-time model does not describe (checked last,
-    so that the row's plan is checked too): never a silent dense model."""
-    reason = v["unmodelled"]
+def _catalogue_shape(
+    problems: Problems, name: str, rows: np.ndarray, model, explicit: np.ndarray,
+    base: np.ndarray,
+) -> None:  # fmt: skip
+    """A problem for each of ``rows`` whose shape column ``name`` contradicts its catalogue
+    model's, where that model is not a plain dense one: its experts, latent ranks and head
+    width are tied to the catalogue's shape."""
     problems.add_where(
-        reason != "", "model",
-        lambda r: f"{reason[r]}: the step-time simulator predicts dense transformers with "
-        "hidden / heads-wide heads only; its parameters are listed by 'trainscale list models'",
+        rows, name,
+        lambda r: f"{model(r)} is a mixture-of-experts, latent-attention or wide-head model "
+        f"whose shape comes from data/models.yaml: {name} {explicit[r]:g} differs from its "
+        f"{base[r]:g}; add a catalogue entry for another shape",
     )  # fmt: skip
 
 
@@ -105,8 +119,7 @@ def resolve_shape(
         lambda r: f"unknown model {uniques[codes[r]]!r}{did_you_mean(uniques[codes[r]], models)}"
         f"; valid: {valid_names}",
     )  # fmt: skip
-    unmodelled = _unmodelled(models, by_model)
-    unsupported = named & known & (unmodelled != "")
+    catalogued = named & by_model({k: not m.plain for k, m in models.items()}, False).astype(bool)
     shape: dict[str, np.ndarray] = {}
     for name in INT_SHAPE:
         base = by_model({k: float(getattr(m, name)) for k, m in models.items()}, np.nan).astype(
@@ -115,8 +128,11 @@ def resolve_shape(
         explicit = _numeric(frame, name)
         given = ~missing_mask(frame, name)
         values = np.where(given, explicit, base)
-        fine = _within(values, NUMERIC_BOUNDS[name])
-        bad = ~fine & ~(named & ~known) & ~unsupported
+        _catalogue_shape(problems, name, given & catalogued & (explicit != base),
+                         lambda r: uniques[codes[r]], explicit, base)  # fmt: skip
+        # an MoE model whose every block has experts has no dense MLP: ffn 0
+        fine = _within(values, NUMERIC_BOUNDS[name]) | (catalogued & (values == 0) & (base == 0))
+        bad = ~fine & ~(named & ~known)
         problems.add_where(
             bad, name,
             lambda r, name=name, values=values, given=given: (
@@ -144,8 +160,10 @@ def resolve_shape(
         "allowed; allowed: swiglu, gelu",
     )  # fmt: skip
     shape["swiglu"] = mlp_is(("swiglu",))
-    shape.update(_experts(models, by_model))
-    shape["unmodelled"] = np.where(unsupported, unmodelled, "")
+    shape.update(_catalogue_only(models, by_model))
+    shape["head_dim"] = np.where(
+        shape["head_dim"] > 0, shape["head_dim"], shape["hidden"] // np.maximum(shape["heads"], 1)
+    )
     shape["tied_embeddings"] = by_model(
         {k: m.tied_embeddings for k, m in models.items()}, False
     ).astype(bool)

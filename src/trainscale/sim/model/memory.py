@@ -56,7 +56,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from trainscale.schema import Recompute, Sharding
+from trainscale.schema import MOE_ROUTINGS, Recompute, Sharding
 from trainscale.sim.frameworks import ZERO3_MAX_LIVE_PARAMETERS
 from trainscale.sim.model.finetune import lora_mask, trainable_share
 from trainscale.sim.model.work import BlockWork
@@ -64,11 +64,14 @@ from trainscale.sim.model.work import BlockWork
 if TYPE_CHECKING:
     from trainscale.sim.calibration import Calibration
     from trainscale.sim.configs import Configs
+    from trainscale.sim.configs.arrays import ModelArrays, PlanArrays
+    from trainscale.sim.model.moe_work import MoEWork
     from trainscale.sim.plan.layout import Layout
 
 __all__ = [
     "MemoryTerms",
     "block_activation_bytes",
+    "expert_memory_bytes",
     "gathered_bytes",
     "layers_in_flight",
     "logits_bytes",
@@ -92,11 +95,19 @@ class MemoryTerms:
     """LM-head logits, where the peak stage holds them (the last stage, or the only one)."""
     overhead: np.ndarray
     """CUDA context, NCCL buffers, allocator slack."""
+    experts: np.ndarray
+    """What a mixture-of-experts, MLA or wide-head model adds (:func:`expert_memory_bytes`):
+    routed experts' states, their gathered copies, the routed rows' activations, the dispatch
+    buffers, and the difference of its attention and MLP activations from the dense block's;
+    0 for a dense model."""
 
     @property
     def total(self) -> np.ndarray:
         """Peak bytes per GPU."""
-        return self.states + self.gathered + self.activations + self.logits + self.overhead
+        return (
+            self.states + self.gathered + self.activations + self.logits + self.overhead
+            + self.experts
+        )  # fmt: skip
 
 
 def _layers_per_stage(c: Configs) -> np.ndarray:
@@ -208,13 +219,88 @@ def memory_terms(c: Configs, work: BlockWork, place: Layout, cal: Calibration) -
     at_last = stored * last + recomputing + logits
     last_peaks = at_last > at_first
     n = len(stored)
+    experts = np.zeros(n)
+    if work.moe is not None:
+        experts[work.moe.rows] = expert_memory_bytes(
+            work.moe, layers=_layers_per_stage(c)[work.moe.rows],
+            in_flight=first[work.moe.rows], plan=c.plan, model=c.model,
+            distributed_optimizer=c.stack.distributed_optimizer[work.moe.rows],
+        )  # fmt: skip
     return MemoryTerms(
         states=model_state_bytes(c, work, place),
         gathered=gathered_bytes(c, work),
         activations=np.where(last_peaks, at_last - logits, at_first - np.where(single, logits, 0)),
         logits=np.where(last_peaks | single, logits, 0.0),
         overhead=np.full(n, cal.memory_overhead_gib * 2**30),
+        experts=experts,
     )
+
+
+def _expert_states(
+    params: np.ndarray, sharding: np.ndarray, edp: np.ndarray, distributed_optimizer: np.ndarray
+) -> np.ndarray:
+    """Bytes of the weights, gradients and optimizer states of ``params`` routed-expert
+    parameters, sharded over the ``edp`` expert data-parallel ranks as the row's sharding shards
+    the dense ones over ``dp·cp`` (:func:`model_state_bytes`)."""
+    d = edp.astype(np.float64)
+    unsharded = (sharding == Sharding.DDP) | (sharding == Sharding.ZERO1)
+    return params * np.select(
+        [distributed_optimizer & unsharded, sharding == Sharding.ZERO1, sharding == Sharding.DDP,
+         sharding == Sharding.ZERO2],
+        [6.0 + 12.0 / d, 4.0 + 12.0 / d, np.full_like(d, 16.0), 2.0 + 14.0 / d],
+        default=16.0 / d,
+    )  # fmt: skip
+
+
+def expert_memory_bytes(
+    mw: MoEWork, *, layers: np.ndarray, in_flight: np.ndarray, plan: PlanArrays,
+    model: ModelArrays, distributed_optimizer: np.ndarray,
+) -> np.ndarray:  # fmt: skip
+    """Bytes per GPU a mixture-of-experts, MLA or wide-head model adds, on the rows of ``mw``
+    (``layers`` the stage's blocks and ``in_flight`` its stored block-micro-batches, of those
+    rows; ``plan`` and ``model`` of every row):
+
+    - the routed experts this GPU holds, ``layers · mw.expert_param_bytes / 2`` parameters
+      (``E/ep`` experts split ``etp`` ways, for the MoE share of the blocks), their gradients
+      and optimizer states sharded over ``edp`` (:func:`_expert_states`); ZeRO-2, FSDP and HSDP
+      add two gathered blocks of expert weights and gradients;
+    - per stored block and micro-batch, the routed rows' activations (unless ``full``
+      recomputation): ``mw.moe_share · E/ep · r`` rows (mean routing; ``capacity_factor`` times
+      more under capacity routing) of the dispatched input (``h``), the gate/up output
+      (``2·f/etp``) and the SwiGLU output (``f/etp``), bf16; and the difference of the average
+      block's attention (Q, K, V, output of ``heads·(d_qk, d_qk, d_v, d_v)``) and MLP (dense
+      and shared) activations from what :func:`block_activation_bytes` counted for a dense
+      block of this ``hidden`` and ``ffn``;
+    - one block's dispatch buffers: the ``k`` copies of the routed tokens sent and received
+      and their permuted copy (3 · T_r·k·h bf16).
+    """
+    i = mw.rows
+    tp = plan.tp[i].astype(np.float64)
+    sharding = plan.sharding[i]
+    params = layers * mw.expert_param_bytes / 2.0
+    states = _expert_states(params, sharding, plan.edp[i], distributed_optimizer)
+    gathers = np.isin(sharding, (Sharding.ZERO2, Sharding.FSDP, Sharding.HSDP))
+    gathered = np.where(gathers, 4.0 * mw.expert_param_bytes, 0.0)
+    h = model.hidden[i].astype(np.float64)
+    f_local = mw.expert_out[1]
+    routing_pad = np.where(plan.moe_routing[i] == MOE_ROUTINGS.index("capacity"),
+                           plan.capacity_factor[i], 1.0)  # fmt: skip
+    rows = mw.moe_share * mw.local_experts * mw.expert_rows * routing_pad
+    routed = 2.0 * rows * (h + 3.0 * f_local)
+    tokens = plan.micro_batch[i] * plan.seq_len[i] / plan.cp[i].astype(np.float64)
+    heads = model.heads[i].astype(np.float64)
+    mla = model.kv_lora_rank[i] > 0
+    d_qk = np.where(mla, model.qk_head_dim[i], model.head_dim[i])
+    d_v = np.where(mla, model.v_head_dim[i], model.head_dim[i])
+    kv_dim = model.kv_heads[i] * (model.hidden[i] // model.heads[i])
+    kv_heads = np.where(mla, heads, model.kv_heads[i])
+    attention = heads * (d_qk + d_v) + kv_heads * (d_qk + d_v) - 2.0 * h - 2.0 * kv_dim
+    dense_share = 1.0 - mw.moe_share
+    mlp = 3.0 * (dense_share * model.ffn[i] + mw.moe_share * model.shared_ffn[i] - model.ffn[i])
+    blocks = 2.0 * tokens * (attention + mlp) / tp + routed
+    stored = np.where(plan.recompute[i] == Recompute.FULL, 0.0, in_flight * blocks)
+    buffers = 3.0 * 2.0 * mw.routed_tokens * model.experts_per_token[i] * h
+    return states + gathered + stored + buffers
 
 
 def memory_bytes_per_gpu(

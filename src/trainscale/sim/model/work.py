@@ -18,6 +18,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from trainscale.sim.configs import Configs
+    from trainscale.sim.model.moe_work import MoEWork
 
 
 __all__ = ["BlockWork", "block_work"]
@@ -87,6 +88,10 @@ class BlockWork:
     shape: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
     """``(swiglu, hidden, hidden / tp, K/V width on this GPU, ffn / tp)`` of every configuration,
     what :meth:`block_tensors` sizes the block's parameter tensors from."""
+    moe: MoEWork | None = None
+    """The average block's work of the configurations with a mixture-of-experts MLP,
+    multi-head latent attention or heads not ``hidden / heads`` wide
+    (:func:`trainscale.sim.model.moe_work.with_moe_work`); None where there are none."""
 
     def block_tensors(self, rows: np.ndarray) -> np.ndarray:
         """Elements on one GPU of each parameter tensor of one block, submodule by submodule in

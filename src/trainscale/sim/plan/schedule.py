@@ -68,12 +68,10 @@ The parts, one module each: :mod:`~trainscale.sim.plan.block_compute` (a block's
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
-from numpy.typing import ArrayLike
 
 from trainscale.schema import Sharding
 from trainscale.sim.configs import Configs
@@ -84,7 +82,9 @@ from trainscale.sim.plan.context_parallel import ContextParallel, context_parall
 from trainscale.sim.plan.critical_path import BlockPath, block_path
 from trainscale.sim.plan.data_parallel import DataParallel, StepSync, data_parallel, step_sync
 from trainscale.sim.plan.efficiency import Efficiencies, efficiencies
+from trainscale.sim.plan.experts import ExpertSteps, expert_parallel
 from trainscale.sim.plan.layout import Layout
+from trainscale.sim.plan.order_statistics import expected_max_standard_normal
 from trainscale.sim.plan.pipeline import (
     block_time,
     boundary_bytes,
@@ -117,7 +117,7 @@ class StepTimes:
     simulator is vectorised over all of them), in seconds. ``step_time_s`` is the explicit sum
     ``compute_s + exposed_comm_s + bubble_s + host_stall_s``; ``comm_s`` the busy time of every
     collective (``allgather_s + reducescatter_s + allreduce_s + p2p_s + straggler_s``), hidden
-    or not.
+    or not, and the expert-parallel exchange (``alltoall_s``).
     """
 
     step_time_s: np.ndarray
@@ -143,20 +143,10 @@ class StepTimes:
     straggler_s: np.ndarray
     """Waiting for the slowest GPU, inside the collectives."""
     comm_s: np.ndarray
-
-
-def expected_max_standard_normal(n: ArrayLike) -> np.ndarray:
-    """E[max of n independent standard normals] by Blom's approximation (0 for n = 1)."""
-    # scipy.special is imported here, not with the module: it costs about 0.3 s, which every
-    # Snakemake start-up (rules/common.smk imports trainscale.study.load) would pay without
-    # predicting.
-    from scipy.special import ndtri
-
-    n = np.asarray(n, dtype=np.float64)
-    if n.ndim == 1 and n.size > 1000:  # a sweep: few distinct GPU counts, each computed once
-        codes, distinct = pd.factorize(n)
-        return expected_max_standard_normal(distinct)[codes]
-    return np.where(n > 1, ndtri((n - 0.375) / (n + 0.25)), 0.0)
+    alltoall_s: np.ndarray
+    """Expert-parallel dispatch and combine busy time (part of ``comm_s``)."""
+    exposed_alltoall_s: np.ndarray
+    """What of it is exposed (part of ``exposed_comm_s``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -243,22 +233,25 @@ def _collectives(
     dp: DataParallel,
     sync: StepSync,
     p2p_mb: np.ndarray,
+    ex: ExpertSteps,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Busy time per step of every AllGather, ReduceScatter, AllReduce and send/recv (s)."""
+    """Busy time per step of every AllGather, ReduceScatter, AllReduce and send/recv (s); the
+    expert gradients' once-per-step collectives included."""
     blocks = m * layers
     allgather = (
         m * (layers * (dp.gather_fwd_s + dp.gather_bwd_s) + dp.embedding_gather_s)
         + blocks * (tp.allgather_fwd_s + tp.allgather_bwd_s)
         + sync.allgather_s + layers * dp.step_gather_s + dp.step_embedding_gather_s
+        + ex.step_allgather_s
     )  # fmt: skip
     reducescatter = (
         blocks * (dp.reduce_bwd_s - dp.replica_allreduce_s + tp.reducescatter_fwd_s
                   + tp.reducescatter_bwd_s)
-        + sync.reducescatter_s + layers * dp.step_reducescatter_s
+        + sync.reducescatter_s + layers * dp.step_reducescatter_s + ex.step_reducescatter_s
     )  # fmt: skip
     allreduce = (
         blocks * (dp.replica_allreduce_s + tp.allreduce_fwd_s + tp.allreduce_bwd_s)
-        + sync.allreduce_s + layers * dp.step_allreduce_s
+        + sync.allreduce_s + layers * dp.step_allreduce_s + ex.step_allreduce_s
     )  # fmt: skip
     p2p = m * p2p_mb + blocks * (cp.busy_fwd_s + cp.busy_bwd_s)
     return allgather, reducescatter, allreduce, p2p
@@ -273,22 +266,18 @@ def step_times(
     comp = block_compute(c, w, cal, eff)
     tp = tensor_parallel(c.plan, c.model.hidden, w, place, net)
     cp = context_parallel(
-        c.plan.cp,
-        c.stack.cp_comm_type,
-        c.stack.repeat_kv,
-        c.plan.recompute,
-        w,
-        place,
-        net,
+        c.plan.cp, c.stack.cp_comm_type, c.stack.repeat_kv, c.plan.recompute, w, place, net,
         comp.attention_fwd_s,
-    )
+    )  # fmt: skip
     dp = data_parallel(c, w, place, net)
+    layers = np.ceil(c.model.layers / (c.plan.pp * c.plan.vpp)) * c.plan.vpp  # slowest stage
+    comp, dp, ex = expert_parallel(
+        w.moe, comp, dp, model=c.model, plan=c.plan, stack=c.stack, system=c.system, net=net,
+        eff=eff, cal=cal, layers=layers,
+    )  # fmt: skip
     path = block_path(
         c.plan.tp, c.stack.tp_comm_overlap, c.stack.host_overhead_s, comp, tp, cp, dp, slow
     )
-    layers = (
-        np.ceil(c.model.layers / (c.plan.pp * c.plan.vpp)) * c.plan.vpp
-    )  # blocks on the slowest stage
     m = c.plan.grad_accum.astype(np.float64)
     stage_params_bytes = (
         layers * w.layer_param_bytes + np.where(c.plan.pp > 1, 0.5, 1.0) * w.embedding_param_bytes
@@ -296,13 +285,14 @@ def step_times(
     act_bytes = boundary_bytes(w.tokens, c.model.hidden, c.plan.tp, c.plan.sequence_parallel)
     boundary_s = boundary_p2p(act_bytes, c.plan.pp, c.plan.vpp, place, net)
     mb = _micro_batch(c, comp, cp, dp, path, layers, boundary_s)
+    mb = replace(mb, exposed_comm_s=mb.exposed_comm_s + layers * ex.exposed_alltoall_s)
     trained_bytes = trainable_share(c, w) * stage_params_bytes  # LoRA: the adapters only
     sync = step_sync(
         c, place, net, dp, layers=layers, grad_bytes=trained_bytes,
         fwd_compute=path.fwd_compute_s, fwd_critical=path.fwd_critical_s,
         bwd_critical=path.bwd_critical_s, slow=slow,
     )  # fmt: skip
-    optimizer = _optimizer_step(c, place, cal, trained_bytes)
+    optimizer = _optimizer_step(c, place, cal, trained_bytes) + ex.step_optimizer_s
 
     blocks = m * layers
     dense = blocks * (comp.fwd_dense_s + comp.bwd_dense_s) + m * mb.head_share * comp.head_dense_s
@@ -310,18 +300,23 @@ def step_times(
         blocks * (comp.fwd_memory_s + comp.bwd_memory_s) + m * mb.head_share * comp.head_memory_s
         + optimizer
     )  # fmt: skip
-    slowdown = blocks * (path.fwd_slowdown_s + path.bwd_slowdown_s) + sync.slowdown_s
+    slowdown = (
+        blocks * (path.fwd_slowdown_s + path.bwd_slowdown_s + ex.slowdown_s) + sync.slowdown_s
+    )
     compute = dense + memory_bound + slowdown
     # Synchronous training waits for the slowest GPU at every step: with a per-GPU coefficient of
     # variation cv, the expected maximum of N normal compute times exceeds the mean by cv·z_N,
     # z_N = Φ⁻¹((N − 0.375)/(N + 0.25)) (Blom's approximation; 1.42 for 8 GPUs, 3.43 for 2,048).
     stragglers = cal.straggler_cv * expected_max_standard_normal(c.plan.num_gpus) * compute
-    exposed = m * mb.exposed_comm_s + sync.exposed_s + stragglers
+    exposed = m * mb.exposed_comm_s + sync.exposed_s + stragglers + ex.step_exposed_s
     pipeline_bubble = bubble(
         c.plan.pp, c.plan.vpp, mb.compute_s + mb.host_stall_s + mb.exposed_comm_s
     )
     host_stall = m * mb.host_stall_s
-    allgather, reducescatter, allreduce, p2p = _collectives(m, layers, tp, cp, dp, sync, mb.p2p_s)
+    allgather, reducescatter, allreduce, p2p = _collectives(
+        m, layers, tp, cp, dp, sync, mb.p2p_s, ex
+    )
+    alltoall = blocks * ex.alltoall_s
     return StepTimes(
         step_time_s=compute + exposed + pipeline_bubble + host_stall,
         compute_s=compute,
@@ -335,5 +330,7 @@ def step_times(
         allreduce_s=allreduce,
         p2p_s=p2p,
         straggler_s=stragglers,
-        comm_s=allgather + reducescatter + allreduce + p2p + stragglers,
+        comm_s=allgather + reducescatter + allreduce + p2p + stragglers + alltoall,
+        alltoall_s=alltoall,
+        exposed_alltoall_s=blocks * ex.exposed_alltoall_s,
     )
