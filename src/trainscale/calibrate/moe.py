@@ -138,7 +138,7 @@ def fit_moe(
         x_scale=upper - lower, diff_step=1e-3, max_nfev=max_nfev,
     )  # fmt: skip
     fitted = round_calibration(calibration(result.x))
-    fitted = replace(fitted, intervals=base.intervals)
+    fitted = replace(fitted, intervals=base.intervals, moe_intervals=base.moe_intervals)
     predicted, rejects = moe_predictions(rows, fitted, catalogue)
     return MoEFit(fitted, predicted, rejects, float(result.cost))
 
@@ -207,5 +207,6 @@ def calibrate_moe(
         return fit.calibration, moe_block(fit, fit.rows.iloc[0:0])
     held = held_out_moe(rows, base, catalogue=catalogue)
     block = moe_block(fit, held)
-    block["intervals"] = fit_intervals(held).as_dict()
-    return fit.calibration, block
+    intervals = fit_intervals(held)
+    block["intervals"] = intervals.as_dict()
+    return replace(fit.calibration, moe_intervals=intervals), block
