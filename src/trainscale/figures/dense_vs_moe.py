@@ -63,11 +63,11 @@ def best_points(sim: pd.DataFrame) -> pd.DataFrame:
 def _ep_labels(ax, rows: pd.DataFrame, color) -> None:
     """``epN`` above the first point and every point where the winning ``ep`` changes."""
     previous = None
-    for r in rows.itertuples(index=False):
-        if r.ep > 1 and r.ep != previous:
+    for i, r in enumerate(rows.itertuples(index=False)):
+        if r.ep > 1 and r.ep != previous:  # the first point's label starts at it, off the axis
             ax.annotate(f"ep{r.ep}", (r.num_gpus, r.tokens_per_s_per_gpu), xytext=(0, 6),
-                        textcoords="offset points", ha="center", fontsize=6,
-                        color=color)  # fmt: skip
+                        textcoords="offset points", ha="left" if i == 0 else "center",
+                        fontsize=6, color=color)  # fmt: skip
         previous = r.ep
 
 
