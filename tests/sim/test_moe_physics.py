@@ -123,3 +123,46 @@ def test_moe_parameters_at_their_priors_leave_the_calibration_id() -> None:
     assert moved.calibration_id != CAL.calibration_id
     defaults = Calibration.defaults()
     assert "moe_gemm_half_rows" in defaults.as_dict()
+
+
+@pytest.mark.parametrize("key", ["deepseek-v3", "deepseek-v2", "kimi-k2", "qwen3-235b-a22b",
+                                 "gpt-oss-120b", "mixtral-8x22b"])  # fmt: skip
+def test_the_average_block_holds_the_catalogue_counts(key: str) -> None:
+    """On one GPU (tp, ep, etp 1) the average block's weights are the catalogue's block counts
+    (:mod:`trainscale.sim.model.counts`) averaged over the model's dense and MoE blocks: the
+    step-time model does not count the weights a second way."""
+    from trainscale.sim.configs import build_configs
+    from trainscale.sim.model.counts import block_params
+    from trainscale.sim.workload import workload
+
+    cat = load_catalogue()
+    m = cat.models[key]
+    row = {"model": key, "gpu": "b200", "num_gpus": 1, "tp": 1, "pp": 1, "seq_len": 4096,
+           "global_batch": 1, "micro_batch": 1, "sharding": "ddp", "recompute": "none",
+           "precision": "bf16"}  # fmt: skip
+    c, _, _ = build_configs(pd.DataFrame([row]), hardware=cat.hardware, models=cat.models,
+                            frameworks=cat.frameworks)  # fmt: skip
+    work = workload(c)
+    per_block = (work.layer_param_bytes[0] + work.moe.expert_param_bytes[0]) / 2.0
+    dense = m.moe.dense_layers if m.moe else m.layers
+    expected = (dense * block_params(m, moe_block=False)
+                + (m.layers - dense) * block_params(m, moe_block=True)) / m.layers  # fmt: skip
+    assert per_block == pytest.approx(expected, rel=1e-9)
+
+
+def test_a2a_overlap_hides_the_exchange_behind_another_micro_batch() -> None:
+    """Megatron-LM --overlap-moe-expert-parallel-comm: with more than one micro-batch only what
+    exceeds the block's compute stays exposed; with one there is nothing to overlap with."""
+    qwen = FOLDING | {"model": "qwen3-235b-a22b", "num_gpus": 256, "ep": 32, "pp": 8,
+                      "global_batch": 2048, "recompute": "selective"}  # fmt: skip
+    rows = [
+        qwen,
+        qwen | {"moe_a2a_overlap": True},
+        qwen | {"global_batch": 16},
+        qwen | {"global_batch": 16, "moe_a2a_overlap": True},
+    ]
+    off, on, one_off, one_on = (r for _, r in predict(pd.DataFrame(rows)).iterrows())
+    assert on["alltoall_s"] == pytest.approx(off["alltoall_s"])
+    assert on["exposed_alltoall_s"] < 0.5 * off["exposed_alltoall_s"]
+    assert on["step_time_s"] < off["step_time_s"]
+    assert one_on["exposed_alltoall_s"] == one_off["exposed_alltoall_s"] == one_off["alltoall_s"]

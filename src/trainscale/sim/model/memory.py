@@ -45,6 +45,14 @@ new kind of state (for example experts) is one more function and one more field:
   benchmarks/llama3_h100_202412_torchtitan.md, footnote 1).
 - A fixed runtime overhead (CUDA context, NCCL buffers, allocator slack;
   ``memory_overhead_gib``).
+- **Experts** (:func:`expert_memory_bytes`, mixture-of-experts, MLA and wide-head models only):
+  the routed experts' weights sharded by ``ep`` and ``etp``, their gradients and optimizer
+  states by the expert data-parallel degree ``edp`` as the row's sharding shards the dense ones
+  over ``dp·cp`` (FSDP: ``16/edp`` bytes per weight); the routed rows' activations of the
+  stored blocks (each token's ``k`` copies: dispatched input, gate/up and SwiGLU outputs); one
+  block's dispatch buffers; and the difference of the attention (MLA's or wide heads' Q, K, V)
+  and MLP (dense and shared experts) activations from the dense block's count above. The model
+  states and gathered blocks above then count the block's other weights only.
 
 Returns bytes, shape ``(n,)``.
 """

@@ -18,6 +18,9 @@ gradients, for the configurations whose model the dense block does not describe
   micro-batch's exchange beside another's compute in 1F1B's steady state (more than one
   micro-batch): then only what exceeds the block's compute is exposed, and the compute it
   overlaps is slowed by ``overlap_slowdown``.
+- **Tensor parallelism.** An MoE block without a shared expert has no dense MLP: its tokens
+  reach the experts by the dispatcher, so of the block's tensor-parallel collectives only the
+  attention's pair remains (the expert tensor-parallel gather is the dispatcher's).
 - **Expert gradients** are reduced over the expert data-parallel group (``edp`` ranks, of which
   ``min(edp, gpus_per_node / (ep·etp))`` share a node), the dense ones over ``dp·cp`` as before:
   DDP all-reduces and ZeRO-1 reduce-scatters (and all-gathers the updated weights) the stage's
@@ -42,6 +45,8 @@ from trainscale.sim.plan.block_compute import ATTENTION_BACKWARD_RATIO, BlockCom
 from trainscale.sim.plan.data_parallel import DataParallel
 from trainscale.sim.plan.efficiency import Efficiencies
 from trainscale.sim.plan.routing import routing_load
+from trainscale.sim.plan.streams import only_where
+from trainscale.sim.plan.tensor_parallel import TensorParallel
 from trainscale.sim.system.alltoall import dispatch_time
 from trainscale.sim.system.collectives import (
     Network,
@@ -147,8 +152,8 @@ def _expert_gathers(
     sharded = (s == Sharding.FSDP) | (s == Sharding.HSDP)
     gathers = sharded | (s == Sharding.ZERO2)
     size = mw.expert_param_bytes
-    ag = np.where(gathers & (size > 0), allgather_time(size, n, g, net), 0.0)
-    rs = np.where(gathers & (size > 0), reducescatter_time(size, n, g, net), 0.0)
+    ag = only_where(gathers & (size > 0), allgather_time, size, n, g, net)
+    rs = only_where(gathers & (size > 0), reducescatter_time, size, n, g, net)
     prefetch, overlap = stack.overlap_param_gather[i], stack.overlap_grad_reduce[i]
     add = {
         "gather_fwd_s": ag,
@@ -181,9 +186,9 @@ def _step_sync(
     ddp, zero1 = s == Sharding.DDP, s == Sharding.ZERO1
     size = layers[i] * mw.expert_param_bytes
     some = (size > 0) & (n > 1)
-    ar = np.where(ddp & some, allreduce_time(size, n, g, net), 0.0)
-    rs = np.where(zero1 & some, reducescatter_time(size, n, g, net), 0.0)
-    ag = np.where(zero1 & some, allgather_time(size, n, g, net), 0.0)
+    ar = only_where(ddp & some, allreduce_time, size, n, g, net)
+    rs = only_where(zero1 & some, reducescatter_time, size, n, g, net)
+    ag = only_where(zero1 & some, allgather_time, size, n, g, net)
     bwd = layers[i] * (comp.bwd_dense_s[i] + comp.bwd_memory_s[i])
     fwd = layers[i] * (comp.fwd_dense_s[i] + comp.fwd_memory_s[i])
     reduce_window = np.where(stack.overlap_grad_reduce[i], bwd, 0.0)
@@ -218,18 +223,35 @@ def _exchange(
     }
 
 
+def _tensor_parallel(tp: TensorParallel, mw: MoEWork, shared_ffn: np.ndarray) -> TensorParallel:
+    """``tp`` without the MLP's pair of collectives (half of a block's) in the MoE blocks of the
+    rows of ``mw`` that have no shared expert: their tokens reach the experts by the dispatcher
+    (whose expert tensor-parallel gather :func:`~trainscale.sim.system.alltoall.dispatch_time`
+    counts), not by the dense MLP's sequence-parallel gather and reduce-scatter; a shared expert
+    is a tensor-parallel MLP and keeps them."""
+    i = mw.rows
+    keep = 1.0 - 0.5 * mw.moe_share * (shared_ffn[i] == 0)
+    out = {}
+    for f in fields(tp):
+        value = getattr(tp, f.name).copy()
+        value[i] = value[i] * keep
+        out[f.name] = value
+    return TensorParallel(**out)
+
+
 def expert_parallel(
-    w_moe: MoEWork | None, comp: BlockCompute, dp: DataParallel, *, model: ModelArrays,
+    w_moe: MoEWork | None, comp: BlockCompute, tp: TensorParallel, dp: DataParallel, *,
+    model: ModelArrays,
     plan: PlanArrays, stack: StackArrays, system: SystemArrays, net: Network,
     eff: Efficiencies, cal: Calibration, layers: np.ndarray,
-) -> tuple[BlockCompute, DataParallel, ExpertSteps]:  # fmt: skip
-    """The block compute and data-parallel collectives with the rows of ``w_moe`` replaced or
-    extended, and what expert parallelism adds to the step (module docstring); ``layers`` the
-    blocks on the slowest stage. Dense rows come back untouched and get zeros."""
+) -> tuple[BlockCompute, TensorParallel, DataParallel, ExpertSteps]:  # fmt: skip
+    """The block compute, tensor- and data-parallel collectives with the rows of ``w_moe``
+    replaced or extended, and what expert parallelism adds to the step (module docstring);
+    ``layers`` the blocks on the slowest stage. Dense rows come back untouched and get zeros."""
     total = len(comp.gemm_fwd_s)
     zeros = {f.name: np.zeros(total) for f in fields(ExpertSteps)} | {"load": np.ones(total)}
     if w_moe is None:
-        return comp, dp, ExpertSteps(**zeros)
+        return comp, tp, dp, ExpertSteps(**zeros)
     i = w_moe.rows
     rows_per_rank = w_moe.local_experts * w_moe.expert_rows
     load = routing_load(
@@ -255,4 +277,5 @@ def expert_parallel(
     values["load"] = load
     out = {name: _scatter(total, i, values[name], 1.0 if name == "load" else 0.0)
            for name in zeros}  # fmt: skip
-    return comp, dp, ExpertSteps(**out)
+    tp = _tensor_parallel(tp, w_moe, model.shared_ffn)
+    return comp, tp, dp, ExpertSteps(**out)

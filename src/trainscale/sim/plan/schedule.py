@@ -271,8 +271,8 @@ def step_times(
     )  # fmt: skip
     dp = data_parallel(c, w, place, net)
     layers = np.ceil(c.model.layers / (c.plan.pp * c.plan.vpp)) * c.plan.vpp  # slowest stage
-    comp, dp, ex = expert_parallel(
-        w.moe, comp, dp, model=c.model, plan=c.plan, stack=c.stack, system=c.system, net=net,
+    comp, tp, dp, ex = expert_parallel(
+        w.moe, comp, tp, dp, model=c.model, plan=c.plan, stack=c.stack, system=c.system, net=net,
         eff=eff, cal=cal, layers=layers,
     )  # fmt: skip
     path = block_path(

@@ -42,8 +42,6 @@ from trainscale.sim.system.collectives import Network, allgather_time, alltoall_
 
 __all__ = ["dispatch_time", "ep_ranks_per_node", "remote_nodes"]
 
-_ALLTOALL, _ALLGATHER, _DEEPEP = (MOE_DISPATCHERS.index(d) for d in MOE_DISPATCHERS)
-
 
 def ep_ranks_per_node(ep: ArrayLike, etp: ArrayLike, gpus_per_node: ArrayLike) -> np.ndarray:
     """Ranks of one expert-parallel group on a node: ``min(ep, max(gpus_per_node // etp, 1))``."""
@@ -96,18 +94,49 @@ def dispatch_time(
         nvlink_bytes_per_s=efficiency * np.asarray(net.nvlink_bytes_per_s),
         nic_bytes_per_s=efficiency * np.asarray(net.nic_bytes_per_s),
     )
-    ep = np.asarray(ep, dtype=np.float64)
-    etp = np.asarray(etp, dtype=np.float64)
-    token_bytes = 2.0 * np.asarray(routed_tokens, dtype=np.float64) * np.asarray(hidden)
-    copies = token_bytes * np.asarray(k) * np.asarray(load)
-    g = ep_ranks_per_node(ep, etp, gpus_per_node)
-    nodes = np.ceil(ep / g)
-    etp_gather = allgather_time(copies * etp, etp, np.minimum(etp, gpus_per_node), fast)
-    all_to_all = alltoall_time(copies, ep, g, fast) + etp_gather
-    group = ep * etp
-    gathered = allgather_time(token_bytes * group, group, np.minimum(group, gpus_per_node), fast)
-    deepep = _deepep_time(token_bytes * np.asarray(load), np.asarray(k), g, nodes, fast)
-    deepep = np.where(ep > 1, deepep, 0.0) + etp_gather
-    return np.select(
-        [dispatcher == _ALLGATHER, dispatcher == _DEEPEP], [gathered, deepep], all_to_all
+    shape = np.broadcast(dispatcher, routed_tokens, hidden, k, load, ep, etp, gpus_per_node).shape
+    ep, etp, gpn, k, load = (
+        np.broadcast_to(np.asarray(a, dtype=np.float64), shape)
+        for a in (ep, etp, gpus_per_node, k, load)
     )
+    token_bytes = np.broadcast_to(
+        2.0 * np.asarray(routed_tokens, dtype=np.float64) * np.asarray(hidden), shape
+    )
+    out = np.zeros(shape)
+    for code, how in enumerate(_BY_DISPATCHER):
+        rows = np.flatnonzero(np.broadcast_to(dispatcher, shape) == code)
+        if rows.size:
+            out[rows] = how(token_bytes[rows], k[rows], load[rows], ep[rows], etp[rows],
+                            gpn[rows], fast.take(rows))  # fmt: skip
+    return out
+
+
+def _etp_gather(copies: np.ndarray, etp: np.ndarray, gpn: np.ndarray, net: Network) -> np.ndarray:
+    """The AllGather of the received tokens over the ``etp`` ranks sharing each expert."""
+    return allgather_time(copies * etp, etp, np.minimum(etp, gpn), net)
+
+
+def _by_alltoall(token_bytes, k, load, ep, etp, gpn, net: Network) -> np.ndarray:
+    """One all-to-all over the ``ep`` ranks, then the expert tensor-parallel gather."""
+    copies = token_bytes * k * load
+    return alltoall_time(copies, ep, ep_ranks_per_node(ep, etp, gpn), net) + _etp_gather(
+        copies, etp, gpn, net
+    )
+
+
+def _by_allgather(token_bytes, k, load, ep, etp, gpn, net: Network) -> np.ndarray:
+    """Every rank gathers the tokens of the ``ep·etp`` ranks of the expert group."""
+    group = ep * etp
+    return allgather_time(token_bytes * group, group, np.minimum(group, gpn), net)
+
+
+def _by_deepep(token_bytes, k, load, ep, etp, gpn, net: Network) -> np.ndarray:
+    """DeepEP's normal kernels, then the expert tensor-parallel gather."""
+    g = ep_ranks_per_node(ep, etp, gpn)
+    deepep = np.where(ep > 1, _deepep_time(token_bytes * load, k, g, np.ceil(ep / g), net), 0.0)
+    return deepep + _etp_gather(token_bytes * k * load, etp, gpn, net)
+
+
+#: Each dispatcher's time, in the order of :data:`~trainscale.schema.MOE_DISPATCHERS`.
+_DISPATCHERS = {"alltoall": _by_alltoall, "allgather": _by_allgather, "deepep": _by_deepep}
+_BY_DISPATCHER = tuple(_DISPATCHERS[name] for name in MOE_DISPATCHERS)
