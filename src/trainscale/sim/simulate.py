@@ -264,9 +264,10 @@ def _factors_under(
     flags = support(
         intervals.facts, gpu=c.system.gpu_index, gpu_keys=gpu_keys, framework=c.stack.framework,
         sharding=c.plan.sharding, num_gpus=c.plan.num_gpus,
-        params_b=block_params_b(
-            c.model.layers, c.model.hidden, c.model.heads, c.model.kv_heads, c.model.ffn,
-            c.model.swiglu,
+        params_b=np.where(
+            c.model.block_params > 0, c.model.block_params / 1e9,
+            block_params_b(c.model.layers, c.model.hidden, c.model.heads, c.model.kv_heads,
+                           c.model.ffn, c.model.swiglu),
         ),
         seq_len=c.plan.seq_len, degrees={"tp": c.plan.tp, "pp": c.plan.pp, "cp": c.plan.cp},
     )  # fmt: skip

@@ -27,7 +27,9 @@ once each. ``X`` and ``BOUND`` of ``params_b`` print with 3 significant digits (
 others are integers. Example: ``gpu:b200;fsdp_ranks:1024>256;seq_len:32768>8192``. A framework
 with no rows carries no ``_ranks`` flag (its every sharding is new; ``framework:`` says so).
 ``params_b`` counts the transformer blocks only (``layers * layer_params``), so it is the same
-whether the row names a catalogue model or a bare shape.
+whether the row names a catalogue model or a bare shape; for a mixture-of-experts, MLA or
+wide-head catalogue model it is every block's weights, all experts included
+(:func:`trainscale.sim.model.counts.block_params`).
 
 Widening (decided before any coverage was measured; never tuned to it)
 ---------------------------------------------------------------------

@@ -66,6 +66,9 @@ class ModelArrays:
     active_matmul_params: np.ndarray
     """Weights one token multiplies (:func:`trainscale.sim.model.counts.active_matmul_params`)
     of a mixture-of-experts, MLA or wide-head catalogue model; 0 for a dense one."""
+    block_params: np.ndarray
+    """Weights of all transformer blocks (every expert) of such a model; 0 for a dense one
+    (:func:`trainscale.sim.model.params.block_params_b` counts those)."""
     score_width: np.ndarray
     """``heads·(d_qk + d_v)`` of such a model (the attention scores' FLOPs per token and layer
     are ``2·seq_len`` times it, forward); 0 for a dense one."""

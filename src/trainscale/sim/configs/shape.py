@@ -18,7 +18,7 @@ from trainscale.sim.cells import value_problem as _value_problem
 from trainscale.sim.cells import within as _within
 from trainscale.sim.configs.columns import coded_text, missing_mask, per_row
 from trainscale.sim.configs.problems import INT_SHAPE, Problems
-from trainscale.sim.model.counts import active_matmul_params
+from trainscale.sim.model.counts import active_matmul_params, block_params
 from trainscale.sim.model.shape import ModelShape
 
 __all__ = ["MOE_SHAPE", "check_columns", "resolve_shape"]
@@ -63,12 +63,22 @@ _CATALOGUE_ONLY = {
     "shared_ffn": lambda m: m.moe.shared_experts * m.moe.shared_expert_ffn if m.moe else 0,
     "moe_layers": lambda m: m.moe.moe_layers(m.layers) if m.moe else 0,
     "active_matmul_params": lambda m: 0 if m.plain else active_matmul_params(m),
+    "block_params": lambda m: 0 if m.plain else _block_params(m),
     "score_width": lambda m: (
         0
         if m.plain
         else m.heads * (2 * m.head_dim if m.mla is None else m.mla.qk_head_dim + m.mla.v_head_dim)
     ),
 }
+
+
+def _block_params(m: ModelShape) -> int:
+    """Weights of every transformer block of ``m`` (dense and MoE blocks, all experts)."""
+    dense = m.moe.dense_layers if m.moe else m.layers
+    return dense * block_params(m, moe_block=False) + (m.layers - dense) * block_params(
+        m, moe_block=True
+    )
+
 
 MOE_SHAPE = tuple(_CATALOGUE_ONLY)
 """The model fields that come from the catalogue only (not from shape columns)."""
