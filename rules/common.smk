@@ -113,6 +113,18 @@ PUBLISHED_SOURCES = {
     ),
     "sources_schema": schema_input("sources"),
 }
+#: The published mixture-of-experts runs beside the CSV and their rules, where there are any
+#: (trainscale.published.moe; load_published reads them into PublishedData.moe).
+PUBLISHED_SOURCES.update(
+    {
+        key: str(Path(config["published"]).with_name(name))
+        for key, name in (
+            ("moe_measurements", "moe-measurements.csv"),
+            ("moe_sources", "moe-sources.yaml"),
+        )
+        if Path(config["published"]).with_name(name).is_file()
+    }
+)
 
 
 def catalogue_inputs(*names):

@@ -211,6 +211,20 @@ def batch_sim() -> pd.DataFrame:
 
 
 @pytest.fixture(scope="session")
+def moe_sim() -> pd.DataFrame:
+    """Llama-3 70B (tp 8, pp 2) against Qwen3 30B-A3B (ep 8) with Megatron-Core, 64 and 256
+    GPUs, full recomputation."""
+    plans = (("llama3-70b", 8, 2, 1), ("qwen3-30b-a3b", 1, 1, 8))
+    rows = [
+        {**BASE, "model": model, "tp": tp, "pp": pp, "ep": ep, "num_gpus": n,
+         "framework": "megatron", "sharding": "zero1", "recompute": "full"}
+        for model, tp, pp, ep in plans
+        for n in (64, 256)
+    ]  # fmt: skip
+    return predict(pd.DataFrame(rows))
+
+
+@pytest.fixture(scope="session")
 def best_sim() -> pd.DataFrame:
     return simulate(
         model=["llama2-7b", "llama2-70b"],

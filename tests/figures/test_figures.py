@@ -144,6 +144,17 @@ SPECS = {
         },
         {"Measured: runs cpu_run, gpu_run", "Simulated: trainscale", "No prediction for cpu_run"},
     ),
+    "dense_vs_moe": (
+        {"sim": "moe_sim"},
+        {
+            "GPUs (count)",
+            "Throughput per GPU (tokens/s)",
+            "MFU (%)",
+            "Exposed communication (% of step)",
+        },
+        {"Llama-3 70B", "Qwen3 30B-A3B", "exposed all-to-all (expert parallel)"},
+        {"Simulated: trainscale", "the winning expert-parallel degree"},
+    ),
     "energy_bill": (
         {"energy": "energy_bill_table"},
         {"GPUs (count)", "Tokens per joule, node (tokens/J)", "Cost per million tokens (USD)"},

@@ -26,22 +26,27 @@ def test_recorded_residual_error_is_what_the_stored_calibration_gives(tables: di
         assert summary[source] == pytest.approx(mape, abs=0.01), source
 
 
-def test_every_published_row_is_predicted_or_rejected_with_a_reason(tables: dict) -> None:
+def test_every_published_row_is_predicted_or_rejected_with_a_reason(
+    tables: dict, published
+) -> None:
     raw = pd.read_csv(data_dir() / "published" / "measurements.csv", dtype=str)
     lines = set(range(2, len(raw) + 2))
+    moe = published.moe[published.moe["data_file"] == "measurements.csv"]
     predicted = set(tables["throughput"]["csv_row"]) | set(tables["collectives"]["csv_row"])
+    predicted |= set(moe["csv_row"])  # the MoE rows: trainscale.published.moe, apart
     rejected = set(tables["rejects"]["csv_row"])
     assert predicted | rejected == lines
     assert not predicted & rejected
     assert tables["rejects"]["reason"].str.len().min() > 10
 
 
-def test_throughput_rows_cover_every_row_with_a_throughput_figure(tables: dict) -> None:
+def test_throughput_rows_cover_every_row_with_a_throughput_figure(tables: dict, published) -> None:
     metrics = {"tokens_per_s_per_GPU", "achieved_TFLOPs_per_GPU", "TFLOPs_per_GPU",
                "step_time_ms"}  # fmt: skip
     raw = pd.read_csv(data_dir() / "published" / "measurements.csv", dtype=str)
     with_figure = raw[raw["metric"].isin(metrics)]
-    rows = set(tables["throughput"]["csv_row"])
+    moe = published.moe[published.moe["data_file"] == "measurements.csv"]
+    rows = set(tables["throughput"]["csv_row"]) | set(moe["csv_row"])
     for index, row in with_figure.iterrows():
         if index + 2 not in rows:
             reason = tables["rejects"].set_index("csv_row").loc[index + 2, "reason"]

@@ -161,8 +161,22 @@ def test_valid_but_unrepresentable_rows_are_rejected_with_the_right_reason() -> 
         "value '33-39' is a range, not one measured number; the source gives a range of GPU "
         "counts (8 and 128), not the GPU count of one run"
     ]
-    moe = reasons[reasons.str.startswith("mixture-of-experts model")]
-    assert len(moe) == 9 and moe.str.contains("dense transformers").all()
+    assert not reasons.str.startswith("mixture-of-experts model").any()
+
+
+def test_mixture_of_experts_rows_are_normalised_apart_from_the_dense_rows() -> None:
+    """The Megatron-Bridge MoE rows are predicted (in ``moe``), never among the dense rows the
+    dense parameters are fitted on; their EP and routing come from the notes."""
+    published = load_published()
+    bridge = published.moe[published.moe["data_file"] == "measurements.csv"]
+    assert len(bridge) == 9
+    assert set(bridge["model"]) == {"gpt-oss-120b", "qwen3-30b-a3b", "qwen3-235b-a22b",
+                                    "deepseek-v3"}  # fmt: skip
+    assert not set(bridge["csv_row"]) & set(published.throughput["csv_row"])
+    deepseek = bridge[bridge["model"] == "deepseek-v3"].iloc[0]
+    assert (deepseek["ep"], deepseek["moe_routing"], deepseek["num_gpus"]) == (64, "balanced", 1024)
+    drop = bridge[bridge["model_name"].str.contains("tokendrop")]
+    assert (drop["moe_routing"] == "capacity").all() and (drop["capacity_factor"] == 1.0).all()
 
 
 def test_every_throughput_row_has_a_framework_profile_and_its_source_text() -> None:

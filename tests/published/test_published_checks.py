@@ -70,8 +70,9 @@ def _assert_names(error: InputFileError, path: Path, row: int, column: str | Non
 
 def test_the_shipped_csv_has_no_duplicate_and_loads() -> None:
     published = load()
+    bridge = published.moe[published.moe["data_file"] == "measurements.csv"]
     rows = len(published.throughput) + len(published.collectives) + len(published.rejects)
-    assert rows == len(ROWS)
+    assert rows + len(bridge) == len(ROWS)
 
 
 def test_an_exact_duplicate_row_is_refused(tmp_path: Path) -> None:

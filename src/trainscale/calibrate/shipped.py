@@ -4,7 +4,8 @@
 (:func:`~trainscale.calibrate.fit.fit_throughput`; the GPU-board power fractions are set from
 their sources, not fitted), fits the prediction intervals on the
 leave-one-source-out predictions (:func:`~trainscale.calibrate.fit.held_out_predictions`), fits
-the node-power terms in a separate stage (:mod:`trainscale.calibrate.power`), measures the pilot
+the node-power terms in a separate stage (:mod:`trainscale.calibrate.power`) and the
+mixture-of-experts parameters in another (:mod:`trainscale.calibrate.moe`), measures the pilot
 errors every user calibration on this file needs (:mod:`trainscale.calibrate.stored`) and writes
 the file. It sits above the modules whose results it gathers, so none of them imports it.
 """
@@ -23,6 +24,7 @@ from trainscale.calibrate.fit import (
     line_ranges,
     round_calibration,
 )
+from trainscale.calibrate.moe import calibrate_moe
 from trainscale.calibrate.pilot_series import pilot_errors as measure_pilot_errors
 from trainscale.calibrate.power import calibrate_power, power_block
 from trainscale.calibrate.stored import BLOCK, StoredPilotErrors
@@ -69,6 +71,8 @@ def calibrate(
         round_calibration(fit.calibration),
         intervals=fit_intervals(held_out),
     )
+    # the MoE stage: the MoE parameters on the MoE rows, the dense ones held (never moved by it)
+    final, moe = calibrate_moe(published.moe, final, catalogue=catalogue)
     throughput, sim_rejects = throughput_predictions(published, final, catalogue)
     collectives = collective_predictions(published, final, catalogue)
     fit = FittedCalibration(
@@ -110,7 +114,8 @@ def calibrate(
         pilot_errors = measure_pilot_errors(published, catalogue=catalogue, shipped=final)
     stored = StoredPilotErrors.of(pilot_errors, final.calibration_id)
     power = _power_stage(final, catalogue, power_rows)
-    blocks = ({"power": power} if power is not None else {}) | {BLOCK: stored.as_dict()}
+    blocks = ({"power": power} if power is not None else {}) | {"moe": moe}
+    blocks |= {BLOCK: stored.as_dict()}
     dump_calibration(final, output or data_dir() / "calibration.yaml", provenance, blocks)
     return fit
 

@@ -11,6 +11,10 @@ per source, then per framework, then overall, each with the in-sample MAPE besid
 With ``--holdout`` it then reports the 80 % prediction intervals' coverage of the held-out rows,
 measured source-out (:func:`trainscale.sim.intervals.source_out_coverage`), per framework and all.
 
+Then the mixture-of-experts runs (:mod:`trainscale.commands.validate_moe`): in sample, and with
+``--holdout`` each MoE source left out of the MoE fit, per source, pooled over
+``moe-measurements.csv`` and all, with the MoE intervals' source-out coverage.
+
 With ``--pilots`` it measures the path a user takes with pilot runs instead
 (:mod:`trainscale.calibrate.pilot_series`): every published scaling series (same source, stack,
 GPU, model, sequence length, precision, recomputation and layout at two or more GPU counts) is
@@ -343,6 +347,9 @@ def run(args: argparse.Namespace) -> int:
             "on a source left out of the fit)"
         )
         print(format_table(in_sample))
+    from trainscale.commands.validate_moe import print_moe
+
+    print_moe(published, calibration, catalogue, holdout=args.holdout, format_table=format_table)
     _memory(throughput)
     _collectives(tables["collectives"])
     rejects = tables["rejects"]

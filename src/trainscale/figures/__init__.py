@@ -67,6 +67,9 @@ FIGURES: dict[str, Output] = {
     ),
     "sim_vs_measured": Output(inputs={"table": Input("sim_vs_measured")}, catalogues=("hardware",)),
     "energy_bill": Output(inputs={"energy": Input("paper/energy")}),
+    "dense_vs_moe": Output(
+        inputs={"sim": study_input("dense_vs_moe")}, catalogues=("hardware", "models")
+    ),
 }
 
 

@@ -21,7 +21,7 @@ the row either gets a documented assumption (listed in its ``assumptions`` colum
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,11 +31,13 @@ from trainscale.paths import data_dir
 from trainscale.published.collectives import collective_row
 from trainscale.published.csv import ParsedValue, check_record, read_records
 from trainscale.published.matching import FRAMEWORK_PROFILES, FrameworkNotMapped, framework_profile
+from trainscale.published.moe import bridge_row, catalogue_model, load_moe_measurements
 from trainscale.published.normalise import (
     BEHAVIOUR_OVERRIDES,
     Rejected,
     Row,
     flops_per_token,
+    moe_layout,
     observed_tokens_per_s_per_gpu,
     observed_with_shapes,
     throughput_row,
@@ -80,6 +82,11 @@ class PublishedData:
     power_anchor: PowerAnchor | None = None
     """The published power drop the power prediction is checked against (``sources.yaml``); None
     for data built without one (a fit of the throughput parameters only)."""
+    moe: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """Mixture-of-experts throughput rows (:mod:`trainscale.published.moe`): the columns of
+    :attr:`throughput` plus ``ep``, ``etp``, ``moe_routing``, ``capacity_factor``,
+    ``moe_dispatcher`` and ``data_file`` (the CSV the row is on). Kept apart from
+    :attr:`throughput`, which the dense parameters are fitted on; empty: none."""
 
 
 def _power_row_reason(row: Row, parsed: ParsedValue) -> str:
@@ -132,11 +139,54 @@ def _normalise(
         if metric == "scaling_efficiency_pct":
             raise Rejected("encoder-decoder model (T5): the simulator models decoder-only "
                            "transformers")  # fmt: skip
+        if moe_layout(row) is not None:
+            return "moe", _moe_row(row, parsed, sources, hardware, models)
         return "throughput", throughput_row(
             row, parsed, rules, hardware, models, patterns=sources.frameworks
         )
     except Rejected as reason:
         return "reject", row.reject(str(reason))
+
+
+def _moe_row(
+    row: Row, parsed: ParsedValue, sources: Sources, hardware: HardwareCatalog,
+    models: Mapping[str, ModelShape],
+) -> dict:  # fmt: skip
+    """A mixture-of-experts row of the CSV: normalised as a dense row under its catalogue model
+    (matched by name, :func:`~trainscale.published.moe.catalogue_model`), with the MoE plan
+    columns its notes print (:func:`~trainscale.published.moe.bridge_row`)."""
+    key = catalogue_model(row.text("model"), models)
+    if key is None or models[key].moe is None:
+        raise Rejected(
+            f"mixture-of-experts model ({moe_layout(row)}) {row.text('model')!r} is not a "
+            "mixture-of-experts model of data/models.yaml (add its name to the model's aliases)"
+        )
+    named = Row(row.line, {**row.r, "model": models[key].aliases[0]})
+    dense = throughput_row(named, parsed, sources.for_source(row.text("source")), hardware,
+                           models, patterns=sources.frameworks)  # fmt: skip
+    try:
+        return bridge_row(row, dense)
+    except ValueError as error:
+        raise Rejected(str(error)) from None
+
+
+def _moe_rows(rows: list[dict], path: Path | None, hardware, models) -> pd.DataFrame:
+    """The MoE rows of measurements.csv, then those of ``path`` (``moe-measurements.csv``;
+    None or absent: none), with their observed tokens/s per GPU."""
+    frames = []
+    if rows:
+        bridge = pd.DataFrame(rows)
+        bridge["observed_tokens_per_s_per_gpu"] = observed_with_shapes(bridge, models)
+        frames.append(bridge)
+    if path is not None and path.is_file():
+        frames.append(load_moe_measurements(path, hardware=hardware, models=models))
+    if not frames:
+        return pd.DataFrame()
+    frame = pd.concat(frames, ignore_index=True)
+    for name in BEHAVIOUR_OVERRIDES:
+        if name not in frame:
+            frame[name] = None
+    return frame
 
 
 def load_published(
@@ -145,6 +195,7 @@ def load_published(
     hardware: HardwareCatalog,
     models: Mapping[str, ModelShape],
     sources: str | Path | Sources | None = None,
+    moe: str | Path | None = None,
 ) -> PublishedData:
     """Read, check and normalise the published measurements (default
     ``data/published/measurements.csv``).
@@ -158,6 +209,8 @@ def load_published(
     the observed tokens/s are derived with) are the caller's catalogues; ``sources``: the
     per-source rules (default: the ``sources.yaml`` beside the CSV, so a CSV and its rules
     travel together, or the shipped ``data/published/sources.yaml`` where the CSV has none).
+    ``moe``: the published mixture-of-experts runs (default: ``moe-measurements.csv`` beside the
+    CSV, where there is one), read into :attr:`PublishedData.moe` with the CSV's own MoE rows.
     """
     path = Path(path) if path is not None else data_dir() / "published" / "measurements.csv"
     if sources is None:
@@ -165,7 +218,7 @@ def load_published(
         sources = beside if beside.is_file() else data_dir() / "published" / "sources.yaml"
     if not isinstance(sources, Sources):
         sources = load_sources(sources)
-    out: dict[str, list[dict]] = {"throughput": [], "collective": [], "reject": []}
+    out: dict[str, list[dict]] = {"throughput": [], "collective": [], "reject": [], "moe": []}
     for record in read_records(path):
         parsed = check_record(path, record, hardware)
         where, row = _normalise(Row(record.line, record.fields), parsed, sources, hardware, models)
@@ -184,7 +237,9 @@ def load_published(
         collectives=pd.DataFrame(out["collective"]),
         rejects=pd.DataFrame(out["reject"]),
         power_anchor=sources.power_anchor,
-    )
+        moe=_moe_rows(out["moe"], Path(moe) if moe is not None else
+                      path.parent / "moe-measurements.csv", hardware, models),
+    )  # fmt: skip
 
 
 def framework_mapping(published: PublishedData) -> pd.DataFrame:

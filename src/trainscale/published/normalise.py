@@ -37,6 +37,7 @@ __all__ = [
     "Row",
     "behaviour_overrides",
     "flops_per_token",
+    "moe_layout",
     "observed_tokens_per_s_per_gpu",
     "observed_with_shapes",
     "throughput_row",
@@ -119,7 +120,7 @@ def _int(value: object) -> int | None:
     return int(parsed)
 
 
-def _moe(row: Row) -> str | None:
+def moe_layout(row: Row) -> str | None:
     """A description of the row's mixture-of-experts layout, or None for a dense model."""
     notes = row.text("notes")
     ep = re.search(r"\bEP (\d+)", notes)
@@ -147,14 +148,10 @@ def _shape(row: Row, models: Mapping[str, ModelShape]) -> dict | None:
 
 
 def _screen(row: Row, parsed: ParsedValue) -> int:
-    """The row's GPU count; :class:`Rejected` for T5, MoE, bounds, ranges and no GPU count
+    """The row's GPU count; :class:`Rejected` for T5, bounds, ranges and no GPU count
     (every reason that applies, so a row is never rejected for half its story)."""
     if "T5" in row.text("model"):
         raise Rejected("encoder-decoder model (T5): the simulator models decoder-only transformers")
-    if (moe := _moe(row)) is not None:
-        raise Rejected(
-            f"mixture-of-experts model ({moe}): the simulator models dense transformers only"
-        )
     problems = []
     if parsed.kind == "lower_bound":
         problems.append(f"value {row.text('value')!r} is a lower bound, not a measured number")

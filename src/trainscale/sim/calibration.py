@@ -102,12 +102,17 @@ class Calibration:
     intervals: PredictionIntervals | None = field(default=None, compare=False, repr=False)
     """The file's ``intervals`` block (:mod:`trainscale.sim.intervals`); not a parameter: it is
     left out of :meth:`as_dict` and of ``calibration_id``. None: predictions carry no interval."""
+    moe_intervals: PredictionIntervals | None = field(default=None, compare=False, repr=False)
+    """The ``intervals`` of the file's ``moe`` block: the 80 % intervals and coverage facts of
+    mixture-of-experts rows, fitted on the held-out MoE rows (:mod:`trainscale.calibrate.moe`);
+    not a parameter. None: MoE rows take :attr:`intervals`."""
 
     def __init__(
         self,
         *,
         framework_offsets: Mapping[str, Mapping[str, float]] | None = None,
         intervals: PredictionIntervals | None = None,
+        moe_intervals: PredictionIntervals | None = None,
         **values: float,
     ) -> None:
         offsets: dict[str, dict[str, float]] = {fw: {} for fw in FRAMEWORKS}
@@ -136,11 +141,13 @@ class Calibration:
         }
         object.__setattr__(self, "framework_offsets", MappingProxyType(ordered))
         object.__setattr__(self, "intervals", intervals)
+        object.__setattr__(self, "moe_intervals", moe_intervals)
 
-    def __reduce__(self) -> tuple[object, tuple[dict[str, float], PredictionIntervals | None]]:
+    def __reduce__(self) -> tuple[object, tuple[dict[str, float], PredictionIntervals | None,
+                                                PredictionIntervals | None]]:  # fmt: skip
         """Pickled by flat names (a read-only mapping cannot be pickled): a worker process gets
         an equal calibration."""
-        return _from_flat, (self.as_dict(), self.intervals)
+        return _from_flat, (self.as_dict(), self.intervals, self.moe_intervals)
 
     @classmethod
     def defaults(cls) -> Calibration:
@@ -194,9 +201,13 @@ class Calibration:
         return hashlib.sha256(payload.encode()).hexdigest()[:12]
 
 
-def _from_flat(values: dict[str, float], intervals: PredictionIntervals | None) -> Calibration:
+def _from_flat(
+    values: dict[str, float],
+    intervals: PredictionIntervals | None,
+    moe_intervals: PredictionIntervals | None = None,
+) -> Calibration:
     """The calibration of flat ``values`` (what :meth:`Calibration.__reduce__` pickles)."""
-    return Calibration(**values, intervals=intervals)
+    return Calibration(**values, intervals=intervals, moe_intervals=moe_intervals)
 
 
 def _parse(path: Path, data: dict) -> Calibration:
@@ -224,19 +235,27 @@ def _parse(path: Path, data: dict) -> Calibration:
         raise InputFileError(
             path, f"parameters: unknown key(s) {', '.join(unknown)}; valid: {', '.join(_SPECS)}"
         )
-    return Calibration(**values, intervals=_parse_intervals(path, data.get("intervals")))
+    moe = data.get("moe")
+    moe_block = moe.get("intervals") if isinstance(moe, dict) else None
+    return Calibration(
+        **values, intervals=_parse_intervals(path, data.get("intervals")),
+        moe_intervals=_parse_intervals(path, moe_block, "moe.intervals"),
+    )  # fmt: skip
 
 
-def _parse_intervals(path: Path, block: object) -> PredictionIntervals | None:
+def _parse_intervals(
+    path: Path, block: object, name: str = "intervals"
+) -> PredictionIntervals | None:
     if block is None:
         return None
     if not isinstance(block, dict):
         raise InputFileError(
-            path, "intervals: expected a mapping; regenerate it with trainscale calibrate"
+            path, f"{name}: expected a mapping; regenerate it with trainscale calibrate"
         )
     problems = interval_problems(block)
     if problems:
-        lines = [f"{key}: {clip(message)}" for key, message in problems[:20]]
+        lines = [f"{name}.{key}: {clip(message)}" if name != "intervals" else
+                 f"{key}: {clip(message)}" for key, message in problems[:20]]  # fmt: skip
         raise InputFileError(
             path,
             (lines[0] if len(lines) == 1 else "\n  ".join(["bad interval values:", *lines]))
@@ -245,7 +264,7 @@ def _parse_intervals(path: Path, block: object) -> PredictionIntervals | None:
     try:
         return PredictionIntervals.from_dict(block)  # type: ignore[arg-type]
     except MALFORMED as error:
-        raise malformed_block(path, "intervals", error) from None
+        raise malformed_block(path, name, error) from None
 
 
 #: What reading a malformed block of a calibration file raises (a key missing, a wrong type).

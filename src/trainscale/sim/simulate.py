@@ -43,6 +43,7 @@ from trainscale.schema import (
 from trainscale.sim.calibration import Calibration, load_calibration
 from trainscale.sim.catalogue import Catalogue, load_catalogue
 from trainscale.sim.configs import Configs, build_configs
+from trainscale.sim.intervals import PredictionIntervals
 from trainscale.sim.levels import merge_by_level, split_by_level
 from trainscale.sim.memory_margin import MEMORY_REJECT_FRACTION
 from trainscale.sim.model.memory import memory_bytes_per_gpu
@@ -244,8 +245,24 @@ def _interval_factors(
     if cal.intervals is None:
         nan = np.full(len(c), np.nan)
         return nan, nan, _strings(np.zeros(len(c), np.int32), ("",))
+    dense = _factors_under(cal.intervals, c, gpu_keys)
+    moe = c.model.num_experts > 0
+    if cal.moe_intervals is None or not moe.any():
+        return dense
+    # mixture-of-experts rows: the intervals and coverage facts of the MoE rows
+    # (trainscale.calibrate.moe), so a GPU or framework no MoE row ran is flagged
+    experts = _factors_under(cal.moe_intervals, c, gpu_keys)
+    text = pd.Series(np.where(moe, experts[2].to_numpy(object), dense[2].to_numpy(object)))
+    return (np.where(moe, experts[0], dense[0]), np.where(moe, experts[1], dense[1]),
+            text.astype(dense[2].dtype))  # fmt: skip
+
+
+def _factors_under(
+    intervals: PredictionIntervals, c: Configs, gpu_keys: tuple[str, ...]
+) -> tuple[np.ndarray, np.ndarray, pd.Series]:
+    """:func:`_interval_factors` under one set of intervals and their coverage facts."""
     flags = support(
-        cal.intervals.facts, gpu=c.system.gpu_index, gpu_keys=gpu_keys, framework=c.stack.framework,
+        intervals.facts, gpu=c.system.gpu_index, gpu_keys=gpu_keys, framework=c.stack.framework,
         sharding=c.plan.sharding, num_gpus=c.plan.num_gpus,
         params_b=np.where(
             c.model.block_params > 0, c.model.block_params / 1e9,
@@ -254,7 +271,7 @@ def _interval_factors(
         ),
         seq_len=c.plan.seq_len, degrees={"tp": c.plan.tp, "pp": c.plan.pp, "cp": c.plan.cp},
     )  # fmt: skip
-    lower, upper = cal.intervals.log_factors(
+    lower, upper = intervals.log_factors(
         c.stack.framework, c.plan.num_gpus, c.system.gpu_index, gpu_keys, flags.widening
     )
     return np.exp(lower), np.exp(upper), flags.extrapolation

@@ -38,6 +38,7 @@ __all__ = [
     "COLUMN_NAMES",
     "COLUMN_WORDS",
     "DEFAULT_METRICS",
+    "EXPERT_PLAN_COLUMNS",
     "MAX_SERIES",
     "METRICS",
     "PLAN_COLUMNS",
@@ -45,7 +46,9 @@ __all__ = [
     "ReportSpec",
     "column_value_label",
     "format_value",
+    "has_experts",
     "over_memory",
+    "plan_columns",
     "plan_switches",
     "report_spec",
     "select_rows",
@@ -81,7 +84,9 @@ DEFAULT_METRICS: tuple[str, ...] = (
 CHOICE_KEYS: tuple[str, ...] = ("micro_batch", "recompute")
 
 #: Plan columns collapsed to their fastest value when they would give too many series.
-PLAN_KEYS: tuple[str, ...] = ("tp", "pp", "cp", "vpp", "sharding", "sequence_parallel")
+PLAN_KEYS: tuple[str, ...] = (
+    "tp", "pp", "cp", "vpp", "ep", "etp", "sharding", "sequence_parallel",
+)  # fmt: skip
 
 #: Most series one figure shows before the defaults collapse plan columns or add a facet.
 MAX_SERIES = 10
@@ -246,6 +251,31 @@ def series_label(keys: Sequence[str], values: Sequence[Any], names: Names | None
 PLAN_COLUMNS: tuple[str, ...] = (
     "framework", "tp", "pp", "cp", "vpp", "sharding", "recompute", "micro_batch",
 )  # fmt: skip
+#: The expert layout of a mixture-of-experts plan (expert-parallel and expert tensor-parallel
+#: degrees), listed with the plan where a study's rows hold one (:func:`has_experts`).
+EXPERT_PLAN_COLUMNS: tuple[str, ...] = ("ep", "etp")
+
+
+def has_experts(rows: pd.DataFrame) -> bool:
+    """Whether any row has an expert layout of its own (``ep`` > 1 or ``etp`` other than
+    ``tp``): then the plan's text and the points table name the expert layout too."""
+    if "ep" not in rows.columns:
+        return False
+    ep = pd.to_numeric(rows["ep"], errors="coerce").fillna(1)
+    differs = False
+    if "etp" in rows.columns:
+        etp = pd.to_numeric(rows["etp"], errors="coerce")
+        differs = bool((etp.notna() & (etp != pd.to_numeric(rows["tp"]))).any())
+    return bool((ep > 1).any()) or differs
+
+
+def plan_columns(rows: pd.DataFrame) -> tuple[str, ...]:
+    """:data:`PLAN_COLUMNS`, with :data:`EXPERT_PLAN_COLUMNS` after ``vpp`` where the rows hold
+    an expert layout (:func:`has_experts`)."""
+    if not has_experts(rows):
+        return PLAN_COLUMNS
+    at = PLAN_COLUMNS.index("vpp") + 1
+    return (*PLAN_COLUMNS[:at], *EXPERT_PLAN_COLUMNS, *PLAN_COLUMNS[at:])
 
 
 def plan_switches(rows: pd.DataFrame, spec: ReportSpec) -> pd.Series:
@@ -253,7 +283,7 @@ def plan_switches(rows: pd.DataFrame, spec: ReportSpec) -> pd.Series:
     previous x value of its facet and series, as text (``tp 4, micro-batch 2``); empty at a
     series' first point and where nothing changed. Only the ``best_of`` columns can change
     within a series (the others are fixed or are the series)."""
-    columns = [c for c in PLAN_COLUMNS if c in spec.best_of and c in rows.columns]
+    columns = [c for c in plan_columns(rows) if c in spec.best_of and c in rows.columns]
     out = pd.Series("", index=rows.index, dtype=object)
     if not columns or rows.empty:
         return out

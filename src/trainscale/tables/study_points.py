@@ -11,7 +11,9 @@ Columns (:func:`study_points`), in order:
 - ``facet`` (only with a facet), ``series``: the labels the figure prints;
 - ``x``: the x value (the column is named by the study's x axis, e.g. ``num_gpus``);
 - the winning plan: ``framework``, ``tp``, ``pp``, ``cp``, ``vpp``, ``sharding``,
-  ``recompute``, ``micro_batch`` (:data:`PLAN_COLUMNS`) and ``plan`` (the same as one text);
+  ``recompute``, ``micro_batch`` (:data:`PLAN_COLUMNS`; a study with an expert layout,
+  :func:`~trainscale.study.report.has_experts`, adds ``ep`` and ``etp`` after ``vpp``) and
+  ``plan`` (the same as one text, ``ep 8 · etp 1`` included there);
 - ``plan_changed``: True where the winning plan differs from the previous x value's in the same
   facet and series (False at the first point);
 - each metric the figure plots (:data:`trainscale.study.report.METRICS` keys, in the figure's
@@ -47,11 +49,14 @@ from trainscale.sim.energy.bill import parse_train_tokens, with_training_bill
 from trainscale.sim.memory_margin import NEAR_MEMORY_FRACTION
 from trainscale.sim.system.hardware import HardwareCatalog
 from trainscale.study.report import (
+    EXPERT_PLAN_COLUMNS,
     METRICS,
     PLAN_COLUMNS,
     ReportSpec,
     format_value,
+    has_experts,
     over_memory,
+    plan_columns,
 )
 
 __all__ = [
@@ -74,10 +79,12 @@ BILL_POINT_COLUMNS = (
 _GIB = 2**30
 
 
-def plan_text(row: Mapping[str, Any]) -> str:
-    """One plan as text: ``megatron tp 4 · pp 2 · cp 1 · vpp 1 · zero1 · selective · mb 1``."""
+def plan_text(row: Mapping[str, Any], *, experts: bool = False) -> str:
+    """One plan as text: ``megatron tp 4 · pp 2 · cp 1 · vpp 1 · zero1 · selective · mb 1``;
+    with ``experts``, the expert layout after ``vpp`` (``ep 8 · etp 1``)."""
     parts = [str(row["framework"])] if "framework" in row else []
-    for key in ("tp", "pp", "cp", "vpp"):
+    keys = ("tp", "pp", "cp", "vpp", *(EXPERT_PLAN_COLUMNS if experts else ()))
+    for key in keys:
         if key in row:
             parts.append(f"{key} {format_value(key, row[key])}")
     for key in ("sharding", "recompute"):
@@ -89,7 +96,7 @@ def plan_text(row: Mapping[str, Any]) -> str:
 
 
 def _plan_key(frame: pd.DataFrame) -> pd.Series:
-    columns = [c for c in PLAN_COLUMNS if c in frame.columns]
+    columns = [c for c in (*PLAN_COLUMNS, *EXPERT_PLAN_COLUMNS) if c in frame.columns]
     key = pd.Series("", index=frame.index, dtype=object)
     for i, column in enumerate(columns):
         key = key + ("|" if i else "") + frame[column].astype(str)
@@ -112,8 +119,9 @@ def _runner_up(simulated: pd.DataFrame, points: pd.DataFrame, group: Sequence[st
     )
     best = candidates.sort_values([*group, "_over", "_neg", "_pos"], kind="stable")
     best = best.drop_duplicates(group)
+    experts = has_experts(simulated)
     best = best.assign(
-        runner_up_plan=[plan_text(r) for r in best.to_dict("records")],
+        runner_up_plan=[plan_text(r, experts=experts) for r in best.to_dict("records")],
         runner_up_tokens_per_s=pd.to_numeric(best["tokens_per_s"]),
     )
     return best[[*group, "runner_up_plan", "runner_up_tokens_per_s"]]
@@ -162,10 +170,11 @@ def study_points(
         table["facet"] = rows["facet_label"]
     table["series"] = rows["series_label"]
     table[spec.x] = rows[spec.x]
-    for column in PLAN_COLUMNS:
+    experts = has_experts(simulated)
+    for column in plan_columns(simulated):
         if column in rows.columns:
             table[column] = rows[column]
-    table["plan"] = [plan_text(r) for r in rows.to_dict("records")]
+    table["plan"] = [plan_text(r, experts=experts) for r in rows.to_dict("records")]
     previous = table.groupby([*(["facet"] if spec.facet else []), "series"], sort=False)["plan"]
     table["plan_changed"] = (table["plan"] != previous.shift()) & previous.shift().notna()
     for name, values in _metric_columns(rows, spec.metrics).items():
