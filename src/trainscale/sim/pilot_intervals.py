@@ -33,6 +33,7 @@ in the stored block says so).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,8 +47,12 @@ __all__ = [
     "PilotIntervals",
     "bins_as_dicts",
     "bins_from_dicts",
+    "capped_from_dicts",
     "distance",
     "fit_pilot_quantiles",
+    "reach_as_dict",
+    "reach_from_dict",
+    "with_shipped",
 ]
 
 BIN_EDGES = (0.5, 1.5, 2.5, 3.5)
@@ -128,6 +133,24 @@ class PilotIntervals:
     configuration takes the calibration as it is (files written before levels were recorded)."""
     shipped_offsets: tuple[tuple[str, str, float], ...] = ()
     """(framework, efficiency base, log offset) of the base calibration: the shipped level."""
+    reach: float = math.inf
+    """The largest distance (log2 GPU ratio) at which the pilot-calibrated level beat the shipped
+    one on the published series (:mod:`trainscale.calibrate.pilot_reach`); beyond it a
+    configuration keeps the shipped level and interval, flagged ``beyond_pilot_reach``."""
+    capped: tuple[bool, ...] = ()
+    """Per bin, whether the interval is clipped to the shipped one there (the shipped width was
+    enough on the published series at that distance) or, where not, widened to at least the
+    shipped one (:func:`with_shipped`); empty (files written before): neither."""
+
+    def beyond_reach(self, num_gpus: np.ndarray) -> np.ndarray:
+        """Whether each configuration lies beyond :attr:`reach` from the pilots."""
+        return distance(num_gpus, np.asarray(self.pilot_gpus)) > self.reach
+
+    def capped_at(self, num_gpus: np.ndarray) -> np.ndarray:
+        """Whether each configuration's interval is clipped to the shipped one."""
+        if not self.capped:
+            return np.zeros(len(np.asarray(num_gpus)), dtype=bool)
+        return np.asarray(self.capped)[_bins(distance(num_gpus, np.asarray(self.pilot_gpus)))]
 
     def measured(self, framework: np.ndarray, gpu_index: np.ndarray, gpu_keys: tuple[str, ...]
                  ) -> np.ndarray:  # fmt: skip
@@ -160,9 +183,10 @@ class PilotIntervals:
             "command": "trainscale calibrate --measurements FILE -o OUT",
             "pilot_gpus": list(self.pilot_gpus),
             "pilots_covered": self.pilots_covered,
-            "bins": bins_as_dicts(self.lower, self.upper, self.rows),
+            "bins": bins_as_dicts(self.lower, self.upper, self.rows, self.capped),
             "max_log2_distance_measured": self.max_distance,
             "widening_per_doubling_beyond": PER_DOUBLING,
+            **reach_as_dict(self.reach),
         }
         if self.coverage is not None:
             out["source_out_coverage"] = self.coverage
@@ -183,6 +207,8 @@ class PilotIntervals:
     def from_dict(cls, data: dict[str, Any]) -> PilotIntervals:
         lower, upper, rows = bins_from_dicts(data["bins"], "pilot: ")
         return cls(
+            reach=reach_from_dict(data),
+            capped=capped_from_dicts(data["bins"]),
             pilot_gpus=tuple(int(g) for g in data["pilot_gpus"]),
             lower=lower,
             upper=upper,
@@ -202,10 +228,14 @@ class PilotIntervals:
 
 
 def bins_as_dicts(
-    lower: tuple[float, ...], upper: tuple[float, ...], rows: tuple[int, ...]
+    lower: tuple[float, ...],
+    upper: tuple[float, ...],
+    rows: tuple[int, ...],
+    capped: tuple[bool, ...] = (),
 ) -> list[dict[str, Any]]:
     """The per-bin quantiles as a calibration file writes them: one mapping per bin of
-    :data:`BIN_EDGES` (its log2 distance range, lower and upper log factors, rows)."""
+    :data:`BIN_EDGES` (its log2 distance range, lower and upper log factors, rows, and whether
+    the interval is clipped to the shipped one there when ``capped`` is given)."""
     edges = (0.0, *BIN_EDGES)
     return [
         {
@@ -214,9 +244,52 @@ def bins_as_dicts(
             "lower_log_factor": lower[k],
             "upper_log_factor": upper[k],
             "rows": rows[k],
+            **({"capped_at_shipped": bool(capped[k])} if capped else {}),
         }
         for k, lo in enumerate(edges)
     ]
+
+
+def with_shipped(
+    lower: np.ndarray,
+    upper: np.ndarray,
+    shipped_lower: np.ndarray,
+    shipped_upper: np.ndarray,
+    capped: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Pilot log factors set against the shipped interval's: where ``capped`` (the shipped width
+    was enough at that distance on the published series) never wider than the shipped interval,
+    elsewhere (it was not) never narrower than it (:mod:`trainscale.calibrate.pilot_reach`)."""
+    return (
+        np.where(capped, np.maximum(lower, shipped_lower), np.minimum(lower, shipped_lower)),
+        np.where(capped, np.minimum(upper, shipped_upper), np.maximum(upper, shipped_upper)),
+    )
+
+
+def capped_from_dicts(bins: list[dict[str, Any]]) -> tuple[bool, ...]:
+    """Per bin, ``capped_at_shipped`` as :func:`bins_as_dicts` wrote it (empty when no bin
+    records it: files written before the cap, never clipped)."""
+    if not any("capped_at_shipped" in b for b in bins):
+        return ()
+    return tuple(bool(b.get("capped_at_shipped", False)) for b in bins)
+
+
+def reach_as_dict(reach: float) -> dict[str, Any]:
+    """The reach as a calibration file writes it (nothing when unlimited)."""
+    if math.isinf(reach):
+        return {}
+    return {
+        "reach_log2_distance": reach,
+        "reach_rule": "beyond this distance from the measured GPU counts a configuration keeps "
+        "the shipped level and interval, flagged beyond_pilot_reach (trainscale validate "
+        "--pilots prints the evidence by distance)",
+    }
+
+
+def reach_from_dict(data: dict[str, Any]) -> float:
+    """The reach :func:`reach_as_dict` wrote (unlimited when absent)."""
+    value = data.get("reach_log2_distance")
+    return math.inf if value is None else float(value)
 
 
 def bins_from_dicts(
