@@ -169,3 +169,21 @@ def test_where_the_shipped_width_was_enough_the_interval_is_never_wider(
     tol = 1e-9
     assert (ratio(calibrated)[capped] <= ratio(shipped)[capped] + tol).all()
     assert (low(calibrated)[capped] <= low(shipped)[capped] + tol).all()
+
+
+def test_the_cli_says_how_far_the_level_reaches_and_what_lies_beyond(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from trainscale.cli import main
+
+    mine = tmp_path / "mine.yaml"
+    assert main(["calibrate", "--measurements", str(_pilots(tmp_path)), "-o", str(mine)]) == 0
+    reach_text = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("reach:"))
+    limit = load_calibration(mine).intervals.pilot.reach
+    assert f"up to {limit:g} doublings" in reach_text and "beyond_pilot_reach" in reach_text
+    far = str(8 * 2 ** (math.floor(limit) + 1))
+    args = ["predict", "--model", "llama3-8b", "--gpu", "h100-sxm-80gb", "--num-gpus", far,
+            "--global-batch", "4096", "--calibration", str(mine)]  # fmt: skip
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "beyond_pilot_reach:" in out and "predicted with the shipped level and interval" in out
