@@ -50,6 +50,9 @@ def transfer_errors(
     from trainscale.calibrate.pilot_series import _predict, scaling_series
     from trainscale.published.accuracy import throughput_predictions
 
+    columns = ["series", "citation", "relation", "log2_distance", "pilot_ape_pct", "base_ape_pct"]
+    if not calibrated:
+        return pd.DataFrame(columns=columns)
     usable, _ = throughput_predictions(published, next(iter(bases.values())), catalogue)
     rows = published.throughput[published.throughput["csv_row"].isin(usable["csv_row"])]
     rows = rows.assign(series=scaling_series(rows))
@@ -77,7 +80,6 @@ def transfer_errors(
             "pilot_ape_pct": 100.0 * np.abs(pilot / observed - 1.0),
             "base_ape_pct": 100.0 * np.abs(base / observed - 1.0),
         }))  # fmt: skip
-    columns = ["series", "citation", "relation", "log2_distance", "pilot_ape_pct", "base_ape_pct"]
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=columns)
 
 
