@@ -109,6 +109,10 @@ def test_pilot_interval_narrows_near_the_pilots_and_widens_with_distance() -> No
         [1.0, 0.0, np.log2(3), 0.0, 2.0]
     )
     assert PilotIntervals.from_dict(model.as_dict()) == model
+    grown = PilotIntervals((8, 64), lower, upper, rows, largest, growth_rate=0.2)
+    assert PilotIntervals.from_dict(grown.as_dict()) == grown
+    _, hi_g = grown.log_factors(np.array([16, 128]))  # one doubling from a pilot each
+    assert hi_g[1] / hi_g[0] == pytest.approx(np.exp(0.2 * 3)) and hi[1] == hi[3]
 
 
 def test_coverage_leaves_the_rows_source_out() -> None:
@@ -119,6 +123,7 @@ def test_coverage_leaves_the_rows_source_out() -> None:
         {
             "citation": ["a"] * n + ["b"] * n + ["odd"] * n,
             "log2_distance": np.tile(np.linspace(1, 4, n), 3),
+            "num_gpus": np.tile(np.rint(16 * np.exp2(np.linspace(1, 4, n))), 3).astype(int),
             "observed_tokens_per_s_per_gpu": np.r_[np.full(2 * n, 100.0), np.full(n, 300.0)],
             "pilot_predicted_tokens_per_s_per_gpu": np.r_[
                 100.0 * np.exp(np.tile(np.linspace(-0.05, 0.05, n), 2)), np.full(n, 100.0)

@@ -60,3 +60,32 @@ def test_the_shipped_interval_widens_with_the_gpu_count_by_the_stored_slope() ->
     gpus = np.array([8.0, 64.0])  # both within the largest PyTorch run: no PER_DOUBLING term
     _, upper = intervals.log_factors(framework, gpus, np.zeros(2, np.int64), keys)
     assert upper[1] / upper[0] == pytest.approx(1.0 + 3.0 * intervals.scale_slope)
+
+
+def test_the_growth_rate_is_the_log_growth_of_the_miss_per_doubling() -> None:
+    from trainscale.sim.interval_scale import growth_factor, growth_rate
+
+    # |r| = 0.02 exp(0.3 x), alternating signs; source A has 20 rows at one scale, B one row
+    gpus = np.array([8, 16, 64, 256, 1024, 4096])
+    x = np.log2(gpus / REFERENCE_GPUS)
+    error = 0.02 * np.exp(0.3 * x) * np.array([1, -1, 1, -1, 1, -1])
+    assert growth_rate(gpus, error, np.array(list("ABCDEF"))) == pytest.approx(0.3, rel=1e-5)
+    many = np.r_[np.full(20, 8), 1024]
+    misses = np.r_[np.full(20, 0.02), 0.02 * np.exp(0.1 * 7)]
+    assert growth_rate(many, misses, np.array(["A"] * 20 + ["B"])) == pytest.approx(0.1, rel=1e-5)
+    assert growth_rate(np.array([8, 512]), np.array([0.3, 0.1]), np.array(["A", "B"])) == 0.0
+    assert growth_rate(np.array([64, 64]), np.array([0.1, 0.3]), np.array(["A", "B"])) == 0.0
+    assert growth_factor(np.array([4, 8, 32]), 0.5).tolist() == pytest.approx([1, 1, np.e])
+
+
+def test_the_shipped_pilot_interval_at_one_distance_widens_with_the_target_gpu_count() -> None:
+    from trainscale.calibrate.stored import read_stored
+    from trainscale.paths import data_dir
+
+    stored = read_stored(data_dir() / "calibration.yaml")
+    assert stored is not None and stored.growth_rate > 0.0
+    small, large = stored.intervals([32]), stored.intervals([2048])
+    lo_s, hi_s = small.log_factors(np.array([128]))  # two doublings from each pilot
+    lo_l, hi_l = large.log_factors(np.array([8192]))
+    growth = math.exp(stored.growth_rate * 6)  # 8,192 is six doublings above 128
+    assert hi_l[0] / hi_s[0] == pytest.approx(growth) and lo_l[0] / lo_s[0] == pytest.approx(growth)

@@ -31,6 +31,7 @@ import pandas as pd
 
 from trainscale.calibrate.pilot import MEASURED, refit_pilots
 from trainscale.schema import PILOT_ERROR_COLUMNS, PILOT_TABLE_COLUMNS, names
+from trainscale.sim.interval_scale import growth_factor, growth_rate
 from trainscale.sim.pilot_intervals import (
     PilotIntervals,
     distance,
@@ -48,6 +49,7 @@ __all__ = [
     "PILOT_TABLE_COLUMNS",
     "SERIES_COLUMNS",
     "base_without",
+    "fit_scaled_quantiles",
     "pilot_errors",
     "pilot_interval_model",
     "pilot_table",
@@ -204,9 +206,7 @@ def pilot_interval_model(
     :func:`source_out_coverage`, overall)."""
     from trainscale.calibrate.pilot_reach import capped_bins, reach, reach_evidence
 
-    lower, upper, rows, largest = fit_pilot_quantiles(
-        errors["log2_distance"].to_numpy(), _log_error(errors), errors["citation"].to_numpy()
-    )
+    lower, upper, rows, largest, rate = fit_scaled_quantiles(errors)
     evidence = reach_evidence(errors)
     stored = None
     if coverage:
@@ -215,8 +215,21 @@ def pilot_interval_model(
     return PilotIntervals(
         pilot_gpus=tuple(sorted({int(g) for g in np.asarray(pilot_gpus)})),
         lower=lower, upper=upper, rows=rows, max_distance=largest, coverage=stored,
-        reach=reach(evidence), capped=capped_bins(evidence),
+        reach=reach(evidence), capped=capped_bins(evidence), growth_rate=rate,
     )  # fmt: skip
+
+
+def fit_scaled_quantiles(
+    errors: pd.DataFrame,
+) -> tuple[tuple[float, ...], tuple[float, ...], tuple[int, ...], float, float]:
+    """:func:`~trainscale.sim.pilot_intervals.fit_pilot_quantiles` of ``errors``' log errors
+    divided by their absolute-scale growth factor, and the growth rate fitted on them
+    (:func:`~trainscale.sim.interval_scale.growth_rate`)."""
+    gpus = errors["num_gpus"].to_numpy(np.float64)
+    log_error, source = _log_error(errors), errors["citation"].to_numpy()
+    rate = growth_rate(gpus, log_error, source)
+    scaled = log_error / growth_factor(gpus, rate)
+    return (*fit_pilot_quantiles(errors["log2_distance"].to_numpy(), scaled, source), rate)
 
 
 def source_out_coverage(errors: pd.DataFrame) -> pd.Series:
@@ -239,16 +252,18 @@ def source_out_coverage(errors: pd.DataFrame) -> pd.Series:
     for citation in sorted(errors["citation"].unique()):
         mine = (errors["citation"] == citation).to_numpy()
         others = errors[~mine]
-        lower, upper, rows, largest = fit_pilot_quantiles(
-            others["log2_distance"].to_numpy(), _log_error(others), others["citation"].to_numpy()
-        )
+        lower, upper, rows, largest, rate = fit_scaled_quantiles(others)
         evidence = reach_evidence(others)
         model = PilotIntervals(
-            (1,), lower, upper, rows, largest, reach=reach(evidence), capped=capped_bins(evidence)
-        )
-        # distance is measured from each row's own pilots: evaluate at 2**d GPUs from 1 pilot GPU
+            (1,), lower, upper, rows, largest, reach=reach(evidence), capped=capped_bins(evidence),
+            growth_rate=rate,
+        )  # fmt: skip
+        # distance is measured from each row's own pilots: reach and cap at 2**d GPUs from 1
+        # pilot GPU; the factors at the row's distance and its own GPU count
         gpus = np.exp2(errors["log2_distance"].to_numpy()[mine])
-        lo, hi = model.log_factors(gpus)
+        lo, hi = model.log_factors_at(
+            errors["log2_distance"].to_numpy()[mine], errors["num_gpus"].to_numpy()[mine]
+        )
         lo, hi = with_shipped(lo, hi, shipped_lo[mine], shipped_hi[mine], model.capped_at(gpus))
         inside = (log_error[mine] >= lo) & (log_error[mine] <= hi)
         shipped = (base_error[mine] >= shipped_lo[mine]) & (base_error[mine] <= shipped_hi[mine])

@@ -35,6 +35,8 @@ from trainscale.sim.pilot_intervals import (
     bins_as_dicts,
     bins_from_dicts,
     capped_from_dicts,
+    growth_as_dict,
+    growth_from_dict,
     reach_as_dict,
     reach_from_dict,
 )
@@ -68,6 +70,8 @@ class StoredPilotErrors:
     """The pilot reach (:mod:`trainscale.calibrate.pilot_reach`)."""
     capped: tuple[bool, ...] = ()
     """Per bin, whether the interval is clipped to the shipped one."""
+    growth_rate: float = 0.0
+    """The absolute-scale growth rate (:mod:`trainscale.sim.interval_scale`)."""
 
     @classmethod
     def of(cls, errors: pd.DataFrame, calibration_id: str) -> StoredPilotErrors:
@@ -80,7 +84,7 @@ class StoredPilotErrors:
         return cls(
             calibration_id, model.lower, model.upper, model.rows, model.max_distance,
             series=int(errors["series"].nunique()), series_rows=len(errors),
-            reach=model.reach, capped=model.capped,
+            reach=model.reach, capped=model.capped, growth_rate=model.growth_rate,
         )  # fmt: skip
 
     def intervals(self, pilot_gpus: pd.Series | np.ndarray) -> PilotIntervals:
@@ -89,7 +93,7 @@ class StoredPilotErrors:
         return PilotIntervals(
             pilot_gpus=tuple(sorted({int(g) for g in np.asarray(pilot_gpus)})),
             lower=self.lower, upper=self.upper, rows=self.rows, max_distance=self.max_distance,
-            reach=self.reach, capped=self.capped,
+            reach=self.reach, capped=self.capped, growth_rate=self.growth_rate,
         )  # fmt: skip
 
     def as_dict(self) -> dict[str, Any]:
@@ -104,6 +108,7 @@ class StoredPilotErrors:
             "rows": self.series_rows,
             "bins": bins_as_dicts(self.lower, self.upper, self.rows, self.capped),
             "max_log2_distance_measured": self.max_distance,
+            **growth_as_dict(self.growth_rate),
             **reach_as_dict(self.reach),
         }
 
@@ -120,6 +125,7 @@ class StoredPilotErrors:
             series_rows=int(data["rows"]),
             reach=reach_from_dict(data),
             capped=capped_from_dicts(data["bins"]),
+            growth_rate=growth_from_dict(data),
         )
 
 

@@ -22,6 +22,17 @@ normalised (locally adaptive) split conformal prediction: the conformal quantile
 The honest check refits ``b`` as it refits everything else: a source's rows are scored and
 checked with the ``b`` fitted on the *other* sources' residuals
 (:func:`trainscale.sim.intervals.source_out_coverage`).
+
+The pilot-calibrated intervals (:mod:`trainscale.sim.pilot_intervals`) get the same kind of
+factor from the errors of the pilot-calibrated predictions on the published scaling series.
+There the absolute miss grows faster than linearly in the doublings from one node (the line
+``|r| = a + c · x`` has a negative intercept: about 4 % up to 256 GPUs, 20–26 % above 1,024,
+``docs/accuracy.md``), so the factor is the exponential ``g_nodes = exp(beta · x)`` with
+``beta`` (:func:`growth_rate`) the source-weighted least-squares slope of
+``log(max(|r|, FLOOR))`` against ``x`` (the relative growth of the typical miss per doubling;
+never negative). ``FLOOR`` (0.5 %, below the run-to-run spread of published throughput) only
+keeps exact hits from dominating the logarithm; the slope moves by under 1 % between floors
+of 0.1 % and 1 %.
 """
 
 from __future__ import annotations
@@ -29,7 +40,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-__all__ = ["REFERENCE_GPUS", "scale_factor", "scale_slope"]
+__all__ = ["REFERENCE_GPUS", "growth_factor", "growth_rate", "scale_factor", "scale_slope"]
 
 #: GPUs of one node: the scale below which no inter-node term exists.
 REFERENCE_GPUS = 8.0
@@ -64,3 +75,28 @@ def scale_slope(rows: pd.DataFrame) -> float:
     if a <= 0.0:
         return 0.0
     return float(f"{max(c / a, 0.0):.6g}")
+
+
+#: Smallest absolute log error :func:`growth_rate` takes the logarithm of (module docstring).
+FLOOR = 0.005
+
+
+def growth_factor(num_gpus: np.ndarray, rate: float) -> np.ndarray:
+    """``g_nodes = exp(rate · x)`` per configuration (module docstring)."""
+    return np.exp(rate * _doublings(num_gpus))
+
+
+def growth_rate(num_gpus: np.ndarray, log_error: np.ndarray, source: np.ndarray) -> float:
+    """``beta`` (module docstring) fitted on one row per error: its target GPU count, its
+    ``log(observed / predicted)`` and its source (every source weighs the same); 6 significant
+    digits, 0 with fewer than two distinct scales."""
+    x = _doublings(num_gpus)
+    if len(np.unique(x)) < 2:
+        return 0.0
+    y = np.log(np.maximum(np.abs(np.asarray(log_error, np.float64)), FLOOR))
+    _, inverse, counts = np.unique(np.asarray(source).astype(str), return_inverse=True,
+                                   return_counts=True)  # fmt: skip
+    root = np.sqrt(1.0 / counts[inverse])
+    design = np.column_stack([np.ones_like(x), x]) * root[:, None]
+    (_, slope), *_ = np.linalg.lstsq(design, y * root, rcond=None)
+    return float(f"{max(float(slope), 0.0):.6g}")

@@ -18,6 +18,11 @@ smallest GPU count, with a base fitted without the series' source, predicting it
 - **Monotone in distance**: the lower factor never rises and the upper never falls from one bin
   to the next (an interval cannot narrow further from the pilots), and every interval holds the
   prediction (lower <= 0 <= upper).
+- **Absolute scale**: the errors are divided by the growth factor ``exp(beta · x)`` of
+  :mod:`trainscale.sim.interval_scale` (``x`` the doublings of the *target* GPU count above one
+  node, ``beta`` fitted on the same errors) before the quantiles are taken, and the factors are
+  multiplied by it again per configuration (normalised split conformal, as the held-out
+  intervals): at one distance, a target at 64 GPUs gets a narrower interval than one at 4,096.
 - **Beyond the data**: past the largest distance measured, both factors grow by
   :data:`trainscale.sim.quantile.PER_DOUBLING` per further doubling (the a-priori rule the
   shipped intervals use for scale).
@@ -39,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from trainscale.sim.interval_scale import growth_factor
 from trainscale.sim.quantile import LEVEL, PER_DOUBLING, weighted_quantile
 
 __all__ = [
@@ -50,6 +56,8 @@ __all__ = [
     "capped_from_dicts",
     "distance",
     "fit_pilot_quantiles",
+    "growth_as_dict",
+    "growth_from_dict",
     "reach_as_dict",
     "reach_from_dict",
     "with_shipped",
@@ -141,6 +149,10 @@ class PilotIntervals:
     """Per bin, whether the interval is clipped to the shipped one there (the shipped width was
     enough on the published series at that distance) or, where not, widened to at least the
     shipped one (:func:`with_shipped`); empty (files written before): neither."""
+    growth_rate: float = 0.0
+    """``beta`` of the absolute-scale factor ``exp(beta · x)``
+    (:mod:`trainscale.sim.interval_scale`) the bins' factors are in units of; 0 (files written
+    before): no scale factor."""
 
     def beyond_reach(self, num_gpus: np.ndarray) -> np.ndarray:
         """Whether each configuration lies beyond :attr:`reach` from the pilots."""
@@ -168,24 +180,31 @@ class PilotIntervals:
     def log_factors(self, num_gpus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Lower and upper log factors of tokens/s per GPU per configuration (vectorised):
         the interval is ``predicted * exp(lower) .. predicted * exp(upper)``."""
-        d = distance(num_gpus, np.asarray(self.pilot_gpus))
+        return self.log_factors_at(distance(num_gpus, np.asarray(self.pilot_gpus)), num_gpus)
+
+    def log_factors_at(self, d: np.ndarray, num_gpus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`log_factors` at distances ``d`` from the pilots of targets of ``num_gpus``."""
+        d = np.asarray(d, np.float64)
         bins = _bins(d)
         widen = 1.0 + PER_DOUBLING * np.maximum(d - self.max_distance, 0.0)
+        widen = widen * growth_factor(num_gpus, self.growth_rate)
         return np.asarray(self.lower)[bins] * widen, np.asarray(self.upper)[bins] * widen
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "method": "errors of pilot-calibrated predictions on published scaling series "
             "(trainscale.calibrate.pilot_series, each series' base fitted without its source), "
-            "10 % and 90 % quantiles of log(observed / predicted) per bin of the distance "
-            "|log2(num_gpus / nearest pilot GPU count at or below)| "
-            "(trainscale.sim.pilot_intervals)",
+            "10 % and 90 % quantiles of log(observed / predicted) / exp(growth_rate * "
+            "max(0, log2(num_gpus / 8))) per bin of the distance "
+            "|log2(num_gpus / nearest pilot GPU count at or below)|, multiplied back per "
+            "configuration (trainscale.sim.pilot_intervals)",
             "command": "trainscale calibrate --measurements FILE -o OUT",
             "pilot_gpus": list(self.pilot_gpus),
             "pilots_covered": self.pilots_covered,
             "bins": bins_as_dicts(self.lower, self.upper, self.rows, self.capped),
             "max_log2_distance_measured": self.max_distance,
             "widening_per_doubling_beyond": PER_DOUBLING,
+            **growth_as_dict(self.growth_rate),
             **reach_as_dict(self.reach),
         }
         if self.coverage is not None:
@@ -209,6 +228,7 @@ class PilotIntervals:
         return cls(
             reach=reach_from_dict(data),
             capped=capped_from_dicts(data["bins"]),
+            growth_rate=growth_from_dict(data),
             pilot_gpus=tuple(int(g) for g in data["pilot_gpus"]),
             lower=lower,
             upper=upper,
@@ -272,6 +292,23 @@ def capped_from_dicts(bins: list[dict[str, Any]]) -> tuple[bool, ...]:
     if not any("capped_at_shipped" in b for b in bins):
         return ()
     return tuple(bool(b.get("capped_at_shipped", False)) for b in bins)
+
+
+def growth_as_dict(rate: float) -> dict[str, Any]:
+    """The absolute-scale growth rate as a calibration file writes it (nothing when 0)."""
+    if rate == 0.0:
+        return {}
+    return {
+        "growth_rate_per_doubling": rate,
+        "growth_rule": "the bins' log factors are multiplied by exp(growth_rate_per_doubling * "
+        "max(0, log2(num_gpus / 8))) of the target (trainscale.sim.interval_scale.growth_rate, "
+        "fitted on the same errors)",
+    }
+
+
+def growth_from_dict(data: dict[str, Any]) -> float:
+    """The growth rate :func:`growth_as_dict` wrote (0 when absent)."""
+    return float(data.get("growth_rate_per_doubling", 0.0))
 
 
 def reach_as_dict(reach: float) -> dict[str, Any]:
