@@ -109,6 +109,10 @@ def test_pilot_interval_narrows_near_the_pilots_and_widens_with_distance() -> No
         [1.0, 0.0, np.log2(3), 0.0, 2.0]
     )
     assert PilotIntervals.from_dict(model.as_dict()) == model
+    grown = PilotIntervals((8, 64), lower, upper, rows, largest, growth_rate=0.2)
+    assert PilotIntervals.from_dict(grown.as_dict()) == grown
+    _, hi_g = grown.log_factors(np.array([16, 128]))  # one doubling from a pilot each
+    assert hi_g[1] / hi_g[0] == pytest.approx(np.exp(0.2 * 3)) and hi[1] == hi[3]
 
 
 def test_coverage_leaves_the_rows_source_out() -> None:
@@ -119,12 +123,24 @@ def test_coverage_leaves_the_rows_source_out() -> None:
         {
             "citation": ["a"] * n + ["b"] * n + ["odd"] * n,
             "log2_distance": np.tile(np.linspace(1, 4, n), 3),
+            "num_gpus": np.tile(np.rint(16 * np.exp2(np.linspace(1, 4, n))), 3).astype(int),
             "observed_tokens_per_s_per_gpu": np.r_[np.full(2 * n, 100.0), np.full(n, 300.0)],
             "pilot_predicted_tokens_per_s_per_gpu": np.r_[
                 100.0 * np.exp(np.tile(np.linspace(-0.05, 0.05, n), 2)), np.full(n, 100.0)
             ],
         }
     )
+    # the shipped level 20 % above every pilot-calibrated prediction (the pilots help at every
+    # distance, so every row is within the reach), a narrow shipped interval (+-2 %)
+    observed = errors["observed_tokens_per_s_per_gpu"]
+    errors = errors.assign(
+        base_predicted_tokens_per_s_per_gpu=1.2 * errors["pilot_predicted_tokens_per_s_per_gpu"],
+        shipped_lower_log_factor=-0.02, shipped_upper_log_factor=0.02,
+    )  # fmt: skip
+    for kind in ("pilot", "base"):
+        predicted = errors[f"{kind}_predicted_tokens_per_s_per_gpu"]
+        errors[f"{kind}_ape_pct"] = 100.0 * (predicted / observed - 1.0).abs()
+    errors["weak_scaling_ape_pct"] = 10.0
     covered = source_out_coverage(errors)
     assert not covered[errors["citation"] == "odd"].any()
     assert covered[errors["citation"] != "odd"].mean() > 0.5

@@ -13,7 +13,7 @@ from trainscale.cli import main
 from trainscale.tables.pilots import summary
 
 
-def _fabricated(published, *, catalogue, shipped, bases=None) -> pd.DataFrame:
+def _fabricated(published, *, catalogue, shipped, bases=None, calibrated=None) -> pd.DataFrame:
     """Two sources, two series each; the pilot-calibrated prediction 5 % off, the base 10 %,
     weak scaling 20 %; source b far outside what source a shows."""
     n = 24
@@ -34,6 +34,7 @@ def _fabricated(published, *, catalogue, shipped, bases=None) -> pd.DataFrame:
     for kind in ("pilot", "base"):
         rows[f"{kind}_ape_pct"] = (rows[f"{kind}_predicted_tokens_per_s_per_gpu"] - 100.0).abs()
     rows["weak_scaling_ape_pct"] = 20.0
+    rows["shipped_lower_log_factor"], rows["shipped_upper_log_factor"] = -0.2, 0.2
     return rows[list(PILOT_COLUMNS)]
 
 
@@ -58,6 +59,10 @@ def test_validate_pilots_prints_series_sources_overall_and_gates(
     band = text[text.index("\nper scale band") : text.index("\nper framework")]
     assert "≤ 256 GPUs        20" in band and "257–1,024 GPUs     4" in band
     assert "> 1,024 GPUs" not in band
+    # the evidence by distance: pooled, b's 200 % outweighs a's 5 % against the shipped 10 %
+    evidence = text[text.index("\nwhere the pilots' level helps") : text.index("\nreach: ")]
+    assert "0.5-1.5       4        2" in evidence and evidence.count(" no ") >= 4
+    assert "reach: 0.5 doublings" in text and "what differs" in text
     rows = pd.read_csv(out)
     # b's 3x errors are outside an interval fitted on a's rows alone, and a's are inside b's
     assert not rows.loc[rows["citation"] == "b", "covered"].any()

@@ -12,6 +12,7 @@ from trainscale import predict
 from trainscale.paths import data_dir
 from trainscale.schema import FRAMEWORKS, column
 from trainscale.sim.calibration import Calibration, load_calibration
+from trainscale.sim.interval_scale import scale_factor
 from trainscale.sim.intervals import (
     GPU_WITHOUT_DATA,
     CoverageFacts,
@@ -79,9 +80,13 @@ def test_every_prediction_carries_its_interval() -> None:
     # step time follows inversely: lo step time is the step at the high throughput
     np.testing.assert_allclose(out["step_time_s_lo"] * out["tokens_per_s_per_gpu_hi"], step * tps)
     ratio = np.log(out["tokens_per_s_per_gpu_hi"] / tps)
-    assert ratio[0] == pytest.approx(ratio[1])  # 64 and 512 GPUs: inside the pytorch data
+    nodes = scale_factor(np.array([64, 512, 8192]), load_calibration().intervals.scale_slope)
+    # 64 and 512 GPUs: inside the pytorch data, wider only by the fitted scale factor
+    assert ratio[1] / ratio[0] == pytest.approx(nodes[1] / nodes[0])
     # 8,192 GPUs: beyond the largest calibrated megatron run (3,072), about 1.4 doublings
-    assert ratio[3] / ratio[2] == pytest.approx(1 + 0.25 * np.log2(8192 / 3072))
+    assert ratio[3] / ratio[2] == pytest.approx(
+        (1 + 0.25 * np.log2(8192 / 3072)) * nodes[2] / nodes[1]
+    )
     assert ratio[4] > ratio[0]  # deepspeed: few rows, one source
     assert ratio[5] == pytest.approx(GPU_WITHOUT_DATA * ratio[0])  # B200: no throughput row
     for name in ("tokens_per_s_per_gpu_lo", "tokens_per_s_per_gpu_hi"):
@@ -146,9 +151,9 @@ def test_stored_coverage_is_the_measured_one(coverage: dict) -> None:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="measured 90.4 % of 291 rows (source-weighted 79.0 %): the 216 llm-foundry rows, "
-    "95.4 % covered by the quantile the other four pytorch sources set, outnumber the missed "
-    "Bridge, torchtitan and Llama 3 rows",
+    reason="measured 85.2 % of 291 rows (source-weighted 79.6 %), 0.2 points above: the 216 "
+    "llm-foundry rows, 88.4 % covered by the quantile the other four pytorch sources set, "
+    "outnumber the missed torchtitan rows",
 )
 def test_overall_coverage_is_within_75_to_85_pct(coverage: dict) -> None:
     assert 75.0 <= coverage["overall"]["coverage_pct"] <= 85.0
@@ -159,17 +164,16 @@ def test_overall_coverage_is_within_75_to_85_pct(coverage: dict) -> None:
     [
         pytest.param("megatron", marks=pytest.mark.xfail(
             strict=True, reason="measured 88.2 % of 34 rows (30 covered): two rows above the "
-            "85 % bound; Megatron-Bridge's 8 rows are 62.5 % covered, the other sources' nearly "
-            "all",
+            "85 % bound",
         )),
         pytest.param("pytorch", marks=pytest.mark.xfail(
-            strict=True, reason="measured 91.2 % of 251 rows: llm-foundry's 216 rows are "
-            "95.4 % covered (see the overall test)",
+            strict=True, reason="measured 85.3 % of 251 rows: llm-foundry's 216 rows are "
+            "88.4 % covered (see the overall test)",
         )),
         pytest.param("deepspeed", marks=pytest.mark.xfail(
             strict=True, reason="measured 66.7 % of 6 rows (4 covered): with its only source "
             "left out DeepSpeed has no calibration row, so sigma = sqrt(11) and the pooled "
-            "quantile x 1.5 give a ~158 % wide interval that covers its +42..+91 % errors, not "
+            "quantile x 1.5 give a ~201 % wide interval that covers its +42..+91 % errors, not "
             "the +162 and +164 %",
         )),
     ],

@@ -110,6 +110,39 @@ def _robust(log_error: np.ndarray, weight: np.ndarray) -> np.ndarray:
     return np.sign(log_error) * _F_SCALE * np.sqrt(2.0 * weight * (np.sqrt(1.0 + z) - 1.0))
 
 
+#: Finite-difference step of the fit's Jacobian, as a share of each parameter's bound range.
+DIFF_STEP = 1e-3
+
+
+def _forward_differences(residuals, lower: np.ndarray, upper: np.ndarray):
+    """``(fun, jac)`` for :func:`scipy.optimize.least_squares`: ``residuals`` remembering its
+    last evaluation, and its Jacobian by forward differences with an **absolute** step of
+    :data:`DIFF_STEP` times each parameter's bound range (backward where the step would cross
+    the upper bound). SciPy's relative ``diff_step`` scales the step with ``|x|``, so a
+    parameter at or near 0 (every framework offset's prior centre) gets a step below float
+    resolution, a zero derivative and a fit that stops there."""
+    step = DIFF_STEP * (upper - lower)
+    last: dict[str, np.ndarray] = {}
+
+    def fun(x: np.ndarray) -> np.ndarray:
+        f = residuals(x)
+        last.update(x=np.array(x, copy=True), f=f)
+        return f
+
+    def jac(x: np.ndarray) -> np.ndarray:
+        same = "x" in last and np.array_equal(last["x"], x)
+        f0 = last["f"] if same else residuals(x)
+        out = np.empty((len(f0), len(x)))
+        for i in range(len(x)):
+            h = step[i] if x[i] + step[i] <= upper[i] else -step[i]
+            moved = np.array(x, copy=True)
+            moved[i] += h
+            out[:, i] = (residuals(moved) - f0) / h
+        return out
+
+    return fun, jac
+
+
 def _with(base: Calibration, x: np.ndarray, free: tuple[ParameterSpec, ...]) -> Calibration:
     return replace(base, **{p.name: float(v) for p, v in zip(free, x, strict=True)})
 
@@ -198,9 +231,10 @@ def fit_throughput(
         # data that barely constrain a parameter leave it near its physical prior, not on a bound.
         return np.concatenate([_robust(log_error, weights), (x - prior) / prior_sd])
 
+    fun, jac = _forward_differences(residuals, lower, upper)
     result = least_squares(
-        residuals, np.clip(x0, lower, upper), bounds=(lower, upper), x_scale=upper - lower,
-        diff_step=1e-3, max_nfev=max_nfev,
+        fun, np.clip(x0, lower, upper), jac=jac, bounds=(lower, upper), x_scale=upper - lower,
+        max_nfev=max_nfev,
     )  # fmt: skip
     fitted = _with(start, result.x, free)
     throughput, sim_rejects = throughput_predictions(published, fitted, catalogue)

@@ -31,7 +31,13 @@ import pandas as pd
 
 from trainscale.calibrate.pilot import MEASURED, refit_pilots
 from trainscale.schema import PILOT_ERROR_COLUMNS, PILOT_TABLE_COLUMNS, names
-from trainscale.sim.pilot_intervals import PilotIntervals, distance, fit_pilot_quantiles
+from trainscale.sim.interval_scale import growth_factor, growth_rate
+from trainscale.sim.pilot_intervals import (
+    PilotIntervals,
+    distance,
+    fit_pilot_quantiles,
+    with_shipped,
+)
 
 if TYPE_CHECKING:
     from trainscale.published.measurements import PublishedData
@@ -43,6 +49,7 @@ __all__ = [
     "PILOT_TABLE_COLUMNS",
     "SERIES_COLUMNS",
     "base_without",
+    "fit_scaled_quantiles",
     "pilot_errors",
     "pilot_interval_model",
     "pilot_table",
@@ -102,6 +109,10 @@ def base_without(
 
 
 def _predict(rows: pd.DataFrame, calibration: Calibration, catalogue: Catalogue) -> np.ndarray:
+    return _predicted(rows, calibration, catalogue)["tokens_per_s_per_gpu"].to_numpy(np.float64)
+
+
+def _predicted(rows: pd.DataFrame, calibration: Calibration, catalogue: Catalogue) -> pd.DataFrame:
     from trainscale.published.accuracy import throughput_predictions
     from trainscale.published.measurements import PublishedData
 
@@ -112,7 +123,7 @@ def _predict(rows: pd.DataFrame, calibration: Calibration, catalogue: Catalogue)
     out, rejects = throughput_predictions(data, calibration, catalogue)
     if len(rejects):
         raise ValueError(f"pilot validation: {len(rejects)} published row(s) not predictable")
-    return out["tokens_per_s_per_gpu"].to_numpy(np.float64)
+    return out
 
 
 def pilot_errors(
@@ -121,11 +132,13 @@ def pilot_errors(
     catalogue: Catalogue,
     shipped: Calibration,
     bases: dict[str, Calibration] | None = None,
+    calibrated: dict[str, Calibration] | None = None,
 ) -> pd.DataFrame:
     """One row per larger-scale row of every scaling series (:data:`PILOT_COLUMNS`), the
     procedure of the module docstring. ``shipped``: power parameter and intervals of the bases
     (``trainscale`` passes the shipped calibration). ``bases``: per citation, the base fitted
     without it (computed and stored in the dict when missing: pass one dict to reuse the fits).
+    ``calibrated``: a dict that receives, per series name, its pilot-calibrated calibration.
     Sorted by series then ``csv_row``; deterministic."""
     from trainscale.published.accuracy import throughput_predictions
 
@@ -145,11 +158,14 @@ def pilot_errors(
         pilots = series[series["num_gpus"] == smallest]
         targets = series[series["num_gpus"] > smallest].sort_values("csv_row", kind="mergesort")
         table = pilots.rename(columns={"observed_tokens_per_s_per_gpu": MEASURED})
-        calibrated, _ = refit_pilots(table, base=base, catalogue=catalogue)
+        pilot_calibration, _ = refit_pilots(table, base=base, catalogue=catalogue)
+        if calibrated is not None:
+            calibrated[str(name)] = pilot_calibration
         observed = targets["observed_tokens_per_s_per_gpu"].to_numpy(np.float64)
+        at_base = _predicted(targets, base, catalogue)
         predicted = {
-            "pilot": _predict(targets, calibrated, catalogue),
-            "base": _predict(targets, base, catalogue),
+            "pilot": _predict(targets, pilot_calibration, catalogue),
+            "base": at_base["tokens_per_s_per_gpu"].to_numpy(np.float64),
             "weak_scaling": np.full(len(targets), float(table[MEASURED].mean())),
         }
         part = pd.DataFrame(
@@ -167,6 +183,9 @@ def pilot_errors(
         )  # fmt: skip
         for kind, values in predicted.items():
             part[f"{kind}_ape_pct"] = 100.0 * np.abs(values - observed) / observed
+        for side, end in (("lower", "lo"), ("upper", "hi")):  # the bases carry the shipped
+            bound = at_base[f"tokens_per_s_per_gpu_{end}"].to_numpy(np.float64)  # intervals
+            part[f"shipped_{side}_log_factor"] = np.log(bound / predicted["base"])
         parts.append(part)
     return pd.concat(parts, ignore_index=True)[list(PILOT_COLUMNS)]
 
@@ -185,9 +204,10 @@ def pilot_interval_model(
     (:func:`pilot_errors`) for pilots at ``pilot_gpus`` (any repeats; sorted and made distinct
     here). ``coverage``: also measure and store the source-out coverage (:func:`summary` of
     :func:`source_out_coverage`, overall)."""
-    lower, upper, rows, largest = fit_pilot_quantiles(
-        errors["log2_distance"].to_numpy(), _log_error(errors), errors["citation"].to_numpy()
-    )
+    from trainscale.calibrate.pilot_reach import capped_bins, reach, reach_evidence
+
+    lower, upper, rows, largest, rate = fit_scaled_quantiles(errors)
+    evidence = reach_evidence(errors)
     stored = None
     if coverage:
         covered = source_out_coverage(errors)
@@ -195,22 +215,57 @@ def pilot_interval_model(
     return PilotIntervals(
         pilot_gpus=tuple(sorted({int(g) for g in np.asarray(pilot_gpus)})),
         lower=lower, upper=upper, rows=rows, max_distance=largest, coverage=stored,
+        reach=reach(evidence), capped=capped_bins(evidence), growth_rate=rate,
     )  # fmt: skip
 
 
+def fit_scaled_quantiles(
+    errors: pd.DataFrame,
+) -> tuple[tuple[float, ...], tuple[float, ...], tuple[int, ...], float, float]:
+    """:func:`~trainscale.sim.pilot_intervals.fit_pilot_quantiles` of ``errors``' log errors
+    divided by their absolute-scale growth factor, and the growth rate fitted on them
+    (:func:`~trainscale.sim.interval_scale.growth_rate`)."""
+    gpus = errors["num_gpus"].to_numpy(np.float64)
+    log_error, source = _log_error(errors), errors["citation"].to_numpy()
+    rate = growth_rate(gpus, log_error, source)
+    scaled = log_error / growth_factor(gpus, rate)
+    return (*fit_pilot_quantiles(errors["log2_distance"].to_numpy(), scaled, source), rate)
+
+
 def source_out_coverage(errors: pd.DataFrame) -> pd.Series:
-    """Per row of ``errors``, whether its observed value lies in the 80 % interval of a pilot
-    model fitted on the *other* sources' rows (its series' pilots as the pilots)."""
+    """Per row of ``errors``, whether its observed value lies in the 80 % interval a user
+    calibration on its series' pilots would give, every part of it fitted on the *other*
+    sources' rows: within their reach (:mod:`trainscale.calibrate.pilot_reach`) the pilot
+    interval around the pilot-calibrated prediction, set against the shipped interval as their
+    evidence says (:func:`~trainscale.sim.pilot_intervals.with_shipped`); beyond it the shipped
+    interval around the shipped level (the base)."""
+    from trainscale.calibrate.pilot_reach import capped_bins, reach, reach_evidence
+
     covered = np.zeros(len(errors), dtype=bool)
     log_error = _log_error(errors)
+    base_error = np.log(
+        errors["observed_tokens_per_s_per_gpu"].to_numpy(np.float64)
+        / errors["base_predicted_tokens_per_s_per_gpu"].to_numpy(np.float64)
+    )
+    shipped_lo = errors["shipped_lower_log_factor"].to_numpy(np.float64)
+    shipped_hi = errors["shipped_upper_log_factor"].to_numpy(np.float64)
     for citation in sorted(errors["citation"].unique()):
         mine = (errors["citation"] == citation).to_numpy()
         others = errors[~mine]
-        lower, upper, rows, largest = fit_pilot_quantiles(
-            others["log2_distance"].to_numpy(), _log_error(others), others["citation"].to_numpy()
+        lower, upper, rows, largest, rate = fit_scaled_quantiles(others)
+        evidence = reach_evidence(others)
+        model = PilotIntervals(
+            (1,), lower, upper, rows, largest, reach=reach(evidence), capped=capped_bins(evidence),
+            growth_rate=rate,
+        )  # fmt: skip
+        # distance is measured from each row's own pilots: reach and cap at 2**d GPUs from 1
+        # pilot GPU; the factors at the row's distance and its own GPU count
+        gpus = np.exp2(errors["log2_distance"].to_numpy()[mine])
+        lo, hi = model.log_factors_at(
+            errors["log2_distance"].to_numpy()[mine], errors["num_gpus"].to_numpy()[mine]
         )
-        model = PilotIntervals((1,), lower, upper, rows, largest)
-        # distance is measured from each row's own pilots: evaluate at 2**d GPUs from 1 pilot GPU
-        lo, hi = model.log_factors(np.exp2(errors["log2_distance"].to_numpy()[mine]))
-        covered[mine] = (log_error[mine] >= lo) & (log_error[mine] <= hi)
+        lo, hi = with_shipped(lo, hi, shipped_lo[mine], shipped_hi[mine], model.capped_at(gpus))
+        inside = (log_error[mine] >= lo) & (log_error[mine] <= hi)
+        shipped = (base_error[mine] >= shipped_lo[mine]) & (base_error[mine] <= shipped_hi[mine])
+        covered[mine] = np.where(model.beyond_reach(gpus), shipped, inside)
     return pd.Series(covered, index=errors.index, name="covered")

@@ -19,6 +19,7 @@ measured afresh.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,11 @@ from trainscale.sim.pilot_intervals import (
     PilotIntervals,
     bins_as_dicts,
     bins_from_dicts,
+    capped_from_dicts,
+    growth_as_dict,
+    growth_from_dict,
+    reach_as_dict,
+    reach_from_dict,
 )
 
 if TYPE_CHECKING:
@@ -60,6 +66,12 @@ class StoredPilotErrors:
     max_distance: float
     series: int
     series_rows: int
+    reach: float = math.inf
+    """The pilot reach (:mod:`trainscale.calibrate.pilot_reach`)."""
+    capped: tuple[bool, ...] = ()
+    """Per bin, whether the interval is clipped to the shipped one."""
+    growth_rate: float = 0.0
+    """The absolute-scale growth rate (:mod:`trainscale.sim.interval_scale`)."""
 
     @classmethod
     def of(cls, errors: pd.DataFrame, calibration_id: str) -> StoredPilotErrors:
@@ -72,6 +84,7 @@ class StoredPilotErrors:
         return cls(
             calibration_id, model.lower, model.upper, model.rows, model.max_distance,
             series=int(errors["series"].nunique()), series_rows=len(errors),
+            reach=model.reach, capped=model.capped, growth_rate=model.growth_rate,
         )  # fmt: skip
 
     def intervals(self, pilot_gpus: pd.Series | np.ndarray) -> PilotIntervals:
@@ -80,6 +93,7 @@ class StoredPilotErrors:
         return PilotIntervals(
             pilot_gpus=tuple(sorted({int(g) for g in np.asarray(pilot_gpus)})),
             lower=self.lower, upper=self.upper, rows=self.rows, max_distance=self.max_distance,
+            reach=self.reach, capped=self.capped, growth_rate=self.growth_rate,
         )  # fmt: skip
 
     def as_dict(self) -> dict[str, Any]:
@@ -92,8 +106,10 @@ class StoredPilotErrors:
             "is the base calibration's",
             "series": self.series,
             "rows": self.series_rows,
-            "bins": bins_as_dicts(self.lower, self.upper, self.rows),
+            "bins": bins_as_dicts(self.lower, self.upper, self.rows, self.capped),
             "max_log2_distance_measured": self.max_distance,
+            **growth_as_dict(self.growth_rate),
+            **reach_as_dict(self.reach),
         }
 
     @classmethod
@@ -107,6 +123,9 @@ class StoredPilotErrors:
             max_distance=float(data["max_log2_distance_measured"]),
             series=int(data["series"]),
             series_rows=int(data["rows"]),
+            reach=reach_from_dict(data),
+            capped=capped_from_dicts(data["bins"]),
+            growth_rate=growth_from_dict(data),
         )
 
 

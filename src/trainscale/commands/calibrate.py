@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from trainscale.calibrate.pilot import PilotReport
     from trainscale.calibrate.user_power import UserPowerFit
     from trainscale.published.measurements import PublishedData
+    from trainscale.sim.calibration import Calibration
     from trainscale.sim.catalogue import Catalogue
 
 NAME = "calibrate"
@@ -189,6 +190,8 @@ def _user(args: argparse.Namespace, catalogue: Catalogue) -> int:
         print(f"not refitted (no row responds to them): {', '.join(result.not_refitted)}")
     print(error_table(result.report))
     print(moved_table(level_changes(result.rows, base, result.calibration, catalogue)))
+    if reach_line(result.calibration):
+        print(reach_line(result.calibration))
     if result.power is not None:
         print(power_error_table(result.power))
     for bound in result.on_bounds:
@@ -199,6 +202,21 @@ def _user(args: argparse.Namespace, catalogue: Catalogue) -> int:
             file=sys.stderr,
         )
     return 0
+
+
+def reach_line(calibration: Calibration) -> str:
+    """Up to which GPU counts the refitted level is used (:mod:`trainscale.calibrate.pilot_reach`)
+    as one line of text ("" without a pilot block or a finite reach)."""
+    pilot = calibration.intervals.pilot if calibration.intervals is not None else None
+    if pilot is None or math.isinf(pilot.reach):
+        return ""
+    top = max(pilot.pilot_gpus) * 2.0**pilot.reach
+    return (
+        f"reach: the refitted level is used up to {pilot.reach:g} doublings from the measured GPU "
+        f"counts ({min(pilot.pilot_gpus)}-{top:,.0f} GPUs), as far as pilot-calibrated "
+        "predictions beat the shipped level on the published series (trainscale validate "
+        "--pilots); beyond, the shipped level and interval, flagged beyond_pilot_reach"
+    )
 
 
 def moved_table(changes: pd.DataFrame) -> str:

@@ -187,10 +187,22 @@ def _extrapolation_line(result: pd.Series) -> str:
     flags = result.get("extrapolation")
     if flags is None or pd.isna(flags) or flags == "":
         return "extrapolation        none (inside the calibration data's coverage)"
-    return (
+    text = (
         f"extrapolation        {flags} (outside the calibration data: the interval is widened; "
         "see docs/simulator/intervals.md)"
     )
+    if "beyond_pilot_reach" in flags:
+        text += (
+            "\n  beyond_pilot_reach  farther from the measured GPU counts than a pilot level beat "
+            "the shipped one on the published series (trainscale validate --pilots): predicted "
+            "with the shipped level and interval"
+        )
+    if "unmeasured_level" in flags:
+        text += (
+            "\n  unmeasured_level    no measured row ran this framework on this GPU: predicted "
+            "with the shipped level and interval"
+        )
+    return text
 
 
 def _interval_line(result: pd.Series) -> str:

@@ -254,6 +254,66 @@ def format_pilots(table: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def format_reach(evidence: pd.DataFrame) -> str:
+    """Aligned text of :func:`trainscale.calibrate.pilot_reach.reach_evidence`."""
+    lines = [
+        "doublings  rows  sources  pilot-calibrated %  shipped level %  weak scaling %  "
+        "pilot helps  shipped width covers %  capped"
+    ]
+    for r in evidence.itertuples(index=False):
+        span = f"{r.log2_distance_from:g}-{r.log2_distance_to:g}".replace("inf", "")
+        lines.append(
+            f"{span:<9}  {r.rows:4d}  {r.sources:7d}  {_number(r.pilot_mape_pct, 18, 2)}"
+            f"  {_number(r.base_mape_pct, 15, 2)}  {_number(r.weak_scaling_mape_pct, 14, 2)}"
+            f"  {'yes' if r.pilot_helps else 'no':>11}"
+            f"  {_number(r.shipped_width_covered_pct, 22, 1)}"
+            f"  {'yes' if r.capped_at_shipped else 'no':>6}"
+        )
+    return "\n".join(lines)
+
+
+def _reach_tables(
+    errors: pd.DataFrame,
+    published: PublishedData,
+    catalogue: Catalogue,
+    *,
+    bases: dict,
+    calibrated: dict,
+) -> None:
+    """The evidence for where a pilot calibration helps (:mod:`trainscale.calibrate.pilot_reach`,
+    :mod:`trainscale.calibrate.pilot_transfer`)."""
+    from trainscale.calibrate.pilot_reach import reach, reach_evidence
+    from trainscale.calibrate.pilot_transfer import transfer_errors, transfer_evidence
+
+    evidence = reach_evidence(errors)
+    print(
+        "\nwhere the pilots' level helps, by distance (doublings from the pilot GPU count; every "
+        "source weighing the same): MAPE % of the pilot-calibrated prediction and of the shipped "
+        "level; shipped width covers: rows inside the shipped interval's width placed around the "
+        "pilot-calibrated prediction (capped: the pilot interval is never wider than the shipped "
+        "one there)"
+    )
+    print(format_reach(evidence))
+    print(
+        f"reach: {reach(evidence):g} doublings; beyond it a prediction keeps the shipped level "
+        "and interval, flagged beyond_pilot_reach"
+    )
+    transfers = transfer_evidence(
+        transfer_errors(published, errors, calibrated=calibrated, bases=bases, catalogue=catalogue)
+    )
+    print(
+        "\nwhat differs: each series' pilot level carried to the other rows of its source and "
+        "stack (at the pilots' GPU count or more), MAPE %, every source weighing the same"
+    )
+    for r in transfers.itertuples(index=False):
+        verdict = "carried" if r.carried else "shipped level kept"
+        print(
+            f"  {r.relation:<15} {r.rows:5d} rows {r.sources:2d} sources  pilot level "
+            f"{_number(r.pilot_mape_pct, 6, 2)}  shipped level {_number(r.base_mape_pct, 6, 2)}"
+            f"  -> {verdict}"
+        )
+
+
 def _pilots(args: argparse.Namespace, published: PublishedData, catalogue: Catalogue) -> int:
     """``--pilots``: print the pilot validation; -o writes its rows; --max-mape gates its MAPE."""
     from trainscale import __version__
@@ -265,7 +325,11 @@ def _pilots(args: argparse.Namespace, published: PublishedData, catalogue: Catal
 
     start = time.perf_counter()
     calibration = load_calibration()
-    errors = pilot_errors(published, catalogue=catalogue, shipped=calibration)
+    bases: dict = {}
+    calibrated: dict = {}
+    errors = pilot_errors(
+        published, catalogue=catalogue, shipped=calibration, bases=bases, calibrated=calibrated
+    )
     errors = pilot_table(
         errors, calibration_id=calibration.calibration_id, simulator_version=__version__
     )
@@ -290,6 +354,7 @@ def _pilots(args: argparse.Namespace, published: PublishedData, catalogue: Catal
     print(format_pilots(summary(errors, by="framework").iloc[:-1]))
     print("\noverall")
     print(format_pilots(table.iloc[-1:]))
+    _reach_tables(errors, published, catalogue, bases=bases, calibrated=calibrated)
     beats = overall["pilot_mape_pct"] < min(
         overall["base_mape_pct"], overall["weak_scaling_mape_pct"]
     )

@@ -27,6 +27,11 @@ PILOT_ERROR_COLUMNS: tuple[Column, ...] = table("PILOT_ERROR_COLUMNS")
 row of every published scaling series, predicted from the series' pilots (its smallest GPU
 count), by the base without its source and by perfect weak scaling."""
 
+PILOT_REACH_COLUMNS: tuple[Column, ...] = table("PILOT_REACH_COLUMNS")
+"""Columns of :func:`trainscale.calibrate.pilot_reach.reach_evidence`: per bin of distance from
+the pilots, whether a pilot-calibrated prediction beat the shipped level on the published scaling
+series, and whether the shipped interval's width was enough there."""
+
 PILOT_TABLE_COLUMNS: tuple[Column, ...] = table("PILOT_TABLE_COLUMNS")
 """Columns of ``results/pilots.parquet`` (rule ``published_pilots``,
 :func:`trainscale.calibrate.pilot_series.pilot_table`): :data:`PILOT_ERROR_COLUMNS`, whether the

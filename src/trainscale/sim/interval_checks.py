@@ -4,10 +4,12 @@ Every prediction's 80 % interval is computed from this block, so a value in it t
 produce must stop the file from loading, naming the key, rather than surface later as a
 prediction whose ``_lo`` lies above its point (``please report``): a NaN or infinite number
 anywhere in the block; ``level`` outside (0, 1); a quantile (a log-space score) negative or
-above :data:`MAX_LOG_FACTOR`; a row or source count that is not a whole number ≥ 0; a pilot bin
-whose ``lower_log_factor`` is above 0 or whose ``upper_log_factor`` is below 0 (the interval
-``predicted × exp(lower) .. predicted × exp(upper)`` must hold the prediction), or beyond
-±:data:`MAX_LOG_FACTOR`; pilot bins not in increasing order of distance.
+above :data:`MAX_LOG_FACTOR`; the scale slope (a widening per doubling) negative or above
+:data:`MAX_LOG_FACTOR`; a pilot reach below 0; a row or source count that is not a whole
+number >= 0 (a framework's largest run: >= 1); a pilot bin whose ``lower_log_factor`` is above
+0 or whose ``upper_log_factor`` is below 0 (the interval ``predicted × exp(lower) ..
+predicted × exp(upper)`` must hold the prediction), or beyond ±:data:`MAX_LOG_FACTOR`; pilot
+bins not in increasing order of distance.
 """
 
 from __future__ import annotations
@@ -65,6 +67,18 @@ def interval_problems(block: dict[str, Any]) -> list[tuple[str, str]]:
         for name in ("rows", "sources"):
             if isinstance(q, dict) and not _count(q.get(name)):
                 problems.append((f"intervals.quantiles.{fw}.{name}", "not a whole number >= 0"))
+    facts = block.get("coverage_facts") if isinstance(block.get("coverage_facts"), dict) else {}
+    for name, least in (("framework_rows", 0), ("framework_max_gpus", 1)):
+        table = facts.get(name) if isinstance(facts.get(name), dict) else {}
+        for fw, value in table.items():
+            if not (_count(value) and value >= least):
+                problems.append((f"intervals.coverage_facts.{name}.{fw}",
+                                 f"{value!r} is not a whole number >= {least}"))  # fmt: skip
+    slope = block.get("scale_slope", {}).get("value", 0.0) if isinstance(
+        block.get("scale_slope"), dict) else block.get("scale_slope", 0.0)  # fmt: skip
+    if not (_number(slope) and 0 <= float(slope) <= MAX_LOG_FACTOR):  # type: ignore[arg-type]
+        problems.append(("intervals.scale_slope.value", f"{slope!r} is not a widening per "
+                         f"doubling between 0 and {MAX_LOG_FACTOR:g}"))  # fmt: skip
     if isinstance(block.get("pilot"), dict):
         problems += _pilot_problems(block["pilot"])
     return problems
@@ -97,6 +111,9 @@ def _pilot_problems(pilot: dict[str, Any]) -> list[tuple[str, str]]:
                 problems.append((f"{key}.log2_distance_from", f"{start} is not above the "
                                  "previous bin's: bins go in increasing distance"))  # fmt: skip
             previous = float(start)  # type: ignore[arg-type]
+    reach = pilot.get("reach_log2_distance", 0.0)
+    if not (_number(reach) and float(reach) >= 0):  # type: ignore[arg-type]
+        problems.append(("intervals.pilot.reach_log2_distance", f"{reach!r} is not >= 0"))
     distance = pilot.get("max_log2_distance_measured")
     if not (_number(distance) and float(distance) >= 0):  # type: ignore[arg-type]
         problems.append(("intervals.pilot.max_log2_distance_measured", f"{distance!r} is not >= 0"))

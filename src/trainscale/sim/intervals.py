@@ -8,7 +8,7 @@ Method (decided before any coverage was measured; nothing here is tuned to hit t
    was not fitted on, which is what a user's unseen cluster gets.
 2. **Difficulty** ``sigma(x) >= 1`` of a configuration, from *coverage facts* of the data the
    predicting fit saw (for a residual: every source but its own; for a prediction: every
-   source): ``sigma = s_framework * s_scale * s_gpu * s_support`` with
+   source): ``sigma = s_framework * s_scale * s_gpu * s_support * s_nodes`` with
 
    - ``s_framework = sqrt(1 + ROWS_REFERENCE / max(n, 1))``, ``n`` the throughput rows of the
      row's framework. An estimate from ``n`` rows is uncertain like ``1/sqrt(n)``;
@@ -26,6 +26,9 @@ Method (decided before any coverage was measured; nothing here is tuned to hit t
      flags (framework x sharding beyond its largest run, model size or sequence length outside
      the data, tp/pp/cp above any calibrated degree), 1 when none; the flags, the factors and
      their reasoning are in :mod:`trainscale.sim.support` (the ``extrapolation`` column).
+   - ``s_nodes = 1 + b * max(0, log2(num_gpus / 8))``: the model's miss grows with the scale of
+     the run; ``b`` is fitted on the held-out residuals (for a residual: on the other sources'),
+     :mod:`trainscale.sim.interval_scale`.
 
 3. **Score** ``|r| / sigma``. **Quantile per framework** (Mondrian conformal, level
    ``LEVEL = 0.8``): the weighted quantile of its rows' scores at ``ceil((n + 1) * 0.8) / n``
@@ -47,7 +50,7 @@ quantiles would be 80 % by construction and says nothing.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -55,15 +58,11 @@ import numpy as np
 import pandas as pd
 
 from trainscale.schema import FRAMEWORKS
+from trainscale.sim.interval_scale import REFERENCE_GPUS, scale_factor, scale_slope
+from trainscale.sim.pilot_intervals import with_shipped
 from trainscale.sim.quantile import LEVEL, PER_DOUBLING, weighted_quantile
 from trainscale.sim.support import DEGREE_PER_DOUBLING, SHAPE_PER_DOUBLING, SHARDING_WITHOUT_DATA
-from trainscale.sim.support_facts import (
-    SUPPORT_COLUMNS,
-    support_facts_as_dict,
-    support_facts_from_dict,
-    support_facts_merged,
-    support_facts_of,
-)
+from trainscale.sim.support_facts import SUPPORT_COLUMNS, CoverageFacts
 
 if TYPE_CHECKING:
     from trainscale.sim.pilot_intervals import PilotIntervals
@@ -108,99 +107,24 @@ _RESIDUAL_COLUMNS = (
 )  # fmt: skip
 
 
-@dataclass(frozen=True, slots=True)
-class CoverageFacts:
-    """What the calibration data cover: rows and most GPUs per framework, GPUs with rows, and
-    (for the ``extrapolation`` flags of :mod:`trainscale.sim.support`) most GPUs per framework x
-    sharding, the range of transformer-block parameters (10^9) and of sequence lengths, and the
-    largest tp, pp and cp degrees. The support facts are empty in a calibration file written
-    before they existed (no flag of those kinds then: regenerate it with ``trainscale
-    calibrate``)."""
-
-    framework_rows: tuple[tuple[str, int], ...]
-    framework_max_gpus: tuple[tuple[str, int], ...]
-    gpus_with_data: tuple[str, ...]
-    sharding_max_gpus: tuple[tuple[str, str, int], ...] = ()
-    params_b_range: tuple[float, float] | None = None
-    seq_len_range: tuple[int, int] | None = None
-    max_degrees: tuple[tuple[str, int], ...] = ()
-
-    @classmethod
-    def of(cls, rows: pd.DataFrame) -> CoverageFacts:
-        """Facts of throughput rows (``framework``, ``num_gpus``, ``gpu``; the support facts
-        when the rows also have ``sharding``, the model shape, ``seq_len``, ``tp``, ``pp``,
-        ``cp``, as result rows do)."""
-        grouped = rows.groupby("framework")["num_gpus"]
-        counts, most = grouped.size(), grouped.max()
-        base = cls(
-            framework_rows=tuple((fw, int(counts.get(fw, 0))) for fw in FRAMEWORKS),
-            framework_max_gpus=tuple((fw, int(most[fw])) for fw in FRAMEWORKS if fw in most.index),
-            gpus_with_data=tuple(sorted(str(g) for g in rows["gpu"].unique())),
-        )
-        return replace(base, **support_facts_of(rows))
-
-    def merged(self, other: CoverageFacts) -> CoverageFacts:
-        """Facts of both data sets together (a user calibration adds its rows to the shipped)."""
-        rows = dict(self.framework_rows)
-        for fw, n in other.framework_rows:
-            rows[fw] = rows.get(fw, 0) + n
-        most = dict(self.framework_max_gpus)
-        for fw, n in other.framework_max_gpus:
-            most[fw] = max(most.get(fw, 0), n)
-        return CoverageFacts(
-            framework_rows=tuple((fw, rows.get(fw, 0)) for fw in FRAMEWORKS),
-            framework_max_gpus=tuple((fw, most[fw]) for fw in FRAMEWORKS if fw in most),
-            gpus_with_data=tuple(sorted({*self.gpus_with_data, *other.gpus_with_data})),
-            **support_facts_merged(self, other),
-        )
-
-    def framework_arrays(self) -> tuple[np.ndarray, np.ndarray]:
-        """Rows and most GPUs per framework, in the order of FRAMEWORKS (a framework without
-        rows takes the most GPUs of any framework)."""
-        rows = dict(self.framework_rows)
-        most = dict(self.framework_max_gpus)
-        overall = max(most.values(), default=1)
-        return (
-            np.array([rows.get(fw, 0) for fw in FRAMEWORKS], dtype=np.float64),
-            np.array([most.get(fw, overall) for fw in FRAMEWORKS], dtype=np.float64),
-        )
-
-    def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "framework_rows": dict(self.framework_rows),
-            "framework_max_gpus": dict(self.framework_max_gpus),
-            "gpus_with_data": list(self.gpus_with_data),
-        }
-        out.update(support_facts_as_dict(self))
-        return out
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> CoverageFacts:
-        return cls(
-            framework_rows=tuple((str(k), int(v)) for k, v in data["framework_rows"].items()),
-            framework_max_gpus=tuple(
-                (str(k), int(v)) for k, v in data["framework_max_gpus"].items()
-            ),
-            gpus_with_data=tuple(str(g) for g in data["gpus_with_data"]),
-            **support_facts_from_dict(data),
-        )
-
-
 def difficulty(
     framework: np.ndarray,
     num_gpus: np.ndarray,
     has_gpu_data: np.ndarray,
     facts: CoverageFacts,
     widening: np.ndarray | float = 1.0,
+    slope: float = 0.0,
 ) -> np.ndarray:
     """``sigma(x) >= 1`` per configuration (see the module docstring); ``framework`` holds
     indices into FRAMEWORKS; ``widening``: the out-of-support factor ``s_support`` of
-    :mod:`trainscale.sim.support` (1 where every flag is clear)."""
+    :mod:`trainscale.sim.support` (1 where every flag is clear); ``slope``: ``b`` of
+    ``s_nodes`` (:mod:`trainscale.sim.interval_scale`)."""
     rows, most = facts.framework_arrays()
     s_framework = np.sqrt(1.0 + ROWS_REFERENCE / np.maximum(rows, 1.0))
     doublings = np.maximum(0.0, np.log2(np.asarray(num_gpus, np.float64) / most[framework]))
     s_gpu = np.where(has_gpu_data, 1.0, GPU_WITHOUT_DATA)
-    return s_framework[framework] * (1.0 + PER_DOUBLING * doublings) * s_gpu * widening
+    s_nodes = scale_factor(num_gpus, slope)
+    return s_framework[framework] * (1.0 + PER_DOUBLING * doublings) * s_gpu * widening * s_nodes
 
 
 def _support_widening(part: pd.DataFrame, facts: CoverageFacts) -> np.ndarray | float:
@@ -239,7 +163,7 @@ def _scores(rows: pd.DataFrame) -> np.ndarray:
         sigma[own] = difficulty(
             _framework_index(part["framework"]), part["num_gpus"].to_numpy(np.float64),
             part["gpu"].isin(facts.gpus_with_data).to_numpy(), facts,
-            _support_widening(part, facts),
+            _support_widening(part, facts), scale_slope(rows[~own]),
         )  # fmt: skip
     return np.abs(r) / sigma
 
@@ -287,6 +211,9 @@ class PredictionIntervals:
     """Source-out coverage as measured (:func:`coverage_summary`), for the record."""
     note: str = field(default="", compare=False)
     """What the intervals are (e.g. those of a user calibration)."""
+    scale_slope: float = 0.0
+    """``b`` of the scale factor ``s_nodes`` (:mod:`trainscale.sim.interval_scale`), fitted on
+    the held-out residuals; 0 in files written before it existed."""
     pilot: PilotIntervals | None = None
     """A pilot-calibrated calibration's intervals (:mod:`trainscale.sim.pilot_intervals`); when
     set they replace the conformal ones (:meth:`log_factors`)."""
@@ -306,7 +233,9 @@ class PredictionIntervals:
     ) -> tuple[np.ndarray, np.ndarray]:
         """Lower and upper log factors of tokens/s per GPU per configuration (vectorised):
         those of the ``pilot`` block when set (for the (framework, GPU) pairs its measurements
-        ran, where it records them), else ``-/+ q_framework * sigma(x)``; both times
+        ran, where it records them, within its reach: never wider than ``-/+ q_framework *
+        sigma(x)`` at distances where that width was enough on the published series, never
+        narrower where it was not), else ``-/+ q_framework * sigma(x)``; both times
         ``widening`` (``s_support`` of :mod:`trainscale.sim.support`: what no calibration row
         covers widens a pilot-calibrated interval as it widens the shipped one). ``gpu_index``
         indexes ``gpu_keys``, the sorted GPU keys of the hardware catalogue the configurations
@@ -315,21 +244,32 @@ class PredictionIntervals:
         excess = np.log2(num_gpus) - log2_most[framework]
         scale = 1.0 + PER_DOUBLING * np.maximum(excess, 0.0)
         half = base[framework * gpus + gpu_index] * scale * widening
+        half = half * scale_factor(num_gpus, self.scale_slope)
         if self.pilot is None:
             return -half, half
         # a pilot-calibrated calibration (trainscale.calibrate.pilot): the pilot block for the
-        # (framework, GPU) pairs its measurements ran, the conformal interval for the others
+        # (framework, GPU) pairs its measurements ran within the pilots' reach, clipped to the
+        # conformal interval where the published series showed its width was enough and never
+        # narrower than it where not (trainscale.calibrate.pilot_reach); the conformal
+        # interval for the others
         lower, upper = self.pilot.log_factors(num_gpus)
+        lower, upper = lower * widening, upper * widening
+        if self.pilot.capped:
+            lower, upper = with_shipped(lower, upper, -half, half, self.pilot.capped_at(num_gpus))
         measured = self.pilot.measured(framework, gpu_index, gpu_keys)
-        return (
-            np.where(measured, lower * widening, -half),
-            np.where(measured, upper * widening, half),
-        )
+        measured &= ~self.pilot.beyond_reach(num_gpus)
+        return np.where(measured, lower, -half), np.where(measured, upper, half)
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "level": self.level,
             "method": METHOD,
+            "scale_slope": {
+                "value": self.scale_slope,
+                "reference_gpus": REFERENCE_GPUS,
+                "what": "sigma x (1 + b max(0, log2(num_gpus / reference_gpus))), b fitted on "
+                "the held-out residuals (trainscale.sim.interval_scale)",
+            },
             "constants": {
                 "rows_reference": ROWS_REFERENCE,
                 "per_doubling": PER_DOUBLING,
@@ -372,6 +312,7 @@ class PredictionIntervals:
             facts=CoverageFacts.from_dict(data["coverage_facts"]),
             coverage=data.get("source_out_coverage"),
             note=str(data.get("note", "")),
+            scale_slope=float(data.get("scale_slope", {}).get("value", 0.0)),
             pilot=PilotIntervals.from_dict(data["pilot"]) if "pilot" in data else None,
         )
 
@@ -413,6 +354,7 @@ def fit_intervals(held_out: pd.DataFrame, *, coverage: bool = True) -> Predictio
         quantiles=tuple((fw, q.value, q.kind, q.rows, q.sources) for fw, q in quantiles.items()),
         facts=CoverageFacts.of(rows),
         coverage=summary,
+        scale_slope=scale_slope(rows),
     )
 
 
@@ -443,7 +385,7 @@ def source_out_coverage(held_out: pd.DataFrame) -> pd.DataFrame:
         sigma[own] = difficulty(
             frameworks, part["num_gpus"].to_numpy(np.float64),
             part["gpu"].isin(facts.gpus_with_data).to_numpy(), facts,
-            _support_widening(part, facts),
+            _support_widening(part, facts), scale_slope(others),
         )  # fmt: skip
         q_used[own] = [quantiles[fw].value for fw in part["framework"]]
         kind[own] = [quantiles[fw].kind for fw in part["framework"]]

@@ -8,8 +8,12 @@ measured: the refitted framework level is not evidence for it (the offset of a s
 H100 is not that stack's on B200, and a stack none of the rows ran has nothing of them), so it
 keeps the shipped level, takes the shipped conformal interval
 (:meth:`trainscale.sim.intervals.PredictionIntervals.log_factors`) and carries
-``unmeasured_level:FRAMEWORK/GPU`` in ``extrapolation``. Cluster-wide terms the calibration
-refitted (the network) apply to every configuration.
+``unmeasured_level:FRAMEWORK/GPU`` in ``extrapolation``. A configuration of a measured pair
+farther from the measured GPU counts than the pilots' reach (``D`` doublings against ``R``,
+:mod:`trainscale.calibrate.pilot_reach`: the distance up to which a pilot-calibrated level beat
+the shipped one on the published scaling series) is treated the same way and carries
+``beyond_pilot_reach:D>R``. Cluster-wide terms the calibration refitted (the network) apply to
+every configuration.
 
 :func:`split_by_level` says which configurations are unmeasured and with which calibration they
 are predicted; :func:`merge_by_level` predicts both parts and puts the rows back in order.
@@ -26,6 +30,7 @@ from trainscale.schema import FRAMEWORKS
 from trainscale.sim.calibration import Calibration
 from trainscale.sim.configs import Configs
 from trainscale.sim.parameters import offset_name
+from trainscale.sim.pilot_intervals import distance
 
 __all__ = ["merge_by_level", "split_by_level"]
 
@@ -40,6 +45,7 @@ def split_by_level(
     if pilot is None or not pilot.measured_levels:
         return None
     unmeasured = ~pilot.measured(c.stack.framework, c.system.gpu_index, gpu_keys)
+    unmeasured |= pilot.beyond_reach(c.plan.num_gpus)
     if not unmeasured.any():
         return None
     values = cal.as_dict()
@@ -74,8 +80,14 @@ def merge_by_level(
             out[name] = merged
     flags = out["extrapolation"].astype(object).to_numpy(copy=True)
     framework, gpu = c.stack.framework, c.system.gpu_index
+    pilot = cal.intervals.pilot if cal.intervals is not None else None
+    ran = pilot.measured(framework, gpu, gpu_keys) if pilot is not None else unmeasured
+    far = distance(c.plan.num_gpus, np.asarray(pilot.pilot_gpus)) if pilot is not None else None
     for i in np.flatnonzero(unmeasured):
-        flag = f"unmeasured_level:{FRAMEWORKS[framework[i]]}/{gpu_keys[gpu[i]]}"
+        if ran[i] and far is not None:
+            flag = f"beyond_pilot_reach:{far[i]:.3g}>{pilot.reach:.3g}"
+        else:
+            flag = f"unmeasured_level:{FRAMEWORKS[framework[i]]}/{gpu_keys[gpu[i]]}"
         flags[i] = ";".join([*([flags[i]] if flags[i] else []), flag])
     out["extrapolation"] = pd.Series(pd.array(flags, dtype=out["extrapolation"].dtype))
     return out  # type: ignore[return-value]

@@ -18,6 +18,11 @@ smallest GPU count, with a base fitted without the series' source, predicting it
 - **Monotone in distance**: the lower factor never rises and the upper never falls from one bin
   to the next (an interval cannot narrow further from the pilots), and every interval holds the
   prediction (lower <= 0 <= upper).
+- **Absolute scale**: the errors are divided by the growth factor ``exp(beta · x)`` of
+  :mod:`trainscale.sim.interval_scale` (``x`` the doublings of the *target* GPU count above one
+  node, ``beta`` fitted on the same errors) before the quantiles are taken, and the factors are
+  multiplied by it again per configuration (normalised split conformal, as the held-out
+  intervals): at one distance, a target at 64 GPUs gets a narrower interval than one at 4,096.
 - **Beyond the data**: past the largest distance measured, both factors grow by
   :data:`trainscale.sim.quantile.PER_DOUBLING` per further doubling (the a-priori rule the
   shipped intervals use for scale).
@@ -33,11 +38,13 @@ in the stored block says so).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from trainscale.sim.interval_scale import growth_factor
 from trainscale.sim.quantile import LEVEL, PER_DOUBLING, weighted_quantile
 
 __all__ = [
@@ -46,8 +53,14 @@ __all__ = [
     "PilotIntervals",
     "bins_as_dicts",
     "bins_from_dicts",
+    "capped_from_dicts",
     "distance",
     "fit_pilot_quantiles",
+    "growth_as_dict",
+    "growth_from_dict",
+    "reach_as_dict",
+    "reach_from_dict",
+    "with_shipped",
 ]
 
 BIN_EDGES = (0.5, 1.5, 2.5, 3.5)
@@ -128,6 +141,28 @@ class PilotIntervals:
     configuration takes the calibration as it is (files written before levels were recorded)."""
     shipped_offsets: tuple[tuple[str, str, float], ...] = ()
     """(framework, efficiency base, log offset) of the base calibration: the shipped level."""
+    reach: float = math.inf
+    """The largest distance (log2 GPU ratio) at which the pilot-calibrated level beat the shipped
+    one on the published series (:mod:`trainscale.calibrate.pilot_reach`); beyond it a
+    configuration keeps the shipped level and interval, flagged ``beyond_pilot_reach``."""
+    capped: tuple[bool, ...] = ()
+    """Per bin, whether the interval is clipped to the shipped one there (the shipped width was
+    enough on the published series at that distance) or, where not, widened to at least the
+    shipped one (:func:`with_shipped`); empty (files written before): neither."""
+    growth_rate: float = 0.0
+    """``beta`` of the absolute-scale factor ``exp(beta · x)``
+    (:mod:`trainscale.sim.interval_scale`) the bins' factors are in units of; 0 (files written
+    before): no scale factor."""
+
+    def beyond_reach(self, num_gpus: np.ndarray) -> np.ndarray:
+        """Whether each configuration lies beyond :attr:`reach` from the pilots."""
+        return distance(num_gpus, np.asarray(self.pilot_gpus)) > self.reach
+
+    def capped_at(self, num_gpus: np.ndarray) -> np.ndarray:
+        """Whether each configuration's interval is clipped to the shipped one."""
+        if not self.capped:
+            return np.zeros(len(np.asarray(num_gpus)), dtype=bool)
+        return np.asarray(self.capped)[_bins(distance(num_gpus, np.asarray(self.pilot_gpus)))]
 
     def measured(self, framework: np.ndarray, gpu_index: np.ndarray, gpu_keys: tuple[str, ...]
                  ) -> np.ndarray:  # fmt: skip
@@ -145,24 +180,32 @@ class PilotIntervals:
     def log_factors(self, num_gpus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Lower and upper log factors of tokens/s per GPU per configuration (vectorised):
         the interval is ``predicted * exp(lower) .. predicted * exp(upper)``."""
-        d = distance(num_gpus, np.asarray(self.pilot_gpus))
+        return self.log_factors_at(distance(num_gpus, np.asarray(self.pilot_gpus)), num_gpus)
+
+    def log_factors_at(self, d: np.ndarray, num_gpus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`log_factors` at distances ``d`` from the pilots of targets of ``num_gpus``."""
+        d = np.asarray(d, np.float64)
         bins = _bins(d)
         widen = 1.0 + PER_DOUBLING * np.maximum(d - self.max_distance, 0.0)
+        widen = widen * growth_factor(num_gpus, self.growth_rate)
         return np.asarray(self.lower)[bins] * widen, np.asarray(self.upper)[bins] * widen
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "method": "errors of pilot-calibrated predictions on published scaling series "
             "(trainscale.calibrate.pilot_series, each series' base fitted without its source), "
-            "10 % and 90 % quantiles of log(observed / predicted) per bin of the distance "
-            "|log2(num_gpus / nearest pilot GPU count at or below)| "
-            "(trainscale.sim.pilot_intervals)",
+            "10 % and 90 % quantiles of log(observed / predicted) / exp(growth_rate * "
+            "max(0, log2(num_gpus / 8))) per bin of the distance "
+            "|log2(num_gpus / nearest pilot GPU count at or below)|, multiplied back per "
+            "configuration (trainscale.sim.pilot_intervals)",
             "command": "trainscale calibrate --measurements FILE -o OUT",
             "pilot_gpus": list(self.pilot_gpus),
             "pilots_covered": self.pilots_covered,
-            "bins": bins_as_dicts(self.lower, self.upper, self.rows),
+            "bins": bins_as_dicts(self.lower, self.upper, self.rows, self.capped),
             "max_log2_distance_measured": self.max_distance,
             "widening_per_doubling_beyond": PER_DOUBLING,
+            **growth_as_dict(self.growth_rate),
+            **reach_as_dict(self.reach),
         }
         if self.coverage is not None:
             out["source_out_coverage"] = self.coverage
@@ -183,6 +226,9 @@ class PilotIntervals:
     def from_dict(cls, data: dict[str, Any]) -> PilotIntervals:
         lower, upper, rows = bins_from_dicts(data["bins"], "pilot: ")
         return cls(
+            reach=reach_from_dict(data),
+            capped=capped_from_dicts(data["bins"]),
+            growth_rate=growth_from_dict(data),
             pilot_gpus=tuple(int(g) for g in data["pilot_gpus"]),
             lower=lower,
             upper=upper,
@@ -202,10 +248,14 @@ class PilotIntervals:
 
 
 def bins_as_dicts(
-    lower: tuple[float, ...], upper: tuple[float, ...], rows: tuple[int, ...]
+    lower: tuple[float, ...],
+    upper: tuple[float, ...],
+    rows: tuple[int, ...],
+    capped: tuple[bool, ...] = (),
 ) -> list[dict[str, Any]]:
     """The per-bin quantiles as a calibration file writes them: one mapping per bin of
-    :data:`BIN_EDGES` (its log2 distance range, lower and upper log factors, rows)."""
+    :data:`BIN_EDGES` (its log2 distance range, lower and upper log factors, rows, and whether
+    the interval is clipped to the shipped one there when ``capped`` is given)."""
     edges = (0.0, *BIN_EDGES)
     return [
         {
@@ -214,9 +264,69 @@ def bins_as_dicts(
             "lower_log_factor": lower[k],
             "upper_log_factor": upper[k],
             "rows": rows[k],
+            **({"capped_at_shipped": bool(capped[k])} if capped else {}),
         }
         for k, lo in enumerate(edges)
     ]
+
+
+def with_shipped(
+    lower: np.ndarray,
+    upper: np.ndarray,
+    shipped_lower: np.ndarray,
+    shipped_upper: np.ndarray,
+    capped: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Pilot log factors set against the shipped interval's: where ``capped`` (the shipped width
+    was enough at that distance on the published series) never wider than the shipped interval,
+    elsewhere (it was not) never narrower than it (:mod:`trainscale.calibrate.pilot_reach`)."""
+    return (
+        np.where(capped, np.maximum(lower, shipped_lower), np.minimum(lower, shipped_lower)),
+        np.where(capped, np.minimum(upper, shipped_upper), np.maximum(upper, shipped_upper)),
+    )
+
+
+def capped_from_dicts(bins: list[dict[str, Any]]) -> tuple[bool, ...]:
+    """Per bin, ``capped_at_shipped`` as :func:`bins_as_dicts` wrote it (empty when no bin
+    records it: files written before the cap, never clipped)."""
+    if not any("capped_at_shipped" in b for b in bins):
+        return ()
+    return tuple(bool(b.get("capped_at_shipped", False)) for b in bins)
+
+
+def growth_as_dict(rate: float) -> dict[str, Any]:
+    """The absolute-scale growth rate as a calibration file writes it (nothing when 0)."""
+    if rate == 0.0:
+        return {}
+    return {
+        "growth_rate_per_doubling": rate,
+        "growth_rule": "the bins' log factors are multiplied by exp(growth_rate_per_doubling * "
+        "max(0, log2(num_gpus / 8))) of the target (trainscale.sim.interval_scale.growth_rate, "
+        "fitted on the same errors)",
+    }
+
+
+def growth_from_dict(data: dict[str, Any]) -> float:
+    """The growth rate :func:`growth_as_dict` wrote (0 when absent)."""
+    return float(data.get("growth_rate_per_doubling", 0.0))
+
+
+def reach_as_dict(reach: float) -> dict[str, Any]:
+    """The reach as a calibration file writes it (nothing when unlimited)."""
+    if math.isinf(reach):
+        return {}
+    return {
+        "reach_log2_distance": reach,
+        "reach_rule": "beyond this distance from the measured GPU counts a configuration keeps "
+        "the shipped level and interval, flagged beyond_pilot_reach (trainscale validate "
+        "--pilots prints the evidence by distance)",
+    }
+
+
+def reach_from_dict(data: dict[str, Any]) -> float:
+    """The reach :func:`reach_as_dict` wrote (unlimited when absent)."""
+    value = data.get("reach_log2_distance")
+    return math.inf if value is None else float(value)
 
 
 def bins_from_dicts(

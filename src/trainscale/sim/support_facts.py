@@ -17,6 +17,7 @@ Each function works on a dict of those four fields (the keyword arguments of ``C
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -24,7 +25,7 @@ import pandas as pd
 
 from trainscale.schema import FRAMEWORKS, SHARDINGS
 
-__all__ = ["SUPPORT_COLUMNS", "support_facts_as_dict", "support_facts_from_dict",
+__all__ = ["SUPPORT_COLUMNS", "CoverageFacts", "support_facts_as_dict", "support_facts_from_dict",
            "support_facts_merged", "support_facts_of"]  # fmt: skip
 
 DEGREES = ("tp", "pp", "cp")
@@ -127,3 +128,81 @@ def support_facts_from_dict(data: dict[str, Any]) -> dict[str, Any]:
         "seq_len_range": None if seq is None else (int(seq[0]), int(seq[1])),
         "max_degrees": tuple((str(k), int(v)) for k, v in data.get("max_degrees", {}).items()),
     }
+
+
+@dataclass(frozen=True, slots=True)
+class CoverageFacts:
+    """What the calibration data cover: rows and most GPUs per framework, GPUs with rows, and
+    (for the ``extrapolation`` flags of :mod:`trainscale.sim.support`) most GPUs per framework x
+    sharding, the range of transformer-block parameters (10^9) and of sequence lengths, and the
+    largest tp, pp and cp degrees. The support facts are empty in a calibration file written
+    before they existed (no flag of those kinds then: regenerate it with ``trainscale
+    calibrate``)."""
+
+    framework_rows: tuple[tuple[str, int], ...]
+    framework_max_gpus: tuple[tuple[str, int], ...]
+    gpus_with_data: tuple[str, ...]
+    sharding_max_gpus: tuple[tuple[str, str, int], ...] = ()
+    params_b_range: tuple[float, float] | None = None
+    seq_len_range: tuple[int, int] | None = None
+    max_degrees: tuple[tuple[str, int], ...] = ()
+
+    @classmethod
+    def of(cls, rows: pd.DataFrame) -> CoverageFacts:
+        """Facts of throughput rows (``framework``, ``num_gpus``, ``gpu``; the support facts
+        when the rows also have ``sharding``, the model shape, ``seq_len``, ``tp``, ``pp``,
+        ``cp``, as result rows do)."""
+        grouped = rows.groupby("framework")["num_gpus"]
+        counts, most = grouped.size(), grouped.max()
+        base = cls(
+            framework_rows=tuple((fw, int(counts.get(fw, 0))) for fw in FRAMEWORKS),
+            framework_max_gpus=tuple((fw, int(most[fw])) for fw in FRAMEWORKS if fw in most.index),
+            gpus_with_data=tuple(sorted(str(g) for g in rows["gpu"].unique())),
+        )
+        return replace(base, **support_facts_of(rows))
+
+    def merged(self, other: CoverageFacts) -> CoverageFacts:
+        """Facts of both data sets together (a user calibration adds its rows to the shipped)."""
+        rows = dict(self.framework_rows)
+        for fw, n in other.framework_rows:
+            rows[fw] = rows.get(fw, 0) + n
+        most = dict(self.framework_max_gpus)
+        for fw, n in other.framework_max_gpus:
+            most[fw] = max(most.get(fw, 0), n)
+        return CoverageFacts(
+            framework_rows=tuple((fw, rows.get(fw, 0)) for fw in FRAMEWORKS),
+            framework_max_gpus=tuple((fw, most[fw]) for fw in FRAMEWORKS if fw in most),
+            gpus_with_data=tuple(sorted({*self.gpus_with_data, *other.gpus_with_data})),
+            **support_facts_merged(self, other),
+        )
+
+    def framework_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """Rows and most GPUs per framework, in the order of FRAMEWORKS (a framework without
+        rows takes the most GPUs of any framework)."""
+        rows = dict(self.framework_rows)
+        most = dict(self.framework_max_gpus)
+        overall = max(most.values(), default=1)
+        return (
+            np.array([rows.get(fw, 0) for fw in FRAMEWORKS], dtype=np.float64),
+            np.array([most.get(fw, overall) for fw in FRAMEWORKS], dtype=np.float64),
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "framework_rows": dict(self.framework_rows),
+            "framework_max_gpus": dict(self.framework_max_gpus),
+            "gpus_with_data": list(self.gpus_with_data),
+        }
+        out.update(support_facts_as_dict(self))
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CoverageFacts:
+        return cls(
+            framework_rows=tuple((str(k), int(v)) for k, v in data["framework_rows"].items()),
+            framework_max_gpus=tuple(
+                (str(k), int(v)) for k, v in data["framework_max_gpus"].items()
+            ),
+            gpus_with_data=tuple(str(g) for g in data["gpus_with_data"]),
+            **support_facts_from_dict(data),
+        )
