@@ -58,6 +58,32 @@ def throughput_predictions(
     return results, rejects
 
 
+def csv_moe_predictions(
+    published: PublishedData, calibration: Calibration, catalogue: Catalogue
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Predict the mixture-of-experts rows that are lines of the published CSV itself
+    (``data_file`` ``measurements.csv``: the Megatron-Bridge MoE rows), so that the validation
+    table keeps one row per line; the runs of ``moe-measurements.csv`` are validated by
+    ``trainscale validate --holdout``'s MoE section. Returns (rows with prediction and error,
+    simulator rejects), as :func:`throughput_predictions`."""
+    moe = published.moe
+    if moe.empty or "data_file" not in moe:
+        return pd.DataFrame(), pd.DataFrame()
+    own = moe[moe["data_file"] == "measurements.csv"].reset_index(drop=True)
+    if own.empty:
+        return pd.DataFrame(), pd.DataFrame()
+    results, rejects = predict_with_rejects(
+        own, catalogue=catalogue, calibration=calibration,
+        origin="data/published/measurements.csv",
+    )  # fmt: skip
+    predicted = results["tokens_per_s_per_gpu"].to_numpy()
+    observed = results["observed_tokens_per_s_per_gpu"].to_numpy()
+    results["predicted_tokens_per_s_per_gpu"] = predicted
+    results["error_pct"] = 100.0 * (predicted - observed) / observed
+    results["ape_pct"] = np.abs(results["error_pct"])
+    return results, rejects
+
+
 #: nccl-tests bus-bandwidth factor per collective (nccl-tests doc/PERFORMANCE.md): busbw = algbw
 #: x factor(n).
 BUSBW_FACTOR = {
@@ -173,12 +199,15 @@ def collective_predictions(
 def validate_published(
     calibration: Calibration, published: PublishedData, *, catalogue: Catalogue
 ) -> dict[str, pd.DataFrame]:
-    """Predict all published rows; return ``throughput``, ``collectives``, ``rejects`` tables.
+    """Predict all published rows; return ``throughput``, ``moe_throughput`` (the CSV's own
+    mixture-of-experts lines, :func:`csv_moe_predictions`), ``collectives``, ``rejects`` tables.
 
     ``published`` (normalised with :func:`~trainscale.published.measurements.load_published`)
     is predicted under the caller's ``calibration`` and ``catalogue``.
     """
     throughput, sim_rejects = throughput_predictions(published, calibration, catalogue)
+    moe, moe_rejects = csv_moe_predictions(published, calibration, catalogue)
+    sim_rejects = pd.concat([f for f in (sim_rejects, moe_rejects) if not f.empty] or [sim_rejects])
     rejects = published.rejects
     if not sim_rejects.empty:
         extra = sim_rejects.assign(published_value_text=sim_rejects["published_value_text"])
@@ -188,6 +217,7 @@ def validate_published(
         )
     return {
         "throughput": throughput,
+        "moe_throughput": moe,
         "collectives": collective_predictions(published, calibration, catalogue),
         "rejects": rejects,
     }

@@ -103,7 +103,9 @@ def validation_rows(
     """One row per line of the published CSV from
     :func:`trainscale.published.accuracy.validate_published`.
 
-    Throughput rows compare tokens/s per GPU, collective rows nccl-tests bus bandwidth (GB/s);
+    Throughput rows (``kind`` ``throughput``, and ``moe_throughput`` for the CSV's
+    mixture-of-experts lines) compare tokens/s per GPU, collective rows nccl-tests bus bandwidth
+    (GB/s);
     rows the simulator cannot represent are kept with status ``rejected`` and their reason.
     Columns: :data:`VALIDATION_COLUMNS`; rows sorted by ``csv_row``.
     """
@@ -115,6 +117,15 @@ def validation_rows(
                 status="predicted", kind="throughput", quantity="tokens_per_s_per_gpu",
                 unit="tokens/s", observed=throughput["observed_tokens_per_s_per_gpu"],
                 predicted=throughput["predicted_tokens_per_s_per_gpu"],
+            )
+        )  # fmt: skip
+    moe = validated.get("moe_throughput", pd.DataFrame())
+    if not moe.empty:
+        parts.append(
+            moe.assign(
+                status="predicted", kind="moe_throughput", quantity="tokens_per_s_per_gpu",
+                unit="tokens/s", observed=moe["observed_tokens_per_s_per_gpu"],
+                predicted=moe["predicted_tokens_per_s_per_gpu"],
             )
         )  # fmt: skip
     collectives = validated["collectives"]
