@@ -261,7 +261,7 @@ def step_times(
     c: Configs, w: BlockWork, place: Layout, net: Network, cal: Calibration
 ) -> StepTimes:
     """Time components of one optimizer step for every configuration (seconds, shape ``(n,)``)."""
-    eff = efficiencies(c, cal)
+    eff = efficiencies(c.stack.framework, c.plan.fp8, c.system, cal)
     slow = eff.overlap_slowdown
     comp = block_compute(c, w, cal, eff)
     tp = tensor_parallel(c.plan, c.model.hidden, w, place, net)
