@@ -45,7 +45,7 @@ def test_lora_drops_weight_gradient_gemms_and_keeps_forward_and_input_gradient(m
           "d0": modes.system.gemm_half_efficiency_dim * cal.gemm_size_scale,
           "hbm_bw": modes.system.hbm_bytes_per_s, "exponent": cal.gemm_size_exponent}  # fmt: skip
     base = sum(gemm_time(m, n, k, **kw) for m, n, k in w.gemms)
-    adapters = sum(gemm_time(m, n, k, **kw) for m, n, k in adapter_gemms(modes, w))
+    adapters = sum(gemm_time(m, n, k, **kw) for m, n, k in adapter_gemms(modes.plan.lora_rank, w))
     none, lora, full = 0, 1, 2
     # pretraining and full fine-tuning: forward, then input- and weight-gradient GEMMs (2x)
     assert comp.gemm_fwd_s[none] == comp.gemm_fwd_s[full] == base[none]
@@ -65,7 +65,7 @@ def test_lora_drops_weight_gradient_gemms_and_keeps_forward_and_input_gradient(m
 
 def test_lora_keeps_no_optimizer_state_and_sends_adapter_gradients_only(modes, catalogue):
     w = block_work(modes)
-    share = trainable_share(modes, w)
+    share = trainable_share(modes.plan.finetune, modes.plan.lora_rank, w)
     assert share[0] == share[2] == 1.0
     # rank 16 on one tp-4 rank's QKV (8,192 -> 2,048 + 2 x 256) and output (2,048 -> 8,192) of
     # Llama-2-70B's block (2 h^2 + 2 h kv + 3 h ffn weights, a quarter per rank)

@@ -152,7 +152,11 @@ def model_state_bytes(c: Configs, work: BlockWork, place: Layout) -> np.ndarray:
     # the adapters' full training state (16 bytes per parameter) on top.
     sharded = (sharding == Sharding.FSDP) | (sharding == Sharding.HSDP)
     frozen = np.where(sharded, 2.0 / d, 2.0) * params
-    return np.where(lora_mask(c), frozen + 16.0 * trainable_share(c, work) * params, states)
+    return np.where(
+        lora_mask(c.plan.finetune),
+        frozen + 16.0 * trainable_share(c.plan.finetune, c.plan.lora_rank, work) * params,
+        states,
+    )
 
 
 def gathered_bytes(c: Configs, work: BlockWork) -> np.ndarray:

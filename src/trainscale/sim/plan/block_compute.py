@@ -76,7 +76,7 @@ def _attention_fwd(c: Configs, w: BlockWork, cal: Calibration, eff: Efficiencies
 
 def _adapter_time(c: Configs, w: BlockWork, kw: dict) -> np.ndarray:
     """Forward time of one block's LoRA adapters (0 where not LoRA)."""
-    lora = lora_mask(c)
+    lora = lora_mask(c.plan.finetune)
     if not lora.any():
         return np.zeros(len(lora))
     rows = np.flatnonzero(lora)
@@ -84,7 +84,7 @@ def _adapter_time(c: Configs, w: BlockWork, kw: dict) -> np.ndarray:
            for k, v in kw.items()}  # fmt: skip
     out = np.zeros(len(lora))
     out[rows] = sum(gemm_time(m[rows], n[rows], k[rows], **sub)
-                    for m, n, k in adapter_gemms(c, w))  # fmt: skip
+                    for m, n, k in adapter_gemms(c.plan.lora_rank, w))  # fmt: skip
     return out
 
 
@@ -97,7 +97,7 @@ def block_compute(c: Configs, w: BlockWork, cal: Calibration, eff: Efficiencies)
     # smallest dimension and its traffic: each takes the forward GEMM's time.
     gemm_fwd = sum(gemm_time(m, n, k, **kw) for m, n, k in w.gemms)
     # LoRA: frozen weights skip their weight-gradient GEMM; the adapters run all three passes.
-    wgrad = weight_gradient_share(c)
+    wgrad = weight_gradient_share(c.plan.finetune)
     adapters = _adapter_time(c, w, kw)
     gemm_fwd = gemm_fwd + adapters
     gemm_bwd = (1.0 + wgrad) * (gemm_fwd - adapters) + 2.0 * adapters

@@ -108,7 +108,9 @@ def _block_collectives(
         (sharding == Sharding.FSDP) | (sharding == Sharding.HSDP) | (sharding == Sharding.ZERO2)
     )
     ag = calls * only_where(gathers, allgather_time, w.layer_param_bytes / calls, n, g, net)
-    grads = trainable_share(c, w) * w.layer_param_bytes  # LoRA: the adapters' gradients only
+    grads = (
+        trainable_share(c.plan.finetune, c.plan.lora_rank, w) * w.layer_param_bytes
+    )  # LoRA: the adapters' gradients only
     rs = only_where(gathers, reducescatter_time, grads, n, g, net)
     ar_replicas = only_where(
         sharding == Sharding.HSDP, allreduce_time,

@@ -286,7 +286,9 @@ def step_times(
     boundary_s = boundary_p2p(act_bytes, c.plan.pp, c.plan.vpp, place, net)
     mb = _micro_batch(c, comp, cp, dp, path, layers, boundary_s)
     mb = replace(mb, exposed_comm_s=mb.exposed_comm_s + layers * ex.exposed_alltoall_s)
-    trained_bytes = trainable_share(c, w) * stage_params_bytes  # LoRA: the adapters only
+    trained_bytes = (
+        trainable_share(c.plan.finetune, c.plan.lora_rank, w) * stage_params_bytes
+    )  # LoRA: the adapters only
     sync = step_sync(
         c, place, net, dp, layers=layers, grad_bytes=trained_bytes,
         fwd_compute=path.fwd_compute_s, fwd_critical=path.fwd_critical_s,
