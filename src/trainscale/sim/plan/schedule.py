@@ -269,7 +269,7 @@ def step_times(
         c.plan.cp, c.stack.cp_comm_type, c.stack.repeat_kv, c.plan.recompute, w, place, net,
         comp.attention_fwd_s,
     )  # fmt: skip
-    dp = data_parallel(c, w, place, net)
+    dp = data_parallel(c.plan, c.stack, w, place, net)
     layers = np.ceil(c.model.layers / (c.plan.pp * c.plan.vpp)) * c.plan.vpp  # slowest stage
     comp, tp, dp, ex = expert_parallel(
         w.moe, comp, tp, dp, model=c.model, plan=c.plan, stack=c.stack, system=c.system, net=net,
@@ -290,7 +290,7 @@ def step_times(
         trainable_share(c.plan.finetune, c.plan.lora_rank, w) * stage_params_bytes
     )  # LoRA: the adapters only
     sync = step_sync(
-        c, place, net, dp, layers=layers, grad_bytes=trained_bytes,
+        c.plan.sharding, c.stack, place, net, dp, layers=layers, grad_bytes=trained_bytes,
         fwd_compute=path.fwd_compute_s, fwd_critical=path.fwd_critical_s,
         bwd_critical=path.bwd_critical_s, slow=slow,
     )  # fmt: skip
