@@ -40,7 +40,9 @@ def test_lora_drops_weight_gradient_gemms_and_keeps_forward_and_input_gradient(m
     cal = load_calibration()
     w = block_work(modes)
     eff = efficiencies(modes.stack.framework, modes.plan.fp8, modes.system, cal)
-    comp = block_compute(modes, w, cal, eff)
+    comp = block_compute(
+        modes.plan, modes.system, modes.model.hidden, modes.model.heads, w, cal, eff
+    )
     kw = {"peak": modes.system.peak_flops_per_s * eff.clock_ratio, "eta_max": eff.gemm_max,
           "d0": modes.system.gemm_half_efficiency_dim * cal.gemm_size_scale,
           "hbm_bw": modes.system.hbm_bytes_per_s, "exponent": cal.gemm_size_exponent}  # fmt: skip

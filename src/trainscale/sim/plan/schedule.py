@@ -263,7 +263,7 @@ def step_times(
     """Time components of one optimizer step for every configuration (seconds, shape ``(n,)``)."""
     eff = efficiencies(c.stack.framework, c.plan.fp8, c.system, cal)
     slow = eff.overlap_slowdown
-    comp = block_compute(c, w, cal, eff)
+    comp = block_compute(c.plan, c.system, c.model.hidden, c.model.heads, w, cal, eff)
     tp = tensor_parallel(c.plan, c.model.hidden, w, place, net)
     cp = context_parallel(
         c.plan.cp, c.stack.cp_comm_type, c.stack.repeat_kv, c.plan.recompute, w, place, net,
