@@ -38,7 +38,7 @@ def modes(catalogue):
 
 def test_lora_drops_weight_gradient_gemms_and_keeps_forward_and_input_gradient(modes):
     cal = load_calibration()
-    w = block_work(modes)
+    w = block_work(modes.model, modes.plan, modes.stack)
     eff = efficiencies(modes.stack.framework, modes.plan.fp8, modes.system, cal)
     comp = block_compute(
         modes.plan, modes.system, modes.model.hidden, modes.model.heads, w, cal, eff
@@ -66,7 +66,7 @@ def test_lora_drops_weight_gradient_gemms_and_keeps_forward_and_input_gradient(m
 
 
 def test_lora_keeps_no_optimizer_state_and_sends_adapter_gradients_only(modes, catalogue):
-    w = block_work(modes)
+    w = block_work(modes.model, modes.plan, modes.stack)
     share = trainable_share(modes.plan.finetune, modes.plan.lora_rank, w)
     assert share[0] == share[2] == 1.0
     # rank 16 on one tp-4 rank's QKV (8,192 -> 2,048 + 2 x 256) and output (2,048 -> 8,192) of

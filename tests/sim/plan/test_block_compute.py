@@ -29,7 +29,7 @@ def modes(catalogue):
     assert list(valid) == [0, 1, 2]
     cal = load_calibration()
     eff = efficiencies(c.stack.framework, c.plan.fp8, c.system, cal)
-    w = block_work(c)
+    w = block_work(c.model, c.plan, c.stack)
     return block_compute(c.plan, c.system, c.model.hidden, c.model.heads, w, cal, eff)
 
 
