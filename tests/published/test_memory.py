@@ -100,11 +100,14 @@ def test_pipeline_stages_hold_megatrons_warm_up_and_logits_live_on_the_last() ->
         frameworks=CATALOGUE.frameworks,
     )  # fmt: skip
     assert list(valid) == [0, 1]
-    first, last = layers_in_flight(configs)
+    first, last = layers_in_flight(configs.model.layers, configs.plan)
     assert first.tolist() == [94.0, 80.0]
     assert last.tolist() == [66.0, 10.0]
     terms = memory_terms(
-        configs,
+        configs.model,
+        configs.plan,
+        configs.stack,
+        configs.system,
         block_work(configs.model, configs.plan, configs.stack),
         _place(configs),
         CALIBRATION,
@@ -116,7 +119,10 @@ def test_pipeline_stages_hold_megatrons_warm_up_and_logits_live_on_the_last() ->
         hardware=CATALOGUE.hardware, models=CATALOGUE.models, frameworks=CATALOGUE.frameworks,
     )  # fmt: skip
     single = memory_terms(
-        one_stage,
+        one_stage.model,
+        one_stage.plan,
+        one_stage.stack,
+        one_stage.system,
         block_work(one_stage.model, one_stage.plan, one_stage.stack),
         _place(one_stage),
         CALIBRATION,
