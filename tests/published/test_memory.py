@@ -100,17 +100,33 @@ def test_pipeline_stages_hold_megatrons_warm_up_and_logits_live_on_the_last() ->
         frameworks=CATALOGUE.frameworks,
     )  # fmt: skip
     assert list(valid) == [0, 1]
-    first, last = layers_in_flight(configs)
+    first, last = layers_in_flight(configs.model.layers, configs.plan)
     assert first.tolist() == [94.0, 80.0]
     assert last.tolist() == [66.0, 10.0]
-    terms = memory_terms(configs, block_work(configs), _place(configs), CALIBRATION)
+    terms = memory_terms(
+        configs.model,
+        configs.plan,
+        configs.stack,
+        configs.system,
+        block_work(configs.model, configs.plan, configs.stack),
+        _place(configs),
+        CALIBRATION,
+    )
     # the first stage peaks here, and it holds no logits
     assert terms.logits.tolist() == [0.0, 0.0]
     one_stage, _, _ = build_configs(
         pd.DataFrame([_row(pp=1, num_gpus=8, tp=8, global_batch=8)]),
         hardware=CATALOGUE.hardware, models=CATALOGUE.models, frameworks=CATALOGUE.frameworks,
     )  # fmt: skip
-    single = memory_terms(one_stage, block_work(one_stage), _place(one_stage), CALIBRATION)
+    single = memory_terms(
+        one_stage.model,
+        one_stage.plan,
+        one_stage.stack,
+        one_stage.system,
+        block_work(one_stage.model, one_stage.plan, one_stage.stack),
+        _place(one_stage),
+        CALIBRATION,
+    )
     assert single.logits[0] == pytest.approx(6 * 8192 * 128256 / 8)
     assert single.total[0] == pytest.approx(
         single.states[0] + single.gathered[0] + single.activations[0] + single.logits[0]

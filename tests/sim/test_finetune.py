@@ -38,14 +38,16 @@ def modes(catalogue):
 
 def test_lora_drops_weight_gradient_gemms_and_keeps_forward_and_input_gradient(modes):
     cal = load_calibration()
-    w = block_work(modes)
-    comp = block_compute(modes, w, cal, efficiencies(modes, cal))
-    eff = efficiencies(modes, cal)
+    w = block_work(modes.model, modes.plan, modes.stack)
+    eff = efficiencies(modes.stack.framework, modes.plan.fp8, modes.system, cal)
+    comp = block_compute(
+        modes.plan, modes.system, modes.model.hidden, modes.model.heads, w, cal, eff
+    )
     kw = {"peak": modes.system.peak_flops_per_s * eff.clock_ratio, "eta_max": eff.gemm_max,
           "d0": modes.system.gemm_half_efficiency_dim * cal.gemm_size_scale,
           "hbm_bw": modes.system.hbm_bytes_per_s, "exponent": cal.gemm_size_exponent}  # fmt: skip
     base = sum(gemm_time(m, n, k, **kw) for m, n, k in w.gemms)
-    adapters = sum(gemm_time(m, n, k, **kw) for m, n, k in adapter_gemms(modes, w))
+    adapters = sum(gemm_time(m, n, k, **kw) for m, n, k in adapter_gemms(modes.plan.lora_rank, w))
     none, lora, full = 0, 1, 2
     # pretraining and full fine-tuning: forward, then input- and weight-gradient GEMMs (2x)
     assert comp.gemm_fwd_s[none] == comp.gemm_fwd_s[full] == base[none]
@@ -64,8 +66,8 @@ def test_lora_drops_weight_gradient_gemms_and_keeps_forward_and_input_gradient(m
 
 
 def test_lora_keeps_no_optimizer_state_and_sends_adapter_gradients_only(modes, catalogue):
-    w = block_work(modes)
-    share = trainable_share(modes, w)
+    w = block_work(modes.model, modes.plan, modes.stack)
+    share = trainable_share(modes.plan.finetune, modes.plan.lora_rank, w)
     assert share[0] == share[2] == 1.0
     # rank 16 on one tp-4 rank's QKV (8,192 -> 2,048 + 2 x 256) and output (2,048 -> 8,192) of
     # Llama-2-70B's block (2 h^2 + 2 h kv + 3 h ffn weights, a quarter per rank)

@@ -101,7 +101,9 @@ def _tensor_gathers(*rows: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         pd.DataFrame(list(rows)), hardware=CATALOGUE.hardware, models=CATALOGUE.models,
         frameworks=CATALOGUE.frameworks,
     )  # fmt: skip
-    return per_tensor_gathers(block_work(configs), np.ones(len(rows), dtype=bool))
+    return per_tensor_gathers(
+        block_work(configs.model, configs.plan, configs.stack), np.ones(len(rows), dtype=bool)
+    )
 
 
 def test_zero3_keeps_tensors_below_its_persistence_threshold_whole() -> None:

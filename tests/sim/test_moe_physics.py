@@ -96,7 +96,7 @@ def test_expert_memory_per_gpu_of_a_documented_plan() -> None:
                             frameworks=cat.frameworks)  # fmt: skip
     work = workload(c)
     place = layout(c.plan.tp, c.plan.cp, c.plan.dp, c.plan.sharding, c.system.gpus_per_node)
-    experts = memory_terms(c, work, place, CAL).experts[0]
+    experts = memory_terms(c.model, c.plan, c.stack, c.system, work, place, CAL).experts[0]
     weights = 7 * 3 * 6144 * 16384
     buffers = 3 * (4096 / 2) * 2 * 6144 * 2
     assert weights == pytest.approx(2.114e9, rel=1e-3)

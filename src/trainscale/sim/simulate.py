@@ -97,7 +97,7 @@ def _predict_arrays(c: Configs, cal: Calibration, catalogue: Catalogue) -> dict[
     )
     model_flops, hardware_flops = flops_per_token(c, shape, work.moe)
     peak_total = c.plan.num_gpus * c.system.peak_flops_per_s
-    memory = memory_bytes_per_gpu(c, work, place, cal)
+    memory = memory_bytes_per_gpu(c.model, c.plan, c.stack, c.system, work, place, cal)
     power = power_per_gpu(
         dense_s=t.dense_s, memory_bound_s=t.memory_bound_s,
         exposed_comm_s=t.exposed_comm_s, step_time_s=step, tdp_w=c.system.tdp_w,

@@ -23,7 +23,7 @@ def workload(c: Configs) -> BlockWork:
     """One GPU's work per micro-batch: the dense block's, and for the rows whose model it does
     not describe (mixture of experts, MLA, wider heads) the average block of
     :mod:`trainscale.sim.model.moe_work`."""
-    work = block_work(c)
+    work = block_work(c.model, c.plan, c.stack)
     m, p = c.model, c.plan
     rows = np.flatnonzero(described(m.num_experts, m.kv_lora_rank, m.head_dim, m.hidden, m.heads))
     if not rows.size:

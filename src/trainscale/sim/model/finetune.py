@@ -24,15 +24,10 @@ an [E] simplification worth well under 1 % of a rank-16 adapter's already small 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from trainscale.schema import FINETUNE_MODES
 from trainscale.sim.model.work import BlockWork
-
-if TYPE_CHECKING:
-    from trainscale.sim.configs import Configs
 
 __all__ = ["LORA", "adapter_gemms", "lora_mask", "trainable_share", "weight_gradient_share"]
 
@@ -40,40 +35,42 @@ __all__ = ["LORA", "adapter_gemms", "lora_mask", "trainable_share", "weight_grad
 LORA = FINETUNE_MODES.index("lora")
 
 
-def lora_mask(c: Configs) -> np.ndarray:
-    """True for the configurations that train LoRA adapters on frozen weights."""
-    return np.asarray(c.plan.finetune) == LORA
+def lora_mask(finetune: np.ndarray) -> np.ndarray:
+    """True for the configurations that train LoRA adapters on frozen weights; ``finetune``: the
+    code of each row's mode in :data:`~trainscale.schema.FINETUNE_MODES`."""
+    return np.asarray(finetune) == LORA
 
 
-def weight_gradient_share(c: Configs) -> np.ndarray:
-    """Share of the base weights whose weight-gradient GEMMs run: 0 under LoRA, else 1."""
-    return np.where(lora_mask(c), 0.0, 1.0)
+def weight_gradient_share(finetune: np.ndarray) -> np.ndarray:
+    """Share of the base weights whose weight-gradient GEMMs run (dimensionless): 0 under LoRA,
+    else 1."""
+    return np.where(lora_mask(finetune), 0.0, 1.0)
 
 
-def _targets(c: Configs, w: BlockWork) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
+def _targets(w: BlockWork) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
     """``(in, out)`` widths on this GPU of the projections LoRA adapts: QKV and output."""
     (_, qkv_out, qkv_in), (_, o_out, o_in) = w.gemms[0], w.gemms[1]
     return ((qkv_in, qkv_out), (o_in, o_out))
 
 
-def adapter_gemms(c: Configs, w: BlockWork) -> tuple[tuple[np.ndarray, ...], ...]:
+def adapter_gemms(lora_rank: np.ndarray, w: BlockWork) -> tuple[tuple[np.ndarray, ...], ...]:
     """Forward GEMMs ``(M, N, K)`` of one block's adapters (``A``: tokens × r × in, ``B``:
-    tokens × out × r) at every configuration's ``lora_rank``; the caller counts them where
-    :func:`lora_mask` holds. Each also runs its two backward GEMMs (input and weight
+    tokens × out × r; elements) at every configuration's ``lora_rank``; the caller counts them
+    where :func:`lora_mask` holds. Each also runs its two backward GEMMs (input and weight
     gradient)."""
-    rank = c.plan.lora_rank.astype(np.float64)
+    rank = lora_rank.astype(np.float64)
     tokens = w.tokens
     out: list[tuple[np.ndarray, ...]] = []
-    for width_in, width_out in _targets(c, w):
+    for width_in, width_out in _targets(w):
         out.append((tokens, rank, width_in))
         out.append((tokens, width_out, rank))
     return tuple(out)
 
 
-def trainable_share(c: Configs, w: BlockWork) -> np.ndarray:
-    """Trained share of a block's weight elements: the adapters' over the base block's under
-    LoRA, 1 otherwise (what the gradient reduction and the optimizer step move)."""
-    rank = c.plan.lora_rank.astype(np.float64)
-    adapters = sum(rank * (width_in + width_out) for width_in, width_out in _targets(c, w))
+def trainable_share(finetune: np.ndarray, lora_rank: np.ndarray, w: BlockWork) -> np.ndarray:
+    """Trained share of a block's weight elements (dimensionless): the adapters' over the base
+    block's under LoRA, 1 otherwise (what the gradient reduction and the optimizer step move)."""
+    rank = lora_rank.astype(np.float64)
+    adapters = sum(rank * (width_in + width_out) for width_in, width_out in _targets(w))
     base = w.layer_param_bytes / 2.0
-    return np.where(lora_mask(c), adapters / base, 1.0)
+    return np.where(lora_mask(finetune), adapters / base, 1.0)

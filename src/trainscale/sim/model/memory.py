@@ -15,7 +15,7 @@ new kind of state (for example experts) is one more function and one more field:
   grads"). FSDP and HSDP add two gathered blocks of bf16 weights and gradients
   (:func:`gathered_bytes`: the one computing and the one prefetched; DeepSpeed's ZeRO-3 at most
   its ``stage3_max_live_parameters`` and one reduce bucket). Under PyTorch's pipelining
-  (``Configs.stack.deferred_grad_sync``) ZeRO-2, FSDP and HSDP keep the stage's gradients
+  (``StackArrays.deferred_grad_sync``) ZeRO-2, FSDP and HSDP keep the stage's gradients
   unsharded until the last micro-batch and its parameters unsharded after each backward
   (:mod:`trainscale.sim.plan.schedule`), so they hold (4 + 12/d)Ψ', as ZeRO-1 does, and no
   separately gathered blocks.
@@ -71,8 +71,7 @@ from trainscale.sim.model.work import BlockWork
 
 if TYPE_CHECKING:
     from trainscale.sim.calibration import Calibration
-    from trainscale.sim.configs import Configs
-    from trainscale.sim.configs.arrays import ModelArrays, PlanArrays
+    from trainscale.sim.configs.arrays import ModelArrays, PlanArrays, StackArrays, SystemArrays
     from trainscale.sim.model.moe_work import MoEWork
     from trainscale.sim.plan.layout import Layout
 
@@ -118,25 +117,30 @@ class MemoryTerms:
         )  # fmt: skip
 
 
-def _layers_per_stage(c: Configs) -> np.ndarray:
-    chunks = c.plan.pp * c.plan.vpp
-    return np.ceil(c.model.layers / chunks) * c.plan.vpp
+def _layers_per_stage(layers: np.ndarray, pp: np.ndarray, vpp: np.ndarray) -> np.ndarray:
+    """Blocks of the slowest stage: ``vpp`` chunks of ``ceil(layers / (pp·vpp))`` blocks."""
+    chunks = pp * vpp
+    return np.ceil(layers / chunks) * vpp
 
 
-def model_state_bytes(c: Configs, work: BlockWork, place: Layout) -> np.ndarray:
+def model_state_bytes(
+    layers: np.ndarray, plan: PlanArrays, stack: StackArrays, work: BlockWork, place: Layout
+) -> np.ndarray:
     """Weights, gradients and optimizer states of the parameters this GPU holds (module
-    docstring), bytes."""
-    embed_on_stage = np.where(c.plan.pp > 1, 0.5, 1.0)  # input embedding and head apart
+    docstring), bytes. ``layers``: the model's blocks; reads ``plan.pp``, ``vpp``, ``sharding``,
+    ``finetune``, ``lora_rank`` and ``stack.distributed_optimizer``, ``deferred_grad_sync``."""
+    embed_on_stage = np.where(plan.pp > 1, 0.5, 1.0)  # input embedding and head apart
     params = (
-        _layers_per_stage(c) * work.layer_param_bytes + embed_on_stage * work.embedding_param_bytes
+        _layers_per_stage(layers, plan.pp, plan.vpp) * work.layer_param_bytes
+        + embed_on_stage * work.embedding_param_bytes
     ) / 2.0
     d = place.shard_size.astype(np.float64)
-    sharding = c.plan.sharding
+    sharding = plan.sharding
     unsharded = (sharding == Sharding.DDP) | (sharding == Sharding.ZERO1)
     states = np.select(
         [
-            c.stack.distributed_optimizer & unsharded,
-            c.stack.deferred_grad_sync | (sharding == Sharding.ZERO1),
+            stack.distributed_optimizer & unsharded,
+            stack.deferred_grad_sync | (sharding == Sharding.ZERO1),
             sharding == Sharding.DDP,
             sharding == Sharding.ZERO2,
         ],
@@ -152,45 +156,58 @@ def model_state_bytes(c: Configs, work: BlockWork, place: Layout) -> np.ndarray:
     # the adapters' full training state (16 bytes per parameter) on top.
     sharded = (sharding == Sharding.FSDP) | (sharding == Sharding.HSDP)
     frozen = np.where(sharded, 2.0 / d, 2.0) * params
-    return np.where(lora_mask(c), frozen + 16.0 * trainable_share(c, work) * params, states)
+    return np.where(
+        lora_mask(plan.finetune),
+        frozen + 16.0 * trainable_share(plan.finetune, plan.lora_rank, work) * params,
+        states,
+    )
 
 
-def gathered_bytes(c: Configs, work: BlockWork) -> np.ndarray:
+def gathered_bytes(sharding: np.ndarray, stack: StackArrays, work: BlockWork) -> np.ndarray:
     """FSDP/HSDP: two gathered blocks of bf16 weights and two of gradients, bytes. A stack that
     gathers tensor by tensor (DeepSpeed ZeRO-3, ``per_tensor_gather``) holds at most
     :data:`~trainscale.sim.frameworks.ZERO3_MAX_LIVE_PARAMETERS` gathered weight elements and one
-    gradient bucket (``ddp_bucket_params``, its ``reduce_bucket_size``) in bf16."""
-    sharded = (c.plan.sharding == Sharding.FSDP) | (c.plan.sharding == Sharding.HSDP)
+    gradient bucket (``ddp_bucket_params``, its ``reduce_bucket_size``) in bf16. ``sharding``:
+    :class:`~trainscale.schema.Sharding` codes; reads ``stack.per_tensor_gather``,
+    ``ddp_bucket_params`` and ``deferred_grad_sync``."""
+    sharded = (sharding == Sharding.FSDP) | (sharding == Sharding.HSDP)
     blocks = 2.0 * work.layer_param_bytes
     weights = np.where(
-        c.stack.per_tensor_gather, np.minimum(blocks, 2.0 * ZERO3_MAX_LIVE_PARAMETERS), blocks
+        stack.per_tensor_gather, np.minimum(blocks, 2.0 * ZERO3_MAX_LIVE_PARAMETERS), blocks
     )
     grads = np.where(
-        c.stack.per_tensor_gather, np.minimum(blocks, 2.0 * c.stack.ddp_bucket_params), blocks
+        stack.per_tensor_gather, np.minimum(blocks, 2.0 * stack.ddp_bucket_params), blocks
     )
-    return np.where(sharded & ~c.stack.deferred_grad_sync, weights + grads, 0.0)
+    return np.where(sharded & ~stack.deferred_grad_sync, weights + grads, 0.0)
 
 
-def block_activation_bytes(c: Configs, work: BlockWork) -> tuple[np.ndarray, np.ndarray]:
+def block_activation_bytes(
+    model: ModelArrays, plan: PlanArrays, flash_attention: np.ndarray, work: BlockWork
+) -> tuple[np.ndarray, np.ndarray]:
     """``(stored, recomputing)``: bytes one block stores per micro-batch under the row's
-    recomputation, and the bytes one block's backward holds again while it recomputes."""
-    h = c.model.hidden.astype(np.float64)
-    tp = c.plan.tp.astype(np.float64)
-    kv_dim = c.model.kv_heads * (c.model.hidden // c.model.heads)
-    split = np.where(c.plan.sequence_parallel, tp, 1.0)
-    mlp = np.where(c.model.swiglu, 3.0, 2.0) * c.model.ffn
+    recomputation, and the bytes one block's backward holds again while it recomputes.
+
+    Reads ``model.hidden``, ``heads``, ``kv_heads``, ``ffn``, ``swiglu``; ``plan.tp``,
+    ``sequence_parallel``, ``seq_len``, ``recompute``; ``flash_attention``: bool, the GPU runs
+    FlashAttention (no s×s scores stored); ``work.tokens``.
+    """
+    h = model.hidden.astype(np.float64)
+    tp = plan.tp.astype(np.float64)
+    kv_dim = model.kv_heads * (model.hidden // model.heads)
+    split = np.where(plan.sequence_parallel, tp, 1.0)
+    mlp = np.where(model.swiglu, 3.0, 2.0) * model.ffn
     per_token = 2.0 * (4.0 * h / split + (2.0 * h + 2.0 * kv_dim + mlp) / tp)
     tokens = work.tokens
     # Without FlashAttention the s×s scores are stored too: 5 bytes per score (softmax input and
     # output, dropout mask), 5·a·s²·b per block (Korthikanti et al.); selective recomputation
     # exists to drop exactly these.
     scores = np.where(
-        c.system.flash_attention,
+        flash_attention,
         0.0,
-        5.0 * np.maximum(c.model.heads // c.plan.tp, 1) * tokens * c.plan.seq_len,
+        5.0 * np.maximum(model.heads // plan.tp, 1) * tokens * plan.seq_len,
     )
     full_block = per_token * tokens + scores
-    full, selective = c.plan.recompute == Recompute.FULL, c.plan.recompute == Recompute.SELECTIVE
+    full, selective = plan.recompute == Recompute.FULL, plan.recompute == Recompute.SELECTIVE
     stored = np.select(
         [full, selective], [2.0 * h / split * tokens, per_token * tokens], default=full_block
     )
@@ -201,28 +218,39 @@ def block_activation_bytes(c: Configs, work: BlockWork) -> tuple[np.ndarray, np.
     return stored, recomputing
 
 
-def layers_in_flight(c: Configs) -> tuple[np.ndarray, np.ndarray]:
+def layers_in_flight(layers: np.ndarray, plan: PlanArrays) -> tuple[np.ndarray, np.ndarray]:
     """``(first, last)``: block-micro-batches whose activations the first and the last pipeline
-    stage hold at their peak (module docstring; one stage: its blocks, once)."""
-    chunk_layers = _layers_per_stage(c) / c.plan.vpp
-    m = np.where(c.plan.pp > 1, np.minimum(c.plan.pp, c.plan.grad_accum), 1).astype(np.float64)
-    vpp = c.plan.vpp.astype(np.float64)
+    stage hold at their peak (module docstring; one stage: its blocks, once). ``layers``: the
+    model's blocks; reads ``plan.pp``, ``vpp`` and ``grad_accum``."""
+    chunk_layers = _layers_per_stage(layers, plan.pp, plan.vpp) / plan.vpp
+    m = np.where(plan.pp > 1, np.minimum(plan.pp, plan.grad_accum), 1).astype(np.float64)
+    vpp = plan.vpp.astype(np.float64)
     first = chunk_layers * (vpp * m + np.where(vpp > 1, m - 1.0, 0.0))
     last = chunk_layers * ((vpp - 1.0) * m + 1.0)
     return first, last
 
 
-def logits_bytes(c: Configs, work: BlockWork) -> np.ndarray:
-    """The LM head's fp32 logits and their bf16 copy, 6 bytes per logit, bytes."""
-    return 6.0 * work.tokens * c.model.vocab / c.plan.tp.astype(np.float64)
+def logits_bytes(vocab: np.ndarray, tp: np.ndarray, work: BlockWork) -> np.ndarray:
+    """The LM head's fp32 logits and their bf16 copy, 6 bytes per logit (``work.tokens`` ×
+    ``vocab / tp`` on this GPU), bytes."""
+    return 6.0 * work.tokens * vocab / tp.astype(np.float64)
 
 
-def memory_terms(c: Configs, work: BlockWork, place: Layout, cal: Calibration) -> MemoryTerms:
-    """Every term of the peak stage of every configuration."""
-    stored, recomputing = block_activation_bytes(c, work)
-    first, last = layers_in_flight(c)
-    logits = logits_bytes(c, work)
-    single = c.plan.pp == 1
+def memory_terms(
+    model: ModelArrays,
+    plan: PlanArrays,
+    stack: StackArrays,
+    system: SystemArrays,
+    work: BlockWork,
+    place: Layout,
+    cal: Calibration,
+) -> MemoryTerms:
+    """Every term of the peak stage of every configuration (bytes per GPU); of ``system`` only
+    ``flash_attention`` is read, of ``cal`` ``memory_overhead_gib``."""
+    stored, recomputing = block_activation_bytes(model, plan, system.flash_attention, work)
+    first, last = layers_in_flight(model.layers, plan)
+    logits = logits_bytes(model.vocab, plan.tp, work)
+    single = plan.pp == 1
     at_first = stored * first + recomputing + np.where(single, logits, 0.0)
     at_last = stored * last + recomputing + logits
     last_peaks = at_last > at_first
@@ -230,13 +258,13 @@ def memory_terms(c: Configs, work: BlockWork, place: Layout, cal: Calibration) -
     experts = np.zeros(n)
     if work.moe is not None:
         experts[work.moe.rows] = expert_memory_bytes(
-            work.moe, layers=_layers_per_stage(c)[work.moe.rows],
-            in_flight=first[work.moe.rows], plan=c.plan, model=c.model,
-            distributed_optimizer=c.stack.distributed_optimizer[work.moe.rows],
+            work.moe, layers=_layers_per_stage(model.layers, plan.pp, plan.vpp)[work.moe.rows],
+            in_flight=first[work.moe.rows], plan=plan, model=model,
+            distributed_optimizer=stack.distributed_optimizer[work.moe.rows],
         )  # fmt: skip
     return MemoryTerms(
-        states=model_state_bytes(c, work, place),
-        gathered=gathered_bytes(c, work),
+        states=model_state_bytes(model.layers, plan, stack, work, place),
+        gathered=gathered_bytes(plan.sharding, stack, work),
         activations=np.where(last_peaks, at_last - logits, at_first - np.where(single, logits, 0)),
         logits=np.where(last_peaks | single, logits, 0.0),
         overhead=np.full(n, cal.memory_overhead_gib * 2**30),
@@ -312,7 +340,13 @@ def expert_memory_bytes(
 
 
 def memory_bytes_per_gpu(
-    c: Configs, work: BlockWork, place: Layout, cal: Calibration
+    model: ModelArrays,
+    plan: PlanArrays,
+    stack: StackArrays,
+    system: SystemArrays,
+    work: BlockWork,
+    place: Layout,
+    cal: Calibration,
 ) -> np.ndarray:
-    """Peak bytes per GPU of every configuration."""
-    return memory_terms(c, work, place, cal).total
+    """Peak bytes per GPU of every configuration (:func:`memory_terms`' total)."""
+    return memory_terms(model, plan, stack, system, work, place, cal).total

@@ -16,8 +16,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from trainscale.sim.model.params import (
+    attention_params_per_layer,
+    embedding_params,
+    mlp_params_per_layer,
+)
+
 if TYPE_CHECKING:
-    from trainscale.sim.configs import Configs
+    from trainscale.sim.configs.arrays import ModelArrays, PlanArrays, StackArrays
     from trainscale.sim.model.moe_work import MoEWork
 
 
@@ -119,16 +125,23 @@ class BlockWork:
         )
 
 
-def block_work(c: Configs) -> BlockWork:
-    """Return the per-micro-batch work of one block and of the head for every configuration."""
-    tp = c.plan.tp.astype(np.float64)
-    head_dim = c.model.hidden // c.model.heads
+def block_work(model: ModelArrays, plan: PlanArrays, stack: StackArrays) -> BlockWork:
+    """Return the per-micro-batch work of one block and of the head for every configuration.
+
+    Reads ``model``'s shape (``hidden``, ``heads``, ``kv_heads``, ``ffn``, ``vocab``,
+    ``swiglu``, ``tied_embeddings``), ``plan``'s ``tp``, ``cp``, ``micro_batch``, ``seq_len``,
+    ``sequence_parallel`` and ``fp8``, and ``stack``'s ``fused_kernels`` and ``fp8_cast_bytes``
+    (bytes per element). Tokens, GEMM dimensions and parameters are counts; FLOPs per micro-batch;
+    bytes of HBM traffic or of bf16 parameters on this GPU.
+    """
+    tp = plan.tp.astype(np.float64)
+    head_dim = model.hidden // model.heads
     # KV heads are split over TP ranks when there are enough, replicated otherwise.
-    kv_local = np.maximum(c.model.kv_heads // c.plan.tp, 1) * head_dim
-    tokens = (c.plan.micro_batch * c.plan.seq_len / c.plan.cp).astype(np.float64)
-    h = c.model.hidden.astype(np.float64)
-    ffn_local = c.model.ffn / tp
-    mlp_in = np.where(c.model.swiglu, 2.0, 1.0) * ffn_local
+    kv_local = np.maximum(model.kv_heads // plan.tp, 1) * head_dim
+    tokens = (plan.micro_batch * plan.seq_len / plan.cp).astype(np.float64)
+    h = model.hidden.astype(np.float64)
+    ffn_local = model.ffn / tp
+    mlp_in = np.where(model.swiglu, 2.0, 1.0) * ffn_local
     gemms = (
         (tokens, h / tp + 2.0 * kv_local, h),  # QKV projection
         (tokens, h, h / tp),  # attention output projection
@@ -137,15 +150,13 @@ def block_work(c: Configs) -> BlockWork:
     )
     # Causal attention with the sequence split over cp ranks (load-balanced): each rank's queries
     # meet on average half of the full sequence's keys.
-    attention_flops_fwd = 4.0 * tokens * c.plan.seq_len * 0.5 * h / tp
-    score_flops_fwd = 4.0 * tokens * c.plan.seq_len * h / tp
-    score_bytes_fwd = (
-        _SCORE_BYTES * tokens * c.plan.seq_len * np.maximum(c.model.heads // c.plan.tp, 1)
-    )
+    attention_flops_fwd = 4.0 * tokens * plan.seq_len * 0.5 * h / tp
+    score_flops_fwd = 4.0 * tokens * plan.seq_len * h / tp
+    score_bytes_fwd = _SCORE_BYTES * tokens * plan.seq_len * np.maximum(model.heads // plan.tp, 1)
 
-    norm_share = np.where(c.plan.sequence_parallel & (c.plan.tp > 1), 1.0 / tp, 1.0)
+    norm_share = np.where(plan.sequence_parallel & (plan.tp > 1), 1.0 / tp, 1.0)
     per_hidden, per_rotary, per_ffn = (
-        np.where(c.model.swiglu, np.where(c.stack.fused_kernels, fused_llama, llama), gpt)
+        np.where(model.swiglu, np.where(stack.fused_kernels, fused_llama, llama), gpt)
         for llama, fused_llama, gpt in zip(
             _BLOCK_ELEMENTS["swiglu"],
             _FUSED_BLOCK_ELEMENTS["swiglu"],
@@ -164,20 +175,20 @@ def block_work(c: Configs) -> BlockWork:
     # Engine LayerNormLinear / LayerNormMLP; Inductor fuses the cast into the norm likewise): only
     # their weights are cast.
     cast_elements = sum(m * k + k * n for m, n, k in gemms) - np.where(
-        c.stack.fused_kernels, gemms[0][0] * gemms[0][2] + gemms[2][0] * gemms[2][2], 0.0
+        stack.fused_kernels, gemms[0][0] * gemms[0][2] + gemms[2][0] * gemms[2][2], 0.0
     )
     elementwise_bytes = elementwise_bytes + np.where(
-        c.plan.fp8, 3.0 * c.stack.fp8_cast_bytes * cast_elements, 0.0
+        plan.fp8, 3.0 * stack.fp8_cast_bytes * cast_elements, 0.0
     )
 
-    head_gemm = (tokens, c.model.vocab / tp, h)
-    head_elementwise_bytes = _LOGIT_BYTES * tokens * c.model.vocab / tp
+    head_gemm = (tokens, model.vocab / tp, h)
+    head_elementwise_bytes = _LOGIT_BYTES * tokens * model.vocab / tp
 
-    kv_full = c.model.kv_heads * head_dim
-    layer_params = (
-        2.0 * h * h + 2.0 * h * kv_full + np.where(c.model.swiglu, 3.0, 2.0) * h * c.model.ffn
+    # The block's matrices (no norms: their weights are not sharded over tensor parallelism).
+    layer_params = attention_params_per_layer(h, model.heads, model.kv_heads) + (
+        mlp_params_per_layer(h, model.ffn, model.swiglu)
     )
-    embedding_params = np.where(c.model.tied_embeddings, 1.0, 2.0) * c.model.vocab * h
+    embeddings = embedding_params(h, model.vocab, model.tied_embeddings)
     return BlockWork(
         tokens=tokens,
         gemms=gemms,
@@ -188,6 +199,6 @@ def block_work(c: Configs) -> BlockWork:
         head_gemm=head_gemm,
         head_elementwise_bytes=head_elementwise_bytes,
         layer_param_bytes=2.0 * layer_params / tp,
-        embedding_param_bytes=2.0 * embedding_params / tp,
-        shape=(np.asarray(c.model.swiglu), h, h / tp, kv_local.astype(np.float64), ffn_local),
+        embedding_param_bytes=2.0 * embeddings / tp,
+        shape=(np.asarray(model.swiglu), h, h / tp, kv_local.astype(np.float64), ffn_local),
     )

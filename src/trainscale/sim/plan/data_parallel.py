@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from trainscale.schema import Recompute, Sharding
-from trainscale.sim.configs import Configs
+from trainscale.sim.configs.arrays import PlanArrays, StackArrays
 from trainscale.sim.frameworks import ZERO3_MAX_REUSE_DISTANCE, ZERO3_PERSISTENCE_THRESHOLD
 from trainscale.sim.model.finetune import trainable_share
 from trainscale.sim.model.work import BlockWork
@@ -91,7 +91,7 @@ def per_tensor_gathers(
 
 
 def _block_collectives(
-    c: Configs, w: BlockWork, place: Layout, net: Network
+    plan: PlanArrays, stack: StackArrays, w: BlockWork, place: Layout, net: Network
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """One block's sharded collectives before any deferral: ``(gather, reduce_scatter,
     replica_allreduce, regather, embedding_gather)``, seconds.
@@ -100,15 +100,17 @@ def _block_collectives(
     partitioned parameter tensor of the block, each paying the full ring latency; under full
     recomputation its recomputed forward gathers again what was released (``regather``).
     """
-    sharding = c.plan.sharding
+    sharding = plan.sharding
     n, g = place.shard_size, place.shard_per_node
-    tensors, regathered, regathered_share = per_tensor_gathers(w, c.stack.per_tensor_gather)
-    calls = np.where(c.stack.per_tensor_gather, tensors, 1.0)
+    tensors, regathered, regathered_share = per_tensor_gathers(w, stack.per_tensor_gather)
+    calls = np.where(stack.per_tensor_gather, tensors, 1.0)
     gathers = (
         (sharding == Sharding.FSDP) | (sharding == Sharding.HSDP) | (sharding == Sharding.ZERO2)
     )
     ag = calls * only_where(gathers, allgather_time, w.layer_param_bytes / calls, n, g, net)
-    grads = trainable_share(c, w) * w.layer_param_bytes  # LoRA: the adapters' gradients only
+    grads = (
+        trainable_share(plan.finetune, plan.lora_rank, w) * w.layer_param_bytes
+    )  # LoRA: the adapters' gradients only
     rs = only_where(gathers, reducescatter_time, grads, n, g, net)
     ar_replicas = only_where(
         sharding == Sharding.HSDP, allreduce_time,
@@ -116,37 +118,41 @@ def _block_collectives(
     )  # fmt: skip
     sharded = (sharding == Sharding.FSDP) | (sharding == Sharding.HSDP)
     again = (
-        sharded
-        & c.stack.per_tensor_gather
-        & (c.plan.recompute == Recompute.FULL)
-        & (regathered > 0)
+        sharded & stack.per_tensor_gather & (plan.recompute == Recompute.FULL) & (regathered > 0)
     )
     regather = np.where(again, regathered, 1.0) * only_where(
         again, allgather_time,
         regathered_share * w.layer_param_bytes / np.maximum(regathered, 1.0), n, g, net,
     )  # fmt: skip
-    embed_calls = np.where(c.stack.per_tensor_gather, 2.0, 1.0)
+    embed_calls = np.where(stack.per_tensor_gather, 2.0, 1.0)
     embed_gather = embed_calls * only_where(
         gathers, allgather_time, w.embedding_param_bytes / embed_calls, n, g, net
     )
     return ag, rs, ar_replicas, regather, embed_gather
 
 
-def data_parallel(c: Configs, w: BlockWork, place: Layout, net: Network) -> DataParallel:
+def data_parallel(
+    plan: PlanArrays, stack: StackArrays, w: BlockWork, place: Layout, net: Network
+) -> DataParallel:
     """The data-parallel collectives of one block, per micro-batch or deferred to the step.
 
     PyTorch's pipeline stages (:mod:`trainscale.sim.plan.schedule`): the gradients are reduced
     once per step, after the last backward; ZeRO-2 is gathered once per step; FSDP/HSDP,
     resharded after forward, is gathered by every backward but only by the forwards that follow
     a forward.
+
+    Reads ``plan.sharding``, ``recompute``, ``grad_accum``, ``pp``, ``finetune`` and
+    ``lora_rank``, and ``stack.per_tensor_gather``, ``deferred_grad_sync``,
+    ``overlap_param_gather`` and ``overlap_grad_reduce``; ``w``: the block's parameter bytes and
+    tensors; ``place``: the data-parallel group sizes; ``net``: the links. Times in s.
     """
-    ag, rs, ar_replicas, regather, embed_gather = _block_collectives(c, w, place, net)
-    sharding = c.plan.sharding
+    ag, rs, ar_replicas, regather, embed_gather = _block_collectives(plan, stack, w, place, net)
+    sharding = plan.sharding
     sharded = (sharding == Sharding.FSDP) | (sharding == Sharding.HSDP)
-    pipelined = c.stack.deferred_grad_sync
+    pipelined = stack.deferred_grad_sync
     deferred = pipelined & (sharding == Sharding.ZERO2)
-    m_safe = np.maximum(c.plan.grad_accum.astype(np.float64), 1.0)
-    fwd_share = np.where(pipelined & sharded, np.minimum(c.plan.pp, m_safe) / m_safe, 1.0)
+    m_safe = np.maximum(plan.grad_accum.astype(np.float64), 1.0)
+    fwd_share = np.where(pipelined & sharded, np.minimum(plan.pp, m_safe) / m_safe, 1.0)
     step_gather = np.where(deferred, ag, 0.0)
     step_rs = np.where(pipelined, rs, 0.0)
     step_ar = np.where(pipelined, ar_replicas, 0.0)
@@ -159,10 +165,10 @@ def data_parallel(c: Configs, w: BlockWork, place: Layout, net: Network) -> Data
     # What the communication stream hides (prefetched gathers, overlapped reductions) and what
     # runs on the critical path instead (gathers issued when the layer is reached, reductions
     # after the backward pass).
-    prefetch = c.stack.overlap_param_gather
+    prefetch = stack.overlap_param_gather
     comm_fwd = np.where(prefetch, gather_fwd, 0.0)
     comm_bwd = np.where(prefetch, gather_bwd, 0.0) + np.where(
-        c.stack.overlap_grad_reduce, reduce_bwd, 0.0
+        stack.overlap_grad_reduce, reduce_bwd, 0.0
     )
     return DataParallel(
         gather_fwd_s=gather_fwd,
@@ -198,7 +204,8 @@ class StepSync:
 
 
 def step_sync(
-    c: Configs,
+    sharding: np.ndarray,
+    stack: StackArrays,
     place: Layout,
     net: Network,
     dp: DataParallel,
@@ -218,14 +225,17 @@ def step_sync(
     Megatron without --overlap-grad-reduce) they run after it, wholly exposed. Deferred ZeRO-2:
     the first micro-batch's forward prefetches the gathers one block ahead; the reduce-scatters
     all run after the last backward, exposed. ``grad_bytes``: the stage's gradient bytes;
-    ``slow``: the overlap slowdown.
+    ``slow``: the overlap slowdown (dimensionless); ``layers``: blocks on the stage; the
+    ``fwd_``/``bwd_`` windows in s. ``sharding``: each row's
+    :class:`~trainscale.schema.Sharding` code; ``stack``: ``overlap_param_gather``,
+    ``overlap_grad_reduce`` and ``ddp_bucket_params`` (parameters per bucket, bf16: 2 bytes each).
     """
-    prefetch = c.stack.overlap_param_gather
+    prefetch = stack.overlap_param_gather
     d, dg = place.data_size, place.data_per_node
-    bucket = 2.0 * c.stack.ddp_bucket_params
-    bwd_window = np.where(c.stack.overlap_grad_reduce, layers * bwd_critical, 0.0)
+    bucket = 2.0 * stack.ddp_bucket_params
+    bwd_window = np.where(stack.overlap_grad_reduce, layers * bwd_critical, 0.0)
     fwd_window = np.where(prefetch, layers * fwd_critical, 0.0)
-    ddp, zero1 = c.plan.sharding == Sharding.DDP, c.plan.sharding == Sharding.ZERO1
+    ddp, zero1 = sharding == Sharding.DDP, sharding == Sharding.ZERO1
     ddp_ar_busy, ddp_ar_exposed = bucketed(
         np.where(ddp, grad_bytes, 0.0), bucket,
         lambda s: only_where(ddp, allreduce_time, s, d, dg, net), bwd_window,

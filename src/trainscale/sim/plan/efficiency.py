@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from trainscale.sim.configs import Configs
 from trainscale.sim.system.power import tensor_clock_ratio
 
 if TYPE_CHECKING:
     from trainscale.sim.calibration import Calibration
+    from trainscale.sim.configs.arrays import SystemArrays
 
 __all__ = ["Efficiencies", "efficiencies"]
 
@@ -37,24 +37,32 @@ class Efficiencies:
     throttles it (:func:`trainscale.sim.system.power.tensor_clock_ratio`)."""
 
 
-def efficiencies(c: Configs, cal: Calibration) -> Efficiencies:
-    """Shared calibrated efficiencies times each row's framework factor ``exp(offset)``."""
+def efficiencies(
+    framework: np.ndarray, fp8: np.ndarray, system: SystemArrays, cal: Calibration
+) -> Efficiencies:
+    """Shared calibrated efficiencies times each row's framework factor ``exp(offset)``.
+
+    ``framework``: each row's framework profile index (``StackArrays.framework``); ``fp8``: bool,
+    FP8 GEMMs; ``system``: the GPU's efficiency ceilings (``gemm_efficiency_max``,
+    ``bf16_gemm_efficiency_max``, ``attention_efficiency_max``: fractions of peak) and power
+    (``power_limit_w``, ``tdp_w``, ``idle_w``: W). Every result is a dimensionless fraction or
+    ratio, shape ``(n,)``.
+    """
 
     def factor(base: str) -> np.ndarray:
-        return cal.framework_factors(base)[c.stack.framework]
+        return cal.framework_factors(base)[framework]
 
     gemm = factor("gemm_efficiency")
-    bf16 = np.minimum(c.system.bf16_gemm_efficiency_max * gemm, _GEMM_EFFICIENCY_CAP)
-    fp8 = c.system.gemm_efficiency_max * gemm * cal.fp8_gemm_scale * factor("fp8_gemm")
+    bf16 = np.minimum(system.bf16_gemm_efficiency_max * gemm, _GEMM_EFFICIENCY_CAP)
+    fp8_max = system.gemm_efficiency_max * gemm * cal.fp8_gemm_scale * factor("fp8_gemm")
     return Efficiencies(
-        gemm_max=np.where(c.plan.fp8, np.minimum(fp8, _GEMM_EFFICIENCY_CAP), bf16),
+        gemm_max=np.where(fp8, np.minimum(fp8_max, _GEMM_EFFICIENCY_CAP), bf16),
         bf16_gemm_max=bf16,
         attention=cal.attention_efficiency_scale * factor("attention_efficiency")
-        * c.system.attention_efficiency_max,
+        * system.attention_efficiency_max,
         elementwise_traffic=cal.elementwise_traffic_scale * factor("elementwise_traffic"),
         overlap_slowdown=cal.overlap_slowdown * factor("overlap_slowdown"),
         clock_ratio=tensor_clock_ratio(
-            power_limit_w=c.system.power_limit_w, tdp_w=c.system.tdp_w, idle_w=c.system.idle_w,
-            cal=cal,
+            power_limit_w=system.power_limit_w, tdp_w=system.tdp_w, idle_w=system.idle_w, cal=cal,
         ),
     )  # fmt: skip

@@ -75,6 +75,7 @@ import numpy as np
 
 from trainscale.schema import Sharding
 from trainscale.sim.configs import Configs
+from trainscale.sim.configs.arrays import StackArrays
 from trainscale.sim.model.finetune import trainable_share
 from trainscale.sim.model.work import BlockWork
 from trainscale.sim.plan.block_compute import BlockCompute, block_compute
@@ -164,9 +165,16 @@ class _MicroBatch:
 
 
 def _exposed_comm(
-    c: Configs, cp: ContextParallel, dp: DataParallel, path: BlockPath, layers: np.ndarray
+    overlap_param_gather: np.ndarray,
+    overlap_grad_reduce: np.ndarray,
+    cp: ContextParallel,
+    dp: DataParallel,
+    path: BlockPath,
+    layers: np.ndarray,
 ) -> np.ndarray:
-    """Exposed communication of one micro-batch's ``layers`` blocks, forward plus backward.
+    """Exposed communication of one micro-batch's ``layers`` blocks, forward plus backward (s);
+    ``overlap_param_gather``, ``overlap_grad_reduce``: bool, the stack prefetches the backward's
+    gathers and overlaps the gradient reduction.
 
     Two streams, Ls identical blocks, prefetch depth one: per pass the time is first gather +
     (Ls - 1) * max(critical path, comm) + critical path (+ last reduce-scatter); written here as
@@ -178,16 +186,18 @@ def _exposed_comm(
         + layers * (path.fwd_tp_exposed_s + cp.exposed_fwd_s + dp.serial_fwd_s)
     )  # fmt: skip
     bwd_exposed = (
-        prefetched(np.where(c.stack.overlap_param_gather, dp.gather_bwd_s, 0.0), dp.comm_bwd_s,
+        prefetched(np.where(overlap_param_gather, dp.gather_bwd_s, 0.0), dp.comm_bwd_s,
                    path.bwd_critical_s, layers)
-        + np.where(c.stack.overlap_grad_reduce, dp.reduce_bwd_s, 0.0)
+        + np.where(overlap_grad_reduce, dp.reduce_bwd_s, 0.0)
         + layers * (path.bwd_tp_exposed_s + cp.exposed_bwd_s + dp.serial_bwd_s)
     )  # fmt: skip
     return fwd_exposed + bwd_exposed
 
 
 def _micro_batch(
-    c: Configs,
+    model_layers: np.ndarray,
+    pp: np.ndarray,
+    stack: StackArrays,
     comp: BlockCompute,
     cp: ContextParallel,
     dp: DataParallel,
@@ -195,33 +205,43 @@ def _micro_batch(
     layers: np.ndarray,
     p2p: np.ndarray,
 ) -> _MicroBatch:
-    """One micro-batch on the slowest stage: ``layers`` blocks, its share of the head, the
-    stage-boundary transfers ``p2p``."""
-    share = head_share(c.model.layers, c.plan.pp, comp, layers)
+    """One micro-batch on the slowest stage (s): ``layers`` blocks, its share of the head, the
+    stage-boundary transfers ``p2p``; ``model_layers``: the model's blocks, ``pp``: pipeline
+    stages, ``stack``: its ``overlap_param_gather`` and ``overlap_grad_reduce``."""
+    share = head_share(model_layers, pp, comp, layers)
     head = share * (comp.head_dense_s + comp.head_memory_s)
     return _MicroBatch(
         head_share=share,
         compute_s=layers * block_time(comp)
         + layers * (path.fwd_slowdown_s + path.bwd_slowdown_s) + head,
         host_stall_s=layers * path.host_stall_s,
-        exposed_comm_s=_exposed_comm(c, cp, dp, path, layers) + p2p,
+        exposed_comm_s=_exposed_comm(
+            stack.overlap_param_gather, stack.overlap_grad_reduce, cp, dp, path, layers
+        )
+        + p2p,
         p2p_s=p2p,
     )  # fmt: skip
 
 
 def _optimizer_step(
-    c: Configs, place: Layout, cal: Calibration, stage_params_bytes: np.ndarray
+    sharding: np.ndarray,
+    hbm_bytes_per_s: np.ndarray,
+    place: Layout,
+    cal: Calibration,
+    stage_params_bytes: np.ndarray,
 ) -> np.ndarray:
-    """The optimizer step (memory-bound) over this GPU's share of the stage's parameters, s."""
+    """The optimizer step (memory-bound) over this GPU's share of the stage's parameters, s;
+    ``sharding``: :class:`~trainscale.schema.Sharding` codes, ``hbm_bytes_per_s``: B/s,
+    ``stage_params_bytes``: the stage's bf16 parameter bytes (2 per parameter)."""
     shard = np.select(
-        [c.plan.sharding == Sharding.DDP, c.plan.sharding == Sharding.HSDP],
+        [sharding == Sharding.DDP, sharding == Sharding.HSDP],
         [1.0, place.shard_size],
         default=place.data_size,
     )
     local_params = stage_params_bytes / 2.0 / shard
     return memory_time(
         cal.optimizer_bytes_per_param * local_params,
-        hbm_bw=c.system.hbm_bytes_per_s, hbm_efficiency=cal.hbm_efficiency,
+        hbm_bw=hbm_bytes_per_s, hbm_efficiency=cal.hbm_efficiency,
     )  # fmt: skip
 
 
@@ -261,15 +281,15 @@ def step_times(
     c: Configs, w: BlockWork, place: Layout, net: Network, cal: Calibration
 ) -> StepTimes:
     """Time components of one optimizer step for every configuration (seconds, shape ``(n,)``)."""
-    eff = efficiencies(c, cal)
+    eff = efficiencies(c.stack.framework, c.plan.fp8, c.system, cal)
     slow = eff.overlap_slowdown
-    comp = block_compute(c, w, cal, eff)
+    comp = block_compute(c.plan, c.system, c.model.hidden, c.model.heads, w, cal, eff)
     tp = tensor_parallel(c.plan, c.model.hidden, w, place, net)
     cp = context_parallel(
         c.plan.cp, c.stack.cp_comm_type, c.stack.repeat_kv, c.plan.recompute, w, place, net,
         comp.attention_fwd_s,
     )  # fmt: skip
-    dp = data_parallel(c, w, place, net)
+    dp = data_parallel(c.plan, c.stack, w, place, net)
     layers = np.ceil(c.model.layers / (c.plan.pp * c.plan.vpp)) * c.plan.vpp  # slowest stage
     comp, tp, dp, ex = expert_parallel(
         w.moe, comp, tp, dp, model=c.model, plan=c.plan, stack=c.stack, system=c.system, net=net,
@@ -284,15 +304,17 @@ def step_times(
     )
     act_bytes = boundary_bytes(w.tokens, c.model.hidden, c.plan.tp, c.plan.sequence_parallel)
     boundary_s = boundary_p2p(act_bytes, c.plan.pp, c.plan.vpp, place, net)
-    mb = _micro_batch(c, comp, cp, dp, path, layers, boundary_s)
+    mb = _micro_batch(c.model.layers, c.plan.pp, c.stack, comp, cp, dp, path, layers, boundary_s)
     mb = replace(mb, exposed_comm_s=mb.exposed_comm_s + layers * ex.exposed_alltoall_s)
-    trained_bytes = trainable_share(c, w) * stage_params_bytes  # LoRA: the adapters only
+    trained = trainable_share(c.plan.finetune, c.plan.lora_rank, w)  # LoRA: the adapters only
+    trained_bytes = trained * stage_params_bytes
     sync = step_sync(
-        c, place, net, dp, layers=layers, grad_bytes=trained_bytes,
+        c.plan.sharding, c.stack, place, net, dp, layers=layers, grad_bytes=trained_bytes,
         fwd_compute=path.fwd_compute_s, fwd_critical=path.fwd_critical_s,
         bwd_critical=path.bwd_critical_s, slow=slow,
     )  # fmt: skip
-    optimizer = _optimizer_step(c, place, cal, trained_bytes) + ex.step_optimizer_s
+    optimizer = _optimizer_step(c.plan.sharding, c.system.hbm_bytes_per_s, place, cal,
+                                trained_bytes) + ex.step_optimizer_s  # fmt: skip
 
     blocks = m * layers
     dense = blocks * (comp.fwd_dense_s + comp.bwd_dense_s) + m * mb.head_share * comp.head_dense_s
