@@ -70,7 +70,7 @@ def test_a_missing_or_unknown_offset_is_an_error() -> None:
 
 def test_the_file_is_written_flat_byte_for_byte(tmp_path: Path) -> None:
     document = yaml.safe_load(SHIPPED.read_text())
-    blocks = ("power", BLOCK)  # written after the intervals block, in this order
+    blocks = ("power", "moe", BLOCK)  # written after the intervals block, in this order
     written = ("calibration_id", "parameters", "intervals", *blocks)
     provenance = {k: v for k, v in document.items() if k not in written}
     out = tmp_path / "calibration.yaml"
