@@ -42,6 +42,18 @@ __all__ = [
 ]
 
 
+def _with_errors(results: pd.DataFrame) -> pd.DataFrame:
+    """``results`` (predicted rows, in place) with ``predicted_tokens_per_s_per_gpu`` (the
+    simulated ``tokens_per_s_per_gpu``), ``error_pct`` (predicted against
+    ``observed_tokens_per_s_per_gpu``, %) and ``ape_pct`` (its absolute value, %)."""
+    predicted = results["tokens_per_s_per_gpu"].to_numpy()
+    observed = results["observed_tokens_per_s_per_gpu"].to_numpy()
+    results["predicted_tokens_per_s_per_gpu"] = predicted
+    results["error_pct"] = 100.0 * (predicted - observed) / observed
+    results["ape_pct"] = np.abs(results["error_pct"])
+    return results
+
+
 def throughput_predictions(
     published: PublishedData, calibration: Calibration, catalogue: Catalogue
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -50,12 +62,7 @@ def throughput_predictions(
         published.throughput, catalogue=catalogue, calibration=calibration,
         origin="data/published/measurements.csv",
     )  # fmt: skip
-    predicted = results["tokens_per_s_per_gpu"].to_numpy()
-    observed = results["observed_tokens_per_s_per_gpu"].to_numpy()
-    results["predicted_tokens_per_s_per_gpu"] = predicted
-    results["error_pct"] = 100.0 * (predicted - observed) / observed
-    results["ape_pct"] = np.abs(results["error_pct"])
-    return results, rejects
+    return _with_errors(results), rejects
 
 
 def csv_moe_predictions(
@@ -76,12 +83,7 @@ def csv_moe_predictions(
         own, catalogue=catalogue, calibration=calibration,
         origin="data/published/measurements.csv",
     )  # fmt: skip
-    predicted = results["tokens_per_s_per_gpu"].to_numpy()
-    observed = results["observed_tokens_per_s_per_gpu"].to_numpy()
-    results["predicted_tokens_per_s_per_gpu"] = predicted
-    results["error_pct"] = 100.0 * (predicted - observed) / observed
-    results["ape_pct"] = np.abs(results["error_pct"])
-    return results, rejects
+    return _with_errors(results), rejects
 
 
 #: nccl-tests bus-bandwidth factor per collective (nccl-tests doc/PERFORMANCE.md): busbw = algbw
