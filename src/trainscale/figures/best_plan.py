@@ -10,9 +10,7 @@ Input: the ``best_plan`` study (``results/sim/best_plan.parquet``).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import matplotlib.pyplot as plt
@@ -20,12 +18,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from trainscale.figures._common import (
-    add_source_note,
-    save_styled,
-    sim_source,
-    subplot_mosaic,
-)
+from trainscale.figures._common import add_source_note, sim_source, subplot_mosaic
+from trainscale.figures._render import styled_render
 from trainscale.figures._text import seq_and_batch
 from trainscale.names import gpu_label, model_label
 from trainscale.report.best_plans import NO_DATA_PARALLEL, best_plans
@@ -111,14 +105,7 @@ def plot(
     )
 
 
-def render(
-    stem: str | os.PathLike[str],
-    sim: pd.DataFrame,
-    *,
-    hardware: HardwareCatalog,
-    models: Mapping[str, ModelShape],
-) -> tuple[Path, ...]:
-    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``; ``hardware`` is the GPU catalogue
-    (``data/hardware.yaml``: the GPUs' names) and ``models`` the model catalogue
-    (``data/models.yaml``: the order of the models, by size, and their names)."""
-    return save_styled(lambda: plot(sim, hardware=hardware, models=models), stem)
+#: Draw :func:`plot` and save ``stem.{pdf,png,svg}``; ``hardware`` is the GPU catalogue
+#: (``data/hardware.yaml``: the GPUs' names) and ``models`` the model catalogue
+#: (``data/models.yaml``: the order of the models, by size, and their names).
+render = styled_render(plot)

@@ -11,9 +11,7 @@ for its own system (GPU, GPUs per node, NIC; ``results/validation.parquet``) as 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -23,13 +21,8 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from trainscale.errors import TrainscaleError
-from trainscale.figures._common import (
-    add_source_note,
-    published_source,
-    save_styled,
-    sim_source,
-    subplot_mosaic,
-)
+from trainscale.figures._common import add_source_note, published_source, sim_source, subplot_mosaic
+from trainscale.figures._render import styled_render
 from trainscale.figures._text import shorten
 from trainscale.names import gpu_label
 from trainscale.report.select import require
@@ -319,14 +312,6 @@ def plot(
     return add_source_note(fig, *notes)
 
 
-def render(
-    stem: str | os.PathLike[str],
-    curves: pd.DataFrame,
-    validation: pd.DataFrame | None = None,
-    published: PublishedData | None = None,
-    *,
-    hardware: HardwareCatalog,
-) -> tuple[Path, ...]:
-    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``; ``hardware`` is the GPU catalogue
-    (``data/hardware.yaml``: the GPU's name)."""
-    return save_styled(lambda: plot(curves, validation, published, hardware=hardware), stem)
+#: Draw :func:`plot` and save ``stem.{pdf,png,svg}``; ``hardware`` is the GPU catalogue
+#: (``data/hardware.yaml``: the GPU's name).
+render = styled_render(plot)

@@ -14,9 +14,7 @@ latency term grows with the ring length, so beyond the crossing the collective i
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -25,13 +23,8 @@ from matplotlib.figure import Figure
 
 from trainscale.errors import TrainscaleError
 from trainscale.figures._axes import doubling_axis
-from trainscale.figures._common import (
-    add_source_note,
-    legend_row,
-    save_styled,
-    sim_source,
-    subplot_mosaic,
-)
+from trainscale.figures._common import add_source_note, legend_row, sim_source, subplot_mosaic
+from trainscale.figures._render import styled_render
 from trainscale.names import gpu_label, model_label
 from trainscale.report.select import require
 
@@ -192,13 +185,6 @@ def plot(
     )
 
 
-def render(
-    stem: str | os.PathLike[str],
-    curves: pd.DataFrame,
-    *,
-    hardware: HardwareCatalog,
-    models: Mapping[str, ModelShape],
-) -> tuple[Path, ...]:
-    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``; ``hardware`` and ``models`` are the
-    catalogues the GPU's and models' names come from."""
-    return save_styled(lambda: plot(curves, hardware=hardware, models=models), stem)
+#: Draw :func:`plot` and save ``stem.{pdf,png,svg}``; ``hardware`` and ``models`` are the catalogues
+#: the GPU's and models' names come from.
+render = styled_render(plot)

@@ -13,9 +13,7 @@ Input: the ``context_length`` study (``results/sim/context_length.parquet``).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -30,10 +28,10 @@ from trainscale.figures._common import (
     plot_band,
     plot_series,
     readable_log,
-    save_styled,
     sim_source,
     subplot_mosaic,
 )
+from trainscale.figures._render import styled_render
 from trainscale.names import model_label
 from trainscale.report.select import fastest_recompute, model_order, paper_micro_batch, require
 from trainscale.study.report import within_usable_memory
@@ -132,9 +130,6 @@ def missing_lengths(
     return ["No point for " + "; ".join(notes) + "."] if notes else []
 
 
-def render(
-    stem: str | os.PathLike[str], sim: pd.DataFrame, *, models: Mapping[str, ModelShape]
-) -> tuple[Path, ...]:
-    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``; ``models`` is the model catalogue
-    (``data/models.yaml``: each model's colour and the order by size)."""
-    return save_styled(lambda: plot(sim, models=models), stem)
+#: Draw :func:`plot` and save ``stem.{pdf,png,svg}``; ``models`` is the model catalogue
+#: (``data/models.yaml``: each model's colour and the order by size).
+render = styled_render(plot)

@@ -14,9 +14,7 @@ Input: the ``dense_vs_moe`` study (``results/sim/dense_vs_moe.parquet``).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -25,13 +23,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from trainscale.figures._axes import doubling_axis
-from trainscale.figures._common import (
-    add_source_note,
-    legend_row,
-    save_styled,
-    sim_source,
-    subplot_mosaic,
-)
+from trainscale.figures._common import add_source_note, legend_row, sim_source, subplot_mosaic
+from trainscale.figures._render import styled_render
 from trainscale.figures._text import seq_and_batch
 from trainscale.names import gpu_label, model_label
 from trainscale.report.select import best_rows, model_order, require
@@ -130,14 +123,7 @@ def plot(
     )
 
 
-def render(
-    stem: str | os.PathLike[str],
-    sim: pd.DataFrame,
-    *,
-    hardware: HardwareCatalog,
-    models: Mapping[str, ModelShape],
-) -> tuple[Path, ...]:
-    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``; ``hardware`` is the GPU catalogue
-    (``data/hardware.yaml``: the GPU's name) and ``models`` the model catalogue
-    (``data/models.yaml``: the order and which models have experts)."""
-    return save_styled(lambda: plot(sim, hardware=hardware, models=models), stem)
+#: Draw :func:`plot` and save ``stem.{pdf,png,svg}``; ``hardware`` is the GPU catalogue
+#: (``data/hardware.yaml``: the GPU's name) and ``models`` the model catalogue
+#: (``data/models.yaml``: the order and which models have experts).
+render = styled_render(plot)

@@ -13,21 +13,13 @@ Input: ``results/paper/energy.parquet`` (:mod:`trainscale.paper.energy`).
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from trainscale.figures._axes import doubling_axis
-from trainscale.figures._common import (
-    add_source_note,
-    legend_row,
-    readable_log,
-    save_styled,
-    subplot_mosaic,
-)
+from trainscale.figures._common import add_source_note, legend_row, readable_log, subplot_mosaic
+from trainscale.figures._render import styled_render
 from trainscale.report.select import require
 from trainscale.schema import ENERGY_BILL_COLUMNS, names
 
@@ -101,6 +93,5 @@ def plot(energy: pd.DataFrame) -> Figure:
     )
 
 
-def render(stem: str | os.PathLike[str], energy: pd.DataFrame) -> tuple[Path, ...]:
-    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``."""
-    return save_styled(lambda: plot(energy), stem)
+#: Draw :func:`plot` and save ``stem.{pdf,png,svg}``.
+render = styled_render(plot)

@@ -16,9 +16,7 @@ fit in memory (recomputed points open; :func:`~trainscale.report.select.fastest_
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -34,11 +32,11 @@ from trainscale.figures._common import (
     plot_band,
     plot_series,
     readable_log,
-    save_styled,
     sim_source,
     subplot_mosaic,
 )
 from trainscale.figures._marks import mark_micro_batch_switch
+from trainscale.figures._render import styled_render
 from trainscale.figures._text import seq_and_batch
 from trainscale.names import model_label
 from trainscale.paper.doubling import steepest_doubling
@@ -232,9 +230,6 @@ def plot(sim: pd.DataFrame, *, models: Mapping[str, ModelShape]) -> Figure:
     return add_source_note(fig, sim_source(sim) + f" — paper setup: {setup}." + note)
 
 
-def render(
-    stem: str | os.PathLike[str], sim: pd.DataFrame, *, models: Mapping[str, ModelShape]
-) -> tuple[Path, ...]:
-    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``; ``models`` is the model catalogue
-    (``data/models.yaml``: each model's colour and the order by size)."""
-    return save_styled(lambda: plot(sim, models=models), stem)
+#: Draw :func:`plot` and save ``stem.{pdf,png,svg}``; ``models`` is the model catalogue
+#: (``data/models.yaml``: each model's colour and the order by size).
+render = styled_render(plot)

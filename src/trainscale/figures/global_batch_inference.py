@@ -11,9 +11,6 @@ Input: the ``global_batch_inference`` study (``results/sim/global_batch_inferenc
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
@@ -21,13 +18,8 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from trainscale.figures._axes import doubling_axis
-from trainscale.figures._common import (
-    add_source_note,
-    legend_row,
-    save_styled,
-    sim_source,
-    subplot_mosaic,
-)
+from trainscale.figures._common import add_source_note, legend_row, sim_source, subplot_mosaic
+from trainscale.figures._render import styled_render
 from trainscale.paper.values import (
     PAPER_CLAIM_FROM,
     PAPER_CLAIM_TO,
@@ -175,6 +167,5 @@ def plot(sim: pd.DataFrame) -> Figure:
     )
 
 
-def render(stem: str | os.PathLike[str], sim: pd.DataFrame) -> tuple[Path, ...]:
-    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``."""
-    return save_styled(lambda: plot(sim), stem)
+#: Draw :func:`plot` and save ``stem.{pdf,png,svg}``.
+render = styled_render(plot)

@@ -16,9 +16,7 @@ points open).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -33,11 +31,11 @@ from trainscale.figures._common import (
     plot_band,
     plot_series,
     readable_log,
-    save_styled,
     sim_source,
     subplot_mosaic,
 )
 from trainscale.figures._marks import mark_micro_batch_switch
+from trainscale.figures._render import styled_render
 from trainscale.figures._text import seq_and_batch
 from trainscale.names import gpu_label, model_label
 from trainscale.report.select import fastest_recompute, gpu_order, paper_micro_batch, require
@@ -122,14 +120,7 @@ def _switch_note(switch: int | None) -> list[str]:
     ]
 
 
-def render(
-    stem: str | os.PathLike[str],
-    sim: pd.DataFrame,
-    *,
-    hardware: HardwareCatalog,
-    models: Mapping[str, ModelShape],
-) -> tuple[Path, ...]:
-    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``; ``hardware`` is the GPU catalogue
-    (``data/hardware.yaml``: each GPU's colour, name and the generation order) and ``models``
-    the model catalogue (``data/models.yaml``: the models' names)."""
-    return save_styled(lambda: plot(sim, hardware=hardware, models=models), stem)
+#: Draw :func:`plot` and save ``stem.{pdf,png,svg}``; ``hardware`` is the GPU catalogue
+#: (``data/hardware.yaml``: each GPU's colour, name and the generation order) and ``models`` the
+#: model catalogue (``data/models.yaml``: the models' names).
+render = styled_render(plot)

@@ -15,9 +15,7 @@ return.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -32,10 +30,10 @@ from trainscale.figures._common import (
     add_source_note,
     legend_row,
     model_colors,
-    save_styled,
     sim_source,
     subplot_mosaic,
 )
+from trainscale.figures._render import styled_render
 from trainscale.fits import fit_usl, marginal_returns, usl_marginal
 from trainscale.fits.knee import marginal_cliffs
 from trainscale.names import model_label
@@ -163,9 +161,6 @@ def _mark_cliff(a, n_from: float, n_to: float, share: float) -> None:
     )  # fmt: skip
 
 
-def render(
-    stem: str | os.PathLike[str], sim: pd.DataFrame, *, models: Mapping[str, ModelShape]
-) -> tuple[Path, ...]:
-    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``; ``models`` is the model catalogue
-    (``data/models.yaml``: each model's colour and the order by size)."""
-    return save_styled(lambda: plot(sim, models=models), stem)
+#: Draw :func:`plot` and save ``stem.{pdf,png,svg}``; ``models`` is the model catalogue
+#: (``data/models.yaml``: each model's colour and the order by size).
+render = styled_render(plot)

@@ -12,22 +12,15 @@ Input: the ``model_parallel`` study (``results/sim/model_parallel.parquet``).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from trainscale.figures._common import (
-    add_source_note,
-    legend_row,
-    save_styled,
-    sim_source,
-    subplot_mosaic,
-)
+from trainscale.figures._common import add_source_note, legend_row, sim_source, subplot_mosaic
+from trainscale.figures._render import styled_render
 from trainscale.figures._text import seq_and_batch
 from trainscale.names import model_label
 from trainscale.report.select import best_rows, model_order, require
@@ -163,9 +156,6 @@ def plot(sim: pd.DataFrame, *, models: Mapping[str, ModelShape]) -> Figure:
     )
 
 
-def render(
-    stem: str | os.PathLike[str], sim: pd.DataFrame, *, models: Mapping[str, ModelShape]
-) -> tuple[Path, ...]:
-    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``; ``models`` is the model catalogue
-    (``data/models.yaml``: the order of the models, by size)."""
-    return save_styled(lambda: plot(sim, models=models), stem)
+#: Draw :func:`plot` and save ``stem.{pdf,png,svg}``; ``models`` is the model catalogue
+#: (``data/models.yaml``: the order of the models, by size).
+render = styled_render(plot)

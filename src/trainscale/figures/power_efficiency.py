@@ -11,9 +11,7 @@ Input: the ``power_efficiency`` study (``results/sim/power_efficiency.parquet``)
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -27,10 +25,10 @@ from trainscale.figures._common import (
     model_colors,
     plot_series,
     readable_log,
-    save_styled,
     sim_source,
     subplot_mosaic,
 )
+from trainscale.figures._render import styled_render
 from trainscale.names import model_label
 from trainscale.report.select import fastest_recompute, model_order, paper_micro_batch, require
 from trainscale.study.report import within_usable_memory
@@ -135,9 +133,6 @@ def recompute_notes(
     ]
 
 
-def render(
-    stem: str | os.PathLike[str], sim: pd.DataFrame, *, models: Mapping[str, ModelShape]
-) -> tuple[Path, ...]:
-    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``; ``models`` is the model catalogue
-    (``data/models.yaml``: each model's colour and the order by size)."""
-    return save_styled(lambda: plot(sim, models=models), stem)
+#: Draw :func:`plot` and save ``stem.{pdf,png,svg}``; ``models`` is the model catalogue
+#: (``data/models.yaml``: each model's colour and the order by size).
+render = styled_render(plot)

@@ -18,8 +18,6 @@ written by :func:`trainscale.ingest.accuracy.predict_measured`).
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -32,10 +30,10 @@ from trainscale.figures._common import (
     legend_row,
     measured_source,
     readable_log,
-    save_styled,
     sim_source,
     subplot_mosaic,
 )
+from trainscale.figures._render import styled_render
 from trainscale.names import gpu_label
 from trainscale.report.select import require
 from trainscale.schema import SIM_VS_MEASURED_COLUMNS, names
@@ -264,8 +262,5 @@ def plot(table: pd.DataFrame, *, hardware: HardwareCatalog) -> Figure:
     return add_source_note(fig, *_notes(table))
 
 
-def render(
-    stem: str | os.PathLike[str], table: pd.DataFrame, *, hardware: HardwareCatalog
-) -> tuple[Path, ...]:
-    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``."""
-    return save_styled(lambda: plot(table, hardware=hardware), stem)
+#: Draw :func:`plot` and save ``stem.{pdf,png,svg}``.
+render = styled_render(plot)

@@ -14,9 +14,6 @@ at its top edge and counted. The in-sample MAPE (the shipped calibration, fitted
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -24,11 +21,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-from trainscale.figures._common import (
-    add_source_note,
-    legend_row,
-    save_styled,
-)
+from trainscale.figures._common import add_source_note, legend_row
+from trainscale.figures._render import styled_render
 from trainscale.figures._text import shorten
 from trainscale.published.holdout import accuracy, in_sample_throughput
 from trainscale.published.summary import summarise
@@ -249,8 +243,5 @@ def plot(holdout: pd.DataFrame, validation: pd.DataFrame) -> Figure:
     )
 
 
-def render(
-    stem: str | os.PathLike[str], holdout: pd.DataFrame, validation: pd.DataFrame
-) -> tuple[Path, ...]:
-    """Draw :func:`plot` and save ``stem.{pdf,png,svg}``."""
-    return save_styled(lambda: plot(holdout, validation), stem)
+#: Draw :func:`plot` and save ``stem.{pdf,png,svg}``.
+render = styled_render(plot)
