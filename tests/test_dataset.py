@@ -311,7 +311,7 @@ def test_validation_has_every_published_line_once(published) -> None:
         predicted["error_pct"],
         100 * (predicted["predicted"] - predicted["observed"]) / predicted["observed"],
     )
-    assert set(predicted["kind"]) == {"throughput", "collective"}
+    assert set(predicted["kind"]) == {"throughput", "moe_throughput", "collective"}
     assert set(predicted.loc[predicted["kind"] == "collective", "unit"]) == {"GB/s"}
     rejected = rows[rows["status"] == "rejected"]
     assert rejected["reason"].notna().all() and rejected["predicted"].isna().all()

@@ -119,7 +119,6 @@ def test_no_power_parameter_is_fitted_to_the_published_anchor(published, catalog
     parameter, so the shipped GPU-board fractions are their sourced defaults, and the anchor's
     predicted drop is what the paper setup gives."""
     from trainscale.calibrate.fit import power_drop_pct
-    from trainscale.sim.calibration import PARAMETERS
 
     shipped = load_calibration()
     anchor = published.power_anchor

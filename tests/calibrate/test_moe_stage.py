@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from trainscale.calibrate import moe as stage
-from trainscale.sim.calibration import PARAMETERS
+from trainscale.sim.parameters import PARAMETERS
 from trainscale.sim.simulate import predict
 
 MOE = {p.name for p in PARAMETERS if p.group == "moe"}

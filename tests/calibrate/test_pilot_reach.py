@@ -10,9 +10,10 @@ import pandas as pd
 import pytest
 import yaml
 
+from trainscale.calibrate.measurements import MEASURED
 from trainscale.calibrate.pilot_reach import REACH_COLUMNS, capped_bins, reach, reach_evidence
 from trainscale.calibrate.pilot_transfer import transfer_evidence
-from trainscale.calibrate.user import MEASURED, calibrate_user
+from trainscale.calibrate.user import calibrate_user
 from trainscale.published.measurements import load_published
 from trainscale.sim.calibration import load_calibration
 from trainscale.sim.catalogue import load_catalogue

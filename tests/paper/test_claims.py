@@ -60,7 +60,7 @@ def test_power_claim_is_predicted_from_the_sourced_fraction(calibration: Calibra
     drop moves with it (exposed communication drawing more power shrinks the drop)."""
     from dataclasses import replace
 
-    from trainscale.sim.calibration import PARAMETERS
+    from trainscale.sim.parameters import PARAMETERS
 
     spec = next(p for p in PARAMETERS if p.name == "power_comm_frac")
     assert not spec.fitted and calibration.power_comm_frac == spec.default

@@ -15,13 +15,13 @@ from trainscale.sim.calibration import Calibration, load_calibration
 from trainscale.sim.interval_scale import scale_factor
 from trainscale.sim.intervals import (
     GPU_WITHOUT_DATA,
-    CoverageFacts,
     coverage_summary,
     difficulty,
     fit_intervals,
     source_out_coverage,
 )
 from trainscale.sim.quantile import weighted_quantile
+from trainscale.sim.support_facts import CoverageFacts
 
 FACTS = CoverageFacts(
     framework_rows=(("megatron", 40), ("deepspeed", 4), ("pytorch", 250)),

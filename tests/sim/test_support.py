@@ -17,8 +17,8 @@ from trainscale.schema import column
 from trainscale.sim import intervals, support
 from trainscale.sim.calibration import load_calibration
 from trainscale.sim.interval_scale import scale_factor
-from trainscale.sim.intervals import CoverageFacts
 from trainscale.sim.quantile import PER_DOUBLING
+from trainscale.sim.support_facts import CoverageFacts
 
 FACTS = CoverageFacts(
     framework_rows=(("megatron", 40), ("deepspeed", 0), ("pytorch", 250)),

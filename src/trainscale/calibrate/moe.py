@@ -36,9 +36,10 @@ from scipy.optimize import least_squares
 
 from trainscale.calibrate.fit import line_ranges, round_calibration, source_weights
 from trainscale.published.summary import summarise
-from trainscale.sim.calibration import PARAMETERS, Calibration, ParameterSpec
+from trainscale.sim.calibration import Calibration
 from trainscale.sim.catalogue import Catalogue
 from trainscale.sim.configs import build_configs
+from trainscale.sim.parameters import PARAMETERS, ParameterSpec
 from trainscale.sim.simulate import predict_arrays, predict_with_rejects
 
 __all__ = [

@@ -64,7 +64,8 @@ from trainscale.sim.calibration import (
     Calibration,
     dump_calibration,
 )
-from trainscale.sim.intervals import CoverageFacts, PredictionIntervals
+from trainscale.sim.intervals import PredictionIntervals
+from trainscale.sim.support_facts import CoverageFacts
 
 if TYPE_CHECKING:
     from trainscale.calibrate.pilot import PilotReport

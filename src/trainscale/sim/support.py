@@ -69,7 +69,7 @@ from trainscale.sim.quantile import PER_DOUBLING
 from trainscale.sim.support_facts import DEGREES
 
 if TYPE_CHECKING:
-    from trainscale.sim.intervals import CoverageFacts
+    from trainscale.sim.support_facts import CoverageFacts
 
 __all__ = [
     "DEGREES",
