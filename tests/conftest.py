@@ -358,10 +358,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 _CLUSTER_SLURM_CONF: list[str | None] = []
 
 
+#: Where the session's first process keeps the machine's SLURM_CONF ("" for unset) for the
+#: pytest-xdist workers it starts: they inherit SLURM_CONF=/dev/null already set.
+_SAVED_SLURM_CONF = "TRAINSCALE_TEST_CLUSTER_SLURM_CONF"
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    """Set SLURM_CONF=/dev/null for the session, keeping the value it had for the SLURM tests."""
+    """Set SLURM_CONF=/dev/null for the session, keeping the value it had for the SLURM tests
+    (in an xdist worker, the value the controller found, not the /dev/null it set)."""
     if not _CLUSTER_SLURM_CONF:
-        _CLUSTER_SLURM_CONF.append(os.environ.get("SLURM_CONF"))
+        if _SAVED_SLURM_CONF not in os.environ:
+            os.environ[_SAVED_SLURM_CONF] = os.environ.get("SLURM_CONF", "")
+        _CLUSTER_SLURM_CONF.append(os.environ[_SAVED_SLURM_CONF] or None)
     os.environ["SLURM_CONF"] = "/dev/null"
 
 
