@@ -109,25 +109,21 @@ def validation_rows(
     rows the simulator cannot represent are kept with status ``rejected`` and their reason.
     Columns: :data:`VALIDATION_COLUMNS`; rows sorted by ``csv_row``.
     """
-    parts = []
-    throughput = validated["throughput"]
-    if not throughput.empty:
-        parts.append(
-            throughput.assign(
-                status="predicted", kind="throughput", quantity="tokens_per_s_per_gpu",
-                unit="tokens/s", observed=throughput["observed_tokens_per_s_per_gpu"],
-                predicted=throughput["predicted_tokens_per_s_per_gpu"],
-            )
-        )  # fmt: skip
-    moe = validated.get("moe_throughput", pd.DataFrame())
-    if not moe.empty:
-        parts.append(
-            moe.assign(
-                status="predicted", kind="moe_throughput", quantity="tokens_per_s_per_gpu",
-                unit="tokens/s", observed=moe["observed_tokens_per_s_per_gpu"],
-                predicted=moe["predicted_tokens_per_s_per_gpu"],
-            )
-        )  # fmt: skip
+    parts = [
+        frame.assign(
+            status="predicted",
+            kind=kind,
+            quantity="tokens_per_s_per_gpu",
+            unit="tokens/s",
+            observed=frame["observed_tokens_per_s_per_gpu"],
+            predicted=frame["predicted_tokens_per_s_per_gpu"],
+        )
+        for kind, frame in (
+            ("throughput", validated["throughput"]),
+            ("moe_throughput", validated.get("moe_throughput", pd.DataFrame())),
+        )
+        if not frame.empty
+    ]
     collectives = validated["collectives"]
     if not collectives.empty:
         parts.append(
