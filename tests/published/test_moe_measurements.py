@@ -107,3 +107,37 @@ def test_a_file_without_a_column_is_refused(tmp_path: Path, catalogue) -> None:
     shutil.copy(SHIPPED.parent / "moe-sources.yaml", tmp_path / "moe-sources.yaml")
     with pytest.raises(InputFileError, match="missing column\\(s\\) ep"):
         _load(path, catalogue)
+
+
+def test_an_unstated_virtual_pipeline_reads_by_the_source_rule(rows: pd.DataFrame) -> None:
+    by_line = rows.set_index("csv_row")
+    # Parallel Folding (vpp blank, unstated_vpp one_layer_per_stage): Mixtral 8x22B's 56 layers
+    # over pp 8 -> vpp 7, the ModelZoo's VPP for the same mapping; Llama3-8x70B 80 / pp 16 -> 5
+    assert by_line.loc[3, "vpp"] == 7
+    assert "vpp 7, one layer per virtual stage (56 layers / pp 8)" in by_line.loc[3, "assumptions"]
+    assert by_line.loc[11, "vpp"] == 80 // 16
+    # no pipeline: nothing to interleave
+    assert by_line.loc[4, "vpp"] == 1
+    assert "virtual pipeline not stated" not in by_line.loc[4, "assumptions"]
+    # a stated value is kept (ModelZoo Mixtral-8x22B: VPP 7 printed; Megatron-LM README: 8)
+    assert by_line.loc[40, "vpp"] == 8
+    assert "virtual pipeline not stated" not in by_line.loc[40, "assumptions"]
+
+
+def test_a_source_without_the_rule_keeps_megatrons_default(tmp_path: Path, catalogue) -> None:
+    path = _damaged(tmp_path, 0, "notes", "")
+    rules = (tmp_path / "moe-sources.yaml").read_text(encoding="utf-8")
+    (tmp_path / "moe-sources.yaml").write_text(
+        rules.replace("unstated_vpp: one_layer_per_stage", "unstated_vpp: none"), encoding="utf-8"
+    )
+    assert set(_load(path, catalogue).query("pp > 1 and csv_row <= 28")["vpp"]) == {1}
+
+
+def test_an_unknown_vpp_rule_is_refused(tmp_path: Path, catalogue) -> None:
+    path = _damaged(tmp_path, 0, "notes", "")
+    rules = (tmp_path / "moe-sources.yaml").read_text(encoding="utf-8")
+    (tmp_path / "moe-sources.yaml").write_text(
+        rules.replace("unstated_vpp: one_layer_per_stage", "unstated_vpp: guess"), encoding="utf-8"
+    )
+    with pytest.raises(InputFileError, match="unstated_vpp: 'guess' not allowed; one of none"):
+        _load(path, catalogue)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from trainscale.study.report import PLAN_COLUMNS, has_experts, plan_columns
+from trainscale.study.report import PLAN_COLUMNS, expert_rows, has_experts, plan_columns
 from trainscale.tables.study_points import plan_text
 
 ROW = {"framework": "megatron", "tp": 2, "pp": 4, "cp": 1, "vpp": 1, "ep": 8, "etp": 1,
@@ -27,3 +27,14 @@ def test_an_expert_layout_is_named_after_the_pipeline() -> None:
     )
     # expert tensor parallelism other than tp is a layout too, even at ep 1
     assert has_experts(pd.DataFrame([{**ROW, "ep": 1, "etp": 1}]))
+
+
+def test_a_dense_model_beside_experts_shows_no_expert_layout() -> None:
+    rows = pd.DataFrame(
+        [{**ROW, "model": "llama3-70b", "ep": 1, "etp": 2}, {**ROW, "model": "deepseek-v3"},
+         {**ROW, "model": "deepseek-v3", "ep": 1, "etp": 2}]
+    )  # fmt: skip
+    assert expert_rows(rows).tolist() == [False, True, True]
+    # judged on the rows given as ``among`` (a study's simulated rows), not the selected ones
+    assert expert_rows(rows.iloc[[2]], rows).tolist() == [True]
+    assert expert_rows(rows.iloc[[2]]).tolist() == [False]

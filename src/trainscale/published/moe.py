@@ -79,6 +79,10 @@ REQUIRED = (
 _METRICS = ("mfu", "tflops_per_gpu", "step_time_s", "tokens_per_s_per_gpu")
 _DISPATCHERS = ("alltoall", "allgather", "deepep")
 _CONVENTIONS = ("model", "causal")
+#: How a source's blank ``vpp`` is read (``unstated_vpp`` of ``moe-sources.yaml``): ``none``, no
+#: interleaving (Megatron-Core's default, vpp 1); ``one_layer_per_stage``, interleaved 1F1B with
+#: one transformer layer per virtual stage (vpp = layers / pp where pp > 1 divides the layers).
+_UNSTATED_VPP = ("none", "one_layer_per_stage")
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +94,7 @@ class MoESource:
     flop_conventions: Mapping[str, str]
     mfu_peak_tflops: float | None
     assumptions: str
+    unstated_vpp: str = "none"
 
 
 def load_moe_sources(path: Path) -> tuple[MoESource, ...]:
@@ -113,9 +118,13 @@ def load_moe_sources(path: Path) -> tuple[MoESource, ...]:
         peak = entry.get("mfu_peak_tflops")
         if peak is not None and not (isinstance(peak, int | float) and peak > 0):
             raise InputFileError(path, f"{where}.mfu_peak_tflops: expected a positive number")
+        unstated_vpp = entry.get("unstated_vpp", "none")
+        if unstated_vpp not in _UNSTATED_VPP:
+            raise InputFileError(path, f"{where}.unstated_vpp: {unstated_vpp!r} not allowed; "
+                                 f"one of {', '.join(_UNSTATED_VPP)}")  # fmt: skip
         out.append(MoESource(str(entry["match"]), str(entry["citation"]), dict(conventions),
                              None if peak is None else float(peak),
-                             str(entry.get("assumptions", ""))))  # fmt: skip
+                             str(entry.get("assumptions", "")), str(unstated_vpp)))  # fmt: skip
     return tuple(out)
 
 
@@ -271,6 +280,14 @@ def _plan(record: Mapping[str, str]) -> dict[str, object]:
     return plan
 
 
+def _unstated_vpp(record: Mapping[str, str], source: MoESource, layers: int, pp: int) -> int | None:
+    """The ``vpp`` a blank cell reads as under the source's ``unstated_vpp`` rule; None where the
+    cell is filled or the rule keeps Megatron-Core's default (vpp 1)."""
+    if record["vpp"].strip() or source.unstated_vpp != "one_layer_per_stage":
+        return None
+    return layers // pp if pp > 1 and layers % pp == 0 else None
+
+
 def _row(
     record: Mapping[str, str], line: int, sources: Sequence[MoESource],
     hardware: HardwareCatalog, models: Mapping[str, ModelShape],
@@ -286,6 +303,10 @@ def _row(
     if gpu is None:
         raise _Bad("gpu", f"{record['gpu']!r} is not a GPU of data/hardware.yaml")
     plan = _plan(record)
+    pp = int(plan["pp"])  # type: ignore[call-overload]
+    unstated = _unstated_vpp(record, source, models[key].layers, pp)
+    if unstated is not None:
+        plan["vpp"] = unstated
     metric = record["metric"].strip()
     if metric not in _METRICS:
         raise _Bad("metric", f"{metric!r}; allowed: {', '.join(_METRICS)}")
@@ -300,6 +321,11 @@ def _row(
     assumed = [source.assumptions]
     if not record["micro_batch"].strip():
         assumed.append("micro-batch not stated: 1")
+    if unstated is not None:
+        assumed.append(
+            f"virtual pipeline not stated: vpp {unstated}, one layer per virtual stage "
+            f"({models[key].layers} layers / pp {plan['pp']})"
+        )
     return {
         "csv_row": line, "citation": source.citation, "url": record["url"],
         "table_or_figure": record["table_or_figure"], "model_name": record["model"],

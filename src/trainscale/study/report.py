@@ -45,6 +45,7 @@ __all__ = [
     "PLAN_KEYS",
     "ReportSpec",
     "column_value_label",
+    "expert_rows",
     "format_value",
     "has_experts",
     "over_memory",
@@ -267,6 +268,19 @@ def has_experts(rows: pd.DataFrame) -> bool:
         etp = pd.to_numeric(rows["etp"], errors="coerce")
         differs = bool((etp.notna() & (etp != pd.to_numeric(rows["tp"]))).any())
     return bool((ep > 1).any()) or differs
+
+
+def expert_rows(rows: pd.DataFrame, among: pd.DataFrame | None = None) -> pd.Series:
+    """Per row of ``rows``, whether its plan names an expert layout: its model's rows in
+    ``among`` (default ``rows``; a study's simulated rows) hold one (:func:`has_experts`). A dense
+    model's ``ep`` 1 and ``etp`` = ``tp`` say nothing, so a dense row in a study beside
+    mixture-of-experts models shows no ``ep · etp``. Without a ``model`` column: the whole frame's
+    :func:`has_experts`."""
+    among = rows if among is None else among
+    if "model" not in rows.columns or "model" not in among.columns:
+        return pd.Series(has_experts(among), index=rows.index, dtype=bool)
+    models = {str(m) for m, part in among.groupby("model", sort=False) if has_experts(part)}
+    return rows["model"].astype(str).isin(models)
 
 
 def plan_columns(rows: pd.DataFrame) -> tuple[str, ...]:

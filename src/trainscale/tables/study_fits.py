@@ -19,7 +19,7 @@ import pandas as pd
 from trainscale.fits.knee import KNEE_FRACTION, KNEE_MARGINAL, knee_of_series
 from trainscale.fits.scaling import fit_scaling_series
 from trainscale.schema import STUDY_FIT_COLUMNS, names
-from trainscale.study.report import ReportSpec, format_value
+from trainscale.study.report import ReportSpec, format_value, has_experts
 from trainscale.tables.study_points import plan_text
 
 __all__ = ["knee_rows", "render_fits", "study_fits"]
@@ -47,8 +47,9 @@ def knee_rows(series: pd.DataFrame) -> list[dict[str, object]]:
         f"{found['best_x']:,.0f} GPUs" if found["knee_criterion"] == "per_gpu"
         else f"the step to it adds {found['marginal_pct']:.0f} % of a GPU's worth per added GPU"
     )  # fmt: skip
+    plan = plan_text(at.to_dict(), experts=has_experts(series))
     note = (
-        f"{why}; plan {plan_text(at.to_dict())}, global batch {int(at['global_batch']):,} "
+        f"{why}; plan {plan}, global batch {int(at['global_batch']):,} "
         f"sequences, {found['knee_local_batch']:g} per data-parallel rank (best: "
         f"{found['best_local_batch']:g}); exposed communication "
         f"{found['best_exposed_comm_pct']:.1f} -> {found['knee_exposed_comm_pct']:.1f} % and "

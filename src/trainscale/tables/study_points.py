@@ -12,8 +12,9 @@ Columns (:func:`study_points`), in order:
 - ``x``: the x value (the column is named by the study's x axis, e.g. ``num_gpus``);
 - the winning plan: ``framework``, ``tp``, ``pp``, ``cp``, ``vpp``, ``sharding``,
   ``recompute``, ``micro_batch`` (:data:`PLAN_COLUMNS`; a study with an expert layout,
-  :func:`~trainscale.study.report.has_experts`, adds ``ep`` and ``etp`` after ``vpp``) and
-  ``plan`` (the same as one text, ``ep 8 · etp 1`` included there);
+  :func:`~trainscale.study.report.has_experts`, adds ``ep`` and ``etp`` after ``vpp``, empty in
+  the rows of a dense model, :func:`~trainscale.study.report.expert_rows`) and ``plan`` (the
+  same as one text, ``ep 8 · etp 1`` included there for a mixture-of-experts model's rows);
 - ``plan_changed``: True where the winning plan differs from the previous x value's in the same
   facet and series (False at the first point);
 - each metric the figure plots (:data:`trainscale.study.report.METRICS` keys, in the figure's
@@ -53,8 +54,8 @@ from trainscale.study.report import (
     METRICS,
     PLAN_COLUMNS,
     ReportSpec,
+    expert_rows,
     format_value,
-    has_experts,
     over_memory,
     plan_columns,
 )
@@ -119,9 +120,11 @@ def _runner_up(simulated: pd.DataFrame, points: pd.DataFrame, group: Sequence[st
     )
     best = candidates.sort_values([*group, "_over", "_neg", "_pos"], kind="stable")
     best = best.drop_duplicates(group)
-    experts = has_experts(simulated)
+    experts = expert_rows(best, simulated)
     best = best.assign(
-        runner_up_plan=[plan_text(r, experts=experts) for r in best.to_dict("records")],
+        runner_up_plan=[
+            plan_text(r, experts=e) for r, e in zip(best.to_dict("records"), experts, strict=True)
+        ],
         runner_up_tokens_per_s=pd.to_numeric(best["tokens_per_s"]),
     )
     return best[[*group, "runner_up_plan", "runner_up_tokens_per_s"]]
@@ -170,11 +173,14 @@ def study_points(
         table["facet"] = rows["facet_label"]
     table["series"] = rows["series_label"]
     table[spec.x] = rows[spec.x]
-    experts = has_experts(simulated)
+    experts = expert_rows(rows, simulated)
     for column in plan_columns(simulated):
         if column in rows.columns:
             table[column] = rows[column]
-    table["plan"] = [plan_text(r, experts=experts) for r in rows.to_dict("records")]
+            if column in EXPERT_PLAN_COLUMNS:  # a dense model's row: no expert layout
+                table[column] = table[column].where(experts.to_numpy(), pd.NA)
+    table["plan"] = [plan_text(r, experts=e)
+                     for r, e in zip(rows.to_dict("records"), experts, strict=True)]  # fmt: skip
     previous = table.groupby([*(["facet"] if spec.facet else []), "series"], sort=False)["plan"]
     table["plan_changed"] = (table["plan"] != previous.shift()) & previous.shift().notna()
     for name, values in _metric_columns(rows, spec.metrics).items():
