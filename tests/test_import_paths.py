@@ -12,14 +12,11 @@ SOURCES = ("src", "tests", "workflow/scripts", "benchmarks")
 #: Imports through a module that does not define the name, left where those modules change
 #: under other work: (importing file, module imported from, name).
 KNOWN = {
-    ("src/trainscale/calibrate/fit.py", "trainscale.published.accuracy", "summarise"),
-    ("src/trainscale/calibrate/shipped.py", "trainscale.published.accuracy", "summarise"),
     ("src/trainscale/calibrate/fit.py", "trainscale.sim.calibration", "PARAMETERS"),
     ("src/trainscale/calibrate/fit.py", "trainscale.sim.calibration", "ParameterSpec"),
     ("src/trainscale/calibrate/pilot.py", "trainscale.sim.calibration", "PARAMETERS"),
     ("src/trainscale/calibrate/user_power.py", "trainscale.sim.calibration", "PARAMETERS"),
     ("src/trainscale/calibrate/measurements.py", "trainscale.sim.calibration", "PARAMETERS"),
-    ("src/trainscale/commands/predict.py", "trainscale.sim.inputs", "MAX_GPUS"),
 }
 
 

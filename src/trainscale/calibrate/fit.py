@@ -51,11 +51,11 @@ from trainscale.errors import TrainscaleError
 from trainscale.published.accuracy import (
     CollectiveRows,
     collective_predictions,
-    summarise,
     throughput_predictions,
 )
 from trainscale.published.measurements import PublishedData
 from trainscale.published.sources import PowerAnchor
+from trainscale.published.summary import summarise
 from trainscale.sim.calibration import PARAMETERS, Calibration, ParameterSpec
 from trainscale.sim.catalogue import Catalogue
 from trainscale.sim.configs import build_configs

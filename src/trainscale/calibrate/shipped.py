@@ -31,11 +31,11 @@ from trainscale.calibrate.stored import BLOCK, StoredPilotErrors
 from trainscale.paths import data_dir
 from trainscale.published.accuracy import (
     collective_predictions,
-    summarise,
     throughput_predictions,
 )
 from trainscale.published.measurements import PublishedData
 from trainscale.published.power_rows import PowerRows
+from trainscale.published.summary import summarise
 from trainscale.sim.calibration import Calibration, dump_calibration
 from trainscale.sim.catalogue import Catalogue
 from trainscale.sim.intervals import fit_intervals

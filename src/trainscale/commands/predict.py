@@ -62,7 +62,6 @@ from trainscale.errors import InputFileError, TrainscaleError
 from trainscale.io.tables import check_output, read_table, write_table
 from trainscale.schema import REJECT_COLUMNS, names
 from trainscale.sim.inputs import (
-    MAX_GPUS,
     check_table,
     missing_configuration_columns,
     unknown_column_warnings,
@@ -79,7 +78,6 @@ __all__ = [
     "DEFAULTS",
     "EXIT_DOES_NOT_FIT",
     "HELP",
-    "MAX_GPUS",
     "NAME",
     "add_arguments",
     "breakdown",
