@@ -14,11 +14,7 @@ SOURCES = ("src", "tests", "workflow/scripts", "benchmarks")
 KNOWN = {
     ("src/trainscale/calibrate/fit.py", "trainscale.published.accuracy", "summarise"),
     ("src/trainscale/calibrate/shipped.py", "trainscale.published.accuracy", "summarise"),
-    ("src/trainscale/calibrate/fit.py", "trainscale.sim.calibration", "PARAMETERS"),
     ("src/trainscale/calibrate/fit.py", "trainscale.sim.calibration", "ParameterSpec"),
-    ("src/trainscale/calibrate/pilot.py", "trainscale.sim.calibration", "PARAMETERS"),
-    ("src/trainscale/calibrate/user_power.py", "trainscale.sim.calibration", "PARAMETERS"),
-    ("src/trainscale/calibrate/measurements.py", "trainscale.sim.calibration", "PARAMETERS"),
     ("src/trainscale/commands/predict.py", "trainscale.sim.inputs", "MAX_GPUS"),
 }
 
