@@ -9,8 +9,14 @@ import pytest
 import yaml
 
 from trainscale.calibrate.stored import BLOCK
+from trainscale.errors import InputFileError, TrainscaleError
 from trainscale.paths import data_dir
-from trainscale.sim.calibration import Calibration, dump_calibration, load_calibration
+from trainscale.sim.calibration import (
+    Calibration,
+    dump_calibration,
+    load_calibration,
+    named_frameworks,
+)
 from trainscale.sim.catalogue import load_catalogue
 from trainscale.sim.parameters import (
     OFFSET_BASES,
@@ -105,3 +111,25 @@ def test_a_calibration_pickles_to_an_equal_one() -> None:
     copy = pickle.loads(pickle.dumps(calibration))
     assert copy == calibration and copy.intervals == calibration.intervals
     assert copy.framework_offsets["deepspeed"]["fp8_gemm"] == 0.125
+
+
+def test_a_calibration_loads_for_the_framework_list_it_is_given(tmp_path: Path) -> None:
+    """Offsets the file lacks stand at their prior for a framework the caller's list adds; an
+    offset of a framework outside the list is an error naming the file and the key; the order
+    is the caller's, the values and the id the file's."""
+    assert named_frameworks(SHIPPED) == FRAMEWORKS
+    shipped = load_calibration(SHIPPED)
+    mine = load_calibration(SHIPPED, frameworks=("pytorch", "mystack", "megatron", "deepspeed"))
+    assert mine.frameworks == ("pytorch", "mystack", "megatron", "deepspeed")
+    assert dict(mine.framework_offsets["mystack"]) == dict.fromkeys(OFFSET_BASES, 0.0)
+    assert mine.framework_offsets["megatron"] == shipped.framework_offsets["megatron"]
+    reordered = shipped.for_frameworks(("pytorch", "megatron"))
+    assert reordered.frameworks == ("pytorch", "megatron", "deepspeed")
+    assert reordered.calibration_id == shipped.calibration_id and reordered == shipped
+    assert reordered.framework_factors("gemm_efficiency")[0] == pytest.approx(
+        np.exp(shipped.value("gemm_efficiency_offset_pytorch"))
+    )
+    with pytest.raises(InputFileError, match=r"unknown key\(s\) .*_offset_deepspeed"):
+        load_calibration(SHIPPED, frameworks=("megatron", "pytorch"))
+    with pytest.raises(TrainscaleError, match=r"no offsets for framework\(s\) jax"):
+        shipped.for_frameworks(("pytorch", "jax"))

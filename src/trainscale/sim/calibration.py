@@ -54,6 +54,7 @@ __all__ = [
     "ParameterSpec",
     "load_calibration",
     "malformed_block",
+    "named_frameworks",
     "parameters_at_bounds",
 ]
 
@@ -368,6 +369,16 @@ def load_calibration(
         frameworks = tuple(load_frameworks())
     file = Path(path) if path is not None else data_dir() / "calibration.yaml"
     return _load(file, tuple(frameworks))
+
+
+def named_frameworks(path: str | Path) -> tuple[str, ...]:
+    """The frameworks whose offsets the calibration file ``path`` names, in file order: the list
+    to check a file on its own with, where no catalogue is at hand
+    (``load_calibration(path, frameworks=named_frameworks(path))``)."""
+    data = load_yaml(Path(path))
+    given = data.get("parameters") if isinstance(data, dict) else None
+    names = given if isinstance(given, dict) else {}
+    return tuple(dict.fromkeys(s[1] for n in names if (s := split_offset_name(str(n))) is not None))
 
 
 def dump_calibration(
