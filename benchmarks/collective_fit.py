@@ -24,7 +24,7 @@ from trainscale.published.accuracy import collective_predictions
 from trainscale.published.measurements import load_published
 from trainscale.sim.calibration import Calibration, load_calibration
 from trainscale.sim.catalogue import Catalogue, load_catalogue
-from trainscale.sim.parameters import PARAMETERS
+from trainscale.sim.parameters import SHARED_PARAMETERS
 
 NETWORK = (
     "nvlink_efficiency",
@@ -38,7 +38,7 @@ MIB = 2.0**20
 
 
 def fit(published, start: Calibration, catalogue: Catalogue) -> Calibration:
-    specs = [p for p in PARAMETERS if p.name in NETWORK]
+    specs = [p for p in SHARED_PARAMETERS if p.name in NETWORK]
     lower = np.array([p.lower for p in specs])
     upper = np.array([p.upper for p in specs])
     prior = np.array([p.default for p in specs])
@@ -70,11 +70,14 @@ def fit(published, start: Calibration, catalogue: Catalogue) -> Calibration:
 def main() -> None:
     pd.set_option("display.width", 160)
     catalogue = load_catalogue()  # the shipped catalogues, measurements and calibration
-    published = load_published(hardware=catalogue.hardware, models=catalogue.models)
-    start = load_calibration()
+    published = load_published(
+        hardware=catalogue.hardware, models=catalogue.models,
+        frameworks=catalogue.framework_keys,
+    )  # fmt: skip
+    start = load_calibration(frameworks=catalogue.framework_keys)
     fitted = fit(published, start, catalogue)
     print("fitted network parameters (bounds):")
-    for spec in PARAMETERS:
+    for spec in SHARED_PARAMETERS:
         if spec.name in NETWORK:
             print(
                 f"  {spec.name:26s} {fitted.value(spec.name):8.4f}   "

@@ -92,7 +92,9 @@ def shipped_calibration() -> Calibration:
 @pytest.fixture(scope="session")
 def published(catalogue: Catalogue) -> PublishedData:
     """The shipped published measurements, normalised with the shipped catalogues."""
-    return load_published(hardware=catalogue.hardware, models=catalogue.models)
+    return load_published(
+        hardware=catalogue.hardware, models=catalogue.models, frameworks=catalogue.framework_keys
+    )
 
 
 def copy_workflow(

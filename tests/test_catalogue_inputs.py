@@ -28,6 +28,7 @@ LIBRARY = [
     *(SRC / "tables").rglob("*.py"),
     *(SRC / "fits").rglob("*.py"),
     *(SRC / "report").rglob("*.py"),
+    *(SRC / "schema").rglob("*.py"),
     SRC / "dataset.py",
 ]
 

@@ -55,7 +55,9 @@ PARTS = {"hardware": CATALOGUE.hardware, "models": CATALOGUE.models,
 
 @pytest.fixture(scope="module")
 def published():
-    return load_published(hardware=CATALOGUE.hardware, models=CATALOGUE.models)
+    return load_published(
+        hardware=CATALOGUE.hardware, models=CATALOGUE.models, frameworks=CATALOGUE.framework_keys
+    )
 
 
 # --------------------------------------------------------------------------------------------

@@ -9,15 +9,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 SOURCES = ("src", "tests", "workflow/scripts", "benchmarks")
 
-#: Imports through a module that does not define the name, left where those modules change
-#: under other work: (importing file, module imported from, name).
-KNOWN = {
-    ("src/trainscale/calibrate/fit.py", "trainscale.sim.calibration", "PARAMETERS"),
-    ("src/trainscale/calibrate/fit.py", "trainscale.sim.calibration", "ParameterSpec"),
-    ("src/trainscale/calibrate/pilot.py", "trainscale.sim.calibration", "PARAMETERS"),
-    ("src/trainscale/calibrate/user_power.py", "trainscale.sim.calibration", "PARAMETERS"),
-    ("src/trainscale/calibrate/measurements.py", "trainscale.sim.calibration", "PARAMETERS"),
-}
+#: Imports through a module that does not define the name that are tolerated: (importing file,
+#: module imported from, name). None: every name is imported from its defining module.
+KNOWN: set[tuple[str, str, str]] = set()
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:

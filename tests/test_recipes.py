@@ -8,8 +8,9 @@ parallelism under pipeline parallelism) are added to it as the recipes say. Then
 plotted with the new GPU, and ``trainscale calibrate --measurements`` fits the new framework's
 GEMM offset, which exists only because the framework is in the file.
 
-The commands run in a subprocess: the framework list is read from the data folder when
-:mod:`trainscale` is imported (:data:`trainscale.schema.FRAMEWORKS`).
+The commands run in a subprocess with ``TRAINSCALE_DATA`` set, as a user runs them: the framework
+list is the profile keys of the catalogue a command loads from the data folder
+(``Catalogue.framework_keys``), read when the command runs.
 """
 
 from __future__ import annotations
@@ -29,8 +30,10 @@ import yaml
 
 import trainscale
 from trainscale.paths import data_dir
-from trainscale.schema import FRAMEWORKS
+from trainscale.sim.catalogue import load_catalogue
 
+FRAMEWORKS = load_catalogue().framework_keys
+"""The shipped framework list (the profile keys of ``data/frameworks.yaml``)."""
 GPU = "x100-sxm-80gb"
 GPU_LABEL = "X100 80GB"
 SYSTEM = "dgx-x100"
@@ -183,8 +186,10 @@ def predictions(folder: Path) -> pd.DataFrame:
 
 def test_the_new_framework_has_its_offsets_with_no_code_edit(folder: Path) -> None:
     script = (
-        "import json; from trainscale.schema import FRAMEWORKS;"
-        "from trainscale.sim.calibration import PARAMETERS, load_calibration;"
+        "import json; from trainscale.sim.catalogue import load_catalogue;"
+        "from trainscale.sim.calibration import load_calibration;"
+        "from trainscale.sim.parameters import parameters;"
+        "FRAMEWORKS = load_catalogue().framework_keys; PARAMETERS = parameters(FRAMEWORKS);"
         "c = load_calibration();"
         "print(json.dumps({'frameworks': FRAMEWORKS,"
         f" 'specs': {{p.name: p.default for p in PARAMETERS if p.name.endswith('_{FRAMEWORK}')}},"

@@ -79,7 +79,10 @@ class RuleScript:
 
     def calibration(self) -> Calibration:
         """The calibration file the rule declares as input ``calibration``."""
-        return load_calibration(self.snakemake.input.calibration)
+        frameworks = load_catalogue_files({"frameworks": self.snakemake.input.frameworks})
+        return load_calibration(
+            self.snakemake.input.calibration, frameworks=tuple(frameworks["frameworks"])
+        )
 
     def published(self, catalogue: Catalogue, *, key: str = "csv") -> PublishedData:
         """The published measurements: the CSV the rule declares as input ``key``, checked
@@ -88,6 +91,7 @@ class RuleScript:
             self.snakemake.input[key],
             hardware=catalogue.hardware,
             models=catalogue.models,
+            frameworks=catalogue.framework_keys,
             sources=self.snakemake.input.sources,
         )
 

@@ -33,7 +33,9 @@ KEEP = [
 def _pilots(factor: float = 0.85) -> pd.DataFrame:
     """Eight llm-foundry H100 rows at 8-64 GPUs (data/published/measurements.csv rows whose
     citation starts 'MosaicML'), 'measured' at ``factor`` x the published tokens/s per GPU."""
-    rows = load_published(hardware=CATALOGUE.hardware, models=CATALOGUE.models).throughput
+    rows = load_published(
+        hardware=CATALOGUE.hardware, models=CATALOGUE.models, frameworks=CATALOGUE.framework_keys
+    ).throughput
     rows = rows[rows["citation"].str.startswith("MosaicML") & (rows["num_gpus"] <= 64)]
     rows = rows[rows["gpu"] == "h100-sxm-80gb"].head(8)
     table = rows[[c for c in KEEP if c in rows.columns]]

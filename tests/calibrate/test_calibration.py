@@ -15,14 +15,15 @@ from trainscale.paths import data_dir
 from trainscale.published.power_rows import load_power_rows
 from trainscale.published.sources import load_sources
 from trainscale.sim.calibration import Calibration, load_calibration
-from trainscale.sim.parameters import PARAMETERS
+from trainscale.sim.catalogue import load_catalogue
+from trainscale.sim.parameters import SHARED_PARAMETERS, parameters
 
 
 def test_stored_values_are_within_bounds_and_hash_matches() -> None:
     stored = yaml.safe_load((data_dir() / "calibration.yaml").read_text())
     calibration = load_calibration()
     assert stored["calibration_id"] == calibration.calibration_id
-    for spec in PARAMETERS:
+    for spec in parameters(calibration.frameworks):
         if spec.name not in stored["parameters"]:  # MoE parameters are written once fitted
             assert spec.group == "moe" and calibration.value(spec.name) == spec.default
             continue
@@ -41,7 +42,8 @@ def test_calibrate_reproduces_the_stored_file(
     # shipped calibration (golden results, tests/data/regenerate.py)
     published_dir = data_dir() / "published"
     power = load_power_rows(published_dir / "power-measurements.csv", catalogue,
-                            load_sources(published_dir / "sources.yaml"))  # fmt: skip
+                            load_sources(published_dir / "sources.yaml",
+                                         frameworks=catalogue.framework_keys))  # fmt: skip
     calibrate(
         out, published, catalogue=catalogue, held_out=held_out.copy(),
         pilot_errors=shipped_pilot_errors.copy(), power_rows=power,
@@ -56,7 +58,7 @@ def test_stored_values_drop_the_solver_noise_that_differs_between_machines() -> 
     coarser, in one rounding."""
     from trainscale.calibrate.fit import round_calibration
 
-    base = Calibration.defaults()
+    base = Calibration.defaults(load_catalogue().framework_keys)
     noisy = base.with_values(
         fp8_gemm_offset_deepspeed=-4.03975e-24,  # bounds -0.4 .. 0.4: places of 1e-7
         gemm_efficiency_offset_deepspeed=-0.00615171234,
@@ -82,7 +84,7 @@ def test_out_of_bounds_value_is_rejected_with_file_and_key(tmp_path: Path) -> No
 
 
 def test_the_id_changes_with_any_value() -> None:
-    base = Calibration.defaults()
+    base = Calibration.defaults(load_catalogue().framework_keys)
     assert base.calibration_id != base.with_values(nic_efficiency=0.9).calibration_id
 
 
@@ -123,7 +125,7 @@ def test_no_power_parameter_is_fitted_to_the_published_anchor(published, catalog
     shipped = load_calibration()
     anchor = published.power_anchor
     assert anchor is not None and anchor.drop_pct == 5.87
-    for spec in (p for p in PARAMETERS if p.group == "power"):
+    for spec in (p for p in SHARED_PARAMETERS if p.group == "power"):
         assert not spec.fitted and getattr(shipped, spec.name) == spec.default, spec.name
     assert power_drop_pct(shipped, anchor, catalogue=catalogue) > anchor.drop_pct
 

@@ -25,12 +25,14 @@ from trainscale.published.measurements import load_published
 from trainscale.sim.calibration import load_calibration
 from trainscale.sim.catalogue import load_catalogue
 from trainscale.sim.configs import build_configs
-from trainscale.sim.parameters import PARAMETERS
+from trainscale.sim.parameters import parameter_spec
 from trainscale.sim.simulate import predict_arrays
 
 CATALOGUE = load_catalogue()
 BASE = load_calibration()
-PUBLISHED = load_published(hardware=CATALOGUE.hardware, models=CATALOGUE.models)
+PUBLISHED = load_published(
+    hardware=CATALOGUE.hardware, models=CATALOGUE.models, frameworks=CATALOGUE.framework_keys
+)
 RUN = data_dir() / "runs" / "megatron_golden_345m"
 #: The configuration columns a user's table would carry.
 KEEP = [
@@ -214,7 +216,7 @@ def test_agreeing_duplicates_warn_also_when_named_by_model_or_by_shape(tmp_path:
 def test_refitted_parameters_on_their_bounds_are_named() -> None:
     from dataclasses import replace
 
-    spec = next(p for p in PARAMETERS if p.name == "gemm_efficiency_offset_pytorch")
+    spec = parameter_spec("gemm_efficiency_offset_pytorch")
     calibration = replace(load_calibration(), **{spec.name: spec.lower})
     assert refitted_on_bounds(calibration, [spec.name]) == [
         f"{spec.name} ({spec.lower:.6g}, its lower bound {spec.lower:g})"

@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 
 from trainscale.calibrate import moe as stage
-from trainscale.sim.parameters import PARAMETERS
+from trainscale.sim.parameters import SHARED_PARAMETERS
 from trainscale.sim.simulate import predict
 
-MOE = {p.name for p in PARAMETERS if p.group == "moe"}
+MOE = {p.name for p in SHARED_PARAMETERS if p.group == "moe"}
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,9 @@ from trainscale.sim.catalogue import load_catalogue
 from trainscale.sim.pilot_intervals import PilotIntervals, distance, fit_pilot_quantiles
 
 CATALOGUE = load_catalogue()
-PUBLISHED = load_published(hardware=CATALOGUE.hardware, models=CATALOGUE.models)
+PUBLISHED = load_published(
+    hardware=CATALOGUE.hardware, models=CATALOGUE.models, frameworks=CATALOGUE.framework_keys
+)
 BASE = load_calibration()
 FOUNDRY = PUBLISHED.throughput[
     PUBLISHED.throughput["citation"].str.startswith("MosaicML")

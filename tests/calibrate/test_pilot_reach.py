@@ -116,7 +116,9 @@ def test_beyond_the_reach_the_shipped_level_and_interval_and_the_flag(
     from trainscale import predict
 
     catalogue = CATALOGUE
-    published = load_published(hardware=catalogue.hardware, models=catalogue.models)
+    published = load_published(
+        hardware=catalogue.hardware, models=catalogue.models, frameworks=catalogue.framework_keys
+    )
     mine = tmp_path / "mine.yaml"
     calibrate_user(_pilots(tmp_path), mine, base=load_calibration(), published=published,
                    catalogue=catalogue, pilot_errors=shipped_pilot_errors)  # fmt: skip
@@ -148,7 +150,9 @@ def test_where_the_shipped_width_was_enough_the_interval_is_never_wider(
     from trainscale import predict
     from trainscale.sim.pilot_intervals import distance
 
-    published = load_published(hardware=CATALOGUE.hardware, models=CATALOGUE.models)
+    published = load_published(
+        hardware=CATALOGUE.hardware, models=CATALOGUE.models, frameworks=CATALOGUE.framework_keys
+    )
     mine = tmp_path / "mine.yaml"
     calibrate_user(_pilots(tmp_path), mine, base=load_calibration(), published=published,
                    catalogue=CATALOGUE, pilot_errors=shipped_pilot_errors)  # fmt: skip

@@ -20,7 +20,10 @@ _CSV = data_dir() / "published" / "power-measurements.csv"
 
 @pytest.fixture(scope="module")
 def rows(catalogue) -> PowerRows:
-    return load_power_rows(_CSV, catalogue, load_sources(data_dir() / "published" / "sources.yaml"))
+    sources = load_sources(
+        data_dir() / "published" / "sources.yaml", frameworks=catalogue.framework_keys
+    )
+    return load_power_rows(_CSV, catalogue, sources)
 
 
 @pytest.fixture(scope="module")

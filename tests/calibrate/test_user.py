@@ -22,7 +22,9 @@ from trainscale.sim.catalogue import load_catalogue
 
 TORCHTITAN = "torchtitan benchmarks (PyTorch team, Dec 2024)"
 CATALOGUE = load_catalogue()
-PUBLISHED = load_published(hardware=CATALOGUE.hardware, models=CATALOGUE.models)
+PUBLISHED = load_published(
+    hardware=CATALOGUE.hardware, models=CATALOGUE.models, frameworks=CATALOGUE.framework_keys
+)
 #: What trainscale calibrate --measurements passes: the shipped calibration, published
 #: measurements and catalogue.
 SHIPPED = {"base": load_calibration(), "published": PUBLISHED, "catalogue": CATALOGUE}

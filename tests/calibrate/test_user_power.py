@@ -92,7 +92,9 @@ def test_calibrate_measurements_writes_the_power_block(tmp_path, catalogue, ship
     pd.DataFrame([{**_ROW, "num_gpus": 16, "measured_tokens_per_s_per_gpu": 6050.0,
                    "measured_power_w_per_gpu": 598.8}]).to_csv(path, index=False)  # fmt: skip
     out = tmp_path / "mine.yaml"
-    published = load_published(hardware=catalogue.hardware, models=catalogue.models)
+    published = load_published(
+        hardware=catalogue.hardware, models=catalogue.models, frameworks=catalogue.framework_keys
+    )
     result = calibrate_user(path, out, base=load_calibration(), published=published,
                             catalogue=catalogue, pilot_errors=shipped_pilot_errors,
                             base_terms=load_power_terms())  # fmt: skip

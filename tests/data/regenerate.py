@@ -161,7 +161,9 @@ def shipped() -> tuple[Catalogue, PublishedData, Calibration]:
     from trainscale.sim.catalogue import load_catalogue
 
     catalogue = load_catalogue()
-    published = load_published(hardware=catalogue.hardware, models=catalogue.models)
+    published = load_published(
+        hardware=catalogue.hardware, models=catalogue.models, frameworks=catalogue.framework_keys
+    )
     return catalogue, published, load_calibration()
 
 

@@ -410,7 +410,9 @@ def energy_bill_table() -> pd.DataFrame:
     catalogue = load_catalogue()
     published = data_dir() / "published"
     rows = load_power_rows(
-        published / "power-measurements.csv", catalogue, load_sources(published / "sources.yaml")
+        published / "power-measurements.csv",
+        catalogue,
+        load_sources(published / "sources.yaml", frameworks=catalogue.framework_keys),
     )
     return energy_table(
         load_calibration(), load_power_terms(), catalogue=catalogue, power_rows=rows,

@@ -60,9 +60,9 @@ def test_power_claim_is_predicted_from_the_sourced_fraction(calibration: Calibra
     drop moves with it (exposed communication drawing more power shrinks the drop)."""
     from dataclasses import replace
 
-    from trainscale.sim.parameters import PARAMETERS
+    from trainscale.sim.parameters import parameter_spec
 
-    spec = next(p for p in PARAMETERS if p.name == "power_comm_frac")
+    spec = parameter_spec("power_comm_frac")
     assert not spec.fitted and calibration.power_comm_frac == spec.default
     predicted = ss.power_drop_pct(calibration, **SHIPPED)
     hotter = ss.power_drop_pct(replace(calibration, power_comm_frac=0.5), **SHIPPED)

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from trainscale.errors import InputFileError
 from trainscale.paths import data_dir
-from trainscale.published.matching import FRAMEWORK_PROFILES, framework_profile
+from trainscale.published.matching import framework_profile
 from trainscale.published.measurements import PublishedData, framework_mapping
 from trainscale.published.measurements import load_published as _load_published
 from trainscale.published.sources import load_sources
@@ -33,7 +33,12 @@ CATALOGUE = load_catalogue()
 def load_published(path: Path | None = None) -> PublishedData:
     """The measurements of ``path`` (default the shipped ones), checked against the shipped
     catalogues."""
-    return _load_published(path, hardware=CATALOGUE.hardware, models=CATALOGUE.models)
+    return _load_published(
+        path,
+        hardware=CATALOGUE.hardware,
+        models=CATALOGUE.models,
+        frameworks=CATALOGUE.framework_keys,
+    )
 
 
 HEADER, *ROWS = list(csv.reader(REAL.open(newline="")))
@@ -67,7 +72,9 @@ def _damaged(tmp: Path, line: int, column: str, value: str) -> Path:
     return _write(tmp, rows)
 
 
-SHIPPED = load_sources(data_dir() / "published" / "sources.yaml")
+SHIPPED = load_sources(
+    data_dir() / "published" / "sources.yaml", frameworks=CATALOGUE.framework_keys
+)
 NARAYANAN = _line_of(lambda r: r["metric"] == "achieved_TFLOPs_per_GPU")
 FOUNDRY = _line_of(lambda r: "llm-foundry" in r["source"])
 BUSBW = _line_of(lambda r: r["metric"] == "busbw_GBps" and r["value"].replace(".", "").isdigit())
@@ -182,7 +189,7 @@ def test_mixture_of_experts_rows_are_normalised_apart_from_the_dense_rows() -> N
 def test_every_throughput_row_has_a_framework_profile_and_its_source_text() -> None:
     published = load_published()
     rows = published.throughput
-    assert set(rows["framework"]) <= set(FRAMEWORK_PROFILES)
+    assert set(rows["framework"]) <= set(CATALOGUE.framework_keys)
     assert rows["framework_text"].str.len().min() > 0
     zero3 = rows[rows["framework_text"].str.contains("ZeRO-3")]
     assert len(zero3) == 6 and (zero3["framework"] == "deepspeed").all()
@@ -213,7 +220,7 @@ def test_framework_profile(text: str, sharding: str, profile: str) -> None:
 def test_an_unknown_framework_is_rejected_with_the_known_profiles(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"framework 'JAX/Pax' is not mapped to a profile; known: "
                                          r"megatron, deepspeed, pytorch"):  # fmt: skip
-        framework_profile("JAX/Pax", patterns=SHIPPED.frameworks)
+        framework_profile("JAX/Pax", patterns=SHIPPED.frameworks, profiles=SHIPPED.profiles)
     published = load_published(_damaged(tmp_path, FOUNDRY, "framework", "JAX/Pax"))
     reason = published.rejects.set_index("csv_row").loc[FOUNDRY, "reason"]
     assert reason.startswith("framework 'JAX/Pax' is not mapped to a profile; known:")
@@ -353,11 +360,18 @@ def _sources_with(tmp: Path, edit: str, into: str) -> Path:
 def test_a_new_framework_wording_is_a_sources_yaml_entry(tmp_path: Path) -> None:
     """JAX/Pax rows are rejected with the shipped rules; one ``frameworks`` entry maps them."""
     entry = "- pattern: '\\bpax\\b'\n  profile: megatron\n  describes: Pax\n"
-    sources = load_sources(_sources_with(tmp_path, entry, "- pattern: 'torchtitan"))
+    sources = load_sources(
+        _sources_with(tmp_path, entry, "- pattern: 'torchtitan"),
+        frameworks=CATALOGUE.framework_keys,
+    )
     assert framework_profile("JAX/Pax", patterns=sources.frameworks) == "megatron"
     damaged = _damaged(tmp_path, FOUNDRY, "framework", "JAX/Pax")
     published = _load_published(
-        damaged, hardware=CATALOGUE.hardware, models=CATALOGUE.models, sources=sources
+        damaged,
+        hardware=CATALOGUE.hardware,
+        models=CATALOGUE.models,
+        frameworks=CATALOGUE.framework_keys,
+        sources=sources,
     )
     row = published.throughput.set_index("csv_row").loc[FOUNDRY]
     assert row["framework"] == "megatron" and row["framework_text"] == "JAX/Pax"
@@ -377,4 +391,7 @@ def test_a_bad_framework_entry_is_an_error_naming_it(
     tmp_path: Path, entry: str, message: str
 ) -> None:
     with pytest.raises(InputFileError, match=message):
-        load_sources(_sources_with(tmp_path, entry, "- pattern: 'torchtitan"))
+        load_sources(
+            _sources_with(tmp_path, entry, "- pattern: 'torchtitan"),
+            frameworks=CATALOGUE.framework_keys,
+        )

@@ -34,7 +34,9 @@ def _place(c):
 
 @pytest.fixture(scope="module")
 def published() -> pd.DataFrame:
-    data = load_published(hardware=CATALOGUE.hardware, models=CATALOGUE.models)
+    data = load_published(
+        hardware=CATALOGUE.hardware, models=CATALOGUE.models, frameworks=CATALOGUE.framework_keys
+    )
     results, rejects = throughput_predictions(data, CALIBRATION, CATALOGUE)
     assert rejects.empty
     return results

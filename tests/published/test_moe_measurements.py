@@ -18,11 +18,21 @@ SHIPPED = data_dir() / "published" / "moe-measurements.csv"
 
 @pytest.fixture(scope="module")
 def rows(catalogue) -> pd.DataFrame:
-    return load_moe_measurements(SHIPPED, hardware=catalogue.hardware, models=catalogue.models)
+    return load_moe_measurements(
+        SHIPPED,
+        hardware=catalogue.hardware,
+        models=catalogue.models,
+        frameworks=catalogue.framework_keys,
+    )
 
 
 def _load(path: Path, catalogue) -> pd.DataFrame:
-    return load_moe_measurements(path, hardware=catalogue.hardware, models=catalogue.models)
+    return load_moe_measurements(
+        path,
+        hardware=catalogue.hardware,
+        models=catalogue.models,
+        frameworks=catalogue.framework_keys,
+    )
 
 
 def _damaged(tmp_path: Path, row: int, column: str, value: str) -> Path:

@@ -30,7 +30,13 @@ COLUMN = {name: i for i, name in enumerate(HEADER)}
 
 
 def load(path: Path | None = None, **kw: object) -> PublishedData:
-    return _load_published(path, hardware=CATALOGUE.hardware, models=CATALOGUE.models, **kw)
+    return _load_published(
+        path,
+        hardware=CATALOGUE.hardware,
+        models=CATALOGUE.models,
+        frameworks=CATALOGUE.framework_keys,
+        **kw,
+    )
 
 
 def _write(tmp: Path, rows: list[list[str]]) -> Path:
@@ -225,7 +231,7 @@ def test_a_source_without_an_entry_gets_no_rules(tmp_path: Path) -> None:
 def test_sources_yaml_is_checked_against_its_schema(tmp_path: Path, edit, expected: str) -> None:
     path = _sources(tmp_path, edit)
     with pytest.raises(InputFileError, match=expected) as caught:
-        load_sources(path)
+        load_sources(path, frameworks=CATALOGUE.framework_keys)
     assert str(caught.value).startswith(str(path))
 
 

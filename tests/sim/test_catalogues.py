@@ -10,14 +10,18 @@ import re
 import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
-from trainscale import schema
+from trainscale import predict, schema
 from trainscale.errors import InputFileError, TrainscaleError
 from trainscale.paths import data_dir, schema_file
+from trainscale.sim.calibration import Calibration, load_calibration
 from trainscale.sim.catalogue import CATALOGUE_FILES, Catalogue, load_catalogue
+from trainscale.sim.configs import build_configs
 from trainscale.sim.model.shape import load_models
+from trainscale.sim.parameters import OFFSET_BASES, offset_name
 from trainscale.sim.system.hardware import FABRICS, load_hardware
 
 REQUIRED_GPUS = {"v100-sxm-32gb", "a100-sxm-40gb", "a100-sxm-80gb", "h100-sxm-80gb",
@@ -201,7 +205,7 @@ def test_the_shipped_catalogues_load_as_one_value() -> None:
     catalogue = load_catalogue()
     assert isinstance(catalogue, Catalogue)
     assert catalogue.gpu_keys == tuple(sorted(catalogue.hardware.gpus))
-    assert set(catalogue.frameworks) == set(schema.FRAMEWORKS)
+    assert catalogue.framework_keys == tuple(catalogue.frameworks)
     assert load_catalogue(data_dir()) == catalogue
     assert load_catalogue({n: data_dir() / f"{n}.yaml" for n in CATALOGUE_FILES}) == catalogue
 
@@ -230,42 +234,86 @@ def test_the_schemas_allow_exactly_the_values_the_code_knows() -> None:
 
 
 def test_every_list_of_framework_names_is_the_catalogues() -> None:
-    """The framework list is the keys of data/frameworks.yaml (schema.FRAMEWORKS reads them);
+    """The framework list is the keys of data/frameworks.yaml (``Catalogue.framework_keys``);
     the JSON-Schema enums of run manifests and studies, the published-text matching and the
     calibration's offsets name exactly those."""
-    from trainscale.published.matching import FRAMEWORK_PROFILES
+    from trainscale.published.sources import load_sources
     from trainscale.schema.choices import DEFAULT_FRAMEWORK
-    from trainscale.sim.parameters import OFFSET_BASES, PARAMETERS
+    from trainscale.sim.parameters import OFFSET_BASES, parameters
 
+    keys = load_catalogue().framework_keys
     shipped = yaml.safe_load((data_dir() / "frameworks.yaml").read_text())["profiles"]
-    assert tuple(shipped) == schema.FRAMEWORKS == ("megatron", "deepspeed", "pytorch")
+    assert tuple(shipped) == keys == ("megatron", "deepspeed", "pytorch")
     run = yaml.safe_load(schema_file("run").read_text())
     run_framework = run["$defs"]["configuration"]["properties"]["framework"]
     study = yaml.safe_load(schema_file("study").read_text())
     for enum in (run_framework["enum"], study["$defs"]["framework"]["enum"]):
-        assert tuple(enum) == schema.FRAMEWORKS
-    assert FRAMEWORK_PROFILES == schema.FRAMEWORKS
-    assert DEFAULT_FRAMEWORK in schema.FRAMEWORKS
-    offsets = {p.name for p in PARAMETERS if "_offset_" in p.name}
-    assert offsets == {f"{b}_offset_{f}" for b in OFFSET_BASES for f in schema.FRAMEWORKS}
+        assert tuple(enum) == keys
+    sources = load_sources(data_dir() / "published" / "sources.yaml", frameworks=keys)
+    assert {p.profile for p in sources.frameworks} <= set(keys) and sources.profiles == keys
+    assert DEFAULT_FRAMEWORK in keys
+    offsets = {p.name for p in parameters(keys) if "_offset_" in p.name}
+    assert offsets == {f"{b}_offset_{f}" for b in OFFSET_BASES for f in keys}
+    assert load_calibration().frameworks == keys
 
 
-def test_the_framework_list_follows_the_data_folder(tmp_path: Path) -> None:
-    """A profile added to the data folder's frameworks.yaml is in FRAMEWORKS, in file order."""
+def _other_frameworks(folder: Path) -> Path:
+    """A copy of the shipped catalogues whose framework list is another: a new profile
+    ``mystack`` (a copy of pytorch's) first, then the shipped ones in reverse order."""
+    for name in CATALOGUE_FILES:
+        (folder / f"{name}.yaml").write_text((data_dir() / f"{name}.yaml").read_text())
     document = yaml.safe_load((data_dir() / "frameworks.yaml").read_text())
-    document["profiles"]["mystack"] = document["profiles"]["pytorch"]
-    (tmp_path / "frameworks.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
-    assert schema.choices.framework_keys(tmp_path / "frameworks.yaml") == (
-        *schema.FRAMEWORKS,
-        "mystack",
-    )
-    assert schema.choices.framework_keys(tmp_path / "absent.yaml") == ()
-    # loaded in this process, whose list is the shipped one, the file names what to do
-    from trainscale.sim.frameworks import load_frameworks
+    shipped = document["profiles"]
+    mystack = {**shipped["pytorch"], "aliases": ["MyStack"], "description": "a test stack"}
+    document["profiles"] = {"mystack": mystack, **dict(reversed(shipped.items()))}
+    (folder / "frameworks.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
+    return folder
 
-    with pytest.raises(
-        InputFileError,
-        match=r"expected exactly megatron, deepspeed, pytorch .*"
-        r"found megatron, deepspeed, pytorch, mystack.*set TRAINSCALE_DATA",
-    ):
-        load_frameworks(tmp_path / "frameworks.yaml")
+
+def test_the_framework_list_is_the_catalogue_the_caller_loads(tmp_path: Path) -> None:
+    """A profile added to a folder's frameworks.yaml is in that catalogue's framework list, in
+    file order, in this process: nothing was read at import."""
+    mine = load_catalogue(_other_frameworks(tmp_path))
+    assert mine.framework_keys == ("mystack", "pytorch", "deepspeed", "megatron")
+    assert load_catalogue().framework_keys == ("megatron", "deepspeed", "pytorch")
+
+
+def test_another_framework_list_flows_through_configs_and_calibration(tmp_path: Path) -> None:
+    """The framework codes of build_configs and the offsets of the calibration follow the
+    catalogue the caller passes: under a reordered list with one more profile, every shipped
+    framework predicts what it predicts under the shipped catalogue, and the new profile, given
+    pytorch's offsets, predicts pytorch's numbers."""
+    mine = load_catalogue(_other_frameworks(tmp_path))
+    keys = mine.framework_keys
+    row = {
+        "model": "llama2-7b", "seq_len": 4096, "global_batch": 512, "micro_batch": 1,
+        "gpu": "h100-sxm-80gb", "num_gpus": 256, "tp": 1, "pp": 1, "sharding": "fsdp",
+        "recompute": "none", "precision": "bf16",
+    }  # fmt: skip
+    names = ["megatron", "mystack", "pytorch", "deepspeed", ""]
+    frame = pd.DataFrame([{**row, "framework": name} for name in names])
+    configs, _, _ = build_configs(
+        frame, hardware=mine.hardware, models=mine.models, frameworks=mine.frameworks
+    )
+    expected = ["megatron", "mystack", "pytorch", "deepspeed", "pytorch"]
+    assert [keys[i] for i in configs.stack.framework] == expected
+    shipped = load_calibration()
+    with pytest.raises(TrainscaleError, match=r"no offsets for framework\(s\) mystack"):
+        predict(frame, catalogue=mine, calibration=shipped)
+    calibration = load_calibration(frameworks=keys)  # the file's offsets; mystack's at priors
+    assert calibration.frameworks == keys
+    assert dict(calibration.framework_offsets["mystack"]) == dict.fromkeys(OFFSET_BASES, 0.0)
+    assert calibration.framework_offsets["pytorch"] == shipped.framework_offsets["pytorch"]
+    assert Calibration.defaults(keys).frameworks == keys
+    as_pytorch = calibration.with_values(
+        **{
+            offset_name(b, "mystack"): shipped.value(offset_name(b, "pytorch"))
+            for b in OFFSET_BASES
+        }
+    )
+    ours = predict(frame, catalogue=mine, calibration=as_pytorch)
+    theirs = predict(frame.replace({"framework": {"mystack": "pytorch"}}), calibration=shipped)
+    assert list(ours["framework"]) == expected
+    assert ours["tokens_per_s_per_gpu"].tolist() == theirs["tokens_per_s_per_gpu"].tolist()
+    assert len(set(ours["tokens_per_s_per_gpu"])) > 1  # the frameworks differ
+    assert load_catalogue().framework_keys == ("megatron", "deepspeed", "pytorch")

@@ -147,7 +147,9 @@ def test_the_curves_use_predicts_network_at_256_nodes():
 def test_published_collective_rows_use_predicts_network():
     cal = load_calibration()
     catalogue = load_catalogue()
-    published = load_published(hardware=catalogue.hardware, models=catalogue.models)
+    published = load_published(
+        hardware=catalogue.hardware, models=catalogue.models, frameworks=catalogue.framework_keys
+    )
     rows = CollectiveRows.of(published.collectives, catalogue)
     net = rows.network(cal)
     assert net.congestion_per_doubling == cal.congestion_per_doubling

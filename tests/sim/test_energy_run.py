@@ -60,7 +60,7 @@ def test_the_metered_lora_row_is_predicted_over_its_whole_run(catalogue):
     from trainscale.sim.energy.terms import load_power_terms
 
     published = data_dir() / "published"
-    sources = load_sources(published / "sources.yaml")
+    sources = load_sources(published / "sources.yaml", frameworks=catalogue.framework_keys)
     rows = load_power_rows(published / "power-measurements.csv", catalogue, sources).rows
     lora = rows[rows["benchmark"].eq("llama2_70b_lora")]
     assert len(lora) == 2

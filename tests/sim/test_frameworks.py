@@ -12,7 +12,6 @@ import pytest
 
 from trainscale import predict
 from trainscale.errors import ConfigurationError
-from trainscale.schema import FRAMEWORKS
 from trainscale.schema.choices import DEFAULT_FRAMEWORK
 from trainscale.sim.calibration import Calibration
 from trainscale.sim.catalogue import load_catalogue
@@ -21,7 +20,10 @@ from trainscale.sim.frameworks import OVERRIDE_COLUMNS, load_frameworks
 from trainscale.sim.network import calibrated_network
 from trainscale.sim.system.collectives import allgather_time
 
-CAL = Calibration.defaults()
+FRAMEWORKS = load_catalogue().framework_keys
+"""The shipped framework list (the profile keys of ``data/frameworks.yaml``)."""
+
+CAL = Calibration.defaults(FRAMEWORKS)
 CATALOGUE = load_catalogue()
 
 

@@ -50,15 +50,17 @@ def test_the_factor_is_one_up_to_a_node_and_grows_with_each_doubling() -> None:
 
 
 def test_the_shipped_interval_widens_with_the_gpu_count_by_the_stored_slope() -> None:
-    from trainscale.schema import FRAMEWORKS
     from trainscale.sim.calibration import load_calibration
 
     intervals = load_calibration().intervals
     assert intervals.scale_slope > 0.0
     keys = ("h100-sxm-80gb",)
-    framework = np.full(2, FRAMEWORKS.index("pytorch"))
+    frameworks = load_calibration().frameworks
+    framework = np.full(2, frameworks.index("pytorch"))
     gpus = np.array([8.0, 64.0])  # both within the largest PyTorch run: no PER_DOUBLING term
-    _, upper = intervals.log_factors(framework, gpus, np.zeros(2, np.int64), keys)
+    _, upper = intervals.log_factors(
+        framework, gpus, np.zeros(2, np.int64), keys, framework_keys=frameworks
+    )
     assert upper[1] / upper[0] == pytest.approx(1.0 + 3.0 * intervals.scale_slope)
 
 

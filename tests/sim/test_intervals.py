@@ -10,8 +10,9 @@ import yaml
 
 from trainscale import predict
 from trainscale.paths import data_dir
-from trainscale.schema import FRAMEWORKS, column
+from trainscale.schema import column
 from trainscale.sim.calibration import Calibration, load_calibration
+from trainscale.sim.catalogue import load_catalogue
 from trainscale.sim.interval_scale import scale_factor
 from trainscale.sim.intervals import (
     GPU_WITHOUT_DATA,
@@ -22,6 +23,9 @@ from trainscale.sim.intervals import (
 )
 from trainscale.sim.quantile import weighted_quantile
 from trainscale.sim.support_facts import CoverageFacts
+
+FRAMEWORKS = load_catalogue().framework_keys
+"""The shipped framework list (the profile keys of ``data/frameworks.yaml``)."""
 
 FACTS = CoverageFacts(
     framework_rows=(("megatron", 40), ("deepspeed", 4), ("pytorch", 250)),
@@ -51,14 +55,15 @@ def test_weighted_quantile_gives_every_source_the_same_weight() -> None:
 
 def test_difficulty_is_one_inside_the_data_and_grows_outside() -> None:
     fw = np.array([FRAMEWORKS.index("pytorch")] * 4)
-    sigma = difficulty(fw, np.array([64, 512, 1024, 4096]), np.ones(4, bool), FACTS)
+    keys = {"framework_keys": FRAMEWORKS}
+    sigma = difficulty(fw, np.array([64, 512, 1024, 4096]), np.ones(4, bool), FACTS, **keys)
     assert sigma[0] == sigma[1] >= 1.0
     assert sigma[1] < sigma[2] < sigma[3]
     assert sigma[2] / sigma[1] == pytest.approx(1.25)  # one doubling beyond 512
     few = difficulty(np.array([FRAMEWORKS.index("deepspeed")]), np.array([64]), np.ones(1, bool),
-                     FACTS)  # fmt: skip
+                     FACTS, **keys)  # fmt: skip
     assert few[0] > sigma[0]
-    new_gpu = difficulty(fw[:1], np.array([64]), np.zeros(1, bool), FACTS)
+    new_gpu = difficulty(fw[:1], np.array([64]), np.zeros(1, bool), FACTS, **keys)
     assert new_gpu[0] == pytest.approx(GPU_WITHOUT_DATA * sigma[0])
 
 
@@ -96,7 +101,7 @@ def test_every_prediction_carries_its_interval() -> None:
 
 
 def test_without_an_intervals_block_the_columns_are_nan() -> None:
-    out = predict(pd.DataFrame([_config()]), calibration=Calibration.defaults())
+    out = predict(pd.DataFrame([_config()]), calibration=Calibration.defaults(FRAMEWORKS))
     assert out[["tokens_per_s_per_gpu_lo", "step_time_s_hi"]].isna().all().all()
 
 
@@ -129,7 +134,7 @@ def test_coverage_is_near_the_level_on_exchangeable_sources() -> None:
     rows = source_out_coverage(_fabricated())
     summary = coverage_summary(rows)
     assert 65 <= summary["overall"]["coverage_pct"] <= 95
-    intervals = fit_intervals(_fabricated(), coverage=False)
+    intervals = fit_intervals(_fabricated(), framework_keys=FRAMEWORKS, coverage=False)
     kinds = {fw: kind for fw, _, kind, _, _ in intervals.quantiles}
     assert kinds == {"megatron": "framework", "pytorch": "framework", "deepspeed": "pooled"}
 

@@ -121,7 +121,7 @@ def test_moe_parameters_at_their_priors_leave_the_calibration_id() -> None:
     id (the shipped dense calibration keeps its id); once fitted they are."""
     moved = CAL.with_values(alltoall_efficiency=0.9)
     assert moved.calibration_id != CAL.calibration_id
-    defaults = Calibration.defaults()
+    defaults = Calibration.defaults(load_catalogue().framework_keys)
     assert "moe_gemm_half_rows" in defaults.as_dict()
 
 

@@ -16,6 +16,7 @@ from trainscale.calibrate.user import _user_intervals
 from trainscale.schema import column
 from trainscale.sim import intervals, support
 from trainscale.sim.calibration import load_calibration
+from trainscale.sim.catalogue import load_catalogue
 from trainscale.sim.interval_scale import scale_factor
 from trainscale.sim.quantile import PER_DOUBLING
 from trainscale.sim.support_facts import CoverageFacts
@@ -123,7 +124,10 @@ def test_a_user_calibration_that_covers_the_configuration_clears_the_flag() -> N
     # the facts as a user calibration extends them (pilot=None: the shipped quantiles, so the
     # narrowing is the cleared flags' alone, not a pilot interval model)
     calibrated = replace(
-        calibrated, intervals=_user_intervals(calibrated.intervals, measured, pilot=None)
+        calibrated,
+        intervals=_user_intervals(
+            calibrated.intervals, measured, pilot=None, catalogue=load_catalogue()
+        ),
     )
     after = predict(target, calibration=calibrated)
     assert after["extrapolation"].iloc[0] == ""

@@ -72,7 +72,7 @@ def pilot_table(workdir: Path) -> pd.DataFrame:
     catalogue = load_catalogue()
     rows = load_published(
         workdir / "data" / "published" / "measurements.csv",
-        hardware=catalogue.hardware, models=catalogue.models,
+        hardware=catalogue.hardware, models=catalogue.models, frameworks=catalogue.framework_keys,
     ).throughput  # fmt: skip
     rows = rows[rows["csv_row"].isin(PILOT_CSV_ROWS)]
     assert len(rows) == len(PILOT_CSV_ROWS)

@@ -15,7 +15,9 @@ from trainscale.workflow import rule_script
 with rule_script(snakemake) as rule:
     catalogue = rule.catalogue()
     rows = load_power_rows(
-        Path(snakemake.input.power), catalogue, load_sources(Path(snakemake.input.sources))
+        Path(snakemake.input.power),
+        catalogue,
+        load_sources(Path(snakemake.input.sources), frameworks=catalogue.framework_keys),
     )
     table = energy_table(
         rule.calibration(),

@@ -17,7 +17,11 @@ with rule_script(snakemake) as rule:
     models = load_models(snakemake.input.models)
     frameworks = load_frameworks(snakemake.input.frameworks)
     published = load_published(
-        snakemake.input.csv, hardware=hardware, models=models, sources=snakemake.input.sources
+        snakemake.input.csv,
+        hardware=hardware,
+        models=models,
+        frameworks=tuple(frameworks),
+        sources=snakemake.input.sources,
     )
 
     rows = published_rows(published, hardware=hardware, models=models, frameworks=frameworks)

@@ -7,7 +7,8 @@ throughput rows
    (converted to tokens/s per GPU with each source's FLOP convention), nccl-tests bus-bandwidth
    rows, and rejects with their reasons.
 2. Fit the ``throughput`` parameters that are marked ``fitted`` in
-   :data:`trainscale.sim.calibration.PARAMETERS` by bounded least squares
+   :func:`trainscale.sim.parameters.parameters` (for the catalogue's framework list) by bounded
+   least squares
    (:func:`scipy.optimize.least_squares`, trust-region reflective) on the log error
    ``log(predicted / observed)`` of every predictable throughput row and every bus-bandwidth row.
    **Every source weighs the same**, whatever its row count: a row of a source with ``n_s`` rows
@@ -19,7 +20,7 @@ throughput rows
    range; 0.1 for the per-framework offsets, so a framework with few rows stays near the shared
    value), which decides only what the data barely constrain.
 3. Fit no power parameter: the GPU-board phase fractions are set from their sources
-   (:data:`trainscale.sim.calibration.PARAMETERS`), so the published power anchor
+   (:data:`trainscale.sim.parameters.SHARED_PARAMETERS`), so the published power anchor
    (``power_anchor`` in ``data/published/sources.yaml``: Fernandez et al.'s power per GPU falling
    5.87 % from 128 to 2,048 GPUs) is a prediction checked against the paper
    (:func:`power_drop_pct`, the claims table), not a target; node power is the separate power
@@ -40,7 +41,7 @@ published measurements and the catalogue the fit simulates with are the caller's
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -56,9 +57,10 @@ from trainscale.published.accuracy import (
 from trainscale.published.measurements import PublishedData
 from trainscale.published.sources import PowerAnchor
 from trainscale.published.summary import summarise
-from trainscale.sim.calibration import PARAMETERS, Calibration, ParameterSpec
+from trainscale.sim.calibration import Calibration
 from trainscale.sim.catalogue import Catalogue
 from trainscale.sim.configs import build_configs
+from trainscale.sim.parameters import ParameterSpec, parameter_spec, parameters
 from trainscale.sim.simulate import predict, predict_arrays
 
 __all__ = [
@@ -70,9 +72,8 @@ __all__ = [
     "power_drop_pct",
     "round_calibration",
     "source_weights",
+    "throughput_parameters",
 ]
-
-_THROUGHPUT = tuple(p for p in PARAMETERS if p.fitted and p.group == "throughput")
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,9 +148,19 @@ def _with(base: Calibration, x: np.ndarray, free: tuple[ParameterSpec, ...]) -> 
     return replace(base, **{p.name: float(v) for p, v in zip(free, x, strict=True)})
 
 
-def _free_parameters(pinned: Mapping[str, float]) -> tuple[ParameterSpec, ...]:
+def throughput_parameters(framework_keys: Sequence[str]) -> tuple[ParameterSpec, ...]:
+    """The fitted ``throughput`` parameters under the framework list ``framework_keys`` (the
+    shared ones, then each framework's offsets), in :func:`~trainscale.sim.parameters.parameters`
+    order."""
+    return tuple(p for p in parameters(framework_keys) if p.fitted and p.group == "throughput")
+
+
+def _free_parameters(
+    pinned: Mapping[str, float], framework_keys: Sequence[str]
+) -> tuple[ParameterSpec, ...]:
     """The fitted throughput parameters minus the pinned ones; checks the pins."""
-    fitted = {p.name: p for p in _THROUGHPUT}
+    throughput = throughput_parameters(framework_keys)
+    fitted = {p.name: p for p in throughput}
     for name, value in pinned.items():
         if name not in fitted:
             raise TrainscaleError(
@@ -162,7 +173,7 @@ def _free_parameters(pinned: Mapping[str, float]) -> tuple[ParameterSpec, ...]:
                 f"cannot pin {name} at {value:g}: outside its bounds [{spec.lower:g}, "
                 f"{spec.upper:g}]"
             )
-    return tuple(p for p in _THROUGHPUT if p.name not in pinned)
+    return tuple(p for p in throughput if p.name not in pinned)
 
 
 def fit_throughput(
@@ -177,7 +188,8 @@ def fit_throughput(
 ) -> FittedCalibration:
     """Fit the throughput parameters, simulating under ``catalogue``; return the fitted
     calibration and its residual tables. ``start``: where the fit starts (default the
-    parameters' defaults, :meth:`~trainscale.sim.calibration.Calibration.defaults`).
+    parameters' defaults, :meth:`~trainscale.sim.calibration.Calibration.defaults`); the offsets
+    fitted are those of the catalogue's framework list (``catalogue.framework_keys``).
 
     ``pinned`` holds some fitted parameters at given values (a profile, see
     :mod:`trainscale.paper.sensitivity`); the others are fitted as usual. ``prior_scale``
@@ -189,8 +201,9 @@ def fit_throughput(
     pinned = dict(pinned or {})
     if not prior_scale > 0:
         raise TrainscaleError(f"prior_scale must be > 0 (inf for no prior), got {prior_scale}")
-    free = _free_parameters(pinned)
-    start = replace(start or Calibration.defaults(), **pinned)
+    keys = catalogue.framework_keys
+    free = _free_parameters(pinned, keys)
+    start = replace((start or Calibration.defaults(keys)).for_frameworks(keys), **pinned)
     x0 = np.array([start.value(p.name) for p in free])
     prior = np.array(
         [p.default if prior_centre is None else prior_centre.value(p.name) for p in free]
@@ -282,15 +295,16 @@ def round_calibration(calibration: Calibration) -> Calibration:
     """``calibration`` with every value rounded, once, to 6 significant digits or to the decimal
     place at or below :data:`VALUE_RESOLUTION` times its bound range, whichever is coarser (a
     value closer to 0 than that place is 0)."""
-    ranges = {spec.name: spec.upper - spec.lower for spec in PARAMETERS}
 
     def rounded(name: str, value: float) -> float:
-        places = -math.floor(math.log10(VALUE_RESOLUTION * ranges.get(name, 1.0)))
+        spec = parameter_spec(name)
+        places = -math.floor(math.log10(VALUE_RESOLUTION * (spec.upper - spec.lower)))
         if value != 0.0:  # one rounding, to whichever place is coarser
             places = min(places, 5 - math.floor(math.log10(abs(value))))
         return round(value, places) + 0.0  # + 0.0: no negative zero
 
-    return Calibration(**{k: rounded(k, v) for k, v in calibration.as_dict().items()})
+    values = {k: rounded(k, v) for k, v in calibration.as_dict().items()}
+    return Calibration(frameworks=calibration.frameworks, **values)
 
 
 def held_out_predictions(

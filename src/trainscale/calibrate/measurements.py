@@ -47,7 +47,7 @@ Checks, each an error naming the file (or run folder), the 0-based data row and 
   counts as one row of the fit, so the configuration weighs more).
 
 After the refit, :func:`refitted_on_bounds` names every refitted parameter that sits on one of
-its bounds (``trainscale.sim.calibration.PARAMETERS``): such a value is held by the bound, not
+its bounds (``trainscale.sim.parameters.parameters``): such a value is held by the bound, not
 by the data, and the CLI warns with its name.
 """
 
@@ -63,7 +63,8 @@ import numpy as np
 import pandas as pd
 
 from trainscale.errors import ConfigurationError, InputFileError, row_numbering
-from trainscale.sim.calibration import PARAMETERS, Calibration
+from trainscale.sim.calibration import Calibration
+from trainscale.sim.parameters import parameters
 
 if TYPE_CHECKING:
     from trainscale.sim.catalogue import Catalogue
@@ -402,7 +403,7 @@ def refitted_on_bounds(
     (within ``rel_tol`` of the bound range), each as ``name (value, lower|upper bound B)``."""
     values = calibration.as_dict()
     out = []
-    for spec in PARAMETERS:
+    for spec in parameters(calibration.frameworks):
         if spec.name not in refitted:
             continue
         tolerance = rel_tol * (spec.upper - spec.lower)

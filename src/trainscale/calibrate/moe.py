@@ -8,10 +8,10 @@ Method
    Megatron-Bridge performance summary), normalised by :mod:`trainscale.published.moe`. They are
    never among the rows the dense parameters are fitted on, so the dense parameters, and every
    dense prediction, do not move when the MoE rows or the MoE parameters do.
-2. **Parameters.** Those of :data:`trainscale.sim.calibration.PARAMETERS` marked ``fitted`` with
-   ``group`` ``moe`` (:func:`moe_parameters`: grouped-GEMM efficiency, all-to-all efficiency,
-   routing imbalance, whatever the simulator's MoE model exposes). Every other value is the
-   ``base`` calibration's (the dense stage's result).
+2. **Parameters.** Those of :data:`trainscale.sim.parameters.SHARED_PARAMETERS` marked
+   ``fitted`` with ``group`` ``moe`` (:func:`moe_parameters`: grouped-GEMM efficiency,
+   all-to-all efficiency, routing imbalance, whatever the simulator's MoE model exposes). Every
+   other value is the ``base`` calibration's (the dense stage's result).
 3. **Fit.** The dense stage's loss (:mod:`trainscale.calibrate.fit`): bounded least squares on
    ``log(predicted / observed)`` tokens/s per GPU, robust (soft-L1, scale 0.1), **every source
    weighing the same** whatever its row count, and a Gaussian prior on each parameter centred on
@@ -39,7 +39,7 @@ from trainscale.published.summary import summarise
 from trainscale.sim.calibration import Calibration
 from trainscale.sim.catalogue import Catalogue
 from trainscale.sim.configs import build_configs
-from trainscale.sim.parameters import PARAMETERS, ParameterSpec
+from trainscale.sim.parameters import SHARED_PARAMETERS, ParameterSpec
 from trainscale.sim.simulate import predict_arrays, predict_with_rejects
 
 __all__ = [
@@ -60,8 +60,9 @@ _F_SCALE = 0.1
 
 
 def moe_parameters() -> tuple[ParameterSpec, ...]:
-    """The fitted parameters of group :data:`MOE_GROUP`, in :data:`PARAMETERS` order."""
-    return tuple(p for p in PARAMETERS if p.fitted and p.group == MOE_GROUP)
+    """The fitted parameters of group :data:`MOE_GROUP` (all shared), in
+    :data:`SHARED_PARAMETERS` order."""
+    return tuple(p for p in SHARED_PARAMETERS if p.fitted and p.group == MOE_GROUP)
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +209,6 @@ def calibrate_moe(
         return fit.calibration, moe_block(fit, fit.rows.iloc[0:0])
     held = held_out_moe(rows, base, catalogue=catalogue)
     block = moe_block(fit, held)
-    intervals = fit_intervals(held)
+    intervals = fit_intervals(held, framework_keys=catalogue.framework_keys)
     block["intervals"] = intervals.as_dict()
     return replace(fit.calibration, moe_intervals=intervals), block

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from trainscale.schema import CONFIGURATION_COLUMNS, FRAMEWORKS
+from trainscale.schema import CONFIGURATION_COLUMNS
 from trainscale.sim.simulate import predict_with_rejects
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ _KEPT = (
 def level_changes(
     rows: pd.DataFrame, base: Calibration, calibrated: Calibration, catalogue: Catalogue
 ) -> pd.DataFrame:
-    """Per framework (:data:`~trainscale.schema.FRAMEWORKS`) and catalogue GPU: ``measured``
+    """Per framework (``catalogue.framework_keys``, in order) and catalogue GPU: ``measured``
     (some row of ``rows`` ran that framework on that GPU), ``rows`` (the measured configurations
     valid there) and ``moved_pct``: the median change of their predicted tokens/s per GPU from
     ``base`` to ``calibrated``, % (NaN where none is valid)."""
@@ -51,7 +51,7 @@ def level_changes(
     configs = rows[kept].reset_index(drop=True)
     ran = set(zip(rows["framework"].astype(str), rows["gpu"].astype(str), strict=True))
     out = []
-    for framework in FRAMEWORKS:
+    for framework in catalogue.framework_keys:
         for gpu in catalogue.hardware.gpus:
             frame = configs.assign(framework=framework, gpu=gpu)
             before, _ = predict_with_rejects(frame, catalogue=catalogue, calibration=base)

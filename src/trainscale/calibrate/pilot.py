@@ -49,9 +49,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from trainscale.schema import FRAMEWORKS
 from trainscale.schema.choices import DEFAULT_FRAMEWORK
-from trainscale.sim.calibration import PARAMETERS, Calibration
+from trainscale.sim.calibration import Calibration
+from trainscale.sim.parameters import parameter_spec, parameters
 
 if TYPE_CHECKING:
     from trainscale.sim.catalogue import Catalogue
@@ -75,7 +75,6 @@ LAYOUT_COLUMNS = ("tp", "pp", "cp", "vpp", "sharding")
 _LAYOUT_BASES = ("attention_efficiency", "elementwise_traffic", "overlap_slowdown")
 ROW_LOG_NOISE = 0.03
 NOISE_FLOOR_PCT = 1.0
-_THROUGHPUT = tuple(p.name for p in PARAMETERS if p.fitted and p.group == "throughput")
 
 
 @dataclass(frozen=True)
@@ -100,11 +99,12 @@ class PilotReport:
     candidates: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
-def _frameworks(table: pd.DataFrame) -> list[str]:
+def _frameworks(table: pd.DataFrame, framework_keys: tuple[str, ...]) -> list[str]:
+    """The frameworks of the catalogue's list ``framework_keys`` the rows run, in its order."""
     if "framework" not in table.columns:
         return [DEFAULT_FRAMEWORK]
     present = set(table["framework"].fillna(DEFAULT_FRAMEWORK).astype(str).str.lower())
-    return [fw for fw in FRAMEWORKS if fw in present]
+    return [fw for fw in framework_keys if fw in present]
 
 
 def _evidence(table: pd.DataFrame, catalogue: Catalogue) -> tuple[int, int]:
@@ -129,7 +129,7 @@ def ladder(
     ``level``, ``network``, ``layout`` (each including the previous ones), parameters filtered
     by the rows' response (module docstring)."""
 
-    frameworks = _frameworks(table)
+    frameworks = _frameworks(table, catalogue.framework_keys)
     fp8 = "precision" in table.columns and bool((table["precision"].astype(str) == "fp8").any())
     nodes, layouts = _evidence(table, catalogue)
     rungs: list[tuple[str, list[str]]] = [
@@ -171,7 +171,11 @@ def _fit(
 
     if not names:
         return base
-    pinned = {n: base.value(n) for n in _THROUGHPUT if n not in names}
+    throughput = [
+        p.name for p in parameters(catalogue.framework_keys)
+        if p.fitted and p.group == "throughput"
+    ]  # fmt: skip
+    pinned = {n: base.value(n) for n in throughput if n not in names}
     fit = fit_throughput(
         _data(table), start=base, catalogue=catalogue, pinned=pinned, prior_centre=base,
         prior_scale=1.0 / ROW_LOG_NOISE,
@@ -256,7 +260,6 @@ def refit_pilots(
 #: measured row's prediction by more than :data:`_SENSITIVITY` (log).
 _STEP = 0.1
 _SENSITIVITY = 1e-3
-_SPECS = {p.name: p for p in PARAMETERS}
 
 
 def sensitive_parameters(
@@ -275,7 +278,7 @@ def sensitive_parameters(
     reference = np.log(predict_arrays(configs, base, catalogue)["tokens_per_s_per_gpu"])
     kept = []
     for name in names:
-        spec = _SPECS[name]
+        spec = parameter_spec(name)
         value = base.value(name)
         step = _STEP * (spec.upper - spec.lower)
         moved = value + step if value + step <= spec.upper else value - step

@@ -146,9 +146,10 @@ if (
 
     shipped_catalogue = load_catalogue()  # the shipped catalogues and data, loaded once here
     shipped_published = load_published(
-        hardware=shipped_catalogue.hardware, models=shipped_catalogue.models
-    )
-    shipped_calibration = load_calibration()
+        hardware=shipped_catalogue.hardware, models=shipped_catalogue.models,
+        frameworks=shipped_catalogue.framework_keys,
+    )  # fmt: skip
+    shipped_calibration = load_calibration(frameworks=shipped_catalogue.framework_keys)
     published_errors = pilot_errors(
         shipped_published, catalogue=shipped_catalogue, shipped=shipped_calibration
     )

@@ -69,7 +69,7 @@ def calibrate(
         held_out = held_out_predictions(published, catalogue=catalogue)
     final = replace(
         round_calibration(fit.calibration),
-        intervals=fit_intervals(held_out),
+        intervals=fit_intervals(held_out, framework_keys=catalogue.framework_keys),
     )
     # the MoE stage: the MoE parameters on the MoE rows, the dense ones held (never moved by it)
     final, moe = calibrate_moe(published.moe, final, catalogue=catalogue)

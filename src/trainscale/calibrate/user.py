@@ -174,7 +174,7 @@ def calibrate_user(
     before, _ = throughput_predictions(data, base, catalogue)
     pilot = _with_levels(pilot, before, base)
     after, _ = throughput_predictions(data, fitted, catalogue)
-    final = replace(fitted, intervals=_user_intervals(base.intervals, after, pilot))
+    final = replace(fitted, intervals=_user_intervals(base.intervals, after, pilot, catalogue))
     final, power = _power(table, final, base, base_terms, catalogue)
     after, _ = throughput_predictions(data, final, catalogue)
     not_refitted = [n for n in report.candidates[report.chosen] if n not in report.refitted]
@@ -310,13 +310,16 @@ def _with_levels(pilot: PilotIntervals, rows: pd.DataFrame, base: Calibration) -
 
 
 def _user_intervals(
-    shipped: PredictionIntervals | None, rows: pd.DataFrame, pilot: PilotIntervals
+    shipped: PredictionIntervals | None,
+    rows: pd.DataFrame,
+    pilot: PilotIntervals,
+    catalogue: Catalogue,
 ) -> PredictionIntervals | None:
     if shipped is None:
         return None
     return replace(
         shipped,
-        facts=shipped.facts.merged(CoverageFacts.of(rows)),
+        facts=shipped.facts.merged(CoverageFacts.of(rows, catalogue.framework_keys)),
         coverage=None,
         note="user calibration: intervals from the pilot block (errors of pilot-calibrated "
         "predictions on published scaling series, each series' base fitted without its source, "

@@ -35,7 +35,7 @@ from scipy.optimize import minimize_scalar
 
 from trainscale.calibrate.power import RESIDUAL_SCALE
 from trainscale.errors import InputFileError
-from trainscale.sim.calibration import PARAMETERS, Calibration
+from trainscale.sim.calibration import Calibration
 from trainscale.sim.catalogue import Catalogue
 from trainscale.sim.energy.node import with_node_power
 from trainscale.sim.energy.terms import (
@@ -43,6 +43,7 @@ from trainscale.sim.energy.terms import (
     HOST_POWER_SCALE_PRIOR_SD,
     PowerTerms,
 )
+from trainscale.sim.parameters import parameter_spec
 from trainscale.sim.simulate import predict
 
 __all__ = [
@@ -62,7 +63,6 @@ NODE_POWER = "measured_node_power_w"
 #: about ±25 % (reference notes section 5.3).
 GPU_SCALE_PRIOR_SD = 0.25
 _FRACTIONS = ("power_compute_frac", "power_memory_frac", "power_comm_frac")
-_SPECS = {spec.name: spec for spec in PARAMETERS}
 
 
 @dataclass(frozen=True)
@@ -129,7 +129,7 @@ def user_power_block(fit: UserPowerFit, files: str) -> dict[str, object]:
 def _scaled(calibration: Calibration, factor: float) -> Calibration:
     values = {}
     for name in _FRACTIONS:
-        spec = _SPECS[name]
+        spec = parameter_spec(name)
         value = float(np.clip(calibration.value(name) * factor, spec.lower, spec.upper))
         values[name] = float(f"{value:.6g}")  # as the calibration file keeps it
     return replace(calibration, **values)

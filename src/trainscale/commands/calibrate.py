@@ -167,10 +167,13 @@ def _user(args: argparse.Namespace, catalogue: Catalogue) -> int:
     from trainscale.sim.energy import load_power_terms
 
     def shipped() -> PublishedData:  # read only where the base has no stored pilot errors
-        return load_published(hardware=catalogue.hardware, models=catalogue.models)
+        return load_published(
+            hardware=catalogue.hardware, models=catalogue.models,
+            frameworks=catalogue.framework_keys,
+        )  # fmt: skip
 
     base_path = data_dir() / "calibration.yaml"
-    base = load_calibration(base_path)
+    base = load_calibration(base_path, frameworks=catalogue.framework_keys)
     result = calibrate_user(
         args.measurements, args.output, base=base, published=shipped,
         catalogue=catalogue, stored=read_stored(base_path), ingest=ingest,
@@ -299,8 +302,8 @@ def _power_rows(catalogue: Catalogue) -> object:
     folder = data_dir() / "published"
     if not (folder / "power-measurements.csv").is_file():
         return None
-    return load_power_rows(folder / "power-measurements.csv", catalogue,
-                           load_sources(folder / "sources.yaml"))  # fmt: skip
+    sources = load_sources(folder / "sources.yaml", frameworks=catalogue.framework_keys)
+    return load_power_rows(folder / "power-measurements.csv", catalogue, sources)
 
 
 def _check_outputs(args: argparse.Namespace) -> None:
@@ -322,13 +325,16 @@ def run(args: argparse.Namespace) -> int:
     from trainscale.published.measurements import load_published
     from trainscale.sim.calibration import parameters_at_bounds
     from trainscale.sim.catalogue import load_catalogue
-    from trainscale.sim.parameters import PARAMETERS
+    from trainscale.sim.parameters import parameters
 
     _check_outputs(args)
     catalogue = load_catalogue()  # the shipped catalogues, loaded once for the whole command
     if args.measurements is not None:
         return _user(args, catalogue)
-    published = load_published(args.published, hardware=catalogue.hardware, models=catalogue.models)
+    published = load_published(
+        args.published, hardware=catalogue.hardware, models=catalogue.models,
+        frameworks=catalogue.framework_keys,
+    )  # fmt: skip
     if args.profile is not None or args.prior_scan is not None:
         return _sensitivity(args, published, catalogue)
     from trainscale.errors import TrainscaleError
@@ -347,7 +353,7 @@ def run(args: argparse.Namespace) -> int:
     values = fit.calibration.as_dict()
     on_bound = parameters_at_bounds(fit.calibration)
     print(f"calibration_id {fit.calibration.calibration_id}")
-    for spec in PARAMETERS:
+    for spec in parameters(fit.calibration.frameworks):
         flag = "fitted" if spec.fitted else "fixed "
         bound = ""
         if spec.name in on_bound:

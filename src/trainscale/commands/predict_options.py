@@ -20,7 +20,6 @@ from trainscale.io.numbers import option_float, option_int
 from trainscale.schema import (
     CONFIGURATION_COLUMNS,
     FINETUNE_MODES,
-    FRAMEWORKS,
     MOE_DISPATCHERS,
     MOE_ROUTINGS,
     PRECISIONS,
@@ -253,8 +252,8 @@ def _add_system_options(one: argparse._ArgumentGroup) -> None:
     )
     one.add_argument(
         "--framework",
-        choices=FRAMEWORKS,
-        help=f"software stack profile (data/frameworks.yaml; default: {DEFAULT_FRAMEWORK})",
+        help=f"software stack profile: a profile key of the data folder's frameworks.yaml, "
+        f"checked against it when the catalogue is read (default: {DEFAULT_FRAMEWORK})",
     )
 
 

@@ -387,8 +387,11 @@ def run(args: argparse.Namespace) -> int:
     if args.output is not None:
         check_output(args.output, inputs=shipped_inputs())
     catalogue = load_catalogue()  # the shipped catalogues, calibration and measurements
-    calibration = load_calibration()
-    published = load_published(hardware=catalogue.hardware, models=catalogue.models)
+    calibration = load_calibration(frameworks=catalogue.framework_keys)
+    published = load_published(
+        hardware=catalogue.hardware, models=catalogue.models,
+        frameworks=catalogue.framework_keys,
+    )  # fmt: skip
     if args.pilots:
         if args.holdout:
             from trainscale.errors import TrainscaleError

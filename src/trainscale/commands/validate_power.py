@@ -29,7 +29,10 @@ def power_fit(calibration: Calibration, catalogue: Catalogue) -> PowerFit | None
     path = data_dir() / "published" / "power-measurements.csv"
     if not path.is_file():
         return None
-    rows = load_power_rows(path, catalogue, load_sources(data_dir() / "published" / "sources.yaml"))
+    sources = load_sources(
+        data_dir() / "published" / "sources.yaml", frameworks=catalogue.framework_keys
+    )
+    rows = load_power_rows(path, catalogue, sources)
     return calibrate_power(rows, calibration, catalogue)
 
 

@@ -36,7 +36,7 @@ FIGURES: dict[str, Output] = {
         inputs={
             "curves": Input("collectives"),
             "validation": Input("validation"),
-            "published": Input("published", "published"),  # read with hardware and models
+            "published": Input("published", "published"),  # read with hardware, models, frameworks
         },
         catalogues=("hardware",),
     ),

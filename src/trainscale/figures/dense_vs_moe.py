@@ -1,8 +1,8 @@
 """Figure ``dense_vs_moe``: dense against mixture-of-experts, what adding GPUs buys.
 
-Per GPU, model (a dense one against mixture-of-experts ones) and GPU count, the fastest plan that fits
-in memory (:func:`trainscale.report.select.best_rows`: the highest tokens/s among the study's
-plans, expert-parallel degree included), and three panels against the GPU count: tokens/s per
+Per GPU, model (a dense one against mixture-of-experts ones) and GPU count, the fastest plan that
+fits in memory (:func:`trainscale.report.select.best_rows`: the highest tokens/s among the
+study's plans, expert-parallel degree included), and three panels against the GPU count: tokens/s per
 GPU, model FLOPs utilisation, and the share of the step lost to communication that is not hidden,
 split into the expert-parallel token all-to-all (dispatch and combine, ``exposed_alltoall_s``) and
 everything else (``exposed_comm_s`` less it: the data-parallel gradient reduction and parameter

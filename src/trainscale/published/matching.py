@@ -15,15 +15,12 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from trainscale.schema import FRAMEWORKS
-
 if TYPE_CHECKING:
     from trainscale.published.sources import FrameworkPattern
     from trainscale.sim.model.shape import ModelShape
     from trainscale.sim.system.hardware import HardwareCatalog
 
 __all__ = [
-    "FRAMEWORK_PROFILES",
     "FrameworkNotMapped",
     "fabric",
     "framework_profile",
@@ -35,10 +32,6 @@ __all__ = [
     "recompute",
     "sharding",
 ]
-
-#: Keys of the framework profiles a throughput row's ``framework`` column may hold: the framework
-#: list (:data:`trainscale.schema.FRAMEWORKS`, the keys of ``data/frameworks.yaml``).
-FRAMEWORK_PROFILES: tuple[str, ...] = FRAMEWORKS
 
 
 class FrameworkNotMapped(ValueError):
@@ -60,14 +53,22 @@ def model_key(text: str, models: Mapping[str, ModelShape]) -> str | None:
 
 
 def framework_profile(
-    text: str, sharding: str = "", notes: str = "", *, patterns: Sequence[FrameworkPattern]
+    text: str,
+    sharding: str = "",
+    notes: str = "",
+    *,
+    patterns: Sequence[FrameworkPattern],
+    profiles: Sequence[str] = (),
 ) -> str:
-    """The framework profile key (:data:`FRAMEWORK_PROFILES`) for a source's framework text.
+    """The framework profile key for a source's framework text.
 
     ``patterns`` are the ``frameworks`` entries of ``sources.yaml``
     (:attr:`trainscale.published.sources.Sources.frameworks`), tried in order on the lower-cased
-    text; an entry's ``unless`` pattern, searched in ``sharding`` and ``notes``, breaks ties the
-    framework text alone does not decide (e.g. "Megatron-LM" with sharding "ZeRO-3").
+    text; ``profiles``: the framework list they were checked against
+    (:attr:`~trainscale.published.sources.Sources.profiles`), named in that order when no
+    pattern matches (empty: the profiles the patterns name); an entry's ``unless`` pattern,
+    searched in ``sharding`` and ``notes``, breaks ties the framework text alone does not decide
+    (e.g. "Megatron-LM" with sharding "ZeRO-3").
     Raises :class:`FrameworkNotMapped` for text no pattern recognises.
     """
     framework = (text or "").strip()
@@ -77,11 +78,12 @@ def framework_profile(
             if entry.unless_pattern and re.search(entry.unless_pattern, context):
                 return entry.unless_profile
             return entry.profile
-    order = {profile: i for i, profile in enumerate(FRAMEWORK_PROFILES)}
+    known = tuple(profiles) or tuple(dict.fromkeys(entry.profile for entry in patterns))
+    order = {profile: i for i, profile in enumerate(known)}
     described = sorted(patterns, key=lambda entry: order.get(entry.profile, len(order)))
     raise FrameworkNotMapped(
         f"framework {framework!r} is not mapped to a profile; known: "
-        + ", ".join(FRAMEWORK_PROFILES)
+        + ", ".join(known)
         + " ("
         + "; ".join(entry.describes for entry in described)
         + ")"

@@ -20,7 +20,7 @@ the row either gets a documented assumption (listed in its ``assumptions`` colum
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,7 +30,7 @@ import pandas as pd
 from trainscale.paths import data_dir
 from trainscale.published.collectives import collective_row
 from trainscale.published.csv import ParsedValue, check_record, read_records
-from trainscale.published.matching import FRAMEWORK_PROFILES, FrameworkNotMapped, framework_profile
+from trainscale.published.matching import FrameworkNotMapped, framework_profile
 from trainscale.published.moe import bridge_row, catalogue_model, load_moe_measurements
 from trainscale.published.normalise import (
     BEHAVIOUR_OVERRIDES,
@@ -50,7 +50,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BEHAVIOUR_OVERRIDES",
-    "FRAMEWORK_PROFILES",
     "FrameworkNotMapped",
     "PowerAnchor",
     "PublishedData",
@@ -69,8 +68,9 @@ class PublishedData:
     throughput: pd.DataFrame
     """Configuration columns, provenance, ``published_metric``, ``published_value``,
     ``observed_tokens_per_s_per_gpu``, ``flop_convention``, ``assumptions``, ``csv_row``,
-    ``framework`` (one of :data:`FRAMEWORK_PROFILES`), ``framework_text`` (the source's wording)
-    and the behaviour overrides of :data:`BEHAVIOUR_OVERRIDES` (NA = the profile's default)."""
+    ``framework`` (a profile key of the catalogue's framework list), ``framework_text`` (the
+    source's wording) and the behaviour overrides of :data:`BEHAVIOUR_OVERRIDES` (NA = the
+    profile's default)."""
     collectives: pd.DataFrame
     """``csv_row``, provenance, ``collective`` (allreduce, allgather, reducescatter, alltoall,
     sendrecv), ``algorithm`` ("" = NCCL's choice, or the forced nvlstree/nvls/ring/tree),
@@ -142,7 +142,13 @@ def _normalise(
         if moe_layout(row) is not None:
             return "moe", _moe_row(row, parsed, sources, hardware, models)
         return "throughput", throughput_row(
-            row, parsed, rules, hardware, models, patterns=sources.frameworks
+            row,
+            parsed,
+            rules,
+            hardware,
+            models,
+            patterns=sources.frameworks,
+            profiles=sources.profiles,
         )
     except Rejected as reason:
         return "reject", row.reject(str(reason))
@@ -163,14 +169,17 @@ def _moe_row(
         )
     named = Row(row.line, {**row.r, "model": models[key].aliases[0]})
     dense = throughput_row(named, parsed, sources.for_source(row.text("source")), hardware,
-                           models, patterns=sources.frameworks)  # fmt: skip
+                           models, patterns=sources.frameworks,
+                           profiles=sources.profiles)  # fmt: skip
     try:
         return bridge_row(row, dense)
     except ValueError as error:
         raise Rejected(str(error)) from None
 
 
-def _moe_rows(rows: list[dict], path: Path | None, hardware, models) -> pd.DataFrame:
+def _moe_rows(
+    rows: list[dict], path: Path | None, hardware, models, frameworks: Sequence[str]
+) -> pd.DataFrame:
     """The MoE rows of measurements.csv, then those of ``path`` (``moe-measurements.csv``;
     None or absent: none), with their observed tokens/s per GPU."""
     frames = []
@@ -179,7 +188,9 @@ def _moe_rows(rows: list[dict], path: Path | None, hardware, models) -> pd.DataF
         bridge["observed_tokens_per_s_per_gpu"] = observed_with_shapes(bridge, models)
         frames.append(bridge)
     if path is not None and path.is_file():
-        frames.append(load_moe_measurements(path, hardware=hardware, models=models))
+        frames.append(
+            load_moe_measurements(path, hardware=hardware, models=models, frameworks=frameworks)
+        )
     if not frames:
         return pd.DataFrame()
     frame = pd.concat(frames, ignore_index=True)
@@ -194,6 +205,7 @@ def load_published(
     *,
     hardware: HardwareCatalog,
     models: Mapping[str, ModelShape],
+    frameworks: Sequence[str],
     sources: str | Path | Sources | None = None,
     moe: str | Path | None = None,
 ) -> PublishedData:
@@ -206,7 +218,9 @@ def load_published(
     the simulator cannot represent go to the rejects.
 
     ``hardware`` (the physical limits a value is checked against) and ``models`` (the shapes
-    the observed tokens/s are derived with) are the caller's catalogues; ``sources``: the
+    the observed tokens/s are derived with) are the caller's catalogues, ``frameworks`` its
+    framework list (``Catalogue.framework_keys``: the profiles a row's framework may map to);
+    ``sources``: the
     per-source rules (default: the ``sources.yaml`` beside the CSV, so a CSV and its rules
     travel together, or the shipped ``data/published/sources.yaml`` where the CSV has none).
     ``moe``: the published mixture-of-experts runs (default: ``moe-measurements.csv`` beside the
@@ -217,7 +231,7 @@ def load_published(
         beside = path.parent / "sources.yaml"
         sources = beside if beside.is_file() else data_dir() / "published" / "sources.yaml"
     if not isinstance(sources, Sources):
-        sources = load_sources(sources)
+        sources = load_sources(sources, frameworks=frameworks)
     out: dict[str, list[dict]] = {"throughput": [], "collective": [], "reject": [], "moe": []}
     for record in read_records(path):
         parsed = check_record(path, record, hardware)
@@ -238,7 +252,7 @@ def load_published(
         rejects=pd.DataFrame(out["reject"]),
         power_anchor=sources.power_anchor,
         moe=_moe_rows(out["moe"], Path(moe) if moe is not None else
-                      path.parent / "moe-measurements.csv", hardware, models),
+                      path.parent / "moe-measurements.csv", hardware, models, frameworks),
     )  # fmt: skip
 
 

@@ -38,7 +38,7 @@ from trainscale.errors import ConfigurationError, InputFileError
 from trainscale.io.yaml import load_yaml
 from trainscale.published import matching
 from trainscale.published.normalise import BEHAVIOUR_OVERRIDES
-from trainscale.schema import FRAMEWORKS, SHARDINGS
+from trainscale.schema import SHARDINGS
 from trainscale.sim.model.counts import model_flops_per_token
 
 if TYPE_CHECKING:
@@ -243,7 +243,7 @@ def _check_shape(record: Mapping[str, str], shape: ModelShape) -> None:
                        f"{value} (data/models.yaml)")  # fmt: skip
 
 
-def _plan(record: Mapping[str, str]) -> dict[str, object]:
+def _plan(record: Mapping[str, str], frameworks: Sequence[str]) -> dict[str, object]:
     """Degrees, batches and the stack of a row, checked against its GPU count."""
     plan: dict[str, object] = {
         k: _int(record, k, default=1) for k in ("tp", "pp", "ep", "cp", "vpp", "micro_batch")
@@ -259,9 +259,9 @@ def _plan(record: Mapping[str, str]) -> dict[str, object]:
         raise _Bad("sharding", f"{record['sharding']!r}: its first word must be one of "
                    f"{', '.join(SHARDINGS)}")  # fmt: skip
     framework = record["framework"].split()[0].lower() if record["framework"].strip() else ""
-    if framework not in FRAMEWORKS:
+    if framework not in frameworks:
         raise _Bad("framework", f"{record['framework']!r}: its first word must be one of "
-                   f"{', '.join(FRAMEWORKS)}")  # fmt: skip
+                   f"{', '.join(frameworks)} (the catalogue's frameworks)")  # fmt: skip
     dispatcher = record["token_dispatcher"].split()[0].lower() if record[
         "token_dispatcher"].strip() else ""  # fmt: skip
     if dispatcher not in _DISPATCHERS:
@@ -290,7 +290,7 @@ def _unstated_vpp(record: Mapping[str, str], source: MoESource, layers: int, pp:
 
 def _row(
     record: Mapping[str, str], line: int, sources: Sequence[MoESource],
-    hardware: HardwareCatalog, models: Mapping[str, ModelShape],
+    hardware: HardwareCatalog, models: Mapping[str, ModelShape], frameworks: Sequence[str],
 ) -> dict:  # fmt: skip
     """One row of ``moe-measurements.csv`` as a throughput row (observed tokens/s not yet set)."""
     source = _source(record, sources)
@@ -302,7 +302,7 @@ def _row(
     gpu = matching.gpu_key(record["gpu"], hardware)
     if gpu is None:
         raise _Bad("gpu", f"{record['gpu']!r} is not a GPU of data/hardware.yaml")
-    plan = _plan(record)
+    plan = _plan(record, frameworks)
     pp = int(plan["pp"])  # type: ignore[call-overload]
     unstated = _unstated_vpp(record, source, models[key].layers, pp)
     if unstated is not None:
@@ -370,12 +370,13 @@ def observed_moe_tokens_per_s_per_gpu(
 
 def load_moe_measurements(
     path: Path, *, hardware: HardwareCatalog, models: Mapping[str, ModelShape],
-    sources: Path | Sequence[MoESource] | None = None,
+    frameworks: Sequence[str], sources: Path | Sequence[MoESource] | None = None,
 ) -> pd.DataFrame:  # fmt: skip
-    """Read and normalise ``moe-measurements.csv`` (see the module docstring); ``sources``:
-    the rules (default ``moe-sources.yaml`` beside the CSV). Every bad row is reported at once,
-    as :class:`~trainscale.errors.ConfigurationError` naming the file, the 0-based data row
-    and the column."""
+    """Read and normalise ``moe-measurements.csv`` (see the module docstring); ``frameworks``:
+    the caller's framework list (``Catalogue.framework_keys``) a row's ``framework`` is one of;
+    ``sources``: the rules (default ``moe-sources.yaml`` beside the CSV). Every bad row is
+    reported at once, as :class:`~trainscale.errors.ConfigurationError` naming the file, the
+    0-based data row and the column."""
     path = Path(path)
     if sources is None or isinstance(sources, Path):
         sources = load_moe_sources(sources or path.parent / "moe-sources.yaml")
@@ -391,7 +392,7 @@ def load_moe_measurements(
     rows, problems = [], []
     for i, record in enumerate(table.to_dict("records")):
         try:
-            rows.append(_row(record, i + 2, sources, hardware, models))
+            rows.append(_row(record, i + 2, sources, hardware, models, frameworks))
         except _Bad as bad:
             problems.append((i, bad.column, str(bad)))
     frame = pd.DataFrame(rows)

@@ -196,6 +196,7 @@ def _plan(
     rules: SourceRules,
     catalogues: tuple[HardwareCatalog, Mapping[str, ModelShape]],
     patterns: Sequence[FrameworkPattern],
+    profiles: Sequence[str],
 ) -> _Plan:
     """Framework, model shape, GPU, sharding, parallel degrees and sequence length (GPU and
     model wording matched to the ``catalogues``' hardware and models, framework wording to
@@ -203,8 +204,9 @@ def _plan(
     hardware, models = catalogues
     try:
         framework = matching.framework_profile(
-            row.text("framework"), row.text("sharding"), row.text("notes"), patterns=patterns
-        )
+            row.text("framework"), row.text("sharding"), row.text("notes"), patterns=patterns,
+            profiles=profiles,
+        )  # fmt: skip
     except matching.FrameworkNotMapped as error:
         raise Rejected(str(error)) from error
     shape = _shape(row, models)
@@ -349,14 +351,16 @@ def throughput_row(
     models: Mapping[str, ModelShape],
     *,
     patterns: Sequence[FrameworkPattern],
+    profiles: Sequence[str] = (),
 ) -> dict:
     """The throughput row of a CSV row (columns of
     :attr:`trainscale.published.measurements.PublishedData.throughput` but the observed
     tokens/s); :class:`Rejected` with the reason where it cannot be represented. GPU and model
     names are matched to the catalogues ``hardware`` and ``models`` (their ``aliases``), framework
-    text to ``patterns`` (``sources.yaml``'s ``frameworks``)."""
+    text to ``patterns`` (``sources.yaml``'s ``frameworks``; ``profiles``: the framework list,
+    named when no pattern matches)."""
     num_gpus = _screen(row, parsed)
-    plan = _plan(row, num_gpus, rules, (hardware, models), patterns)
+    plan = _plan(row, num_gpus, rules, (hardware, models), patterns, profiles)
     _batches(row, plan, rules)
     precision, extra = _notes_rules(row, plan, rules)
     if plan.micro is None:

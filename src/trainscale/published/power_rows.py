@@ -117,7 +117,9 @@ def _configuration(fields: dict[str, str], path: Path, line: int, catalogue: Cat
                              "(gpu / table_or_figure)")  # fmt: skip
     notes = fields["notes"]
     tp = int(_number(fields["tp"]) or 1)
-    framework = framework_profile(_strip(fields["framework"]), patterns=sources.frameworks)
+    framework = framework_profile(
+        _strip(fields["framework"]), patterns=sources.frameworks, profiles=sources.profiles
+    )
     vpp = re.search(r"virtual pipeline (\d+)", notes)
     values = {
         name: int(_number(fields[name]) or 0)

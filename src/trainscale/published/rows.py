@@ -54,7 +54,7 @@ def _with_resolved_configuration(
         skip_invalid=True,
     )  # fmt: skip
     out = frame.reset_index(drop=True).copy()
-    resolved = resolved_columns(configs, _RESOLVED)
+    resolved = resolved_columns(configs, _RESOLVED, framework_keys=tuple(frameworks))
     for name, values in resolved.items():
         current = (
             out[name].astype(object)

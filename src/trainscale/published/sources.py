@@ -15,7 +15,7 @@ is the paper's power figure the prediction is checked against
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,6 @@ from trainscale.errors import InputFileError
 from trainscale.io.schema import check_document
 from trainscale.io.yaml import load_yaml
 from trainscale.paths import schema_file
-from trainscale.schema import FRAMEWORKS
 from trainscale.sim.degrees import data_parallel_degree
 
 __all__ = [
@@ -122,6 +121,9 @@ class Sources:
     power_anchor: PowerAnchor
     frameworks: tuple[FrameworkPattern, ...]
     """How a row's framework text maps to a profile, first match first."""
+    profiles: tuple[str, ...] = ()
+    """The framework list the patterns' profiles were checked against (the caller's catalogue's
+    profile keys, :func:`load_sources`)."""
 
     def for_source(self, source: str) -> SourceRules:
         """The entry whose ``match`` is part of ``source``; an empty one where none is."""
@@ -146,7 +148,7 @@ def _behaviour(entry: Mapping[str, Any]) -> Behaviour:
 
 
 def _framework_patterns(
-    entries: list[Mapping[str, Any]], path: Path
+    entries: list[Mapping[str, Any]], path: Path, profiles: tuple[str, ...]
 ) -> tuple[FrameworkPattern, ...]:
     """The ``frameworks`` entries, each profile a framework profile and each pattern a regular
     expression (else :class:`~trainscale.errors.InputFileError` naming the entry)."""
@@ -162,10 +164,11 @@ def _framework_patterns(
             ("profile", pattern.profile),
             ("unless.profile", pattern.unless_profile),
         ):
-            if profile and profile not in FRAMEWORKS:
+            if profile and profile not in profiles:
                 raise InputFileError(
                     path, f"frameworks[{i}].{key}: {profile!r} is not a framework profile; "
-                    f"allowed: {', '.join(FRAMEWORKS)} (the profiles of data/frameworks.yaml)",
+                    f"allowed: {', '.join(profiles)} (the profiles of the catalogue's "
+                    "frameworks.yaml)",
                 )  # fmt: skip
         for key, text in (("pattern", pattern.pattern), ("unless.pattern", pattern.unless_pattern)):
             try:
@@ -178,11 +181,14 @@ def _framework_patterns(
     return tuple(patterns)
 
 
-def load_sources(path: str | Path) -> Sources:
-    """Read and check ``sources.yaml`` (schema ``workflow/schemas/sources.schema.yaml``).
+def load_sources(path: str | Path, *, frameworks: Sequence[str]) -> Sources:
+    """Read and check ``sources.yaml`` (schema ``workflow/schemas/sources.schema.yaml``);
+    ``frameworks``: the caller's framework list (``Catalogue.framework_keys``), which every
+    profile the ``frameworks`` patterns name must be in.
 
     Raises :class:`~trainscale.errors.InputFileError` naming the file, line and key of a value
-    the schema does not allow, or two entries with the same ``match``.
+    the schema does not allow, a profile not in ``frameworks``, or two entries with the same
+    ``match``.
     """
     path = Path(path)
     data = load_yaml(path)
@@ -206,7 +212,8 @@ def load_sources(path: str | Path) -> Sources:
     return Sources(
         path=str(path),
         entries=entries,
-        frameworks=_framework_patterns(data["frameworks"], path),
+        frameworks=_framework_patterns(data["frameworks"], path, tuple(frameworks)),
+        profiles=tuple(frameworks),
         power_anchor=PowerAnchor(
             source=str(anchor["source"]),
             url=str(anchor["url"]),

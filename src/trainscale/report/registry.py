@@ -45,8 +45,9 @@ __all__ = [
 CATALOGUES: tuple[str, ...] = ("hardware", "models", "nccl", "frameworks")
 
 #: The catalogue files an input of each kind (:attr:`Input.kind`) is read with: the published
-#: CSV is checked against the GPU catalogue and its throughputs derived with the model shapes.
-KIND_CATALOGUES: dict[str, tuple[str, ...]] = {"published": ("hardware", "models")}
+#: CSV is checked against the GPU catalogue, its throughputs derived with the model shapes and
+#: its framework wording mapped to the profiles of the framework catalogue.
+KIND_CATALOGUES: dict[str, tuple[str, ...]] = {"published": ("hardware", "models", "frameworks")}
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +102,7 @@ def load_input(
     (:data:`~trainscale.report.select.SCALING_STUDIES`);
     ``published``: the published measurements CSV, normalised
     (:class:`trainscale.published.measurements.PublishedData`; nothing is predicted) with the
-    ``hardware`` and ``models`` of ``catalogues`` (:data:`KIND_CATALOGUES`).
+    ``hardware``, ``models`` and ``frameworks`` of ``catalogues`` (:data:`KIND_CATALOGUES`).
     """
     catalogues = catalogues or {}
     missing = [name for name in KIND_CATALOGUES.get(kind, ()) if name not in catalogues]
@@ -118,7 +119,10 @@ def load_input(
     if kind == "published":
         from trainscale.published.measurements import load_published
 
-        return load_published(path, hardware=catalogues["hardware"], models=catalogues["models"])
+        return load_published(
+            path, hardware=catalogues["hardware"], models=catalogues["models"],
+            frameworks=tuple(catalogues["frameworks"]),
+        )  # fmt: skip
     raise TrainscaleError(f"unknown input kind {kind!r}")
 
 

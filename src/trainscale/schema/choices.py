@@ -3,51 +3,28 @@
 from __future__ import annotations
 
 from enum import IntEnum
-from pathlib import Path
-
-import yaml
-
-from trainscale.paths import data_dir
-
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-def framework_keys(path: Path) -> tuple[str, ...]:
-    """The profile keys of the framework catalogue ``path``, in file order; ``()`` where the file
-    cannot be read or has no ``profiles`` mapping (its loader,
-    :func:`trainscale.sim.frameworks.load_frameworks`, then reports the problem with its line)."""
-    try:
-        document = yaml.load(path.read_text(encoding="utf-8"), Loader=_YAML_LOADER)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return ()
-    profiles = document.get("profiles") if isinstance(document, dict) else None
-    return tuple(str(key) for key in profiles) if isinstance(profiles, dict) else ()
-
 
 SHARDINGS = ("ddp", "zero1", "zero2", "fsdp", "hsdp")
 RECOMPUTE_MODES = ("none", "selective", "full")
 PRECISIONS = ("bf16", "fp8")
 MLP_KINDS = ("swiglu", "gelu")
-FRAMEWORKS: tuple[str, ...] = framework_keys(data_dir() / "frameworks.yaml")
-"""Framework profile keys, in the order the simulator's arrays index them: the keys of
-``profiles`` in the data folder's ``frameworks.yaml`` (:func:`trainscale.paths.data_dir`:
-``data/``, or ``TRAINSCALE_DATA``), read once at import, in file order (shipped: megatron,
-deepspeed, pytorch).
-
-Decision: the framework list is catalogue data, written once, in ``data/frameworks.yaml``; every
-list of framework names in the code is this tuple (the calibration's per-framework offsets, the
-command-line choices, the published-text matching, the interval facts). Adding a profile to the
-file is therefore enough for the simulator and the calibration (``docs/recipes/
-add-a-framework-behaviour.md``). The JSON Schemas are files, not Python: the ``framework`` enums of
-``workflow/schemas/run.schema.yaml`` and ``study.schema.yaml`` name the same keys, and
-``tests/sim/test_catalogues.py`` checks that they and the catalogue agree with this tuple. A
-framework catalogue loaded from another folder must hold the same keys
-(:func:`~trainscale.sim.frameworks.load_frameworks` says so); to run with other profiles, point
-``TRAINSCALE_DATA`` at their folder."""
 DEFAULT_FRAMEWORK = "pytorch"
 """A configuration without a ``framework`` runs PyTorch (DDP/FSDP): the stack of the paper that
 trainscale reproduces (Fernandez et al. trained with PyTorch FSDP) and of most published runs
-(``workflow/schemas/frameworks.schema.yaml`` requires its profile)."""
+(``workflow/schemas/frameworks.schema.yaml`` requires its profile).
+
+Decision: there is no framework list here. The framework list is catalogue data, written once,
+in ``frameworks.yaml``: the profile keys of the catalogue the caller passes
+(:attr:`trainscale.sim.catalogue.Catalogue.framework_keys`, in file order; shipped: megatron,
+deepspeed, pytorch), so no module reads a data file at import and a computation reads the
+catalogue its caller named. :func:`~trainscale.sim.configs.build_configs` codes each row's
+framework as an index into those keys; the calibration's offsets
+(:class:`~trainscale.sim.calibration.Calibration`), the interval and support facts and the
+published-data readers take the same keys from their caller. Adding a profile to the file is
+therefore enough for the simulator and the calibration (``docs/recipes/
+add-a-framework-behaviour.md``). The JSON Schemas are files, not Python: the ``framework`` enums
+of ``workflow/schemas/run.schema.yaml`` and ``study.schema.yaml`` name the same keys, and
+``tests/sim/test_catalogues.py`` checks that they agree with the shipped catalogue."""
 SHARD_GRANULARITIES = ("layer", "tensor")
 FP8_RECIPES = ("delayed", "current", "tensorwise", "rowwise")
 ATTENTION_KERNELS = ("flash2", "fused", "triton")

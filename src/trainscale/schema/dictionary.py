@@ -112,7 +112,7 @@ class _Reader:
         return built
 
     def choices(self, named: object, where: str) -> tuple[str, ...] | None:
-        """The tuple of :mod:`trainscale.schema.choices` that ``named`` (``frameworks``) names."""
+        """The tuple of :mod:`trainscale.schema.choices` that ``named`` (``shardings``) names."""
         if named is None:
             return None
         allowed = getattr(choices, str(named).upper(), None) if isinstance(named, str) else None
@@ -120,7 +120,7 @@ class _Reader:
             raise self.fail(
                 where,
                 f"choices {named!r} names no tuple of trainscale.schema.choices (write its "
-                "name in lower case, e.g. frameworks)",
+                "name in lower case, e.g. shardings)",
             )
         return allowed
 

@@ -2,10 +2,12 @@
 
 :mod:`trainscale.sim.parameters` defines the parameters (prior, bounds, unit, meaning); a
 :class:`Calibration` holds one value of each: the shared ones as fields, the per-framework log
-offsets as one mapping ``framework_offsets[framework][base]``, built from the framework list
-(:data:`~trainscale.schema.FRAMEWORKS`, the keys of ``data/frameworks.yaml``), so a framework
-added to that file gets its offsets (prior 0) with no code edit. The file and the fit keep the
-flat names ``<base>_offset_<framework>``: :class:`Calibration` takes and gives them
+offsets as one mapping ``framework_offsets[framework][base]``, for the framework list it was
+built with (:attr:`Calibration.frameworks`: the frameworks its values name, or the list the
+caller passes). :func:`load_calibration` takes the caller's list (its catalogue's profile keys,
+``Catalogue.framework_keys``), so a framework added to a catalogue's ``frameworks.yaml`` gets
+its offsets (prior 0) with no code edit; no framework list is read at import. The file and the
+fit keep the flat names ``<base>_offset_<framework>``: :class:`Calibration` takes and gives them
 (``Calibration(**flat)``, :meth:`~Calibration.with_values`, :meth:`~Calibration.value`,
 :meth:`~Calibration.as_dict`), and ``data/calibration.yaml`` stays one flat ``parameters`` block.
 ``trainscale calibrate`` (:mod:`trainscale.calibrate.fit`) fits the ``fitted`` ones to the published
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
@@ -27,20 +29,20 @@ from types import MappingProxyType
 import numpy as np
 import yaml
 
-from trainscale.errors import InputFileError, clip
+from trainscale.errors import InputFileError, TrainscaleError, clip
 from trainscale.io.atomic import write_text_atomic
 from trainscale.io.yaml import load_yaml
 from trainscale.paths import data_dir
-from trainscale.schema import FRAMEWORKS
+from trainscale.sim.frameworks import load_frameworks
 from trainscale.sim.interval_checks import interval_problems
 from trainscale.sim.intervals import PredictionIntervals
 from trainscale.sim.parameters import (
     FRAMEWORK_OFFSET_PRIOR_SD,
     OFFSET_BASES,
-    PARAMETERS,
     SHARED_PARAMETERS,
     ParameterSpec,
     offset_name,
+    parameters,
     split_offset_name,
 )
 
@@ -48,16 +50,15 @@ __all__ = [
     "FRAMEWORK_OFFSET_PRIOR_SD",
     "MALFORMED",
     "OFFSET_BASES",
-    "PARAMETERS",
     "Calibration",
     "ParameterSpec",
     "load_calibration",
     "malformed_block",
+    "named_frameworks",
     "parameters_at_bounds",
 ]
 
 
-_SPECS = {spec.name: spec for spec in PARAMETERS}
 _SHARED_NAMES = frozenset(spec.name for spec in SHARED_PARAMETERS)
 _MOE_SPECS = tuple(spec for spec in SHARED_PARAMETERS if spec.group == "moe")
 _MOE_NAMES = frozenset(spec.name for spec in _MOE_SPECS)
@@ -65,12 +66,15 @@ _MOE_NAMES = frozenset(spec.name for spec in _MOE_SPECS)
 
 @dataclass(frozen=True, slots=True, init=False)
 class Calibration:
-    """Values of all simulator parameters (see :data:`PARAMETERS` for units and meaning).
+    """Values of all simulator parameters (units and meaning:
+    :func:`~trainscale.sim.parameters.parameters`).
 
     Built from flat names, ``Calibration(gemm_size_scale=..., gemm_efficiency_offset_pytorch=...,
     ...)``, or with the offsets as one mapping (``framework_offsets=...``; flat names override
-    its entries). Every shared parameter and every offset of :data:`OFFSET_BASES` × FRAMEWORKS
-    must be given; any other name is a :class:`TypeError`.
+    its entries). Its framework list (:attr:`frameworks`) is ``frameworks`` where the caller
+    passes one (its catalogue's profile keys), else the frameworks the offsets name, in the order
+    given. Every shared parameter and every offset of :data:`OFFSET_BASES` × that list must be
+    given; any other name is a :class:`TypeError`.
     """
 
     gemm_size_scale: float
@@ -97,8 +101,8 @@ class Calibration:
     alltoall_efficiency: float
     expert_load_cv: float
     framework_offsets: Mapping[str, Mapping[str, float]] = field(hash=False)
-    """Framework (FRAMEWORKS, in that order) -> efficiency base (:data:`OFFSET_BASES`, in that
-    order) -> log offset; ``exp(offset)`` multiplies the shared efficiency. Read-only."""
+    """Framework (:attr:`frameworks`, in that order) -> efficiency base (:data:`OFFSET_BASES`, in
+    that order) -> log offset; ``exp(offset)`` multiplies the shared efficiency. Read-only."""
     intervals: PredictionIntervals | None = field(default=None, compare=False, repr=False)
     """The file's ``intervals`` block (:mod:`trainscale.sim.intervals`); not a parameter: it is
     left out of :meth:`as_dict` and of ``calibration_id``. None: predictions carry no interval."""
@@ -110,12 +114,16 @@ class Calibration:
     def __init__(
         self,
         *,
+        frameworks: Sequence[str] | None = None,
         framework_offsets: Mapping[str, Mapping[str, float]] | None = None,
         intervals: PredictionIntervals | None = None,
         moe_intervals: PredictionIntervals | None = None,
         **values: float,
     ) -> None:
-        offsets: dict[str, dict[str, float]] = {fw: {} for fw in FRAMEWORKS}
+        named = [*(framework_offsets or {})]
+        named += [split[1] for n in values if (split := split_offset_name(n)) is not None]
+        listed = tuple(dict.fromkeys(named if frameworks is None else frameworks))
+        offsets: dict[str, dict[str, float]] = {fw: {} for fw in listed}
         unknown = [fw for fw in framework_offsets or {} if fw not in offsets]
         for framework, by_base in (framework_offsets or {}).items():
             unknown += [offset_name(b, framework) for b in by_base if b not in OFFSET_BASES]
@@ -129,16 +137,15 @@ class Calibration:
             else:
                 unknown.append(name)
         missing = [n for n in _SHARED_NAMES if n not in values] + [
-            offset_name(b, fw) for fw in FRAMEWORKS for b in OFFSET_BASES if b not in offsets[fw]
+            offset_name(b, fw) for fw in listed for b in OFFSET_BASES if b not in offsets[fw]
         ]
         if unknown or missing:
             raise TypeError(
                 f"Calibration: unknown parameter(s) {', '.join(sorted(unknown)) or '-'}; "
-                f"missing {', '.join(sorted(missing)) or '-'} (the parameters: PARAMETERS)"
+                f"missing {', '.join(sorted(missing)) or '-'} (the parameters: "
+                "trainscale.sim.parameters.parameters(frameworks))"
             )
-        ordered = {
-            fw: MappingProxyType({b: offsets[fw][b] for b in OFFSET_BASES}) for fw in FRAMEWORKS
-        }
+        ordered = {fw: MappingProxyType({b: offsets[fw][b] for b in OFFSET_BASES}) for fw in listed}
         object.__setattr__(self, "framework_offsets", MappingProxyType(ordered))
         object.__setattr__(self, "intervals", intervals)
         object.__setattr__(self, "moe_intervals", moe_intervals)
@@ -150,16 +157,45 @@ class Calibration:
         return _from_flat, (self.as_dict(), self.intervals, self.moe_intervals)
 
     @classmethod
-    def defaults(cls) -> Calibration:
-        """The priors: sourced or estimated values before any fit."""
-        return cls(**{spec.name: spec.default for spec in PARAMETERS})
+    def defaults(cls, frameworks: Sequence[str]) -> Calibration:
+        """The priors of the framework list ``frameworks`` (the caller's catalogue's profile
+        keys): sourced or estimated values before any fit."""
+        return cls(frameworks=frameworks, **{s.name: s.default for s in parameters(frameworks)})
+
+    @property
+    def frameworks(self) -> tuple[str, ...]:
+        """The framework list of the offsets, in order: what :meth:`framework_factors` index."""
+        return tuple(self.framework_offsets)
+
+    def for_frameworks(self, frameworks: Sequence[str]) -> Calibration:
+        """This calibration with the offsets of ``frameworks`` (the profile keys of the catalogue
+        whose framework codes the simulator reads) first, in that order, and any others after
+        them: equal values, the same ``calibration_id``; itself where already so.
+
+        Raises
+        ------
+        trainscale.errors.TrainscaleError
+            A framework of ``frameworks`` without offsets here, naming the ones there are.
+        """
+        if self.frameworks[: len(frameworks)] == tuple(frameworks):
+            return self
+        lacking = [fw for fw in frameworks if fw not in self.framework_offsets]
+        if lacking:
+            raise TrainscaleError(
+                f"calibration {self.calibration_id} has no offsets for framework(s) "
+                f"{', '.join(lacking)} of the catalogue (it has {', '.join(self.frameworks)}); "
+                "load it with load_calibration(path, frameworks=catalogue.framework_keys) to give "
+                "them their priors, or refit with trainscale calibrate"
+            )
+        return replace(self, frameworks=(*frameworks, *self.frameworks))
 
     def with_values(self, **values: float) -> Calibration:
         """Return a copy with some parameters (flat names, offsets included) changed."""
         return replace(self, **values)
 
     def value(self, name: str) -> float:
-        """The value of parameter ``name`` (a flat name of :data:`PARAMETERS`)."""
+        """The value of parameter ``name`` (a flat name of
+        :func:`~trainscale.sim.parameters.parameters`)."""
         split = split_offset_name(name)
         if name not in _SHARED_NAMES and split is not None:
             base, framework = split
@@ -170,19 +206,20 @@ class Calibration:
         return getattr(self, name)
 
     def framework_factors(self, base: str) -> np.ndarray:
-        """``exp(offset)`` of efficiency ``base`` per framework, in the order of FRAMEWORKS."""
-        return np.exp([self.framework_offsets[fw][base] for fw in FRAMEWORKS])
+        """``exp(offset)`` of efficiency ``base`` per framework, in the order of
+        :attr:`frameworks` (:meth:`for_frameworks` puts them in a catalogue's order)."""
+        return np.exp([by_base[base] for by_base in self.framework_offsets.values()])
 
     def as_dict(self) -> dict[str, float]:
         """Every parameter by flat name: the shared ones in field order, then the offsets base by
-        base (frameworks in the order of FRAMEWORKS)."""
+        base (frameworks in the order of :attr:`frameworks`)."""
         shared = {
             n: float(getattr(self, n)) for n in self.__dataclass_fields__ if n in _SHARED_NAMES
         }
         offsets = {
             offset_name(b, fw): float(self.framework_offsets[fw][b])
             for b in OFFSET_BASES
-            for fw in FRAMEWORKS
+            for fw in self.framework_offsets
         }
         return shared | offsets
 
@@ -210,13 +247,14 @@ def _from_flat(
     return Calibration(**values, intervals=intervals, moe_intervals=moe_intervals)
 
 
-def _parse(path: Path, data: dict) -> Calibration:
-    parameters = data.get("parameters")
-    if not isinstance(parameters, dict):
+def _parse(path: Path, data: dict, frameworks: tuple[str, ...]) -> Calibration:
+    given = data.get("parameters")
+    if not isinstance(given, dict):
         raise InputFileError(path, "missing mapping 'parameters'")
+    specs = {spec.name: spec for spec in parameters(frameworks)}
     values = {}
-    for spec in PARAMETERS:
-        entry = parameters.get(spec.name)
+    for spec in specs.values():
+        entry = given.get(spec.name)
         if entry is None:
             values[spec.name] = spec.default
             continue
@@ -230,15 +268,17 @@ def _parse(path: Path, data: dict) -> Calibration:
                 f"[{spec.lower}, {spec.upper}]",
             )
         values[spec.name] = float(value)
-    unknown = sorted(set(parameters) - set(_SPECS))
+    unknown = sorted(set(given) - set(specs))
     if unknown:
         raise InputFileError(
-            path, f"parameters: unknown key(s) {', '.join(unknown)}; valid: {', '.join(_SPECS)}"
+            path,
+            f"parameters: unknown key(s) {', '.join(unknown)}; valid: {', '.join(specs)} (the "
+            f"offsets of the framework list {', '.join(frameworks)})",
         )
     moe = data.get("moe")
     moe_block = moe.get("intervals") if isinstance(moe, dict) else None
     return Calibration(
-        **values, intervals=_parse_intervals(path, data.get("intervals")),
+        frameworks=frameworks, **values, intervals=_parse_intervals(path, data.get("intervals")),
         moe_intervals=_parse_intervals(path, moe_block, "moe.intervals"),
     )  # fmt: skip
 
@@ -285,25 +325,60 @@ def parameters_at_bounds(calibration: Calibration) -> list[str]:
     """Names of the fitted parameters whose value sits on one of their bounds (such a value is
     held by the bound, not by the data)."""
     values = calibration.as_dict()
-    return [p.name for p in PARAMETERS if p.fitted and values[p.name] in (p.lower, p.upper)]
+    specs = parameters(calibration.frameworks)
+    return [p.name for p in specs if p.fitted and values[p.name] in (p.lower, p.upper)]
 
 
 @cache
-def _load(path: Path) -> Calibration:
+def _load(path: Path, frameworks: tuple[str, ...]) -> Calibration:
     if not path.is_file():
         what = "does not exist" if not path.exists() else "is not a regular file"
         raise InputFileError(
             path,
             f"calibration file {what}; `trainscale calibrate -o {path}` writes one "
-            "(Calibration.defaults() gives the priors)",
+            "(Calibration.defaults(frameworks) gives the priors)",
         )
-    return _parse(path, load_yaml(path))
+    return _parse(path, load_yaml(path), frameworks)
 
 
-def load_calibration(path: str | Path | None = None) -> Calibration:
-    """Load a calibration file (default ``data/calibration.yaml``); a path that is not a file is
-    an error, never the priors (:meth:`Calibration.defaults` gives those)."""
-    return _load(Path(path) if path is not None else data_dir() / "calibration.yaml")
+def load_calibration(
+    path: str | Path | None = None, *, frameworks: Sequence[str] | None = None
+) -> Calibration:
+    """Load (and cache) a calibration file (default ``calibration.yaml`` of the data folder,
+    :func:`trainscale.paths.data_dir`).
+
+    Parameters
+    ----------
+    path
+        The file; a path that is not a file is an error, never the priors
+        (:meth:`Calibration.defaults` gives those).
+    frameworks
+        The framework list whose offsets the calibration holds: the profile keys of the
+        caller's catalogue (``Catalogue.framework_keys``). An offset the file lacks stands at its
+        prior (0), so a framework added to the catalogue runs before any refit; an offset of
+        another framework is an error. None: the profile keys of the data folder's
+        ``frameworks.yaml``, read now (a caller at the top: a command, a notebook).
+
+    Raises
+    ------
+    trainscale.errors.InputFileError
+        A file that is missing, unreadable, or holds an unknown key or a value outside its
+        bounds (naming the file and the key).
+    """
+    if frameworks is None:
+        frameworks = tuple(load_frameworks())
+    file = Path(path) if path is not None else data_dir() / "calibration.yaml"
+    return _load(file, tuple(frameworks))
+
+
+def named_frameworks(path: str | Path) -> tuple[str, ...]:
+    """The frameworks whose offsets the calibration file ``path`` names, in file order: the list
+    to check a file on its own with, where no catalogue is at hand
+    (``load_calibration(path, frameworks=named_frameworks(path))``)."""
+    data = load_yaml(Path(path))
+    given = data.get("parameters") if isinstance(data, dict) else None
+    names = given if isinstance(given, dict) else {}
+    return tuple(dict.fromkeys(s[1] for n in names if (s := split_offset_name(str(n))) is not None))
 
 
 def dump_calibration(
@@ -312,12 +387,12 @@ def dump_calibration(
     """Write a calibration file with each value, its bounds, meaning and the fit's provenance;
     ``stored``: blocks written after the ``intervals`` block (facts measured with this
     calibration, :mod:`trainscale.calibrate.stored`)."""
-    parameters = {}
+    entries = {}
     at_priors = all(calibration.value(spec.name) == spec.default for spec in _MOE_SPECS)
-    for spec in PARAMETERS:
+    for spec in parameters(calibration.frameworks):
         if at_priors and spec.name in _MOE_NAMES:
             continue  # as in calibration_id: written once fitted (missing ones read as priors)
-        parameters[spec.name] = {
+        entries[spec.name] = {
             "value": float(f"{calibration.value(spec.name):.6g}"),
             "lower": spec.lower,
             "upper": spec.upper,
@@ -329,7 +404,7 @@ def dump_calibration(
     document = {
         "calibration_id": calibration.calibration_id,
         **provenance,
-        "parameters": parameters,
+        "parameters": entries,
     }
     if calibration.intervals is not None:
         document["intervals"] = calibration.intervals.as_dict()

@@ -51,6 +51,13 @@ class Catalogue:
         """The GPU keys, sorted: what a configuration's ``gpu_index`` indexes."""
         return tuple(sorted(self.hardware.gpus))
 
+    @property
+    def framework_keys(self) -> tuple[str, ...]:
+        """The framework list: the profile keys of ``frameworks.yaml``, in file order, what a
+        configuration's ``framework`` code indexes and what the calibration's offsets, the
+        interval facts and the published-data readers take from their caller."""
+        return tuple(self.frameworks)
+
 
 def load_catalogue(
     source: str | os.PathLike[str] | Mapping[str, str | os.PathLike[str]] | None = None,

@@ -28,7 +28,6 @@ from trainscale.schema import (
     ATTENTION_KERNELS,
     CP_COMM_TYPES,
     FP8_RECIPES,
-    FRAMEWORKS,
     MOE_DISPATCHERS,
     SHARD_GRANULARITIES,
     SHARDINGS,
@@ -267,20 +266,18 @@ def _load(path: Path) -> dict[str, FrameworkProfile]:
     check_document(data, path, schema_file("frameworks"))
     require_keys(path, "top level", data, ("profiles",))
     profiles = data["profiles"]
-    if not isinstance(profiles, dict) or set(profiles) != set(FRAMEWORKS):
-        found = ", ".join(profiles) if isinstance(profiles, dict) else type(profiles).__name__
+    if not isinstance(profiles, dict):
         raise InputFileError(
-            path,
-            f"profiles: expected exactly {', '.join(FRAMEWORKS)} (the framework list this "
-            f"process runs with: the profiles of the data folder's frameworks.yaml, data/ or "
-            f"TRAINSCALE_DATA); found {found}. To run with other profiles, set TRAINSCALE_DATA "
-            "to their folder",
-        )
-    return {key: _parse(path, key, profiles[key]) for key in FRAMEWORKS}
+            path, f"profiles: expected a mapping of profile key -> profile, not "
+            f"{type(profiles).__name__}",
+        )  # fmt: skip
+    return {str(key): _parse(path, str(key), profile) for key, profile in profiles.items()}
 
 
 def load_frameworks(path: str | Path | None = None) -> dict[str, FrameworkProfile]:
-    """Load (and cache) the framework profiles ``path`` (default: the shipped
-    ``data/frameworks.yaml``), checked against ``workflow/schemas/frameworks.schema.yaml``:
-    profile key -> :class:`FrameworkProfile`, in the order of :data:`FRAMEWORKS`."""
+    """Load (and cache) the framework profiles ``path`` (default: the data folder's
+    ``frameworks.yaml``, :func:`trainscale.paths.data_dir`, read at the call), checked against
+    ``workflow/schemas/frameworks.schema.yaml``: profile key -> :class:`FrameworkProfile`, in file
+    order. Its keys are the framework list of every computation given this catalogue
+    (:attr:`trainscale.sim.catalogue.Catalogue.framework_keys`)."""
     return _load(Path(path) if path is not None else data_dir() / "frameworks.yaml")

@@ -50,6 +50,7 @@ quantiles would be 80 % by construction and says nothing.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -57,7 +58,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from trainscale.schema import FRAMEWORKS
 from trainscale.sim.interval_scale import REFERENCE_GPUS, scale_factor, scale_slope
 from trainscale.sim.pilot_intervals import with_shipped
 from trainscale.sim.quantile import LEVEL, PER_DOUBLING, weighted_quantile
@@ -114,12 +114,14 @@ def difficulty(
     facts: CoverageFacts,
     widening: np.ndarray | float = 1.0,
     slope: float = 0.0,
+    *,
+    framework_keys: Sequence[str],
 ) -> np.ndarray:
     """``sigma(x) >= 1`` per configuration (see the module docstring); ``framework`` holds
-    indices into FRAMEWORKS; ``widening``: the out-of-support factor ``s_support`` of
-    :mod:`trainscale.sim.support` (1 where every flag is clear); ``slope``: ``b`` of
-    ``s_nodes`` (:mod:`trainscale.sim.interval_scale`)."""
-    rows, most = facts.framework_arrays()
+    indices into ``framework_keys`` (the caller's framework list); ``widening``: the
+    out-of-support factor ``s_support`` of :mod:`trainscale.sim.support` (1 where every flag is
+    clear); ``slope``: ``b`` of ``s_nodes`` (:mod:`trainscale.sim.interval_scale`)."""
+    rows, most = facts.framework_arrays(framework_keys)
     s_framework = np.sqrt(1.0 + ROWS_REFERENCE / np.maximum(rows, 1.0))
     doublings = np.maximum(0.0, np.log2(np.asarray(num_gpus, np.float64) / most[framework]))
     s_gpu = np.where(has_gpu_data, 1.0, GPU_WITHOUT_DATA)
@@ -127,13 +129,15 @@ def difficulty(
     return s_framework[framework] * (1.0 + PER_DOUBLING * doublings) * s_gpu * widening * s_nodes
 
 
-def _support_widening(part: pd.DataFrame, facts: CoverageFacts) -> np.ndarray | float:
+def _support_widening(
+    part: pd.DataFrame, facts: CoverageFacts, framework_keys: Sequence[str]
+) -> np.ndarray | float:
     """``s_support`` of residual rows against ``facts`` (1 for rows without the columns)."""
     if not set(SUPPORT_COLUMNS) <= set(part.columns):
         return 1.0
     from trainscale.sim.support import support_of_rows
 
-    return support_of_rows(part.reset_index(drop=True), facts).widening
+    return support_of_rows(part.reset_index(drop=True), facts, framework_keys).widening
 
 
 def _corrected_level(n: int) -> float:
@@ -144,11 +148,19 @@ def _source_weights(citations: pd.Series) -> np.ndarray:
     return 1.0 / citations.map(citations.value_counts()).to_numpy(np.float64)
 
 
-def _framework_index(names: pd.Series) -> np.ndarray:
-    return names.map({fw: i for i, fw in enumerate(FRAMEWORKS)}).to_numpy(np.int64)
+def _framework_index(names: pd.Series, framework_keys: Sequence[str]) -> np.ndarray:
+    return names.map({fw: i for i, fw in enumerate(framework_keys)}).to_numpy(np.int64)
 
 
-def _scores(rows: pd.DataFrame) -> np.ndarray:
+def _keys_of(rows: pd.DataFrame, framework_keys: Sequence[str] | None) -> tuple[str, ...]:
+    """The framework list given, else the frameworks ``rows`` name (in order of appearance):
+    the scores, sigmas and coverage of rows do not depend on frameworks without rows."""
+    if framework_keys is not None:
+        return tuple(framework_keys)
+    return tuple(dict.fromkeys(str(fw) for fw in rows["framework"]))
+
+
+def _scores(rows: pd.DataFrame, framework_keys: Sequence[str]) -> np.ndarray:
     """Score of each residual row, its sigma computed from the facts of the *other* sources
     (the data the fit that predicted it was fitted on)."""
     r = np.log(
@@ -158,12 +170,14 @@ def _scores(rows: pd.DataFrame) -> np.ndarray:
     sigma = np.empty(len(rows))
     for source in rows["citation"].unique():
         own = (rows["citation"] == source).to_numpy()
-        facts = CoverageFacts.of(rows[~own])
+        facts = CoverageFacts.of(rows[~own], framework_keys)
         part = rows[own]
         sigma[own] = difficulty(
-            _framework_index(part["framework"]), part["num_gpus"].to_numpy(np.float64),
+            _framework_index(part["framework"], framework_keys),
+            part["num_gpus"].to_numpy(np.float64),
             part["gpu"].isin(facts.gpus_with_data).to_numpy(), facts,
-            _support_widening(part, facts), scale_slope(rows[~own]),
+            _support_widening(part, facts, framework_keys), scale_slope(rows[~own]),
+            framework_keys=framework_keys,
         )  # fmt: skip
     return np.abs(r) / sigma
 
@@ -177,11 +191,13 @@ class _Quantile:
     sources: int
 
 
-def _quantiles(rows: pd.DataFrame, scores: np.ndarray) -> tuple[float, dict[str, _Quantile]]:
+def _quantiles(
+    rows: pd.DataFrame, scores: np.ndarray, framework_keys: Sequence[str]
+) -> tuple[float, dict[str, _Quantile]]:
     pooled = weighted_quantile(scores, _source_weights(rows["citation"]),
                                _corrected_level(len(rows)))  # fmt: skip
     out = {}
-    for fw in FRAMEWORKS:
+    for fw in framework_keys:
         mine = (rows["framework"] == fw).to_numpy()
         n, sources = int(mine.sum()), int(rows.loc[mine, "citation"].nunique())
         if n >= MIN_ROWS and sources >= MIN_SOURCES:
@@ -218,10 +234,12 @@ class PredictionIntervals:
     """A pilot-calibrated calibration's intervals (:mod:`trainscale.sim.pilot_intervals`); when
     set they replace the conformal ones (:meth:`log_factors`)."""
 
-    def quantile_array(self) -> np.ndarray:
+    def quantile_array(self, framework_keys: Sequence[str]) -> np.ndarray:
+        """The quantile of each framework of ``framework_keys``, in that order (a framework
+        without one: the pooled quantile times :data:`POOLED_WIDENING`)."""
         table = {fw: q for fw, q, *_ in self.quantiles}
         return np.array([table.get(fw, POOLED_WIDENING * self.pooled_quantile)
-                         for fw in FRAMEWORKS])  # fmt: skip
+                         for fw in framework_keys])  # fmt: skip
 
     def log_factors(
         self,
@@ -230,6 +248,8 @@ class PredictionIntervals:
         gpu_index: np.ndarray,
         gpu_keys: tuple[str, ...],
         widening: np.ndarray | float = 1.0,
+        *,
+        framework_keys: tuple[str, ...],
     ) -> tuple[np.ndarray, np.ndarray]:
         """Lower and upper log factors of tokens/s per GPU per configuration (vectorised):
         those of the ``pilot`` block when set (for the (framework, GPU) pairs its measurements
@@ -239,8 +259,8 @@ class PredictionIntervals:
         ``widening`` (``s_support`` of :mod:`trainscale.sim.support`: what no calibration row
         covers widens a pilot-calibrated interval as it widens the shipped one). ``gpu_index``
         indexes ``gpu_keys``, the sorted GPU keys of the hardware catalogue the configurations
-        were built with."""
-        base, log2_most, gpus = _tables(self, gpu_keys)
+        were built with; ``framework`` indexes ``framework_keys``, its framework list."""
+        base, log2_most, gpus = _tables(self, gpu_keys, framework_keys)
         excess = np.log2(num_gpus) - log2_most[framework]
         scale = 1.0 + PER_DOUBLING * np.maximum(excess, 0.0)
         half = base[framework * gpus + gpu_index] * scale * widening
@@ -256,7 +276,7 @@ class PredictionIntervals:
         lower, upper = lower * widening, upper * widening
         if self.pilot.capped:
             lower, upper = with_shipped(lower, upper, -half, half, self.pilot.capped_at(num_gpus))
-        measured = self.pilot.measured(framework, gpu_index, gpu_keys)
+        measured = self.pilot.measured(framework, gpu_index, gpu_keys, framework_keys)
         measured &= ~self.pilot.beyond_reach(num_gpus)
         return np.where(measured, lower, -half), np.where(measured, upper, half)
 
@@ -319,15 +339,15 @@ class PredictionIntervals:
 
 @cache
 def _tables(
-    intervals: PredictionIntervals, keys: tuple[str, ...]
+    intervals: PredictionIntervals, keys: tuple[str, ...], framework_keys: tuple[str, ...]
 ) -> tuple[np.ndarray, np.ndarray, int]:
-    """``q * s_framework * s_gpu`` per (framework, GPU of ``keys``), flattened framework-major;
-    log2 of the most GPUs per framework; the number of GPUs."""
-    rows, most = intervals.facts.framework_arrays()
+    """``q * s_framework * s_gpu`` per (framework of ``framework_keys``, GPU of ``keys``),
+    flattened framework-major; log2 of the most GPUs per framework; the number of GPUs."""
+    rows, most = intervals.facts.framework_arrays(framework_keys)
     s_framework = np.sqrt(1.0 + ROWS_REFERENCE / np.maximum(rows, 1.0))
     has = set(intervals.facts.gpus_with_data)
     s_gpu = np.array([1.0 if k in has else GPU_WITHOUT_DATA for k in keys])
-    base = (intervals.quantile_array() * s_framework)[:, None] * s_gpu[None, :]
+    base = (intervals.quantile_array(framework_keys) * s_framework)[:, None] * s_gpu[None, :]
     return base.ravel(), np.log2(most), len(keys)
 
 
@@ -339,27 +359,37 @@ def _require(rows: pd.DataFrame) -> None:
         raise TrainscaleError(f"intervals: held-out rows lack column(s) {', '.join(missing)}")
 
 
-def fit_intervals(held_out: pd.DataFrame, *, coverage: bool = True) -> PredictionIntervals:
+def fit_intervals(
+    held_out: pd.DataFrame, *, framework_keys: Sequence[str], coverage: bool = True
+) -> PredictionIntervals:
     """The intervals of a calibration from its leave-one-source-out predictions
-    (:func:`trainscale.calibrate.fit.held_out_predictions`), with the source-out coverage."""
+    (:func:`trainscale.calibrate.fit.held_out_predictions`), with the source-out coverage;
+    a quantile and coverage facts for every framework of ``framework_keys`` (the caller's
+    framework list, ``Catalogue.framework_keys``), in that order."""
     _require(held_out)
     rows = held_out.reset_index(drop=True)
-    pooled, quantiles = _quantiles(rows, _scores(rows))
+    keys = tuple(framework_keys)
+    pooled, quantiles = _quantiles(rows, _scores(rows, keys), keys)
     summary = None
     if coverage:
-        summary = coverage_summary(source_out_coverage(rows))
+        summary = coverage_summary(source_out_coverage(rows, framework_keys=keys))
     return PredictionIntervals(
         level=LEVEL,
         pooled_quantile=pooled,
         quantiles=tuple((fw, q.value, q.kind, q.rows, q.sources) for fw, q in quantiles.items()),
-        facts=CoverageFacts.of(rows),
+        facts=CoverageFacts.of(rows, keys),
         coverage=summary,
         scale_slope=scale_slope(rows),
     )
 
 
-def source_out_coverage(held_out: pd.DataFrame) -> pd.DataFrame:
+def source_out_coverage(
+    held_out: pd.DataFrame, *, framework_keys: Sequence[str] | None = None
+) -> pd.DataFrame:
     """Each row's interval computed as if its source had never been seen, and whether it covers.
+
+    ``framework_keys``: the caller's framework list; None: the frameworks the rows name (the
+    result is the same: a framework without rows changes no row's interval).
 
     For each source: scores and quantiles from the other sources' rows only, the row's
     ``sigma`` from their coverage facts. Returns the rows with ``log_error``, ``sigma``,
@@ -368,7 +398,8 @@ def source_out_coverage(held_out: pd.DataFrame) -> pd.DataFrame:
     """
     _require(held_out)
     rows = held_out.reset_index(drop=True).copy()
-    scores = _scores(rows)
+    keys = _keys_of(rows, framework_keys)
+    scores = _scores(rows, keys)
     predicted = rows["predicted_tokens_per_s_per_gpu"].to_numpy(np.float64)
     r = np.log(predicted / rows["observed_tokens_per_s_per_gpu"].to_numpy(np.float64))
     half = np.empty(len(rows))
@@ -378,14 +409,14 @@ def source_out_coverage(held_out: pd.DataFrame) -> pd.DataFrame:
     for source in rows["citation"].unique():
         own = (rows["citation"] == source).to_numpy()
         others = rows[~own]
-        _, quantiles = _quantiles(others, scores[~own])
-        facts = CoverageFacts.of(others)
+        _, quantiles = _quantiles(others, scores[~own], keys)
+        facts = CoverageFacts.of(others, keys)
         part = rows[own]
-        frameworks = _framework_index(part["framework"])
+        frameworks = _framework_index(part["framework"], keys)
         sigma[own] = difficulty(
             frameworks, part["num_gpus"].to_numpy(np.float64),
             part["gpu"].isin(facts.gpus_with_data).to_numpy(), facts,
-            _support_widening(part, facts), scale_slope(others),
+            _support_widening(part, facts, keys), scale_slope(others), framework_keys=keys,
         )  # fmt: skip
         q_used[own] = [quantiles[fw].value for fw in part["framework"]]
         kind[own] = [quantiles[fw].kind for fw in part["framework"]]

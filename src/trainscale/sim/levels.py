@@ -26,7 +26,6 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from trainscale.schema import FRAMEWORKS
 from trainscale.sim.calibration import Calibration
 from trainscale.sim.configs import Configs
 from trainscale.sim.parameters import offset_name
@@ -36,21 +35,22 @@ __all__ = ["merge_by_level", "split_by_level"]
 
 
 def split_by_level(
-    c: Configs, cal: Calibration, gpu_keys: tuple[str, ...]
+    c: Configs, cal: Calibration, gpu_keys: tuple[str, ...], framework_keys: tuple[str, ...]
 ) -> tuple[np.ndarray, Calibration] | None:
     """``(unmeasured, shipped_level)``: the configurations whose (framework, GPU) pair no
     measured row ran and the calibration they are predicted with (``cal`` with the shipped
-    framework offsets); None when ``cal`` records no levels or every configuration is measured."""
+    framework offsets); None when ``cal`` records no levels or every configuration is measured.
+    ``gpu_keys`` and ``framework_keys`` are what ``c``'s GPU and framework codes index."""
     pilot = cal.intervals.pilot if cal.intervals is not None else None
     if pilot is None or not pilot.measured_levels:
         return None
-    unmeasured = ~pilot.measured(c.stack.framework, c.system.gpu_index, gpu_keys)
+    unmeasured = ~pilot.measured(c.stack.framework, c.system.gpu_index, gpu_keys, framework_keys)
     unmeasured |= pilot.beyond_reach(c.plan.num_gpus)
     if not unmeasured.any():
         return None
     values = cal.as_dict()
     values.update({offset_name(base, fw): value for fw, base, value in pilot.shipped_offsets})
-    return unmeasured, Calibration(**values, intervals=cal.intervals)
+    return unmeasured, Calibration(frameworks=cal.frameworks, **values, intervals=cal.intervals)
 
 
 def merge_by_level(
@@ -60,6 +60,7 @@ def merge_by_level(
     shipped_level: Calibration,
     predict_part: Callable[[Configs, Calibration], dict[str, np.ndarray]],
     gpu_keys: tuple[str, ...],
+    framework_keys: tuple[str, ...],
 ) -> dict[str, np.ndarray]:
     """``predict_part`` the measured configurations with ``cal`` and the others with
     ``shipped_level``, flagged; every metric in the configurations' order."""
@@ -81,13 +82,17 @@ def merge_by_level(
     flags = out["extrapolation"].astype(object).to_numpy(copy=True)
     framework, gpu = c.stack.framework, c.system.gpu_index
     pilot = cal.intervals.pilot if cal.intervals is not None else None
-    ran = pilot.measured(framework, gpu, gpu_keys) if pilot is not None else unmeasured
+    ran = (
+        pilot.measured(framework, gpu, gpu_keys, framework_keys)
+        if pilot is not None
+        else unmeasured
+    )
     far = distance(c.plan.num_gpus, np.asarray(pilot.pilot_gpus)) if pilot is not None else None
     for i in np.flatnonzero(unmeasured):
         if ran[i] and far is not None:
             flag = f"beyond_pilot_reach:{far[i]:.3g}>{pilot.reach:.3g}"
         else:
-            flag = f"unmeasured_level:{FRAMEWORKS[framework[i]]}/{gpu_keys[gpu[i]]}"
+            flag = f"unmeasured_level:{framework_keys[framework[i]]}/{gpu_keys[gpu[i]]}"
         flags[i] = ";".join([*([flags[i]] if flags[i] else []), flag])
     out["extrapolation"] = pd.Series(pd.array(flags, dtype=out["extrapolation"].dtype))
     return out  # type: ignore[return-value]

@@ -6,8 +6,10 @@ the software stack's kernels (GEMM, attention, memory-bound traffic, FP8 GEMMs, 
 under overlapped communication) carry one log offset per framework profile
 (:data:`OFFSET_BASES`; flat name ``<base>_offset_<framework>``, :func:`offset_name`), with a
 prior towards 0, so a framework with few rows stays near the pool. The offsets are generated from
-the framework list (:data:`~trainscale.schema.FRAMEWORKS`, the keys of ``data/frameworks.yaml``).
-The values live in :class:`trainscale.sim.calibration.Calibration`.
+the framework list the caller passes (the profile keys of its catalogue,
+``Catalogue.framework_keys``): :func:`parameters` and :func:`offset_specs` take it, and
+:func:`parameter_spec` knows any flat name. No list of frameworks is kept here. The values live in
+:class:`trainscale.sim.calibration.Calibration`.
 """
 
 from __future__ import annotations
@@ -15,16 +17,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from trainscale.schema import FRAMEWORKS
-
 __all__ = [
     "FRAMEWORK_OFFSET_PRIOR_SD",
     "OFFSET_BASES",
-    "PARAMETERS",
     "SHARED_PARAMETERS",
     "ParameterSpec",
     "offset_name",
     "offset_specs",
+    "parameter_spec",
+    "parameters",
     "split_offset_name",
 ]
 
@@ -91,10 +92,10 @@ def split_offset_name(name: str) -> tuple[str, str] | None:
     return None
 
 
-def offset_specs(frameworks: Sequence[str] = FRAMEWORKS) -> tuple[ParameterSpec, ...]:
+def offset_specs(frameworks: Sequence[str]) -> tuple[ParameterSpec, ...]:
     """One log offset per efficiency of :data:`OFFSET_BASES` and framework of ``frameworks``
-    (default: the framework list, :data:`~trainscale.schema.FRAMEWORKS`), prior 0 ± 0.1; a
-    profile added to ``data/frameworks.yaml`` gets its offsets here, with no code edit."""
+    (the caller's framework list, base by base), prior 0 ± 0.1; a profile added to a catalogue's
+    ``frameworks.yaml`` gets its offsets here, with no code edit."""
     return tuple(
         ParameterSpec(
             name=offset_name(base, framework),
@@ -387,7 +388,22 @@ SHARED_PARAMETERS: tuple[ParameterSpec, ...] = (
     ),
 )
 """The parameters every framework shares (the hardware physics and the shared efficiencies)."""
-PARAMETERS: tuple[ParameterSpec, ...] = (*SHARED_PARAMETERS, *offset_specs())
-"""Every parameter: :data:`SHARED_PARAMETERS`, then the offsets of :data:`OFFSET_BASES` × the
-framework list (base by base, frameworks in the order of FRAMEWORKS), the order of
-``data/calibration.yaml``."""
+_SHARED = {spec.name: spec for spec in SHARED_PARAMETERS}
+
+
+def parameters(frameworks: Sequence[str]) -> tuple[ParameterSpec, ...]:
+    """Every parameter under the framework list ``frameworks`` (the profile keys of the caller's
+    catalogue, in its order): :data:`SHARED_PARAMETERS`, then the offsets of
+    :data:`OFFSET_BASES` × ``frameworks`` (base by base), the order of ``data/calibration.yaml``."""
+    return (*SHARED_PARAMETERS, *offset_specs(frameworks))
+
+
+def parameter_spec(name: str) -> ParameterSpec:
+    """The spec of the parameter with flat name ``name``: a shared one, or the offset
+    ``<base>_offset_<framework>`` of any framework (:func:`split_offset_name`)."""
+    if name in _SHARED:
+        return _SHARED[name]
+    split = split_offset_name(name)
+    if split is None:
+        raise KeyError(f"unknown calibration parameter {name!r}")
+    return offset_specs((split[1],))[OFFSET_BASES.index(split[0])]

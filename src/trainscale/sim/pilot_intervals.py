@@ -164,17 +164,21 @@ class PilotIntervals:
             return np.zeros(len(np.asarray(num_gpus)), dtype=bool)
         return np.asarray(self.capped)[_bins(distance(num_gpus, np.asarray(self.pilot_gpus)))]
 
-    def measured(self, framework: np.ndarray, gpu_index: np.ndarray, gpu_keys: tuple[str, ...]
-                 ) -> np.ndarray:  # fmt: skip
+    def measured(
+        self,
+        framework: np.ndarray,
+        gpu_index: np.ndarray,
+        gpu_keys: tuple[str, ...],
+        framework_keys: tuple[str, ...],
+    ) -> np.ndarray:
         """Whether each configuration's (framework, GPU) pair is one the measurements ran (all
-        True without recorded levels); ``framework`` indexes FRAMEWORKS, ``gpu_index``
+        True without recorded levels); ``framework`` indexes ``framework_keys`` (the framework
+        list of the catalogue the configurations were built with), ``gpu_index``
         ``gpu_keys``."""
-        from trainscale.schema import FRAMEWORKS
-
         if not self.measured_levels:
             return np.ones(len(framework), dtype=bool)
         pairs = set(self.measured_levels)
-        table = np.array([[(fw, g) in pairs for g in gpu_keys] for fw in FRAMEWORKS])
+        table = np.array([[(fw, g) in pairs for g in gpu_keys] for fw in framework_keys])
         return table[np.asarray(framework), np.asarray(gpu_index)]
 
     def log_factors(self, num_gpus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -20,7 +20,6 @@ from trainscale.schema import (
     ATTENTION_KERNELS,
     CP_COMM_TYPES,
     FP8_RECIPES,
-    FRAMEWORKS,
     PRECISIONS,
     RECOMPUTE_MODES,
     SHARDINGS,
@@ -41,25 +40,25 @@ _FIELDS = (
 )  # fmt: skip
 
 
-#: The categorical columns: name -> (codes, categories) of the rows of a :class:`Configs`, in
-#: the catalogue spelling.
-_CATEGORIES: dict[str, Callable[[Configs], tuple[np.ndarray, Sequence[str]]]] = {
-    "mlp": lambda c: (np.where(c.model.swiglu, 0, 1), ("swiglu", "gelu")),
-    "sharding": lambda c: (c.plan.sharding, SHARDINGS),
-    "recompute": lambda c: (c.plan.recompute, RECOMPUTE_MODES),
-    "precision": lambda c: (c.plan.fp8.astype(np.int32), PRECISIONS),
-    "framework": lambda c: (c.stack.framework, FRAMEWORKS),
-    "shard_granularity": lambda c: (
+#: The categorical columns: name -> (codes, categories) of the rows of a :class:`Configs` and the
+#: framework list its ``framework`` codes index, in the catalogue spelling.
+_CATEGORIES: dict[str, Callable[[Configs, Sequence[str]], tuple[np.ndarray, Sequence[str]]]] = {
+    "mlp": lambda c, _: (np.where(c.model.swiglu, 0, 1), ("swiglu", "gelu")),
+    "sharding": lambda c, _: (c.plan.sharding, SHARDINGS),
+    "recompute": lambda c, _: (c.plan.recompute, RECOMPUTE_MODES),
+    "precision": lambda c, _: (c.plan.fp8.astype(np.int32), PRECISIONS),
+    "framework": lambda c, frameworks: (c.stack.framework, frameworks),
+    "shard_granularity": lambda c, _: (
         c.stack.per_tensor_gather.astype(np.int32),
         ("layer", "tensor"),
     ),
-    "attention_kernel": lambda c: (c.stack.attention_kernel, ATTENTION_KERNELS),
+    "attention_kernel": lambda c, _: (c.stack.attention_kernel, ATTENTION_KERNELS),
     # bf16 rows have no FP8 recipe: the empty category after the recipes.
-    "fp8_recipe": lambda c: (
+    "fp8_recipe": lambda c, _: (
         np.where(c.plan.fp8, c.stack.fp8_recipe, len(FP8_RECIPES)),
         (*FP8_RECIPES, ""),
     ),
-    "cp_comm_type": lambda c: (c.stack.cp_comm_type, CP_COMM_TYPES),
+    "cp_comm_type": lambda c, _: (c.stack.cp_comm_type, CP_COMM_TYPES),
 }
 
 #: Every column :func:`resolved_columns` can give.
@@ -72,13 +71,19 @@ def object_strings(codes: np.ndarray, categories: Sequence[str]) -> np.ndarray:
 
 
 def resolved_columns(
-    c: Configs, columns: Iterable[str], *, strings: StringColumn = object_strings
+    c: Configs,
+    columns: Iterable[str],
+    *,
+    framework_keys: Sequence[str],
+    strings: StringColumn = object_strings,
 ) -> dict[str, object]:
     """The named configuration columns of the rows of ``c`` as resolved, in the order asked.
 
     Numbers and flags are ``c``'s arrays; ``nic_gbit_per_s_per_gpu`` is Gb/s per GPU (``c``
     holds bytes/s); text columns are built by ``strings`` from codes and categories (default:
-    object arrays; the simulator passes an Arrow-backed builder for speed). An unknown name is
+    object arrays; the simulator passes an Arrow-backed builder for speed); ``framework`` names
+    the codes by ``framework_keys``, the framework list of the catalogue ``c`` was built from
+    (``Catalogue.framework_keys``). An unknown name is
     a ``KeyError`` naming it and :data:`RESOLVED_COLUMNS`.
     """
     flat = c.flat()
@@ -89,7 +94,7 @@ def resolved_columns(
         elif name == "nic_gbit_per_s_per_gpu":
             out[name] = c.system.nic_bytes_per_s * 8 / 1e9
         elif name in _CATEGORIES:
-            out[name] = strings(*_CATEGORIES[name](c))
+            out[name] = strings(*_CATEGORIES[name](c, framework_keys))
         else:
             raise KeyError(f"{name!r} is not a resolved column; known: {RESOLVED_COLUMNS}")
     return out

@@ -66,15 +66,18 @@ def predict_arrays(c: Configs, cal: Calibration, catalogue: Catalogue) -> dict[s
     """Predict every metric for validated configurations (built from ``catalogue``, see
     :func:`_configs`); arrays of shape ``(len(c),)``. Under a user calibration that records the
     levels its measurements ran, the other (framework, GPU) pairs keep the shipped level
-    (:mod:`trainscale.sim.levels`)."""
-    split = split_by_level(c, cal, catalogue.gpu_keys)
+    (:mod:`trainscale.sim.levels`). ``cal``'s framework offsets are read in the order of the
+    catalogue's framework list (:meth:`~trainscale.sim.calibration.Calibration.for_frameworks`),
+    which ``c``'s framework codes index."""
+    cal = cal.for_frameworks(catalogue.framework_keys)
+    split = split_by_level(c, cal, catalogue.gpu_keys, catalogue.framework_keys)
     if split is None:
         return _predict_arrays(c, cal, catalogue)
     unmeasured, shipped_level = split
     return merge_by_level(
         c, unmeasured, cal, shipped_level,
         lambda part, calibration: _predict_arrays(part, calibration, catalogue),
-        catalogue.gpu_keys,
+        catalogue.gpu_keys, catalogue.framework_keys,
     )  # fmt: skip
 
 
@@ -104,7 +107,7 @@ def _predict_arrays(c: Configs, cal: Calibration, catalogue: Catalogue) -> dict[
         idle_w=c.system.idle_w,
         power_limit_w=c.system.power_limit_w, cal=cal,
     )  # fmt: skip
-    lo, hi, extrapolation = _interval_factors(c, cal, catalogue.gpu_keys)
+    lo, hi, extrapolation = _interval_factors(c, cal, catalogue)
     mfu = model_flops * tokens_per_s / peak_total
     hfu = hardware_flops * tokens_per_s / peak_total
     return {
@@ -236,7 +239,7 @@ def _causal_share(c: Configs) -> np.ndarray:
 
 
 def _interval_factors(
-    c: Configs, cal: Calibration, gpu_keys: tuple[str, ...]
+    c: Configs, cal: Calibration, catalogue: Catalogue
 ) -> tuple[np.ndarray, np.ndarray, pd.Series]:
     """``exp(-q·sigma)`` and ``exp(+q·sigma)`` per configuration: the 80 % interval of
     tokens/s per GPU as factors of the prediction (:mod:`trainscale.sim.intervals`), widened by
@@ -245,25 +248,29 @@ def _interval_factors(
     if cal.intervals is None:
         nan = np.full(len(c), np.nan)
         return nan, nan, _strings(np.zeros(len(c), np.int32), ("",))
-    dense = _factors_under(cal.intervals, c, gpu_keys)
+    keys = (catalogue.gpu_keys, catalogue.framework_keys)
+    dense = _factors_under(cal.intervals, c, *keys)
     moe = c.model.num_experts > 0
     if cal.moe_intervals is None or not moe.any():
         return dense
     # mixture-of-experts rows: the intervals and coverage facts of the MoE rows
     # (trainscale.calibrate.moe), so a GPU or framework no MoE row ran is flagged
-    experts = _factors_under(cal.moe_intervals, c, gpu_keys)
+    experts = _factors_under(cal.moe_intervals, c, *keys)
     text = pd.Series(np.where(moe, experts[2].to_numpy(object), dense[2].to_numpy(object)))
     return (np.where(moe, experts[0], dense[0]), np.where(moe, experts[1], dense[1]),
             text.astype(dense[2].dtype))  # fmt: skip
 
 
 def _factors_under(
-    intervals: PredictionIntervals, c: Configs, gpu_keys: tuple[str, ...]
+    intervals: PredictionIntervals,
+    c: Configs,
+    gpu_keys: tuple[str, ...],
+    framework_keys: tuple[str, ...],
 ) -> tuple[np.ndarray, np.ndarray, pd.Series]:
     """:func:`_interval_factors` under one set of intervals and their coverage facts."""
     flags = support(
         intervals.facts, gpu=c.system.gpu_index, gpu_keys=gpu_keys, framework=c.stack.framework,
-        sharding=c.plan.sharding, num_gpus=c.plan.num_gpus,
+        framework_keys=framework_keys, sharding=c.plan.sharding, num_gpus=c.plan.num_gpus,
         params_b=np.where(
             c.model.block_params > 0, c.model.block_params / 1e9,
             block_params_b(c.model.layers, c.model.hidden, c.model.heads, c.model.kv_heads,
@@ -272,8 +279,9 @@ def _factors_under(
         seq_len=c.plan.seq_len, degrees={"tp": c.plan.tp, "pp": c.plan.pp, "cp": c.plan.cp},
     )  # fmt: skip
     lower, upper = intervals.log_factors(
-        c.stack.framework, c.plan.num_gpus, c.system.gpu_index, gpu_keys, flags.widening
-    )
+        c.stack.framework, c.plan.num_gpus, c.system.gpu_index, gpu_keys, flags.widening,
+        framework_keys=framework_keys,
+    )  # fmt: skip
     return np.exp(lower), np.exp(upper), flags.extrapolation
 
 
@@ -322,11 +330,13 @@ def _configs(
 def _given_or_shipped(
     catalogue: Catalogue | None, calibration: Calibration | None
 ) -> tuple[Catalogue, Calibration]:
-    """The caller's catalogue and calibration; the shipped one for either not given."""
-    return (
-        catalogue if catalogue is not None else load_catalogue(),
-        calibration if calibration is not None else load_calibration(),
-    )
+    """The caller's catalogue and calibration; the shipped one for either not given (the
+    shipped calibration with the offsets of the catalogue's frameworks, priors for any it
+    lacks)."""
+    catalogue = catalogue if catalogue is not None else load_catalogue()
+    if calibration is None:
+        calibration = load_calibration(frameworks=catalogue.framework_keys)
+    return catalogue, calibration
 
 
 def _assemble(
@@ -366,7 +376,9 @@ def _assemble(
     # One dict, one DataFrame: a replaced column keeps its place, as ``out[name] = …`` would, at a
     # fraction of the cost of inserting fifty columns one by one.
     columns: dict[str, object] = {name: rows[name] for name in rows.columns}
-    resolved = resolved_columns(c, _RESOLVED, strings=_strings)
+    resolved = resolved_columns(
+        c, _RESOLVED, framework_keys=catalogue.framework_keys, strings=_strings
+    )
     for column in CONFIGURATION_COLUMNS:
         if column.name in resolved and (column.name not in columns or column.name in _EFFECTIVE):
             columns[column.name] = resolved[column.name]

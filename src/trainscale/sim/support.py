@@ -56,6 +56,7 @@ the framework's largest run (``PER_DOUBLING``). This module multiplies it by, pe
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -63,7 +64,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from trainscale.schema import FRAMEWORKS, SHARDINGS
+from trainscale.schema import SHARDINGS
 from trainscale.sim.model.params import block_params_b
 from trainscale.sim.quantile import PER_DOUBLING
 from trainscale.sim.support_facts import DEGREES
@@ -105,6 +106,7 @@ def support(
     gpu: np.ndarray,
     gpu_keys: tuple[str, ...],
     framework: np.ndarray,
+    framework_keys: tuple[str, ...],
     sharding: np.ndarray,
     num_gpus: np.ndarray,
     params_b: np.ndarray,
@@ -112,21 +114,22 @@ def support(
     degrees: dict[str, np.ndarray],
 ) -> Support:
     """Flags and widening per configuration, vectorised. ``gpu`` indexes ``gpu_keys``;
-    ``framework`` and ``sharding`` index FRAMEWORKS and SHARDINGS; ``degrees`` maps tp, pp, cp to
-    their arrays. Strings are built once per distinct flag combination."""
+    ``framework`` indexes ``framework_keys`` (the caller's framework list) and ``sharding``
+    SHARDINGS; ``degrees`` maps tp, pp, cp to their arrays. Strings are built once per distinct
+    flag combination."""
     n = len(num_gpus)
     ranks = np.asarray(num_gpus, np.float64)
     has_gpu = np.isin(np.array(gpu_keys, dtype=object), list(facts.gpus_with_data))
     flag_gpu = ~has_gpu[gpu]
     fw_rows = dict(facts.framework_rows)
-    has_fw = np.array([fw_rows.get(fw, 0) > 0 for fw in FRAMEWORKS])
+    has_fw = np.array([fw_rows.get(fw, 0) > 0 for fw in framework_keys])
     flag_fw = ~has_fw[framework]
     fw_most = dict(facts.framework_max_gpus)
     overall = max(fw_most.values(), default=1)
-    most_fw = np.array([fw_most.get(fw, overall) for fw in FRAMEWORKS], np.float64)[framework]
+    most_fw = np.array([fw_most.get(fw, overall) for fw in framework_keys], np.float64)[framework]
     pair = {(f, s): m for f, s, m in facts.sharding_max_gpus}
     pair_table = np.array(
-        [[pair.get((f, s), 0) for s in SHARDINGS] for f in FRAMEWORKS], np.float64
+        [[pair.get((f, s), 0) for s in SHARDINGS] for f in framework_keys], np.float64
     )
     most_pair = pair_table[framework, sharding]
     known_pairs = bool(facts.sharding_max_gpus)
@@ -170,14 +173,14 @@ def support(
         any_flag |= flag
     text = _texts(
         any_flag, facts, gpu_keys, gpu, flag_gpu, framework, flag_fw, sharding, ranks, most_pair,
-        flag_pair, ranges, flag_degree, max_degree,
+        flag_pair, ranges, flag_degree, max_degree, framework_keys,
     )  # fmt: skip
     return Support(widening=widening, extrapolation=text)
 
 
 def _texts(
     any_flag, facts, gpu_keys, gpu, flag_gpu, framework, flag_fw, sharding, ranks, most_pair,
-    flag_pair, ranges, flag_degree, max_degree,
+    flag_pair, ranges, flag_degree, max_degree, framework_keys,
 ) -> pd.Series:  # fmt: skip
     """The ``extrapolation`` strings, built once per distinct flag combination.
 
@@ -194,8 +197,8 @@ def _texts(
     pair_key = (framework * len(SHARDINGS) + sharding) * 2.0**32 + ranks
     kinds = [
         (flag_gpu, gpu, lambda v: f"gpu:{gpu_keys[int(v)]}"),
-        (flag_fw, framework, lambda v: f"framework:{FRAMEWORKS[int(v)]}"),
-        (flag_pair, pair_key, lambda v: _pair_text(v, facts)),
+        (flag_fw, framework, lambda v: f"framework:{framework_keys[int(v)]}"),
+        (flag_pair, pair_key, lambda v: _pair_text(v, facts, framework_keys)),
         (p_above | p_below, np.where(p_above, params, -params),
          lambda v: f"params_b:{v:.3g}>{high_p:.3g}" if v > 0 else f"params_b:{-v:.3g}<{low_p:.3g}"),
         (s_above | s_below, np.where(s_above, seq, -seq),
@@ -254,20 +257,24 @@ def _distinct(
     return [tuple(int(c) for c in row) for row in distinct], inverse.ravel()
 
 
-def _pair_text(value: float, facts: CoverageFacts) -> str:
+def _pair_text(value: float, facts: CoverageFacts, framework_keys: tuple[str, ...]) -> str:
     """``<sharding>_ranks:<n>><max>`` of a pair key ``(framework * len(SHARDINGS) + sharding)
     * 2^32 + ranks``."""
     pair, ranks = divmod(int(value), 2**32)
     framework, sharding = divmod(pair, len(SHARDINGS))
     most = {(f, s): m for f, s, m in facts.sharding_max_gpus}
-    largest = most.get((FRAMEWORKS[framework], SHARDINGS[sharding]), 0)
+    largest = most.get((framework_keys[framework], SHARDINGS[sharding]), 0)
     return f"{SHARDINGS[sharding]}_ranks:{ranks}>{largest}"
 
 
-def support_of_rows(rows: pd.DataFrame, facts: CoverageFacts) -> Support:
+def support_of_rows(
+    rows: pd.DataFrame, facts: CoverageFacts, framework_keys: Sequence[str]
+) -> Support:
     """:func:`support` of result rows (columns ``gpu``, ``framework``, ``sharding``,
     ``num_gpus``, ``layers``, ``hidden``, ``heads``, ``kv_heads``, ``ffn``, ``mlp``, ``seq_len``,
-    ``tp``, ``pp``, ``cp``), e.g. the held-out predictions the intervals are scored on."""
+    ``tp``, ``pp``, ``cp``), e.g. the held-out predictions the intervals are scored on; each
+    row's ``framework`` one of ``framework_keys``, the caller's framework list."""
+    frameworks = tuple(framework_keys)
     keys = tuple(sorted({*rows["gpu"].astype(str).unique(), *facts.gpus_with_data}))
     gpu = rows["gpu"].astype(str).map({k: i for i, k in enumerate(keys)}).to_numpy(np.int64)
     return support(
@@ -275,8 +282,9 @@ def support_of_rows(rows: pd.DataFrame, facts: CoverageFacts) -> Support:
         gpu=gpu,
         gpu_keys=keys,
         framework=rows["framework"]
-        .map({f: i for i, f in enumerate(FRAMEWORKS)})
+        .map({f: i for i, f in enumerate(frameworks)})
         .to_numpy(np.int64),
+        framework_keys=frameworks,
         sharding=rows["sharding"].map({s: i for i, s in enumerate(SHARDINGS)}).to_numpy(np.int64),
         num_gpus=rows["num_gpus"].to_numpy(np.float64),
         params_b=_params_of_rows(rows),

@@ -17,13 +17,14 @@ Each function works on a dict of those four fields (the keyword arguments of ``C
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from trainscale.schema import FRAMEWORKS, SHARDINGS
+from trainscale.schema import SHARDINGS
 
 __all__ = ["SUPPORT_COLUMNS", "CoverageFacts", "support_facts_as_dict", "support_facts_from_dict",
            "support_facts_merged", "support_facts_of"]  # fmt: skip
@@ -54,9 +55,9 @@ def _union(a: tuple | None, b: tuple | None) -> tuple | None:
     return (min(a[0], b[0]), max(a[1], b[1]))
 
 
-def support_facts_of(rows: pd.DataFrame) -> dict[str, Any]:
-    """The four support fields of ``rows``; empty (no facts) when rows are empty or lack a
-    column of :data:`SUPPORT_COLUMNS`."""
+def support_facts_of(rows: pd.DataFrame, framework_keys: Sequence[str]) -> dict[str, Any]:
+    """The four support fields of ``rows`` (frameworks in the order of ``framework_keys``);
+    empty (no facts) when rows are empty or lack a column of :data:`SUPPORT_COLUMNS`."""
     if len(rows) == 0 or not set(SUPPORT_COLUMNS) <= set(rows.columns):
         return {}
     from trainscale.sim.model.params import block_params_b
@@ -69,7 +70,7 @@ def support_facts_of(rows: pd.DataFrame) -> dict[str, Any]:
     return {
         "sharding_max_gpus": tuple(
             (fw, sh, int(pairs[(fw, sh)]))
-            for fw in FRAMEWORKS
+            for fw in framework_keys
             for sh in SHARDINGS
             if (fw, sh) in pairs.index
         ),
@@ -79,9 +80,9 @@ def support_facts_of(rows: pd.DataFrame) -> dict[str, Any]:
     }
 
 
-def support_facts_merged(a: Any, b: Any) -> dict[str, Any]:
+def support_facts_merged(a: Any, b: Any, framework_keys: Sequence[str]) -> dict[str, Any]:
     """The support fields of two facts (objects with the four attributes) together: the larger
-    maxima, the union of the ranges."""
+    maxima, the union of the ranges; frameworks in the order of ``framework_keys``."""
     pairs = {(f, s): m for f, s, m in a.sharding_max_gpus}
     for f, s, m in b.sharding_max_gpus:
         pairs[(f, s)] = max(pairs.get((f, s), 0), m)
@@ -90,7 +91,7 @@ def support_facts_merged(a: Any, b: Any) -> dict[str, Any]:
         degrees[d] = max(degrees.get(d, 0), m)
     return {
         "sharding_max_gpus": tuple(
-            (f, s, pairs[(f, s)]) for f in FRAMEWORKS for s in SHARDINGS if (f, s) in pairs
+            (f, s, pairs[(f, s)]) for f in framework_keys for s in SHARDINGS if (f, s) in pairs
         ),
         "params_b_range": _union(a.params_b_range, b.params_b_range),
         "seq_len_range": _union(a.seq_len_range, b.seq_len_range),
@@ -148,21 +149,30 @@ class CoverageFacts:
     max_degrees: tuple[tuple[str, int], ...] = ()
 
     @classmethod
-    def of(cls, rows: pd.DataFrame) -> CoverageFacts:
+    def of(cls, rows: pd.DataFrame, framework_keys: Sequence[str]) -> CoverageFacts:
         """Facts of throughput rows (``framework``, ``num_gpus``, ``gpu``; the support facts
         when the rows also have ``sharding``, the model shape, ``seq_len``, ``tp``, ``pp``,
-        ``cp``, as result rows do)."""
+        ``cp``, as result rows do), for every framework of ``framework_keys`` (the caller's
+        framework list, ``Catalogue.framework_keys``), in that order."""
         grouped = rows.groupby("framework")["num_gpus"]
         counts, most = grouped.size(), grouped.max()
+        keys = tuple(framework_keys)
         base = cls(
-            framework_rows=tuple((fw, int(counts.get(fw, 0))) for fw in FRAMEWORKS),
-            framework_max_gpus=tuple((fw, int(most[fw])) for fw in FRAMEWORKS if fw in most.index),
+            framework_rows=tuple((fw, int(counts.get(fw, 0))) for fw in keys),
+            framework_max_gpus=tuple((fw, int(most[fw])) for fw in keys if fw in most.index),
             gpus_with_data=tuple(sorted(str(g) for g in rows["gpu"].unique())),
         )
-        return replace(base, **support_facts_of(rows))
+        return replace(base, **support_facts_of(rows, keys))
+
+    @property
+    def framework_keys(self) -> tuple[str, ...]:
+        """The framework list the facts were gathered for (:meth:`of`), in its order."""
+        return tuple(fw for fw, _ in self.framework_rows)
 
     def merged(self, other: CoverageFacts) -> CoverageFacts:
-        """Facts of both data sets together (a user calibration adds its rows to the shipped)."""
+        """Facts of both data sets together (a user calibration adds its rows to the shipped),
+        for the frameworks of both (this one's first, in order)."""
+        keys = tuple(dict.fromkeys((*self.framework_keys, *other.framework_keys)))
         rows = dict(self.framework_rows)
         for fw, n in other.framework_rows:
             rows[fw] = rows.get(fw, 0) + n
@@ -170,21 +180,22 @@ class CoverageFacts:
         for fw, n in other.framework_max_gpus:
             most[fw] = max(most.get(fw, 0), n)
         return CoverageFacts(
-            framework_rows=tuple((fw, rows.get(fw, 0)) for fw in FRAMEWORKS),
-            framework_max_gpus=tuple((fw, most[fw]) for fw in FRAMEWORKS if fw in most),
+            framework_rows=tuple((fw, rows.get(fw, 0)) for fw in keys),
+            framework_max_gpus=tuple((fw, most[fw]) for fw in keys if fw in most),
             gpus_with_data=tuple(sorted({*self.gpus_with_data, *other.gpus_with_data})),
-            **support_facts_merged(self, other),
+            **support_facts_merged(self, other, keys),
         )
 
-    def framework_arrays(self) -> tuple[np.ndarray, np.ndarray]:
-        """Rows and most GPUs per framework, in the order of FRAMEWORKS (a framework without
-        rows takes the most GPUs of any framework)."""
+    def framework_arrays(self, framework_keys: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Rows and most GPUs per framework, in the order of ``framework_keys`` (the framework
+        list the configurations' codes index; a framework without rows takes the most GPUs of
+        any framework)."""
         rows = dict(self.framework_rows)
         most = dict(self.framework_max_gpus)
         overall = max(most.values(), default=1)
         return (
-            np.array([rows.get(fw, 0) for fw in FRAMEWORKS], dtype=np.float64),
-            np.array([most.get(fw, overall) for fw in FRAMEWORKS], dtype=np.float64),
+            np.array([rows.get(fw, 0) for fw in framework_keys], dtype=np.float64),
+            np.array([most.get(fw, overall) for fw in framework_keys], dtype=np.float64),
         )
 
     def as_dict(self) -> dict[str, Any]:

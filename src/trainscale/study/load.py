@@ -207,7 +207,7 @@ def _calibration_problems(calibration: str | None) -> list[tuple[str, str]]:
     if calibration is None:
         return []
     from trainscale.errors import TrainscaleError
-    from trainscale.sim.calibration import load_calibration
+    from trainscale.sim.calibration import load_calibration, named_frameworks
 
     if not Path(calibration).is_file():
         return [
@@ -218,7 +218,7 @@ def _calibration_problems(calibration: str | None) -> list[tuple[str, str]]:
             )
         ]
     try:
-        load_calibration(calibration)
+        load_calibration(calibration, frameworks=named_frameworks(calibration))
     except TrainscaleError as error:
         return [("calibration", str(error))]
     return []

@@ -43,7 +43,7 @@ TABLES: dict[str, Output] = {
         inputs={
             "validation": Input("validation"),
             "holdout": Input("holdout"),
-            "published": Input("published", "published"),  # read with hardware and models
+            "published": Input("published", "published"),  # read with hardware, models, frameworks
             "sim_vs_measured": Input("sim_vs_measured"),  # its warned rows are listed
         },
     ),

@@ -13,9 +13,10 @@ import pytest
 from trainscale import predict
 from trainscale.errors import ConfigurationError
 from trainscale.sim.calibration import Calibration
+from trainscale.sim.catalogue import load_catalogue
 from trainscale.sim.system.power import tensor_clock_ratio
 
-CAL = Calibration.defaults()
+CAL = Calibration.defaults(load_catalogue().framework_keys)
 
 #: H100 SXM: TDP 700 W, idle 140 W (data/hardware.yaml).
 TDP_W, IDLE_W = 700.0, 140.0

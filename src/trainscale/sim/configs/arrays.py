@@ -116,7 +116,8 @@ class StackArrays:
     overrides), ``data/frameworks.yaml``."""
 
     framework: np.ndarray
-    """Index into :data:`~trainscale.schema.FRAMEWORKS`."""
+    """Index into the framework list of the catalogue the configurations were built from
+    (``Catalogue.framework_keys``)."""
     overlap_grad_reduce: np.ndarray
     overlap_param_gather: np.ndarray
     tp_comm_overlap: np.ndarray

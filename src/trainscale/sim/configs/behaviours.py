@@ -11,7 +11,6 @@ from trainscale.io.suggest import did_you_mean
 from trainscale.schema import (
     ATTENTION_KERNELS,
     FP8_RECIPES,
-    FRAMEWORKS,
     SHARD_GRANULARITIES,
     SHARDINGS,
     Sharding,
@@ -38,9 +37,11 @@ def framework_behaviours(
     problems: Problems,
 ) -> dict[str, np.ndarray]:
     """The software stack of every row: its profile's behaviours, then the row's overrides;
-    overrides that contradict the row and plans the profile refuses are problems."""
+    overrides that contradict the row and plans the profile refuses are problems. ``profiles``
+    is the caller's catalogue (``Catalogue.frameworks``): a row's ``framework`` code indexes its
+    keys, in their order (``Catalogue.framework_keys``)."""
     framework = _framework_codes(frame, profiles, problems)
-    ordered = [profiles[k] for k in FRAMEWORKS]
+    ordered = list(profiles.values())
     out, given = _behaviours(frame, v, framework, ordered, problems)
     _contradicting_overrides(v, out, given, problems)
     _refused_plans(v, framework, ordered, problems)
@@ -50,17 +51,19 @@ def framework_behaviours(
 def _framework_codes(
     frame: pd.DataFrame, profiles: Mapping[str, FrameworkProfile], problems: Problems
 ) -> np.ndarray:
-    """Each row's framework as an index into FRAMEWORKS (empty: the default framework); an
-    unknown name is a problem that names the profile a known stack (an alias) runs on."""
-    keys = {"": FRAMEWORKS.index(DEFAULT_FRAMEWORK)} | {k: i for i, k in enumerate(FRAMEWORKS)}
+    """Each row's framework as an index into the keys of ``profiles`` (empty: the default
+    framework); an unknown name is a problem that names the profile a known stack (an alias)
+    runs on."""
+    names = tuple(profiles)
+    keys = {"": names.index(DEFAULT_FRAMEWORK)} | {k: i for i, k in enumerate(names)}
     framework = text_lookup(frame, "framework", keys, -1, lower=True)
     runs = {a.lower(): k for k, p in profiles.items() for a in p.aliases}
 
     def unknown(r: int) -> str:
         name = _raw(frame, "framework", r)
         profile = runs.get(str(name).strip().lower())
-        hint = "" if profile else did_you_mean(name, FRAMEWORKS)
-        text = f"unknown framework {name!r}{hint}; valid: {', '.join(FRAMEWORKS)} "
+        hint = "" if profile else did_you_mean(name, names)
+        text = f"unknown framework {name!r}{hint}; valid: {', '.join(names)} "
         return (
             text
             + "(data/frameworks.yaml)"
@@ -68,7 +71,7 @@ def _framework_codes(
         )
 
     problems.add_where(framework < 0, "framework", unknown)
-    return np.where(framework < 0, FRAMEWORKS.index(DEFAULT_FRAMEWORK), framework)
+    return np.where(framework < 0, names.index(DEFAULT_FRAMEWORK), framework)
 
 
 def _choice_or_profile(
@@ -80,7 +83,7 @@ def _choice_or_profile(
     problems: Problems,
 ) -> tuple[np.ndarray, np.ndarray]:
     """A categorical behaviour: the row's ``name`` where given, else its profile's value
-    (``profile_values``, in the order of FRAMEWORKS); ``(index into allowed, given mask)``."""
+    (``profile_values``, in the order of the profiles); ``(index into allowed, given mask)``."""
     index = optional_choice(frame, name, allowed, problems)
     profile = np.array([allowed.index(value) for value in profile_values])[framework]
     return np.where(index >= 0, index, profile), index >= 0
@@ -170,7 +173,7 @@ def _refused_plans(
     problems.add_where(
         problems.ok_for("framework", "sharding", "pp") & ~piped[framework, sharding]
         & (v["pp"] > 1), "sharding",
-        lambda r: f"the {FRAMEWORKS[framework[r]]} profile runs pipeline parallelism (pp > 1) "
+        lambda r: f"the {ordered[framework[r]].key} profile runs pipeline parallelism (pp > 1) "
         f"only with {', '.join(ordered[framework[r]].pipeline_shardings)} (its "
         f"pipeline_shardings, data/frameworks.yaml); sharding is {SHARDINGS[sharding[r]]} with "
         f"pp {v['pp'][r]}: use one of those, or pp 1",
@@ -178,7 +181,7 @@ def _refused_plans(
     interleaves = np.array([p.interleaves for p in ordered])[framework]
     problems.add_where(
         problems.ok_for("framework", "vpp") & ~interleaves & (v["vpp"] > 1), "vpp",
-        lambda r: f"the {FRAMEWORKS[framework[r]]} profile has no interleaved 1F1B (its "
+        lambda r: f"the {ordered[framework[r]].key} profile has no interleaved 1F1B (its "
         f"pipeline_schedules: {', '.join(ordered[framework[r]].pipeline_schedules)}, "
         f"data/frameworks.yaml); vpp is {v['vpp'][r]}: use vpp 1",
     )  # fmt: skip

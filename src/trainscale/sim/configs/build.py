@@ -56,7 +56,8 @@ def build_configs(
 
     ``hardware``, ``models`` and ``frameworks`` are the caller's catalogues (those of a
     :class:`~trainscale.sim.catalogue.Catalogue`); a GPU's ``gpu_index`` indexes the sorted keys
-    of ``hardware``.
+    of ``hardware``, a row's ``framework`` code the keys of ``frameworks`` in their order (the
+    framework list, ``Catalogue.framework_keys``; no list is kept in the code).
 
     ``valid_rows`` holds the row positions of ``frame`` that are in ``configs``; ``rejects`` has
     the input columns of each rejected row plus :data:`trainscale.schema.REJECT_COLUMNS` (``row``,
@@ -117,7 +118,8 @@ def _checked(
     v.update(framework_behaviours(frame, v, frameworks, problems))
     plan_rules(v, gpu_names, problems)
     given_gpn = gpu["given_gpus_per_node"]
-    expert_rules(v, np.where(np.isfinite(given_gpn), given_gpn, gpu["gpus_per_node"]), problems)
+    gpn = np.where(np.isfinite(given_gpn), given_gpn, gpu["gpus_per_node"])
+    expert_rules(v, gpn, tuple(frameworks), problems)
     return v, gpu
 
 

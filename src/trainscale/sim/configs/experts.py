@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from trainscale.schema import FRAMEWORKS, NUMERIC_BOUNDS, SHARDINGS
+from trainscale.schema import NUMERIC_BOUNDS, SHARDINGS
 from trainscale.sim.cells import numeric as _numeric
 from trainscale.sim.cells import value_problem as _value_problem
 from trainscale.sim.cells import within as _within
@@ -46,10 +46,16 @@ def _add(problems: Problems, rows: np.ndarray, column: str, rule: str, detail) -
     problems.add_where(rows, column, lambda r: f"{detail(r)}: {RULES[rule]}")
 
 
-def expert_rules(v: dict[str, np.ndarray], gpus_per_node: np.ndarray, problems: Problems) -> None:
+def expert_rules(
+    v: dict[str, np.ndarray],
+    gpus_per_node: np.ndarray,
+    framework_keys: tuple[str, ...],
+    problems: Problems,
+) -> None:
     """Check the expert-parallel layout of every row still valid (the rules and their sources:
     :mod:`trainscale.sim.configs.expert_layouts`) and set ``v["edp"]``. ``gpus_per_node`` (the
-    row's, else its system's) sizes HSDP's shard group, from which FSDP2 + EP borrows."""
+    row's, else its system's) sizes HSDP's shard group, from which FSDP2 + EP borrows;
+    ``framework_keys``, the framework list ``v["framework"]`` indexes, names each row's stack."""
     tp, cp, pp, dp, ep, etp = (v[k] for k in ("tp", "cp", "pp", "dp", "ep", "etp"))
     experts, expert_ffn = v["num_experts"], v["expert_ffn"]
     ok = problems.ok_for("model", "tp", "pp", "cp", "num_gpus", "ep", "etp")
@@ -75,13 +81,13 @@ def expert_rules(v: dict[str, np.ndarray], gpus_per_node: np.ndarray, problems: 
         "deepspeed": deepspeed_breaks(tp, dp, ep, etp),
     }
     for key, breaks in checks.items():
-        if key not in FRAMEWORKS:
+        if key not in framework_keys:
             continue
-        mine = moe & (framework == FRAMEWORKS.index(key))
+        mine = moe & (framework == framework_keys.index(key))
         for rule, rows in breaks.items():
             _add(
                 problems, mine & rows, "ep", rule,
                 lambda r: f"ep {ep[r]}, etp {etp[r]} on {v['num_gpus'][r]} GPUs (tp {tp[r]}, "
-                f"pp {pp[r]}, cp {cp[r]}, dp {dp[r]}, {FRAMEWORKS[framework[r]]})",
+                f"pp {pp[r]}, cp {cp[r]}, dp {dp[r]}, {framework_keys[framework[r]]})",
             )  # fmt: skip
     v["edp"] = np.maximum(expert_data_parallel_degree(v["num_gpus"], pp, ep, etp), 1)
