@@ -2,13 +2,14 @@
 
 Per GPU, model (a dense one against mixture-of-experts ones) and GPU count, the fastest plan that
 fits in memory (:func:`trainscale.report.select.best_rows`: the highest tokens/s among the
-study's plans, expert-parallel degree included), and three panels against the GPU count: tokens/s per
-GPU, model FLOPs utilisation, and the share of the step lost to communication that is not hidden,
-split into the expert-parallel token all-to-all (dispatch and combine, ``exposed_alltoall_s``) and
-everything else (``exposed_comm_s`` less it: the data-parallel gradient reduction and parameter
-gathers, tensor- and pipeline-parallel traffic). Each mixture-of-experts point is labelled with
-its winning expert-parallel degree (``ep``). One row of the three panels per GPU of the study
-(H100 and B200 in the shipped one), each column's rows on one y scale so the GPUs compare.
+study's plans, expert-parallel degree included), and three panels against the GPU count:
+tokens/s per GPU, model FLOPs utilisation, and the share of the step lost to communication that
+is not hidden, split into the expert-parallel token all-to-all (dispatch and combine,
+``exposed_alltoall_s``) and everything else (``exposed_comm_s`` less it: the data-parallel
+gradient reduction and parameter gathers, tensor- and pipeline-parallel traffic). Each
+mixture-of-experts point is labelled with its winning expert-parallel degree (``ep``). One row of
+the three panels per GPU of the study (H100 and B200 in the shipped one), each column's rows on
+one y scale so the GPUs compare.
 
 Input: the ``dense_vs_moe`` study (``results/sim/dense_vs_moe.parquet``).
 """
