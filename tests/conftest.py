@@ -429,6 +429,12 @@ def slurm_cluster_problem() -> str | None:
     return None
 
 
+#: What the SLURM test builds: the smoke study's results, four jobs (its configurations, a
+#: checkpoint, then the two simulate jobs it counts, then their merge), the path of every sweep
+#: through the scheduler; the other rules of the default target run each as one such job.
+SLURM_TARGETS = ("results/sim/smoke.parquet",)
+
+
 def _slurm_smoke_run(folder: Path) -> SlurmRun | str:
     """The work of :func:`slurm_smoke_run`: the run, or why SLURM is not available."""
     problem = slurm_cluster_problem()
@@ -439,8 +445,8 @@ def _slurm_smoke_run(folder: Path) -> SlurmRun | str:
         "--profile", str(REPO / "profiles/slurm"),
         "--profile", str(REPO / "tests/slurm/profile"),
     ]  # fmt: skip
-    dry_run = snakemake(workdir, "--dry-run", cluster=True)
-    run = snakemake(workdir, *profiles, timeout=900, cluster=True)
+    dry_run = snakemake(workdir, "--dry-run", *SLURM_TARGETS, cluster=True)
+    run = snakemake(workdir, *profiles, *SLURM_TARGETS, timeout=900, cluster=True)
     scontrol = subprocess.run(
         ["scontrol", "show", "job"], capture_output=True, text=True, timeout=60, check=False,
         env=cluster_env(),
@@ -450,10 +456,10 @@ def _slurm_smoke_run(folder: Path) -> SlurmRun | str:
 
 @pytest.fixture(scope="session")
 def slurm_smoke_run(tmp_path_factory: pytest.TempPathFactory) -> SlurmRun:
-    """The smoke study run in a copy through SLURM, with the site profile and the test
-    cluster's overrides (``--profile profiles/slurm --profile tests/slurm/profile``), after a
-    dry run of it; skips, with the reason, where no SLURM node answers. Once per
-    session."""
+    """The smoke study's results (:data:`SLURM_TARGETS`) built in a copy through SLURM, with
+    the site profile and the test cluster's overrides (``--profile profiles/slurm --profile
+    tests/slurm/profile``), after a dry run of it; skips, with the reason, where no SLURM node
+    answers. Once per session."""
     result = _slurm_smoke_run(tmp_path_factory.mktemp("slurm_smoke_run"))
     if isinstance(result, str):
         pytest.skip(result)
