@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
 import json
 import os
 import re
@@ -180,6 +182,35 @@ def workflow_copy(tmp_path: Path) -> Callable[..., Path]:
         return copy_workflow(tmp_path / name, **kwargs)  # type: ignore[arg-type]
 
     return make
+
+
+def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``trainscale ARGS`` run in this process (:func:`trainscale.cli.main`, in ``cwd`` if
+    given), its standard output and error captured: the finished "process", its return code
+    the exit status the command line would give. What only a separate process shows (the
+    entry point, a broken pipe, Python's own warning lines) is tested by running one."""
+    from trainscale.cli import main
+
+    stdout, stderr, here = io.StringIO(), io.StringIO(), Path.cwd()
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            try:
+                status = main(list(args))
+            except SystemExit as exit_:  # argparse: --help, a usage error
+                status = exit_.code if isinstance(exit_.code, int) else 1
+    finally:
+        os.chdir(here)
+    return subprocess.CompletedProcess(
+        ["trainscale", *args], status, stdout.getvalue(), stderr.getvalue()
+    )
+
+
+@pytest.fixture(scope="session")
+def cli() -> Callable[..., subprocess.CompletedProcess[str]]:
+    """``cli(*args, cwd=None)``: see :func:`run_cli`."""
+    return run_cli
 
 
 def with_source(env: dict[str, str]) -> dict[str, str]:
