@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
 import json
 import os
 import re
@@ -182,6 +184,35 @@ def workflow_copy(tmp_path: Path) -> Callable[..., Path]:
         return copy_workflow(tmp_path / name, **kwargs)  # type: ignore[arg-type]
 
     return make
+
+
+def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``trainscale ARGS`` run in this process (:func:`trainscale.cli.main`, in ``cwd`` if
+    given), its standard output and error captured: the finished "process", its return code
+    the exit status the command line would give. What only a separate process shows (the
+    entry point, a broken pipe, Python's own warning lines) is tested by running one."""
+    from trainscale.cli import main
+
+    stdout, stderr, here = io.StringIO(), io.StringIO(), Path.cwd()
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            try:
+                status = main(list(args))
+            except SystemExit as exit_:  # argparse: --help, a usage error
+                status = exit_.code if isinstance(exit_.code, int) else 1
+    finally:
+        os.chdir(here)
+    return subprocess.CompletedProcess(
+        ["trainscale", *args], status, stdout.getvalue(), stderr.getvalue()
+    )
+
+
+@pytest.fixture(scope="session")
+def cli() -> Callable[..., subprocess.CompletedProcess[str]]:
+    """``cli(*args, cwd=None)``: see :func:`run_cli`."""
+    return run_cli
 
 
 def with_source(env: dict[str, str]) -> dict[str, str]:
@@ -431,6 +462,12 @@ def slurm_cluster_problem() -> str | None:
     return None
 
 
+#: What the SLURM test builds: the smoke study's results, four jobs (its configurations, a
+#: checkpoint, then the two simulate jobs it counts, then their merge), the path of every sweep
+#: through the scheduler; the other rules of the default target run each as one such job.
+SLURM_TARGETS = ("results/sim/smoke.parquet",)
+
+
 def _slurm_smoke_run(folder: Path) -> SlurmRun | str:
     """The work of :func:`slurm_smoke_run`: the run, or why SLURM is not available."""
     problem = slurm_cluster_problem()
@@ -441,8 +478,8 @@ def _slurm_smoke_run(folder: Path) -> SlurmRun | str:
         "--profile", str(REPO / "profiles/slurm"),
         "--profile", str(REPO / "tests/slurm/profile"),
     ]  # fmt: skip
-    dry_run = snakemake(workdir, "--dry-run", cluster=True)
-    run = snakemake(workdir, *profiles, timeout=900, cluster=True)
+    dry_run = snakemake(workdir, "--dry-run", *SLURM_TARGETS, cluster=True)
+    run = snakemake(workdir, *profiles, *SLURM_TARGETS, timeout=900, cluster=True)
     scontrol = subprocess.run(
         ["scontrol", "show", "job"], capture_output=True, text=True, timeout=60, check=False,
         env=cluster_env(),
@@ -452,10 +489,10 @@ def _slurm_smoke_run(folder: Path) -> SlurmRun | str:
 
 @pytest.fixture(scope="session")
 def slurm_smoke_run(tmp_path_factory: pytest.TempPathFactory) -> SlurmRun:
-    """The smoke study run in a copy through SLURM, with the site profile and the test
-    cluster's overrides (``--profile profiles/slurm --profile tests/slurm/profile``), after a
-    dry run of it; skips, with the reason, where no SLURM node answers. Once per
-    session."""
+    """The smoke study's results (:data:`SLURM_TARGETS`) built in a copy through SLURM, with
+    the site profile and the test cluster's overrides (``--profile profiles/slurm --profile
+    tests/slurm/profile``), after a dry run of it; skips, with the reason, where no SLURM node
+    answers. Once per session."""
     result = _slurm_smoke_run(tmp_path_factory.mktemp("slurm_smoke_run"))
     if isinstance(result, str):
         pytest.skip(result)

@@ -77,17 +77,13 @@ def test_ingest_warnings_carry_no_python_source_line(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("text", ["nan", "NaN", "NA", "null", "None", "N/A"])
-def test_nan_like_text_in_an_optional_column_is_refused(tmp_path: Path, text: str) -> None:
+def test_nan_like_text_in_an_optional_column_is_refused(tmp_path: Path, text: str, cli) -> None:
     table = tmp_path / "in.csv"
     table.write_text(
         "model,gpu,num_gpus,seq_len,global_batch,micro_batch,tp,pp,sharding,recompute,precision,cp\n"
         f"llama2-7b,h100-sxm-80gb,8,4096,64,1,1,1,fsdp,none,bf16,{text}\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-m", "trainscale.cli", "predict", str(table), "-o",
-         str(tmp_path / "o.csv")],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    result = cli("predict", str(table), "-o", str(tmp_path / "o.csv"))
     assert result.returncode == 2
     assert f"row 0, column 'cp': '{text}' is not" in result.stderr
     assert not (tmp_path / "o.csv").exists()

@@ -7,8 +7,6 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -113,16 +111,6 @@ def test_distinct_outputs_pass(tmp_path: Path) -> None:
     check_outputs({"-o": run / "row.parquet", "--steps": tmp_path / "steps.parquet"}, [run])
 
 
-def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "trainscale.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=cwd,
-    )
-
-
 def _digest(folder: Path) -> dict[str, str]:
     return {
         str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
@@ -147,7 +135,7 @@ def _digest(folder: Path) -> dict[str, str]:
     ],
 )  # fmt: skip
 def test_commands_never_overwrite_an_input(
-    tmp_path: Path, args: tuple[str, ...], message: str | None
+    tmp_path: Path, args: tuple[str, ...], message: str | None, cli
 ) -> None:
     run = tmp_path / RUN.name
     shutil.copytree(RUN, run)
@@ -155,7 +143,7 @@ def test_commands_never_overwrite_an_input(
     (tmp_path / "link.parquet").symlink_to(run / "logs" / "steps_rank0.log")
     os.link(run / "traces" / "trace_rank0.json.gz", tmp_path / "trace.csv")
     before = _digest(run)
-    result = _cli(*args, cwd=tmp_path)
+    result = cli(*args, cwd=tmp_path)
     if message is None:
         assert result.returncode == 0, result.stderr
         return

@@ -5,8 +5,6 @@ file) ends such a file as a named error, exit status 2, in well under a second."
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -147,15 +145,6 @@ def test_a_study_names_file_line_and_key(tmp_path: Path, text: str, match: str) 
         load_yaml(study)
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "trainscale.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-
-
 @pytest.mark.parametrize(
     "damage",
     [
@@ -165,20 +154,20 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     ],
     ids=["deep", "aliases", "octal"],
 )
-def test_ingest_of_a_hostile_run_yaml_is_exit_2(tmp_path: Path, damage) -> None:
+def test_ingest_of_a_hostile_run_yaml_is_exit_2(tmp_path: Path, damage, cli) -> None:
     run = tmp_path / RUN.name
     shutil.copytree(RUN, run)
     manifest = run / "run.yaml"
     manifest.write_text(damage(manifest.read_text()))
-    result = _cli("ingest", str(run))
+    result = cli("ingest", str(run))
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr
     assert f"{manifest}:" in result.stderr and "invalid YAML" in result.stderr
 
 
-def test_a_deep_calibration_file_is_exit_2(tmp_path: Path) -> None:
+def test_a_deep_calibration_file_is_exit_2(tmp_path: Path, cli) -> None:
     path = tmp_path / "cal.yaml"
     path.write_text("[" * 500 + "]" * 500 + "\n")
-    result = _cli("predict", "--calibration", str(path), "--model", "llama2-7b")
+    result = cli("predict", "--calibration", str(path), "--model", "llama2-7b")
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr and "nested more than" in result.stderr

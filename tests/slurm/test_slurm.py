@@ -1,10 +1,12 @@
 """The smoke study on a real SLURM scheduler (the single-node cluster of .ci/slurm-up).
 
 The run uses the site profile and the test cluster's overrides, exactly as a user would:
-``snakemake --profile profiles/slurm --profile tests/slurm/profile`` (fixture
-``slurm_smoke_run`` in tests/conftest.py, which skips, with the reason, where no SLURM node
-answers). It checks that every job went through ``sbatch`` (SLURM job ids in the executor's
-output, its log files and ``scontrol``) and that the outputs equal those of a local run.
+``snakemake --profile profiles/slurm --profile tests/slurm/profile results/sim/smoke.parquet``
+(fixture ``slurm_smoke_run`` in tests/conftest.py, which skips, with the reason, where no SLURM
+node answers): the study's configurations (a checkpoint), the simulate jobs it counts and their
+merge. It checks that every job went through ``sbatch`` (SLURM job ids in the executor's output,
+its log files and ``scontrol``) and that the results equal the library's, called directly (as a
+local run's do: tests/workflow/test_workflow_run.py).
 """
 
 from __future__ import annotations
@@ -13,7 +15,16 @@ import re
 from pathlib import Path
 
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
+
+from trainscale.io.parquet import conform, read_parquet
+from trainscale.schema import RESULT_COLUMNS
+from trainscale.sim.calibration import load_calibration
+from trainscale.sim.catalogue import load_catalogue
+from trainscale.study.expand import expand_study
+from trainscale.study.load import load_study
+from trainscale.study.simulate import simulate_configurations
 
 pytestmark = [pytest.mark.slurm, pytest.mark.workflow]
 
@@ -22,21 +33,39 @@ _SUBMITTED = re.compile(r"Job (\d+) has been submitted with SLURM jobid (\d+) \(
 _SCONTROL_JOB = re.compile(r"^JobId=(\d+) .*?(?=^JobId=|\Z)", re.MULTILINE | re.DOTALL)
 
 
-def test_smoke_study_runs_through_sbatch_and_matches_a_local_run(
-    slurm_smoke_run, smoke_run: Path, plan
+def _library_results(workdir: Path, repo_root: Path) -> pd.DataFrame:
+    """The smoke study of ``workdir`` simulated by the library, with the files the run read."""
+    catalogue = load_catalogue(workdir / "data")
+    calibration = load_calibration(workdir / "data" / "calibration.yaml")
+    study = load_study(
+        workdir / "config/studies/smoke.yaml",
+        schema=repo_root / "workflow/schemas/study.schema.yaml",
+        hardware=catalogue.hardware,
+        models=catalogue.models,
+    )
+    configurations, _ = expand_study(study, catalogue=catalogue, calibration=calibration)
+    expected, _ = simulate_configurations(
+        configurations, study.filters, catalogue=catalogue, calibration=calibration
+    )
+    return expected
+
+
+def test_smoke_study_runs_through_sbatch_and_matches_the_library(
+    slurm_smoke_run, plan, repo_root: Path
 ) -> None:
     workdir = slurm_smoke_run.workdir
     dry_run, done = slurm_smoke_run.dry_run, slurm_smoke_run.run
     assert dry_run.returncode == 0, dry_run.stderr[-3000:]
-    planned = [job for job in plan(dry_run.stdout) if job[0] != "all"]
+    planned = plan(dry_run.stdout)
 
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-4000:]
     submitted = _SUBMITTED.findall(output)
     # The study's configurations are a checkpoint, so the dry run plans the jobs up to it and
-    # the run adds the chunk jobs it found; every job of the run, "all" aside, went through sbatch.
+    # the run adds the simulate jobs it counted; every job of the run went through sbatch.
+    assert ("study_configurations", "study=smoke") in planned
     steps = [int(total) for total in re.findall(r"\d+ of (\d+) steps \(100%\) done", output)]
-    assert steps and len(submitted) == steps[-1] - 1 >= len(planned), output[-4000:]
+    assert steps and len(submitted) == steps[-1] == 4 > len(planned), output[-4000:]
     # what scontrol said of each job right after the run
     jobs = {m.group(1): m.group(0) for m in _SCONTROL_JOB.finditer(slurm_smoke_run.scontrol)}
     for _, slurm_id, log in submitted:
@@ -45,8 +74,13 @@ def test_smoke_study_runs_through_sbatch_and_matches_a_local_run(
         job = jobs.get(slurm_id, "")
         assert "JobState=COMPLETED" in job, f"job {slurm_id}: {job or slurm_smoke_run.scontrol}"
         assert "Partition=debug" in job
-    local = {p.relative_to(smoke_run): p for p in (smoke_run / "results").rglob("*.parquet")}
-    remote = {p.relative_to(workdir): p for p in (workdir / "results").rglob("*.parquet")}
-    assert sorted(local) == sorted(remote)
-    for name, path in local.items():
-        pd.testing.assert_frame_equal(pd.read_parquet(remote[name]), pd.read_parquet(path))
+    # the executor's log folder names each job's rule: results/logs/slurm/rule_<rule>/…
+    logs = workdir / "results/logs/slurm"
+    rules = sorted(Path(log).relative_to(logs).parts[0] for _, _, log in submitted)
+    expected_rules = ["study_configurations", "simulate_chunk", "simulate_chunk", "simulate_study"]
+    assert rules == sorted(f"rule_{rule}" for rule in expected_rules), rules
+    configurations = sorted((workdir / "results/studies/smoke/configurations").glob("*.parquet"))
+    assert [pq.read_metadata(p).num_rows for p in configurations] == [4, 4]
+    sim = read_parquet(workdir / "results/sim/smoke.parquet", RESULT_COLUMNS)
+    expected = _library_results(workdir, repo_root)
+    pd.testing.assert_frame_equal(conform(sim, RESULT_COLUMNS), conform(expected, RESULT_COLUMNS))

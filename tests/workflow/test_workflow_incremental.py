@@ -8,11 +8,14 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 import yaml
+
+from tests.conftest import copy_workflow
 
 pytestmark = pytest.mark.workflow
 
@@ -75,13 +78,12 @@ def test_a_second_run_with_nothing_changed_runs_no_job(smoke_run: Path, run_snak
 
 
 def test_the_same_inputs_give_byte_identical_parquet(
-    smoke_run: Path, workflow_copy, run_snakemake
+    smoke_run: Path, interrupted_run: InterruptedRun
 ) -> None:
-    workdir = workflow_copy("second_run")
+    # a second run of the same inputs in another folder (interrupted once, then resumed)
+    workdir = interrupted_run.workdir
+    assert interrupted_run.resumed.returncode == 0, interrupted_run.resumed.stderr[-3000:]
 
-    done = run_snakemake(workdir, "--cores", "2", *PARQUET_TARGETS)
-
-    assert done.returncode == 0, done.stderr[-3000:]
     first, second = _parquet_files(smoke_run), _parquet_files(workdir)
     assert sorted(first) == sorted(second)
     assert len(first) >= 8  # 2 configuration chunks, rejects, sim, published, validation, 2 parts
@@ -127,10 +129,24 @@ def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def test_an_interrupted_run_resumes_and_gives_the_same_outputs(
-    smoke_run: Path, workflow_copy
-) -> None:
-    workdir = workflow_copy("interrupted")
+@dataclass(frozen=True)
+class InterruptedRun:
+    """A copy of the workflow whose run of :data:`PARQUET_TARGETS` was interrupted (Ctrl-C) while
+    a job ran, then resumed (:func:`interrupted_run`)."""
+
+    workdir: Path
+    #: the interrupted run's exit status
+    interrupted: int
+    #: Snakemake's incomplete markers right after the interruption
+    markers: list[str]
+    #: the Parquet files present then that do not read as Parquet (name: error)
+    unreadable: list[str]
+    #: the resumed run (``--cores 2``)
+    resumed: subprocess.CompletedProcess[str]
+
+
+def _interrupt_and_resume(workdir: Path) -> InterruptedRun:
+    """The work of :func:`interrupted_run` in the fresh copy ``workdir``."""
     incomplete = workdir / ".snakemake" / "incomplete"
     env = {k: v for k, v in os.environ.items() if k not in ("TRAINSCALE_DATA", "SNAKEMAKE_PROFILE")}
     run = subprocess.Popen(
@@ -149,10 +165,14 @@ def test_an_interrupted_run_resumes_and_gives_the_same_outputs(
         assert run.poll() is None and time.monotonic() < deadline, "no job started"
         time.sleep(0.02)
     os.killpg(run.pid, signal.SIGINT)  # Ctrl-C
-    assert run.wait(timeout=60) != 0
-    assert any(incomplete.iterdir()), "the interrupted job left no incomplete marker"
-    for path in _parquet_files(workdir).values():
-        pq.read_metadata(path)  # every output present is complete
+    interrupted = run.wait(timeout=60)
+    markers = sorted(path.name for path in incomplete.iterdir())
+    unreadable = []
+    for name, path in _parquet_files(workdir).items():
+        try:
+            pq.read_metadata(path)
+        except Exception as error:  # any failure to read is the finding
+            unreadable.append(f"{name}: {error}")
 
     resumed = subprocess.run(
         [sys.executable, "-m", "snakemake", "--cores", "2", *PARQUET_TARGETS],
@@ -162,10 +182,29 @@ def test_an_interrupted_run_resumes_and_gives_the_same_outputs(
         text=True,
         check=False,
     )
+    return InterruptedRun(workdir, interrupted, markers, unreadable, resumed)
+
+
+@pytest.fixture(scope="module")
+def interrupted_run(tmp_path_factory: pytest.TempPathFactory) -> InterruptedRun:
+    """A fresh copy of the workflow whose run of :data:`PARQUET_TARGETS` (``--cores 1``) got
+    Ctrl-C while a job ran and was then resumed (``--cores 2``); tests read it, do not modify
+    it. Its outputs are also the second run of the same inputs that
+    :func:`test_the_same_inputs_give_byte_identical_parquet` compares with smoke_run's."""
+    return _interrupt_and_resume(copy_workflow(tmp_path_factory.mktemp("interrupted") / "run"))
+
+
+def test_an_interrupted_run_resumes_and_gives_the_same_outputs(
+    smoke_run: Path, interrupted_run: InterruptedRun
+) -> None:
+    assert interrupted_run.interrupted != 0
+    assert interrupted_run.markers, "the interrupted job left no incomplete marker"
+    assert not interrupted_run.unreadable  # every output present is complete
+    resumed = interrupted_run.resumed
 
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert not any(incomplete.iterdir())
-    reference, files = _parquet_files(smoke_run), _parquet_files(workdir)
+    assert not any((interrupted_run.workdir / ".snakemake" / "incomplete").iterdir())
+    reference, files = _parquet_files(smoke_run), _parquet_files(interrupted_run.workdir)
     assert sorted(files) == sorted(reference)
     assert all(files[n].read_bytes() == reference[n].read_bytes() for n in files)
 

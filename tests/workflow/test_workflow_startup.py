@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.conftest import copy_workflow
 from trainscale.figures import FIGURES
 from trainscale.sim.system.hardware import load_hardware
 from trainscale.tables import TABLES
@@ -118,35 +119,53 @@ def _infinite_nic(data: dict) -> None:
     data["fixed"]["nic_gbit_per_s_per_gpu"] = float("inf")  # written as .inf
 
 
-@pytest.mark.parametrize(
-    ("edit", "expected"),
-    [
-        (_unknown_gpu, ["key 'sweep.gpu[1]'", "unknown GPU 'h300-sxm-999gb'", "valid:"]),
-        (_negative_count, ["key 'fixed.num_gpus'", "-8 is less than the minimum of 1"]),
-        (_unknown_key, ["key 'fixed.num_gpu'", "unknown key; allowed:", "num_gpus"]),
-        (
-            _infinite_nic,
-            ["key 'fixed.nic_gbit_per_s_per_gpu'", "inf is not a finite positive number"],
-        ),
-    ],
-    ids=["unknown-gpu", "negative-count", "unknown-key", "infinite-nic"],
-)
-def test_invalid_study_stops_the_run_before_any_job(
-    workflow_copy, run_snakemake, edit, expected
-) -> None:
-    workdir = workflow_copy()
-    _edit_smoke(workdir, edit)
+#: id -> (an invalid edit of the smoke study, what the message about it says)
+INVALID_STUDIES = {
+    "unknown-gpu": (_unknown_gpu, ["key 'sweep.gpu[1]'", "unknown GPU 'h300-sxm-999gb'", "valid:"]),
+    "negative-count": (
+        _negative_count, ["key 'fixed.num_gpus'", "-8 is less than the minimum of 1"]
+    ),
+    "unknown-key": (_unknown_key, ["key 'fixed.num_gpu'", "unknown key; allowed:", "num_gpus"]),
+    "infinite-nic": (
+        _infinite_nic, ["key 'fixed.nic_gbit_per_s_per_gpu'", "inf is not a finite positive number"]
+    ),
+}  # fmt: skip
 
+
+@pytest.fixture(scope="module")
+def invalid_studies(tmp_path_factory: pytest.TempPathFactory, run_snakemake) -> tuple[Path, str]:
+    """A copy of the workflow listing one study per :data:`INVALID_STUDIES` (the smoke study
+    with that edit, in config/studies/<id>.yaml) and nothing else, and the output of its run
+    (``--cores 1``), which names every invalid study: one Snakemake start for all of them."""
+    workdir = copy_workflow(tmp_path_factory.mktemp("invalid") / "run", studies=INVALID_STUDIES)
+    smoke = (workdir / "config" / "studies" / "smoke.yaml").read_text()
+    for name, (edit, _) in INVALID_STUDIES.items():
+        data = yaml.safe_load(smoke)
+        edit(data)
+        (workdir / "config" / "studies" / f"{name}.yaml").write_text(
+            yaml.safe_dump(data, sort_keys=False)
+        )
     done = run_snakemake(workdir, "--cores", "1")
-
-    output = done.stdout + done.stderr
     assert done.returncode != 0
-    assert "config/studies/smoke.yaml" in output
+    return workdir, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("name", list(INVALID_STUDIES))
+def test_invalid_study_stops_the_run_before_any_job(invalid_studies, name: str) -> None:
+    workdir, output = invalid_studies
+    path = f"config/studies/{name}.yaml"
+    _, expected = INVALID_STUDIES[name]
+
+    assert path in output
+    # what the run says about this study: from its name to the next study named, or the end
+    said = output[output.index(path) :]
+    others = [said.find(f"config/studies/{other}.yaml") for other in INVALID_STUDIES]
+    said = said[: min([i for i in others if i > 0], default=len(said))]
     for fragment in expected:
-        assert fragment in output, output[-2000:]
-    if edit is _unknown_gpu:
-        assert all(name in output for name in load_hardware().gpus)
-    assert not (workdir / "results").exists(), "a job ran although the study is invalid"
+        assert fragment in said, output[-3000:]
+    if name == "unknown-gpu":
+        assert all(gpu in said for gpu in load_hardware().gpus)
+    assert not (workdir / "results").exists(), "a job ran although the studies are invalid"
 
 
 def test_invalid_config_stops_the_run(workflow_copy, run_snakemake) -> None:
