@@ -375,9 +375,27 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Mark every test with its ``xdist_group`` (:func:`xdist_groups`) and sort the groups by
     :func:`_rank`, stably: within a group, tests keep their collection order."""
     groups = xdist_groups(items)
+    grouping = config.getoption("dist", "no") == "loadgroup" or bool(
+        getattr(config.option, "loadgroup", False)
+    )
     for item in items:
-        item.add_marker(pytest.mark.xdist_group(groups[item.nodeid.split("::")[0]]))
+        group = groups[item.nodeid.split("::")[0]]
+        item.add_marker(pytest.mark.xdist_group(group))
+        if grouping:
+            _suffix_group(item, group)
     items.sort(key=lambda item: _rank(groups[item.nodeid.split("::")[0]])[0])
+
+
+def _suffix_group(item: pytest.Item, group: str) -> None:
+    """End ``item``'s node id with ``@group``, which is how pytest-xdist's loadgroup scheduler
+    reads the group. pytest-xdist 3.8 does it by setting ``item._nodeid``, which pytest 9.2 no
+    longer reads (the id is ``item._id``, a ``NodeId``): without this every test is scheduled on
+    its own and a session fixture runs once in each worker that meets it."""
+    if "@" in item.nodeid:
+        return
+    from _pytest.nodeid import coerce_node_id
+
+    item._id = coerce_node_id(f"{item.nodeid}@{group}")
 
 
 # --- SLURM --------------------------------------------------------------------------------------
