@@ -72,6 +72,12 @@ def test_memory_figures_refuse_a_bad_value(tmp_path: Path) -> None:
         load_memory_figures(bad)
 
 
+def _terms(c):
+    """The memory terms of built configurations ``c`` with the shipped calibration."""
+    work = block_work(c.model, c.plan, c.stack)
+    return memory_terms(c.model, c.plan, c.stack, c.system, work, _place(c), CALIBRATION)
+
+
 def _row(**overrides: object) -> dict:
     row = {
         "model": "llama3-70b", "seq_len": 8192, "global_batch": 128, "micro_batch": 1,
@@ -105,30 +111,14 @@ def test_pipeline_stages_hold_megatrons_warm_up_and_logits_live_on_the_last() ->
     first, last = layers_in_flight(configs.model.layers, configs.plan)
     assert first.tolist() == [94.0, 80.0]
     assert last.tolist() == [66.0, 10.0]
-    terms = memory_terms(
-        configs.model,
-        configs.plan,
-        configs.stack,
-        configs.system,
-        block_work(configs.model, configs.plan, configs.stack),
-        _place(configs),
-        CALIBRATION,
-    )
+    terms = _terms(configs)
     # the first stage peaks here, and it holds no logits
     assert terms.logits.tolist() == [0.0, 0.0]
     one_stage, _, _ = build_configs(
         pd.DataFrame([_row(pp=1, num_gpus=8, tp=8, global_batch=8)]),
         hardware=CATALOGUE.hardware, models=CATALOGUE.models, frameworks=CATALOGUE.frameworks,
     )  # fmt: skip
-    single = memory_terms(
-        one_stage.model,
-        one_stage.plan,
-        one_stage.stack,
-        one_stage.system,
-        block_work(one_stage.model, one_stage.plan, one_stage.stack),
-        _place(one_stage),
-        CALIBRATION,
-    )
+    single = _terms(one_stage)
     assert single.logits[0] == pytest.approx(6 * 8192 * 128256 / 8)
     assert single.total[0] == pytest.approx(
         single.states[0] + single.gathered[0] + single.activations[0] + single.logits[0]

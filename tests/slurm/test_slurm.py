@@ -18,36 +18,15 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+from tests.library import library_results
 from trainscale.io.parquet import conform, read_parquet
 from trainscale.schema import RESULT_COLUMNS
-from trainscale.sim.calibration import load_calibration
-from trainscale.sim.catalogue import load_catalogue
-from trainscale.study.expand import expand_study
-from trainscale.study.load import load_study
-from trainscale.study.simulate import simulate_configurations
 
 pytestmark = [pytest.mark.slurm, pytest.mark.workflow]
 
 _SUBMITTED = re.compile(r"Job (\d+) has been submitted with SLURM jobid (\d+) \(log: (.+?)\)\.")
 #: One job of ``scontrol show job``: from its JobId= to the next job's.
 _SCONTROL_JOB = re.compile(r"^JobId=(\d+) .*?(?=^JobId=|\Z)", re.MULTILINE | re.DOTALL)
-
-
-def _library_results(workdir: Path, repo_root: Path) -> pd.DataFrame:
-    """The smoke study of ``workdir`` simulated by the library, with the files the run read."""
-    catalogue = load_catalogue(workdir / "data")
-    calibration = load_calibration(workdir / "data" / "calibration.yaml")
-    study = load_study(
-        workdir / "config/studies/smoke.yaml",
-        schema=repo_root / "workflow/schemas/study.schema.yaml",
-        hardware=catalogue.hardware,
-        models=catalogue.models,
-    )
-    configurations, _ = expand_study(study, catalogue=catalogue, calibration=calibration)
-    expected, _ = simulate_configurations(
-        configurations, study.filters, catalogue=catalogue, calibration=calibration
-    )
-    return expected
 
 
 def test_smoke_study_runs_through_sbatch_and_matches_the_library(
@@ -82,5 +61,5 @@ def test_smoke_study_runs_through_sbatch_and_matches_the_library(
     configurations = sorted((workdir / "results/studies/smoke/configurations").glob("*.parquet"))
     assert [pq.read_metadata(p).num_rows for p in configurations] == [4, 4]
     sim = read_parquet(workdir / "results/sim/smoke.parquet", RESULT_COLUMNS)
-    expected = _library_results(workdir, repo_root)
+    expected = library_results(workdir, repo_root)
     pd.testing.assert_frame_equal(conform(sim, RESULT_COLUMNS), conform(expected, RESULT_COLUMNS))

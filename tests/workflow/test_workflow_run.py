@@ -11,16 +11,13 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+from tests.library import library_results
 from trainscale import __version__
 from trainscale.dataset import read_dataset
 from trainscale.io.parquet import conform, read_parquet
 from trainscale.schema import DATASET_COLUMNS, RESULT_COLUMNS, names
 from trainscale.schema.results import VALIDATION_COLUMNS
 from trainscale.sim.calibration import load_calibration
-from trainscale.sim.catalogue import load_catalogue
-from trainscale.study.expand import expand_study
-from trainscale.study.load import load_study
-from trainscale.study.simulate import simulate_configurations
 
 pytestmark = pytest.mark.workflow
 
@@ -45,19 +42,7 @@ def test_study_results_hold_every_kept_row_in_grid_order(smoke_run: Path) -> Non
 
 
 def test_results_equal_the_library_called_directly(smoke_run: Path, repo_root: Path) -> None:
-    catalogue = load_catalogue(smoke_run / "data")  # the files the run read
-    calibration = load_calibration(smoke_run / "data" / "calibration.yaml")
-    study = load_study(
-        smoke_run / "config/studies/smoke.yaml",
-        schema=repo_root / "workflow/schemas/study.schema.yaml",
-        hardware=catalogue.hardware,
-        models=catalogue.models,
-    )
-    configurations, _ = expand_study(study, catalogue=catalogue, calibration=calibration)
-    expected, _ = simulate_configurations(
-        configurations, study.filters, catalogue=catalogue, calibration=calibration
-    )
-
+    expected = library_results(smoke_run, repo_root)  # with the files the run read
     sim = read_parquet(smoke_run / "results/sim/smoke.parquet", RESULT_COLUMNS)
 
     pd.testing.assert_frame_equal(conform(sim, RESULT_COLUMNS), conform(expected, RESULT_COLUMNS))
