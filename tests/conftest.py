@@ -1,4 +1,8 @@
-"""Shared fixtures: a runnable copy of the workflow and a way to run Snakemake in it."""
+"""Shared fixtures: a runnable copy of the workflow and a way to run Snakemake in it.
+
+It stays one file of about 500 lines because pytest finds fixtures and hooks used across the
+test packages only in a conftest.py; the helpers without fixtures live beside it
+(tests/scheduling.py, tests/library.py, tests/data/regenerate.py)."""
 
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ from pandas.api import types
 from tests.data.regenerate import COMMAND as GOLDEN_COMMAND
 from tests.data.regenerate import MANIFEST
 from tests.data.regenerate import path_of as golden_path
+from tests.scheduling import rank, suffix_group, xdist_groups
 from trainscale.published.measurements import PublishedData, load_published
 from trainscale.schema import Column, names
 from trainscale.sim.calibration import Calibration, load_calibration
@@ -314,66 +319,15 @@ def finished_smoke_run(smoke_run: Path, tmp_path: Path) -> Callable[[str], Path]
 
 # --- Parallel runs ----------------------------------------------------------------------------
 #
-# The suite runs in two worker processes (pytest-xdist: ``-n 2 --dist loadgroup
-# --no-loadscope-reorder`` in pyproject's addopts; ``-n 0`` runs it in this one process). Each
-# worker has its own session: a session fixture runs once in every worker that runs a test using
-# it, each in that worker's own temporary folder (tmp_path_factory), so no two workers share a
-# file. What keeps the expensive ones from running twice is the grouping below: pytest-xdist
-# runs a group whole in one worker, and hands the groups out in the order of the collection.
-
-#: The session fixtures of this file that start Snakemake or SLURM jobs (tens of seconds to
-#: minutes each), longest first. A module using one (directly or through another fixture) joins
-#: its group, and these groups run first, so that the other worker takes the modules meanwhile.
-ONE_WORKER = ("report_run", "smoke_run", "user_studies_run", "slurm_smoke_run")
-
-
-def _shared_fixtures(item: pytest.Item) -> list[str]:
-    """The fixtures of ``item`` that its group must share: those of :data:`ONE_WORKER` and every
-    session fixture of a conftest.py below this folder (the simulated studies of the figures, the
-    torchrun launches of the harness, the refits of the calibration tests, …)."""
-    shared = []
-    for name in item.fixturenames:
-        definitions = item._fixtureinfo.name2fixturedefs.get(name)  # the ones in force: last
-        if name in ONE_WORKER or (
-            definitions
-            and definitions[-1].scope == "session"
-            and definitions[-1].baseid.startswith("tests/")
-        ):
-            shared.append(name)
-    return shared
-
-
-def _rank(key: str) -> tuple[int, str]:
-    """A group's place: :data:`ONE_WORKER` in order, then other shared fixtures, then modules."""
-    if key in ONE_WORKER:
-        return (ONE_WORKER.index(key), "")
-    return (len(ONE_WORKER), key) if key.startswith("fixture:") else (len(ONE_WORKER) + 1, key)
-
-
-def xdist_groups(items: Sequence[pytest.Item]) -> dict[str, str]:
-    """Module (the node id before ``::``) -> its group: modules that share a fixture
-    (:func:`_shared_fixtures`) form one group, named after the first such fixture
-    (:func:`_rank`); any other module is a group of its own."""
-    parent: dict[str, str] = {}
-
-    def root(key: str) -> str:
-        while parent.setdefault(key, key) != key:
-            key = parent[key]
-        return key
-
-    for item in items:
-        module = item.nodeid.split("::")[0]
-        for name in _shared_fixtures(item):
-            fixture = name if name in ONE_WORKER else f"fixture:{name}"
-            first, second = sorted((root(module), root(fixture)), key=_rank)
-            parent[second] = first  # itself where they are one group already
-    return {module: root(module) for module in (item.nodeid.split("::")[0] for item in items)}
+# Two pytest-xdist workers; the grouping that keeps each costly session fixture in one worker is
+# tests/scheduling.py.
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark every test with its ``xdist_group`` (:func:`xdist_groups`) and sort the groups by
-    :func:`_rank`, stably: within a group, tests keep their collection order."""
+    """Mark every test with its ``xdist_group`` (:func:`~tests.scheduling.xdist_groups`), end its
+    node id with the group (:func:`~tests.scheduling.suffix_group`) and sort the groups by
+    :func:`~tests.scheduling.rank`, stably: within a group, tests keep their collection order."""
     groups = xdist_groups(items)
     grouping = config.getoption("dist", "no") == "loadgroup" or bool(
         getattr(config.option, "loadgroup", False)
@@ -382,20 +336,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         group = groups[item.nodeid.split("::")[0]]
         item.add_marker(pytest.mark.xdist_group(group))
         if grouping:
-            _suffix_group(item, group)
-    items.sort(key=lambda item: _rank(groups[item.nodeid.split("::")[0]])[0])
-
-
-def _suffix_group(item: pytest.Item, group: str) -> None:
-    """End ``item``'s node id with ``@group``, which is how pytest-xdist's loadgroup scheduler
-    reads the group. pytest-xdist 3.8 does it by setting ``item._nodeid``, which pytest 9.2 no
-    longer reads (the id is ``item._id``, a ``NodeId``): without this every test is scheduled on
-    its own and a session fixture runs once in each worker that meets it."""
-    if "@" in item.nodeid:
-        return
-    from _pytest.nodeid import coerce_node_id
-
-    item._id = coerce_node_id(f"{item.nodeid}@{group}")
+            suffix_group(item, group)
+    items.sort(key=lambda item: rank(groups[item.nodeid.split("::")[0]])[0])
 
 
 # --- SLURM --------------------------------------------------------------------------------------

@@ -73,7 +73,10 @@ def _colors(order: list[str]) -> dict[str, tuple]:
     return {model: tuple(palette[i]) for i, model in enumerate(order)}
 
 
-def _panels(ax: Mapping, best: pd.DataFrame, order: list[str], colors: Mapping, models) -> None:
+def _panels(
+    ax: Mapping, best: pd.DataFrame, order: list[str], colors: Mapping,
+    models: Mapping[str, ModelShape],
+) -> None:  # fmt: skip
     """One GPU's three panels: each model's line (``ax`` keys ``tps``, ``mfu``, ``comm``)."""
     for model in order:
         rows = best[best["model"] == model].sort_values("num_gpus")
