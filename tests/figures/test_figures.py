@@ -205,24 +205,37 @@ def test_figure_labels_legend_and_source(name, request):
 
 @pytest.mark.parametrize("name", sorted(SPECS))
 def test_figure_files_are_byte_identical_across_renders(name, request, tmp_path, monkeypatch):
-    """Two renders in this process (see test_svg_is_byte_identical_across_processes for two
-    processes and every format). The second render writes the PDF only, the format written
-    first: each later format is a full draw again, whose constrained layout starts from the
-    one solved for the format before it, so a PDF written alone is the first render's PDF, and
-    any change in the figure's content (every path, text and artist, in drawing order) shows in
-    it."""
+    """Two renders in this process, each writing the PDF only (see
+    test_svg_is_byte_identical_across_processes for two processes and every format, and
+    test_render_writes_pdf_png_and_svg for what ``render`` writes): a PDF written alone is the
+    first render's PDF (each later format is a full draw again, whose constrained layout starts
+    from the one solved for the format before it), and any change in the figure's content
+    (every path, text and artist, in drawing order) shows in it."""
     module = importlib.import_module(f"trainscale.figures.{name}")
     inputs = _inputs(name, request)
-    first = module.render(tmp_path / "a" / name, **inputs)
-    assert [p.suffix for p in first] == [".pdf", ".png", ".svg"]
-    assert first[1].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # save_styled looks save_figure up when it saves
     monkeypatch.setattr(
         style, "save_figure", functools.partial(style.save_figure, formats=("pdf",))
     )
+    (first,) = module.render(tmp_path / "a" / name, **inputs)
     (second,) = module.render(tmp_path / "b" / name, **inputs)
-    assert second.suffix == ".pdf"
-    assert second.read_bytes() == first[0].read_bytes()
+    assert first.suffix == second.suffix == ".pdf"
+    assert second.read_bytes() == first.read_bytes()
+
+
+def test_render_writes_pdf_png_and_svg(request, tmp_path):
+    """A figure module's ``render`` (the one :func:`trainscale.figures._render.styled_render`
+    of every figure) writes the PDF, a PNG and the SVG, in that order; the workflow's figure
+    rule writes all three for every figure."""
+    module = importlib.import_module("trainscale.figures.collective_scaling")
+    paths = module.render(tmp_path / "collective_scaling", **_inputs("collective_scaling", request))
+    assert [p.suffix for p in paths] == [".pdf", ".png", ".svg"]
+    assert paths[1].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert paths[2].read_text().lstrip().startswith("<?xml")
+    assert all(p.stat().st_size > 0 for p in paths)
+    for name in FIGURES:  # the same render, so the same files, for every figure
+        other = importlib.import_module(f"trainscale.figures.{name}").render
+        assert other.__code__ is module.render.__code__, name
 
 
 def test_svg_is_byte_identical_across_processes(scaling_renders) -> None:

@@ -17,6 +17,8 @@ cut in messages (:func:`clip`).
 
 from __future__ import annotations
 
+import copy
+import functools
 import re
 from pathlib import Path
 from typing import Any, ClassVar
@@ -255,6 +257,8 @@ def _flow_depth_problem(text: str) -> yaml.YAMLError | None:
     linear pass that skips quoted text and comments. PyYAML's scanner looks ahead to the end of
     a flow collection before it yields its first token, which takes time quadratic in the
     nesting (0.2 s for 500 brackets, minutes for 10,000), so this runs before it."""
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return None  # no nesting can be deeper than the brackets there are
     depth, quote, comment, line, start = 0, "", False, 0, 0
     previous = "\n"
     for index, char in enumerate(text):
@@ -285,12 +289,27 @@ def safe_load(text: str) -> Any:
     """``yaml.safe_load`` with :class:`BoundedLoader`: no duplicate mapping key
     (:class:`DuplicateKeyError`), bounded depth and size, YAML 1.2 numbers.
 
+    PyYAML's loader is pure Python (about 0.1 s for the shipped calibration file), and a
+    process often reads one file several times (each command reads the catalogues and the
+    calibration; the published data reads sources.yaml): the last :data:`_PARSED` documents
+    read are kept, keyed by their text, and each call returns its own copy.
+
     Raises
     ------
     yaml.YAMLError
         Any of these, with the line (``problem_mark``); a recursion too deep for Python is
-        reported as one too, never as ``RecursionError``.
+        reported as one too, never as ``RecursionError``. A text that raised is not kept.
     """
+    return copy.deepcopy(_parsed(text))
+
+
+#: How many parsed documents :func:`safe_load` keeps (the shipped inputs are about a dozen files).
+_PARSED = 32
+
+
+@functools.lru_cache(maxsize=_PARSED)
+def _parsed(text: str) -> Any:
+    """The work of :func:`safe_load`: the document, shared (:func:`safe_load` copies it)."""
     problem = _flow_depth_problem(text)
     if problem is not None:
         raise problem

@@ -438,12 +438,13 @@ def observed_tokens_per_s_per_gpu(throughput: pd.DataFrame) -> np.ndarray:
 def observed_with_shapes(throughput: pd.DataFrame, models: Mapping[str, ModelShape]) -> np.ndarray:
     """Observed tokens/s per GPU; catalogue models get their shape columns resolved first."""
     resolved = throughput.copy()
-    for name in ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "mlp"):
-        values = []
-        for _, row in resolved.iterrows():
-            if row.get("model"):
-                values.append(getattr(models[row["model"]], name))
-            else:
-                values.append(row[name])
-        resolved[name] = values
+    names = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "mlp")
+    shapes = [
+        models[model] if model else None for model in resolved.get("model", [None] * len(resolved))
+    ]
+    for name in names:
+        own = resolved[name].tolist() if name in resolved else [None] * len(resolved)
+        resolved[name] = [
+            own[i] if shape is None else getattr(shape, name) for i, shape in enumerate(shapes)
+        ]
     return observed_tokens_per_s_per_gpu(resolved)
