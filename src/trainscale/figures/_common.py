@@ -18,10 +18,9 @@ from typing import TYPE_CHECKING
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import seaborn as sns
 from matplotlib.figure import Figure
 
-from trainscale.report.style import PALETTE
+from trainscale.report.palette import colorblind
 
 if TYPE_CHECKING:
     from trainscale.sim.model.shape import ModelShape
@@ -48,7 +47,7 @@ def _fixed_colors(keys: Iterable[str], slots: dict[str, int], later: Iterable[st
     """Key → colour: each key of ``slots`` (the catalogue's ``color_slot``) at its palette
     position, the other keys at the remaining positions in name order, then the keys of
     ``later`` in name order (so adding those never moves the colour of another)."""
-    palette = sns.color_palette(PALETTE)
+    palette = colorblind()
     free = [i for i in range(len(palette)) if i not in slots.values()]
     colors = {k: tuple(palette[i]) for k, i in slots.items()}
     others = sorted(set(keys) - set(slots), key=str)

@@ -40,8 +40,6 @@ __all__ = [
 #: 1,024 nodes), few enough that each line gets a colour of its own.
 NODE_COUNTS: tuple[int, ...] = (1, 2, 8, 32, 128, 512)
 
-#: Palette positions (seaborn "colorblind") of the node-count lines: distinct hues, leaving out
-#: the vermilion of the model's predictions for the published points (C3) and grey.
 #: Sequential colour map of the node counts (dark: few nodes, light: many).
 NODE_COLORMAP = "viridis"
 #: Node count at the light end of :data:`NODE_COLORMAP`.

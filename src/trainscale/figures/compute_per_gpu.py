@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-import seaborn as sns
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
@@ -28,6 +27,7 @@ from trainscale.figures._common import add_source_note, legend_row, sim_source, 
 from trainscale.figures._render import styled_render
 from trainscale.figures._text import seq_and_batch
 from trainscale.names import gpu_label, model_label
+from trainscale.report.palette import colormap_palette
 from trainscale.report.select import model_order, require
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ def plot(
     data = data.sort_values(["model", "mp", "dp", "pp"]).drop_duplicates(["model", "mp", "dp"])
     order = model_order(data["model"].unique(), models)
     degrees = sorted(data["mp"].unique())
-    colors = dict(zip(degrees, sns.color_palette("viridis", len(degrees) + 1), strict=False))
+    colors = dict(zip(degrees, colormap_palette("viridis", len(degrees) + 1), strict=False))
     keys = order or ["empty"]
     fig, ax = subplot_mosaic(7.0, 3.7, [keys, ["legend"] * len(keys)], height_ratios=[1, 0.1])
     gpus = sorted(data["gpu"].unique())

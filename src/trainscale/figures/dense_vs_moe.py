@@ -20,7 +20,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import pandas as pd
-import seaborn as sns
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
@@ -29,6 +28,7 @@ from trainscale.figures._common import add_source_note, legend_row, sim_source, 
 from trainscale.figures._render import styled_render
 from trainscale.figures._text import seq_and_batch
 from trainscale.names import gpu_label, model_label
+from trainscale.report.palette import colorblind
 from trainscale.report.select import best_rows, model_order, require
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ def _ep_labels(ax, rows: pd.DataFrame, color) -> None:
 def _colors(order: list[str]) -> dict[str, tuple]:
     """One colour per model of the figure, in its order (the dense model first): the fixed
     catalogue colours of two models can be too alike to tell apart in one panel."""
-    palette = sns.color_palette("colorblind", max(len(order), 1))
+    palette = colorblind(max(len(order), 1))
     return {model: tuple(palette[i]) for i, model in enumerate(order)}
 
 

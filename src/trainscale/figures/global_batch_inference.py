@@ -12,7 +12,6 @@ Input: the ``global_batch_inference`` study (``results/sim/global_batch_inferenc
 from __future__ import annotations
 
 import pandas as pd
-import seaborn as sns
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
@@ -28,6 +27,7 @@ from trainscale.paper.values import (
     PAPER_SEQ_LEN,
     PAPER_THROUGHPUT_DROP_PCT,
 )
+from trainscale.report.palette import colorblind
 from trainscale.report.select import paper_micro_batch, require
 from trainscale.study.report import within_usable_memory
 
@@ -108,7 +108,7 @@ def plot(sim: pd.DataFrame) -> Figure:
     a.axhspan(study - TOLERANCE_POINTS, study + TOLERANCE_POINTS, color="0.85", lw=0)
     a.axhline(study, color="black", lw=1.0)
     lengths = sorted(drops["seq_len"].unique())
-    colors = dict(zip(lengths, sns.color_palette("colorblind", len(lengths)), strict=True))
+    colors = dict(zip(lengths, colorblind(len(lengths)), strict=True))
     handles = []
     for seq in lengths:
         rows = drops[drops["seq_len"] == seq].sort_values("global_batch")

@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-import seaborn as sns
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
@@ -41,7 +40,8 @@ from trainscale.figures._common import (
     subplot_mosaic,
 )
 from trainscale.figures._study_text import setup_note, unplanned_points
-from trainscale.report.style import PALETTE, log2_gpu_axis
+from trainscale.report.palette import colorblind
+from trainscale.report.style import log2_gpu_axis
 from trainscale.schema.choices import DEFAULT_FRAMEWORK
 from trainscale.sim.system.hardware import HardwareCatalog
 from trainscale.study.report import (
@@ -104,7 +104,7 @@ def _colors(
         key = spec.series[0]
         first = rows.drop_duplicates("series_label").set_index("series_label")[key]
         return {label: fixed.get(first[label], (0.3, 0.3, 0.3)) for label in labels}
-    palette = sns.color_palette(PALETTE, max(len(labels), 1))
+    palette = colorblind(max(len(labels), 1))
     return {label: tuple(palette[i % len(palette)]) for i, label in enumerate(labels)}
 
 

@@ -1,11 +1,12 @@
 """The one look of every trainscale figure, GPU-count axes, and byte-reproducible saving.
 
-All figures use one seaborn theme (``ticks`` style, ``paper`` context, the colour-blind-safe
-``colorblind`` palette) plus a fixed rc: DejaVu Sans (shipped with matplotlib, so text renders
-the same on every machine), fixed font sizes, TrueType fonts in PDF (``pdf.fonttype`` 42) and a
-fixed ``svg.hashsalt``. :func:`save_figure` strips dates and tool versions from the metadata and
-snaps the constrained layout's Axes positions to a fixed grid (:class:`SnappedConstrainedLayout`),
-so the same figure gives the same bytes on every run, in every process.
+All figures use one theme, seaborn's ``ticks`` style, ``paper`` context and colour-blind-safe
+``colorblind`` palette (written out in :mod:`trainscale.report.palette`), plus a fixed rc:
+DejaVu Sans (shipped with matplotlib, so text renders the same on every machine), fixed font
+sizes, TrueType fonts in PDF (``pdf.fonttype`` 42) and a fixed ``svg.hashsalt``.
+:func:`save_figure` strips dates and tool versions from the metadata and snaps the constrained
+layout's Axes positions to a fixed grid (:class:`SnappedConstrainedLayout`), so the same figure
+gives the same bytes on every run, in every process.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from typing import Any, Literal
 
 import matplotlib as mpl
 import numpy as np
-import seaborn as sns
 from cycler import cycler
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
@@ -28,6 +28,7 @@ from matplotlib.transforms import Bbox
 
 from trainscale.errors import TrainscaleError
 from trainscale.io.atomic import atomic_paths, with_suffix
+from trainscale.report.palette import PAPER_CONTEXT, TICKS_STYLE, colorblind
 
 __all__ = [
     "FIGURE_FORMATS",
@@ -44,7 +45,8 @@ __all__ = [
     "theme_rc",
 ]
 
-#: Seaborn palette of every figure (distinguishable with the common colour-vision deficiencies).
+#: Palette of every figure (distinguishable with the common colour-vision deficiencies):
+#: seaborn's ``colorblind`` (:data:`trainscale.report.palette.COLORBLIND`).
 PALETTE = "colorblind"
 
 #: Resolution of the PNG files (dots per inch).
@@ -99,9 +101,9 @@ _SAVE_RC = ("pdf.fonttype", "ps.fonttype", "svg.fonttype", "svg.hashsalt")
 def theme_rc() -> dict[str, Any]:
     """The full rc of the theme: seaborn ``ticks`` + ``paper`` + palette, then :data:`RC`."""
     rc: dict[str, Any] = {}
-    rc.update(sns.axes_style("ticks"))
-    rc.update(sns.plotting_context("paper"))
-    rc["axes.prop_cycle"] = cycler(color=sns.color_palette(PALETTE))
+    rc.update(TICKS_STYLE)
+    rc.update(PAPER_CONTEXT)
+    rc["axes.prop_cycle"] = cycler(color=colorblind())
     rc.update(RC)
     return rc
 
@@ -135,7 +137,7 @@ def category_colors(levels: Iterable[Hashable]) -> dict[Hashable, tuple[float, f
     dict
         Level → RGB tuple (floats in [0, 1]).
     """
-    colors = sns.color_palette(PALETTE)
+    colors = colorblind()
     ordered = sorted(set(levels), key=str)
     return {level: tuple(colors[i % len(colors)]) for i, level in enumerate(ordered)}
 
