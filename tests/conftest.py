@@ -478,6 +478,9 @@ class ReportRun:
 #: series, the claims' sensitivity scan) take seconds instead of most of a minute; every other
 #: source stays, and every rule, figure and table runs end to end on them.
 REPORT_LEAVES_OUT = "MosaicML llm-foundry MPT training benchmarks"
+#: The browser test's run simulates each study in one job (the largest, best_plan, has about
+#: 10,000 rows: five jobs of the config's 2,000), each job's start-up paid once.
+REPORT_ROWS_PER_JOB = 20_000
 
 
 def _published_without(csv: Path, target: Path, source: str) -> None:
@@ -497,6 +500,7 @@ def _report_run(folder: Path) -> ReportRun | None:
     subset = Path(config["published"]).with_name("browser-test-measurements.csv")
     _published_without(workdir / config["published"], workdir / subset, REPORT_LEAVES_OUT)
     config["published"] = str(subset)
+    config["rows_per_job"] = REPORT_ROWS_PER_JOB
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
     # The config's figures and tables and what they read: the default target less the per-study
     # outputs (reports/studies), which the browser test does not look at and which are 16 of
@@ -513,9 +517,10 @@ def _report_run(folder: Path) -> ReportRun | None:
 @pytest.fixture(scope="session")
 def report_run(tmp_path_factory: pytest.TempPathFactory) -> ReportRun:
     """Every figure and table of the repository's config/config.yaml built (``--cores 2``) in a
-    copy of the workflow, on the published measurements less :data:`REPORT_LEAVES_OUT`, then
-    ``snakemake --report reports/report.html`` for them, for the browser test; skips, with the
-    reason, where Chromium, chromedriver or selenium is missing. Once per session."""
+    copy of the workflow, on the published measurements less :data:`REPORT_LEAVES_OUT` and with
+    :data:`REPORT_ROWS_PER_JOB`, then ``snakemake --report reports/report.html`` for them, for
+    the browser test; skips, with the reason, where Chromium, chromedriver or selenium is
+    missing. Once per session."""
     result = _report_run(tmp_path_factory.mktemp("report_run"))
     if result is None:
         pytest.skip(
