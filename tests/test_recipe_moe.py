@@ -9,13 +9,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
+from unittest import mock
 
 import pandas as pd
 import yaml
 
-import trainscale
+from tests.conftest import run_cli
 from trainscale.paths import data_dir
 
 MODEL = "mymoe-16b"
@@ -34,13 +34,10 @@ def _add(folder: Path, moe_extra: dict | None = None) -> None:
 
 
 def _trainscale(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    source = str(Path(trainscale.__file__).resolve().parents[1])
-    env = {**os.environ, "TRAINSCALE_DATA": str(folder),
-           "PYTHONPATH": os.pathsep.join([source, os.environ.get("PYTHONPATH", "")])}  # fmt: skip
-    return subprocess.run(
-        [sys.executable, "-m", "trainscale.cli", *args], env=env, cwd=folder.parent,
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+    """``trainscale ARGS`` with TRAINSCALE_DATA set to ``folder``, run in this process
+    (:func:`tests.conftest.run_cli`; a command reads the data folder when it runs)."""
+    with mock.patch.dict(os.environ, {"TRAINSCALE_DATA": str(folder)}):
+        return run_cli(*args, cwd=folder.parent)
 
 
 def _copy(tmp_path: Path) -> Path:

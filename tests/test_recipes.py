@@ -8,9 +8,10 @@ parallelism under pipeline parallelism) are added to it as the recipes say. Then
 plotted with the new GPU, and ``trainscale calibrate --measurements`` fits the new framework's
 GEMM offset, which exists only because the framework is in the file.
 
-The commands run in a subprocess with ``TRAINSCALE_DATA`` set, as a user runs them: the framework
-list is the profile keys of the catalogue a command loads from the data folder
-(``Catalogue.framework_keys``), read when the command runs.
+The commands run with ``TRAINSCALE_DATA`` set, as a user runs them: the framework list is the
+profile keys of the catalogue a command loads from the data folder
+(``Catalogue.framework_keys``), read when the command runs. They run in this process
+(``run_cli``), except one that reads the catalogue and calibration in a fresh process.
 """
 
 from __future__ import annotations
@@ -23,12 +24,14 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from unittest import mock
 
 import pandas as pd
 import pytest
 import yaml
 
 import trainscale
+from tests.conftest import run_cli
 from trainscale.paths import data_dir
 from trainscale.sim.catalogue import load_catalogue
 
@@ -154,7 +157,11 @@ def _run(folder: Path, *args: str, timeout: float = 600) -> subprocess.Completed
 
 
 def _trainscale(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return _run(folder, "-m", "trainscale.cli", *args)
+    """``trainscale ARGS`` with TRAINSCALE_DATA set to ``folder``, run in this process
+    (:func:`tests.conftest.run_cli`): a command reads the data folder when it runs, which a
+    fresh process checks too (test_the_new_framework_has_its_offsets_with_no_code_edit)."""
+    with mock.patch.dict(os.environ, {"TRAINSCALE_DATA": str(folder)}):
+        return run_cli(*args, cwd=folder.parent)
 
 
 def _row(**changes: object) -> dict[str, object]:

@@ -8,6 +8,8 @@ and the rendering helpers.
 - :mod:`trainscale.report.best_plans`: the fastest plan that fits per model and GPU count;
 - :mod:`trainscale.report.style`: the one theme (:func:`apply_style`), GPU-count axes
   (:func:`log2_gpu_axis`) and byte-reproducible saving (:func:`save_figure`);
+- :mod:`trainscale.report.palette`: the theme's colours, style and context (seaborn's, written
+  out);
 - :mod:`trainscale.report.tables`: CSV + Markdown + booktabs LaTeX (:func:`write_table`);
 - :mod:`trainscale.report.plots`: single-panel building blocks (``ax=None`` → Axes).
 
