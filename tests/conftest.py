@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pandas as pd
 import pytest
@@ -191,18 +192,25 @@ def workflow_copy(tmp_path: Path) -> Callable[..., Path]:
     return make
 
 
-def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """``trainscale ARGS`` run in this process (:func:`trainscale.cli.main`, in ``cwd`` if
-    given), its standard output and error captured: the finished "process", its return code
-    the exit status the command line would give. What only a separate process shows (the
-    entry point, a broken pipe, Python's own warning lines) is tested by running one."""
+def run_cli(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``trainscale ARGS`` run in this process (:func:`trainscale.cli.main`, in ``cwd`` and with
+    the variables ``env`` set if given), its standard output and error captured: the finished
+    "process", its return code the exit status the command line would give. What only a
+    separate process shows (the entry point, a broken pipe, Python's own warning lines) is
+    tested by running one."""
     from trainscale.cli import main
 
     stdout, stderr, here = io.StringIO(), io.StringIO(), Path.cwd()
     try:
         if cwd is not None:
             os.chdir(cwd)
-        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        with (
+            mock.patch.dict(os.environ, env or {}),
+            contextlib.redirect_stdout(stdout),
+            contextlib.redirect_stderr(stderr),
+        ):
             try:
                 status = main(list(args))
             except SystemExit as exit_:  # argparse: --help, a usage error

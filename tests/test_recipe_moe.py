@@ -6,11 +6,9 @@ error naming it."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from pathlib import Path
-from unittest import mock
 
 import pandas as pd
 import yaml
@@ -36,8 +34,7 @@ def _add(folder: Path, moe_extra: dict | None = None) -> None:
 def _trainscale(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """``trainscale ARGS`` with TRAINSCALE_DATA set to ``folder``, run in this process
     (:func:`tests.conftest.run_cli`; a command reads the data folder when it runs)."""
-    with mock.patch.dict(os.environ, {"TRAINSCALE_DATA": str(folder)}):
-        return run_cli(*args, cwd=folder.parent)
+    return run_cli(*args, cwd=folder.parent, env={"TRAINSCALE_DATA": str(folder)})
 
 
 def _copy(tmp_path: Path) -> Path:

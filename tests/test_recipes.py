@@ -24,7 +24,6 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from unittest import mock
 
 import pandas as pd
 import pytest
@@ -160,8 +159,7 @@ def _trainscale(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """``trainscale ARGS`` with TRAINSCALE_DATA set to ``folder``, run in this process
     (:func:`tests.conftest.run_cli`): a command reads the data folder when it runs, which a
     fresh process checks too (test_the_new_framework_has_its_offsets_with_no_code_edit)."""
-    with mock.patch.dict(os.environ, {"TRAINSCALE_DATA": str(folder)}):
-        return run_cli(*args, cwd=folder.parent)
+    return run_cli(*args, cwd=folder.parent, env={"TRAINSCALE_DATA": str(folder)})
 
 
 def _row(**changes: object) -> dict[str, object]:

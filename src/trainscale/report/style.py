@@ -33,7 +33,6 @@ from trainscale.report.palette import PAPER_CONTEXT, TICKS_STYLE, colorblind
 __all__ = [
     "FIGURE_FORMATS",
     "LAYOUT_DECIMALS",
-    "PALETTE",
     "PNG_DPI",
     "RC",
     "SnappedConstrainedLayout",
@@ -44,10 +43,6 @@ __all__ = [
     "style_context",
     "theme_rc",
 ]
-
-#: Palette of every figure (distinguishable with the common colour-vision deficiencies):
-#: seaborn's ``colorblind`` (:data:`trainscale.report.palette.COLORBLIND`).
-PALETTE = "colorblind"
 
 #: Resolution of the PNG files (dots per inch).
 PNG_DPI = 200
