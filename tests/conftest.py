@@ -2,7 +2,7 @@
 
 It stays one file of about 500 lines because pytest finds fixtures and hooks used across the
 test packages only in a conftest.py; the helpers without fixtures live beside it
-(tests/scheduling.py, tests/library.py, tests/data/regenerate.py)."""
+(tests/scheduling.py, tests/library.py, tests/report_setup.py, tests/data/regenerate.py)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 from unittest import mock
 
 import pandas as pd
@@ -30,6 +29,13 @@ from pandas.api import types
 from tests.data.regenerate import COMMAND as GOLDEN_COMMAND
 from tests.data.regenerate import MANIFEST
 from tests.data.regenerate import path_of as golden_path
+from tests.report_setup import (
+    BROWSER,
+    REPORT_LEAVES_OUT,
+    REPORT_ROWS_PER_JOB,
+    ReportRun,
+    published_without,
+)
 from tests.scheduling import rank, suffix_group, xdist_groups
 from trainscale.published.measurements import PublishedData, load_published
 from trainscale.schema import Column, names
@@ -467,37 +473,6 @@ def slurm_smoke_run(tmp_path_factory: pytest.TempPathFactory) -> SlurmRun:
     return result
 
 
-#: The browser test's Chromium and chromedriver (Debian's packages chromium, chromium-driver).
-BROWSER = (Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver"))
-
-
-@dataclass(frozen=True)
-class ReportRun:
-    """Every figure and table of the repository's config and the report (:func:`report_run`)."""
-
-    workdir: Path
-    config: dict[str, Any]
-    run: subprocess.CompletedProcess[str]
-    report: subprocess.CompletedProcess[str] | None
-
-
-#: The published source the browser test's run leaves out of its measurements: 216 of the 291
-#: throughput rows, so the refits of the published-data rules (held-out predictions, pilot
-#: series, the claims' sensitivity scan) take seconds instead of most of a minute; every other
-#: source stays, and every rule, figure and table runs end to end on them.
-REPORT_LEAVES_OUT = "MosaicML llm-foundry MPT training benchmarks"
-#: The browser test's run simulates each study in one job (the largest, best_plan, has about
-#: 10,000 rows: five jobs of the config's 2,000), each job's start-up paid once.
-REPORT_ROWS_PER_JOB = 20_000
-
-
-def _published_without(csv: Path, target: Path, source: str) -> None:
-    """Write the published measurements ``csv`` less the rows of ``source`` to ``target``."""
-    rows = pd.read_csv(csv, dtype=str, keep_default_na=False)
-    assert (rows["source"] == source).any(), f"{csv} has no rows of {source!r}"
-    rows[rows["source"] != source].to_csv(target, index=False)
-
-
 def _report_run(folder: Path) -> ReportRun | None:
     """The work of :func:`report_run`; None where the browser test cannot run."""
     if not all(path.exists() for path in BROWSER) or importlib.util.find_spec("selenium") is None:
@@ -506,7 +481,7 @@ def _report_run(folder: Path) -> ReportRun | None:
     config_path = workdir / "config" / "config.yaml"
     config = yaml.safe_load(config_path.read_text())
     subset = Path(config["published"]).with_name("browser-test-measurements.csv")
-    _published_without(workdir / config["published"], workdir / subset, REPORT_LEAVES_OUT)
+    published_without(workdir / config["published"], workdir / subset, REPORT_LEAVES_OUT)
     config["published"] = str(subset)
     config["rows_per_job"] = REPORT_ROWS_PER_JOB
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
