@@ -10,7 +10,6 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from jsonschema import Draft202012Validator
 
 from trainscale.errors import ConfigurationError, InputFileError
 from trainscale.schema import CONFIGURATION_COLUMNS, PRECISIONS, RECOMPUTE_MODES, SHARDINGS
@@ -77,10 +76,6 @@ def _with(section: str, **values: object) -> dict:
 
 # --------------------------------------------------------------------------------------------
 # The schema
-
-
-def test_schema_is_valid_json_schema_2020_12() -> None:
-    Draft202012Validator.check_schema(yaml.safe_load(SCHEMA.read_text()))
 
 
 def test_schema_lists_exactly_the_configuration_columns() -> None:

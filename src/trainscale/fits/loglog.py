@@ -123,9 +123,11 @@ def _fit_one(
             why = f"n = {n} <= 2" if n <= 2 else "a point has leverage 1"
             notes.append(f"HC3 undefined ({why}): no standard error or interval")
         else:
-            import statsmodels.api as sm  # here, not at import: it takes seconds
+            # here, not at import, and the one module, not statsmodels.api (which imports all of
+            # statsmodels: 1.1 s against 0.7 s on top of pandas)
+            from statsmodels.regression.linear_model import OLS
 
-            res = sm.OLS(ly, design).fit(cov_type="HC3", use_t=True)
+            res = OLS(ly, design).fit(cov_type="HC3", use_t=True)
             intercept, slope = float(res.params[0]), float(res.params[1])
             slope_se = float(res.bse[1])
             low, high = res.conf_int(alpha=1.0 - level)[1]
