@@ -36,7 +36,7 @@ from tests.report_setup import (
     ReportRun,
     published_without,
 )
-from tests.scheduling import rank, suffix_group, xdist_groups
+from tests.scheduling import rank, suffix_group, workers, xdist_groups
 from trainscale.published.measurements import PublishedData, load_published
 from trainscale.schema import Column, names
 from trainscale.sim.calibration import Calibration, load_calibration
@@ -333,8 +333,17 @@ def finished_smoke_run(smoke_run: Path, tmp_path: Path) -> Callable[[str], Path]
 
 # --- Parallel runs ----------------------------------------------------------------------------
 #
-# Two pytest-xdist workers; the grouping that keeps each costly session fixture in one worker is
-# tests/scheduling.py.
+# pytest-xdist workers, two or three; how many, and the grouping that keeps each costly session
+# fixture in one worker, is tests/scheduling.py.
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """``-n auto``: :func:`~tests.scheduling.workers` for the run's ``-m``, unless
+    PYTEST_XDIST_AUTO_NUM_WORKERS sets the count (pytest-xdist's own hook reads it)."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    return workers(config.getoption("markexpr", "") or "")
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -1,14 +1,17 @@
-"""How the suite is spread over pytest-xdist's two workers (tests/conftest.py's
-``pytest_collection_modifyitems``): which modules must run in one worker, and in what order."""
+"""How the suite is spread over pytest-xdist's workers (tests/conftest.py's
+``pytest_xdist_auto_num_workers`` and ``pytest_collection_modifyitems``): how many workers, which
+modules must run in one worker, and in what order."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 import pytest
+from _pytest.mark.expression import Expression
 
-# The suite runs in two worker processes (pytest-xdist: ``-n 2 --dist loadgroup
-# --no-loadscope-reorder`` in pyproject's addopts; ``-n 0`` runs it in this one process). Each
+# The suite runs in worker processes (pytest-xdist: ``-n auto --dist loadgroup
+# --no-loadscope-reorder`` in pyproject's addopts, :func:`workers` of them; ``-n 0`` runs it in
+# this one process). Each
 # worker has its own session: a session fixture runs once in every worker that runs a test using
 # it, each in that worker's own temporary folder (tmp_path_factory), so no two workers share a
 # file. What keeps the expensive ones from running twice is the grouping below: pytest-xdist
@@ -18,6 +21,25 @@ import pytest
 #: minutes each), longest first. A module using one (directly or through another fixture) joins
 #: its group, and these groups run first, so that the other worker takes the modules meanwhile.
 ONE_WORKER = ("report_run", "smoke_run", "user_studies_run", "slurm_smoke_run")
+
+
+#: Marks of the tests that spend part of their time waiting on processes they started, not
+#: computing: Snakemake runs (a copy's jobs one after another; through SLURM, the executor checks
+#: job states every 10 s and more), Chromium.
+WAITING = ("workflow", "slurm", "browser")
+
+
+def workers(markexpr: str) -> int:
+    """How many workers a run gets (``-n auto``): two where its mark expression (``-m``)
+    leaves out every mark of :data:`WAITING` (the inner loop: computing only, one worker per
+    core of the 2-core machine the suite is sized for), three where it may select one (a third
+    worker computes in the others' waits: the full suite took 277.8 s with three against 325.1 s
+    with two, one after the other on this machine)."""
+    if not markexpr:
+        return 3
+    selects = Expression.compile(markexpr).evaluate
+    waits = any(selects(lambda name, /, mark=mark, **_: name == mark) for mark in WAITING)
+    return 3 if waits else 2
 
 
 def _shared_fixtures(item: pytest.Item) -> list[str]:
