@@ -133,16 +133,16 @@ def test_skip_invalid_rejects_every_bad_row_and_writes_the_valid_ones(tmp_path, 
 def test_skip_invalid_also_rejects_rows_whose_prediction_fails_the_output_checks(
     tmp_path, capsys, monkeypatch
 ):
-    from trainscale.sim import simulate
+    from trainscale.sim import throughput
 
-    real = simulate.step_times
+    real = throughput.step_times
 
     def broken(c, *args, **kwargs):
         times = real(c, *args, **kwargs)
         step = np.where(c.plan.seq_len == 8192, float("nan"), times.step_time_s)
         return dataclasses.replace(times, step_time_s=step)
 
-    monkeypatch.setattr(simulate, "step_times", broken)
+    monkeypatch.setattr(throughput, "step_times", broken)
     path = _write(tmp_path, [ROW, {**ROW, "seq_len": 8192}])
     out = tmp_path / "out.csv"
     status, _, err = _run(capsys, path, "-o", out)

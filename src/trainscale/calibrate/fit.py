@@ -61,7 +61,8 @@ from trainscale.sim.calibration import Calibration
 from trainscale.sim.catalogue import Catalogue
 from trainscale.sim.configs import build_configs
 from trainscale.sim.parameters import ParameterSpec, parameter_spec, parameters
-from trainscale.sim.simulate import predict, predict_arrays
+from trainscale.sim.simulate import predict
+from trainscale.sim.throughput import throughput_per_gpu
 
 __all__ = [
     "FittedCalibration",
@@ -222,8 +223,8 @@ def fit_throughput(
     has_collectives = len(collectives) > 0
 
     # The configurations do not depend on the parameters: validate them once and predict the
-    # arrays directly in the loop (the same numbers as throughput_predictions, without building
-    # a table per evaluation).
+    # throughput alone in the loop (the same numbers as throughput_predictions, without building
+    # a table or the other metrics per evaluation).
     configs, valid, _ = build_configs(
         published.throughput, hardware=catalogue.hardware, models=catalogue.models,
         frameworks=catalogue.frameworks, skip_invalid=True,
@@ -235,7 +236,7 @@ def fit_throughput(
 
     def residuals(x: np.ndarray) -> np.ndarray:
         cal = _with(start, x, free)
-        predicted = predict_arrays(configs, cal, catalogue)["tokens_per_s_per_gpu"]
+        predicted = throughput_per_gpu(configs, cal, catalogue)
         log_error = np.log(predicted / observed)
         if has_collectives:
             busbw = collective_rows.busbw_gbytes_per_s(cal)

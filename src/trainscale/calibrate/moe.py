@@ -40,7 +40,8 @@ from trainscale.sim.calibration import Calibration
 from trainscale.sim.catalogue import Catalogue
 from trainscale.sim.configs import build_configs
 from trainscale.sim.parameters import SHARED_PARAMETERS, ParameterSpec
-from trainscale.sim.simulate import predict_arrays, predict_with_rejects
+from trainscale.sim.simulate import predict_with_rejects
+from trainscale.sim.throughput import throughput_per_gpu
 
 __all__ = [
     "MOE_GROUP",
@@ -131,7 +132,7 @@ def fit_moe(
         return replace(base, **{p.name: float(v) for p, v in zip(free, x, strict=True)})
 
     def residuals(x: np.ndarray) -> np.ndarray:
-        predicted = predict_arrays(configs, calibration(x), catalogue)["tokens_per_s_per_gpu"]
+        predicted = throughput_per_gpu(configs, calibration(x), catalogue)
         log_error = np.log(predicted / observed)
         return np.concatenate([_robust(log_error, weights), (x - prior) / prior_sd])
 

@@ -269,24 +269,20 @@ def sensitive_parameters(
     :data:`_STEP` of its bound range changes some row's predicted log tokens/s per GPU by more
     than :data:`_SENSITIVITY` (simulated under ``catalogue``, from ``base``)."""
     from trainscale.sim.configs import build_configs
-    from trainscale.sim.simulate import predict_arrays
+    from trainscale.sim.throughput import throughput_per_gpu
 
     configs, _, _ = build_configs(
         table, hardware=catalogue.hardware, models=catalogue.models,
         frameworks=catalogue.frameworks,
     )  # fmt: skip
-    reference = np.log(predict_arrays(configs, base, catalogue)["tokens_per_s_per_gpu"])
+    reference = np.log(throughput_per_gpu(configs, base, catalogue))
     kept = []
     for name in names:
         spec = parameter_spec(name)
         value = base.value(name)
         step = _STEP * (spec.upper - spec.lower)
         moved = value + step if value + step <= spec.upper else value - step
-        changed = np.log(
-            predict_arrays(configs, replace(base, **{name: moved}), catalogue)[
-                "tokens_per_s_per_gpu"
-            ]
-        )
+        changed = np.log(throughput_per_gpu(configs, replace(base, **{name: moved}), catalogue))
         if np.max(np.abs(changed - reference)) > _SENSITIVITY:
             kept.append(name)
     return kept

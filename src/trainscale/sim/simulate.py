@@ -48,13 +48,11 @@ from trainscale.sim.levels import merge_by_level, split_by_level
 from trainscale.sim.memory_margin import MEMORY_REJECT_FRACTION
 from trainscale.sim.model.memory import memory_bytes_per_gpu
 from trainscale.sim.model.params import TransformerShape, block_params_b
-from trainscale.sim.network import calibrated_network
-from trainscale.sim.plan.layout import layout
-from trainscale.sim.plan.schedule import step_times
 from trainscale.sim.resolved import resolved_columns
 from trainscale.sim.support import support
 from trainscale.sim.system.power import power_per_gpu
-from trainscale.sim.workload import flops_per_token, workload
+from trainscale.sim.throughput import step_throughput
+from trainscale.sim.workload import flops_per_token
 from trainscale.version import __version__
 
 __all__ = ["output_problems", "predict", "predict_arrays", "predict_with_rejects"]
@@ -83,12 +81,8 @@ def predict_arrays(c: Configs, cal: Calibration, catalogue: Catalogue) -> dict[s
 
 def _predict_arrays(c: Configs, cal: Calibration, catalogue: Catalogue) -> dict[str, np.ndarray]:
     """:func:`predict_arrays` with one calibration for every configuration."""
-    work = workload(c)
-    place = layout(c.plan.tp, c.plan.cp, c.plan.dp, c.plan.sharding, c.system.gpus_per_node)
-    t = step_times(c, work, place, calibrated_network(c.system, cal, catalogue.nccl), cal)
+    work, place, t, tokens_per_s = step_throughput(c, cal, catalogue)
     step = t.step_time_s
-    tokens_per_step = (c.plan.global_batch * c.plan.seq_len).astype(np.float64)
-    tokens_per_s = tokens_per_step / step
     shape = TransformerShape(
         c.model.layers,
         c.model.hidden,
