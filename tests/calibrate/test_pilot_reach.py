@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from trainscale.calibrate.measurements import MEASURED
+from tests.library import pytorch_h100_pilots
 from trainscale.calibrate.pilot_reach import REACH_COLUMNS, capped_bins, reach, reach_evidence
 from trainscale.calibrate.pilot_transfer import transfer_evidence
 from trainscale.calibrate.user import calibrate_user
@@ -98,18 +98,6 @@ def test_transfer_evidence_weighs_sources_and_says_what_is_carried() -> None:
     assert table.loc["another layout", "rows"] == 0 and not table.loc["another layout", "carried"]
 
 
-def _pilots(tmp_path: Path) -> Path:
-    path = tmp_path / "pilots.csv"
-    pd.DataFrame([
-        {"model": "llama3-8b", "num_gpus": 8, "global_batch": 32, MEASURED: 6350.0},
-        {"model": "llama3-8b", "num_gpus": 8, "global_batch": 64, MEASURED: 6300.0},
-    ]).assign(
-        seq_len=8192, micro_batch=1, gpu="h100-sxm-80gb", tp=1, pp=1, sharding="fsdp",
-        recompute="none", precision="bf16", framework="pytorch",
-    ).to_csv(path, index=False)  # fmt: skip
-    return path
-
-
 def test_beyond_the_reach_the_shipped_level_and_interval_and_the_flag(
     tmp_path: Path, shipped_pilot_errors: pd.DataFrame
 ) -> None:
@@ -120,7 +108,8 @@ def test_beyond_the_reach_the_shipped_level_and_interval_and_the_flag(
         hardware=catalogue.hardware, models=catalogue.models, frameworks=catalogue.framework_keys
     )
     mine = tmp_path / "mine.yaml"
-    calibrate_user(_pilots(tmp_path), mine, base=load_calibration(), published=published,
+    pilots = pytorch_h100_pilots(tmp_path)
+    calibrate_user(pilots, mine, base=load_calibration(), published=published,
                    catalogue=catalogue, pilot_errors=shipped_pilot_errors)  # fmt: skip
     block = yaml.safe_load(mine.read_text())["intervals"]["pilot"]
     limit = float(block["reach_log2_distance"])
@@ -154,7 +143,8 @@ def test_where_the_shipped_width_was_enough_the_interval_is_never_wider(
         hardware=CATALOGUE.hardware, models=CATALOGUE.models, frameworks=CATALOGUE.framework_keys
     )
     mine = tmp_path / "mine.yaml"
-    calibrate_user(_pilots(tmp_path), mine, base=load_calibration(), published=published,
+    pilots = pytorch_h100_pilots(tmp_path)
+    calibrate_user(pilots, mine, base=load_calibration(), published=published,
                    catalogue=CATALOGUE, pilot_errors=shipped_pilot_errors)  # fmt: skip
     pilot = load_calibration(mine).intervals.pilot
     counts = np.array([8, 16, 32, 64, 128, 256, 512])
@@ -182,7 +172,10 @@ def test_the_cli_says_how_far_the_level_reaches_and_what_lies_beyond(
     from trainscale.cli import main
 
     mine = tmp_path / "mine.yaml"
-    assert main(["calibrate", "--measurements", str(_pilots(tmp_path)), "-o", str(mine)]) == 0
+    assert (
+        main(["calibrate", "--measurements", str(pytorch_h100_pilots(tmp_path)), "-o", str(mine)])
+        == 0
+    )
     reach_text = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("reach:"))
     limit = load_calibration(mine).intervals.pilot.reach
     assert f"up to {limit:g} doublings" in reach_text and "beyond_pilot_reach" in reach_text

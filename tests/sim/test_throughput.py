@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from trainscale.calibrate.measurements import MEASURED
+from tests.library import pytorch_h100_pilots
 from trainscale.calibrate.user import calibrate_user
 from trainscale.published.measurements import PublishedData
 from trainscale.sim.calibration import Calibration, load_calibration
@@ -51,14 +51,7 @@ def test_a_calibration_with_measured_levels_gives_predict_arrays_bytes(
     shipped_pilot_errors: pd.DataFrame,
 ) -> None:
     # PyTorch pilots on H100 only: every other (framework, GPU) pair keeps the shipped level
-    pilots = tmp_path / "pilots.csv"
-    pd.DataFrame([
-        {"model": "llama3-8b", "num_gpus": 8, "global_batch": 32, MEASURED: 6350.0},
-        {"model": "llama3-8b", "num_gpus": 16, "global_batch": 64, MEASURED: 6050.0},
-    ]).assign(
-        seq_len=8192, micro_batch=1, gpu="h100-sxm-80gb", tp=1, pp=1, sharding="fsdp",
-        recompute="none", precision="bf16", framework="pytorch",
-    ).to_csv(pilots, index=False)  # fmt: skip
+    pilots = pytorch_h100_pilots(tmp_path)
     mine = tmp_path / "mine.yaml"
     calibrate_user(
         pilots, mine, base=load_calibration(), published=published, catalogue=catalogue,
