@@ -33,10 +33,9 @@ def workers(markexpr: str) -> int:
     """How many workers a run gets (``-n auto``): two where its mark expression (``-m``)
     leaves out every mark of :data:`WAITING` (the inner loop: computing only, one worker per
     core of the 2-core machine the suite is sized for), three where it may select one (a third
-    worker computes in the others' waits: the full suite took 277.8 s with three against 325.1 s
-    with two, one after the other on this machine). The expression is read by pytest's own
-    parser of ``-m`` (``_pytest.mark.expression``, not public API: pytest is pinned in the test
-    extra)."""
+    worker computes in the others' waits; CHANGELOG.md gives the times measured). The
+    expression is read by pytest's own parser of ``-m`` (``_pytest.mark.expression``, not
+    public API: pytest is pinned in the test extra)."""
     if not markexpr:
         return 3
     selects = Expression.compile(markexpr).evaluate

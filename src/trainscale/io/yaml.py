@@ -377,7 +377,7 @@ _PARSED = 32
 @functools.lru_cache(maxsize=_PARSED)
 def _parsed(text: str) -> Any:
     """The work of :func:`safe_load`: the document, shared (:func:`safe_load` copies it)."""
-    return _load(text, BoundedLoader.get_single_data)  # a SafeLoader subclass
+    return _load(text, BoundedLoader.get_single_data)
 
 
 def yaml_error(path: object, error: yaml.YAMLError) -> InputFileError:

@@ -31,7 +31,7 @@ from trainscale.sim.configs import Configs
 from trainscale.sim.parameters import offset_name
 from trainscale.sim.pilot_intervals import distance
 
-__all__ = ["merge_by_level", "split_by_level"]
+__all__ = ["level_parts", "merge_by_level", "split_by_level"]
 
 
 def split_by_level(
@@ -53,6 +53,14 @@ def split_by_level(
     return unmeasured, Calibration(frameworks=cal.frameworks, **values, intervals=cal.intervals)
 
 
+def level_parts(
+    unmeasured: np.ndarray, cal: Calibration, shipped_level: Calibration
+) -> list[tuple[np.ndarray, Calibration]]:
+    """``(row indices, calibration)`` of the measured configurations (``cal``) and of the
+    unmeasured ones (``shipped_level``), as :func:`split_by_level` gave them."""
+    return [(np.flatnonzero(~unmeasured), cal), (np.flatnonzero(unmeasured), shipped_level)]
+
+
 def merge_by_level(
     c: Configs,
     unmeasured: np.ndarray,
@@ -64,7 +72,7 @@ def merge_by_level(
 ) -> dict[str, np.ndarray]:
     """``predict_part`` the measured configurations with ``cal`` and the others with
     ``shipped_level``, flagged; every metric in the configurations' order."""
-    parts = [(np.flatnonzero(~unmeasured), cal), (np.flatnonzero(unmeasured), shipped_level)]
+    parts = level_parts(unmeasured, cal, shipped_level)
     results = [(index, predict_part(c.take(index), calibration)) for index, calibration in parts]
     out: dict[str, object] = {}
     for name in results[0][1]:

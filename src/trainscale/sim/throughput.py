@@ -14,7 +14,7 @@ import numpy as np
 from trainscale.sim.calibration import Calibration
 from trainscale.sim.catalogue import Catalogue
 from trainscale.sim.configs import Configs
-from trainscale.sim.levels import split_by_level
+from trainscale.sim.levels import level_parts, split_by_level
 from trainscale.sim.model.work import BlockWork
 from trainscale.sim.network import calibrated_network
 from trainscale.sim.plan.layout import Layout, layout
@@ -47,7 +47,7 @@ def throughput_per_gpu(c: Configs, cal: Calibration, catalogue: Catalogue) -> np
         return step_throughput(c, cal, catalogue)[3] / c.plan.num_gpus
     unmeasured, shipped_level = split
     out = np.empty(len(c))
-    for rows, calibration in ((~unmeasured, cal), (unmeasured, shipped_level)):
-        part = c.take(np.flatnonzero(rows))
-        out[rows] = step_throughput(part, calibration, catalogue)[3] / part.plan.num_gpus
+    for index, calibration in level_parts(unmeasured, cal, shipped_level):
+        part = c.take(index)
+        out[index] = step_throughput(part, calibration, catalogue)[3] / part.plan.num_gpus
     return out
